@@ -1,0 +1,1 @@
+"""kvplan's pure analytical engine: LLM inference capacity planning from first principles."""

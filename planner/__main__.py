@@ -1,0 +1,134 @@
+"""Command line over the same functions the dashboard calls.
+
+  python -m planner evaluate "<query string or link>" [--format text|json|csv]
+  python -m planner sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE]
+  python -m planner gpus | models
+
+Bad input: exit code 2 and one line per bad key on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from .engine import ScenarioError
+from .export import frame_to_csv, present_frame
+from .links import from_query
+from .profiles import Catalog, load_catalog
+from .specs import Scenario
+from .sweep import SweepError, parse_axis, sweep
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def scenario_from_link(link: str, catalog: Catalog, err) -> Scenario:
+    """Decode ``link``; notices go to ``err``; rejected values raise BadInput."""
+    scenario, issues = from_query(link, set(catalog.gpus), set(catalog.models))
+    fatal = [str(i) for i in issues if i.fatal]
+    for i in issues:
+        if not i.fatal:
+            print(f"warning: {i}", file=err)
+    if fatal:
+        raise BadInput(fatal)
+    return scenario
+
+
+def scenario_frame(scenario: Scenario, catalog: Catalog):
+    """The one-row inputs + metrics table (the CSV the dashboard exports too)."""
+    return present_frame(sweep(scenario, {}, catalog))
+
+
+def _cmd_evaluate(args, catalog: Catalog, out, err) -> int:
+    scenario = scenario_from_link(args.link, catalog, err)
+    frame = scenario_frame(scenario, catalog)
+    if args.format == "csv":
+        out.write(frame_to_csv(frame))
+    elif args.format == "json":
+        out.write(json.dumps(frame.iloc[0].to_dict(), indent=2, default=str) + "\n")
+    else:
+        row = frame.iloc[0].to_dict()
+        width = max(len(k) for k in row)
+        for k, v in row.items():
+            out.write(f"{k:<{width}}  {v}\n")
+    return 0
+
+
+def _cmd_sweep(args, catalog: Catalog, out, err) -> int:
+    scenario = scenario_from_link(args.link, catalog, err)
+    axes, problems = {}, []
+    for item in args.set or []:
+        key, sep, spec = item.partition("=")
+        if not sep:
+            problems.append(f"--set {item!r}: expected KEY=VALUES")
+            continue
+        try:
+            axes[key.strip()] = parse_axis(key.strip(), spec)
+        except SweepError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise BadInput(problems)
+    text = frame_to_csv(present_frame(sweep(scenario, axes, catalog)))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {text.count(chr(10)) - 1} rows to {args.out}", file=err)
+    else:
+        out.write(text)
+    return 0
+
+
+def _cmd_list(args, catalog: Catalog, out, err) -> int:
+    items = catalog.gpus if args.command == "gpus" else catalog.models
+    for key, item in sorted(items.items()):
+        out.write(f"{key:<16} {item.name}\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m planner", description="kvplan: LLM inference capacity planning")
+    sub = p.add_subparsers(dest="command", required=True)
+    ev = sub.add_parser("evaluate", help="every metric of one scenario")
+    ev.add_argument("link", nargs="?", default="", help="query string or full link (default: the default scenario)")
+    ev.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    sw = sub.add_parser("sweep", help="CSV over ranges of inputs")
+    sw.add_argument("link", nargs="?", default="", help="base scenario link")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUES", help="a,b,c | start:stop:step | start:stop:xFACTOR")
+    sw.add_argument("--out", help="write the CSV here instead of stdout")
+    sub.add_parser("gpus", help="list GPU profiles")
+    sub.add_parser("models", help="list model presets")
+    return p
+
+
+COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "gpus": _cmd_list, "models": _cmd_list}
+
+
+def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    catalog = load_catalog()
+    for problem in catalog.problems:
+        print(f"warning: skipped {problem}", file=err)
+    try:
+        return COMMANDS[args.command](args, catalog, out, err)
+    except (BadInput, ScenarioError, SweepError) as exc:
+        for line in getattr(exc, "lines", None) or getattr(exc, "problems", None) or [str(exc)]:
+            print(f"error: {line}", file=err)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

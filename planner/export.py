@@ -1,0 +1,77 @@
+"""Presentation of metrics for CSV and JSON: the one place that turns engine
+arrays into cells.  Shared by the CLI and the dashboard so both export the same
+columns and values.
+
+* booleans → ``true``/``false``; the bound flags also as ``compute``/``memory``;
+* ``ridge_batch`` = inf → ``never`` (attention keeps decode memory-bound);
+* ``min_tp_that_fits`` = 0 → ``none`` (does not fit at any tp ≤ 64);
+* any other non-finite number → ``n/a`` (never NaN or inf in an export);
+* text cells starting with = + - @ (or tab/CR) get a leading ``'`` so
+  spreadsheets do not run them as formulas (OWASP CSV injection).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+BOUND_FLAGS = {"prefill_compute_bound": "prefill_bound", "decode_compute_bound": "decode_bound"}
+
+
+def neutralise(cell: Any) -> Any:
+    """Prefix a text cell that a spreadsheet would evaluate as a formula."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES):
+        return "'" + cell
+    return cell
+
+
+def present_value(key: str, v: Any) -> Any:
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        f = float(v)
+        if key == "ridge_batch" and math.isinf(f):
+            return "never"
+        if key == "min_tp_that_fits" and f == 0:
+            return "none"
+        if not math.isfinite(f):
+            return "n/a"
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
+    if v is None:
+        return ""
+    return neutralise(str(v))
+
+
+def present_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Metric cells for display/export, with ``*_bound`` names added beside the flags."""
+    out: dict[str, Any] = {}
+    for k, v in metrics.items():
+        out[k] = present_value(k, v)
+        if k in BOUND_FLAGS:
+            out[BOUND_FLAGS[k]] = "compute" if bool(v) else "memory"
+    return out
+
+
+def present_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A DataFrame of inputs + metrics, every cell presented as in ``present_value``."""
+    out = {}
+    for col in df.columns:
+        out[col] = [present_value(col, v) for v in df[col].tolist()]
+        if col in BOUND_FLAGS:
+            out[BOUND_FLAGS[col]] = ["compute" if bool(v) else "memory" for v in df[col].tolist()]
+    return pd.DataFrame(out)
+
+
+def frame_to_csv(df: pd.DataFrame) -> str:
+    """CSV text of an already-presented frame, text cells neutralised, headers too."""
+    safe = df.map(neutralise)
+    safe.columns = [neutralise(str(c)) for c in safe.columns]
+    buf = io.StringIO()
+    safe.to_csv(buf, index=False, lineterminator="\n")
+    return buf.getvalue()

@@ -1,0 +1,88 @@
+"""Speculative decoding (Leviathan, Kalman & Matias, ICML 2023; Chen et al. 2023).
+
+A draft proposes γ tokens; the target verifies them in one pass of γ + 1
+tokens per sequence.  With i.i.d. acceptance α the expected tokens per pass is
+    E(α, γ) = (1 − α^(γ+1)) / (1 − α)          (γ + 1 when α = 1; 1 when γ = 0)
+Step time    = γ · t_draft(B) + t_verify(B, γ + 1)
+  t_draft  = the draft preset's own decode step at batch B, or c · t_target(B) (cost ratio c)
+  t_verify = target roofline step with B·(γ+1) tokens at the same context
+Speedup      = E · t_target(B) / step time.  With t_verify = t_target this is the
+paper's (1 − α^(γ+1)) / ((1 − α)(γc + 1)); the roofline makes the gain fade once
+the verification pass turns compute-bound (large batch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .inputs import EngineInputs
+from .roofline import decode, decode_context_tokens, step_cost
+
+GAMMA_GRID = np.arange(0, 13, dtype=float)
+
+
+def expected_tokens_per_step(alpha, gamma) -> np.ndarray:
+    """E(α, γ) = (1 − α^(γ+1)) / (1 − α); the α → 1 limit is γ + 1."""
+    alpha = np.asarray(alpha, dtype=float)
+    gamma = np.asarray(gamma, dtype=float)
+    safe = np.where(alpha < 1.0, alpha, 0.5)
+    return np.where(alpha < 1.0, (1.0 - safe ** (gamma + 1.0)) / (1.0 - safe), gamma + 1.0)
+
+
+def draft_model_inputs(x: EngineInputs) -> EngineInputs:
+    """The draft preset as a dense model on the same GPUs (same dtypes, tp, context)."""
+    return x.with_(
+        total_params=x.draft_total_params,
+        matmul_params=x.draft_matmul_params,
+        layers=x.draft_layers,
+        hidden=x.draft_hidden,
+        heads=x.draft_heads,
+        kv_heads=1.0,
+        kv_sharded=0.0,
+        kv_elements_per_token_per_layer=x.draft_kv_elements_per_token_per_layer,
+        full_attention_layers=x.draft_layers,
+        window_layers=0.0,
+        attention_dim_decode=x.draft_attention_dim,
+        attention_dim_prefill=x.draft_attention_dim,
+        activation_elements_per_token_per_layer=x.draft_activation_elements_per_token_per_layer,
+        moe_layers=0.0,
+        experts=0.0,
+        expert_params=0.0,
+    )
+
+
+def draft_step_s(x: EngineInputs, batch=None) -> np.ndarray:
+    target = decode(x, batch=batch).time_s
+    own = decode(draft_model_inputs(x), batch=batch).time_s
+    return np.where(x.has_draft_model > 0, own, x.draft_ratio * target)
+
+
+def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> np.ndarray:
+    g = x.gamma if gamma is None else np.asarray(gamma, dtype=float)
+    b = x.batch if batch is None else batch
+    verify = step_cost(x, seqs=b, q=g + 1.0, ctx=decode_context_tokens(x)).time_s
+    return g * draft_step_s(x, batch=b) + verify
+
+
+def speedup(x: EngineInputs, alpha=None, gamma=None, batch=None) -> np.ndarray:
+    a = x.alpha if alpha is None else alpha
+    g = x.gamma if gamma is None else gamma
+    plain = decode(x, batch=batch).time_s
+    return expected_tokens_per_step(a, g) * plain / spec_step_s(x, gamma=g, batch=batch)
+
+
+def speculative(x: EngineInputs) -> dict[str, np.ndarray]:
+    e = expected_tokens_per_step(x.alpha, x.gamma)
+    step = spec_step_s(x)
+    plain = decode(x).time_s
+    grid = GAMMA_GRID.reshape((-1,) + (1,) * np.ndim(plain))
+    gains = expected_tokens_per_step(x.alpha, grid) * plain / spec_step_s(x, gamma=grid)
+    best = np.argmax(gains, axis=0)
+    return {
+        "spec_expected_tokens_per_step": e,
+        "spec_step_s": step,
+        "spec_tpot_s": step / e,
+        "spec_speedup": e * plain / step,
+        "spec_best_gamma": GAMMA_GRID[best],
+        "spec_best_speedup": np.take_along_axis(gains, best[None, ...], axis=0)[0],
+    }

@@ -1,0 +1,46 @@
+"""Unit constants: the one home of powers of ten and two.
+
+Everything inside the engine is SI: bytes, seconds, FLOP, FLOP/s, bytes/s.
+Human units (GB, GiB, TFLOP/s, ms) appear only in data files, labels and CSV
+headers, and are converted with these constants.
+"""
+
+KILO = 1e3
+MEGA = 1e6
+GIGA = 1e9
+TERA = 1e12
+PETA = 1e15
+
+KiB = 2**10
+MiB = 2**20
+GiB = 2**30
+
+GB = GIGA  # decimal gigabyte, as printed on datasheets
+TB = TERA
+
+MS_PER_S = 1e3
+S_PER_HOUR = 3600.0
+TOKENS_PER_MTOK = 1e6
+
+#: Bytes per element for weights and KV cache.  int4 is the raw nibble; the
+#: scale/zero overhead of group quantisation is added in ``memory.weight_bytes_per_param``.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+}
+
+WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
+KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
+
+#: Activations are kept in 16-bit in every serving stack we model.
+ACTIVATION_BYTES = 2.0
+
+#: int4 weight-only quantisation (GPTQ/AWQ style): one fp16 scale and one fp16
+#: zero-point per group of 128 weights -> 2*2/128 = 0.03125 extra bytes/param.
+INT4_GROUP_SIZE = 128
+INT4_SCALE_BYTES_PER_GROUP = 4.0
