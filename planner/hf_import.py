@@ -69,7 +69,7 @@ _NO_SLIDING_TYPES = {"llama"} | _OPT_TYPES | _FALCON_TYPES | _DEEPSEEK_TYPES
 #: Families whose ``tie_word_embeddings`` defaults to true when absent.
 _TIED_BY_DEFAULT = _FALCON_TYPES | _OPT_TYPES | {"gemma"} | _GEMMA2_TYPES | _GEMMA3_TYPES | {"gpt2"}
 #: Families whose Q/K/V projections always carry a bias.
-_QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
+_QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe", "gpt2"}
 
 
 def _fields(keys: tuple[str, ...]) -> str:
@@ -107,7 +107,7 @@ class _Reader:
                 return k, v
         return None, None
 
-    def int(
+    def integer(
         self,
         keys: tuple[str, ...] | str,
         *,
@@ -144,7 +144,7 @@ class _Reader:
             return default
         return value
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self.cfg.get(key)
         if value is None:
             return default
@@ -155,7 +155,7 @@ class _Reader:
             return default
         return value
 
-    def str(self, key: str) -> str | None:
+    def text(self, key: str) -> str | None:
         value = self.cfg.get(key)
         if value is None:
             return None
@@ -232,7 +232,7 @@ def _default_name(r: _Reader, model_type: str) -> str:
 def _sliding(r: _Reader, model_type: str, layers: int) -> tuple[int, int]:
     """(window tokens, layers that use it)."""
     layer_types = r.cfg.get("layer_types")
-    window = r.int(("sliding_window", "sliding_window_size"), minimum=0, spec_field="sliding_window_tokens") or 0
+    window = r.integer(("sliding_window", "sliding_window_size"), minimum=0, spec_field="sliding_window_tokens") or 0
     if layer_types is not None:
         if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
             r.problems.append("config.json field 'layer_types' must be a list of strings")
@@ -255,16 +255,16 @@ def _sliding(r: _Reader, model_type: str, layers: int) -> tuple[int, int]:
     if model_type in _GEMMA2_TYPES:
         return window, (layers + 1) // 2  # even-indexed layers are local
     if model_type in _GEMMA3_TYPES:
-        pattern = r.int("sliding_window_pattern", default=6) or 6
+        pattern = r.integer("sliding_window_pattern", default=6) or 6
         return window, layers - layers // pattern
     if model_type in _QWEN_TYPES:
-        if not r.bool("use_sliding_window", False):
+        if not r.flag("use_sliding_window", False):
             return 0, 0
-        first = r.int("max_window_layers", default=28, minimum=0)
+        first = r.integer("max_window_layers", default=28, minimum=0)
         n = max(0, min(layers, layers - (first if first is not None else 28)))
         return (window, n) if n else (0, 0)
     # Mistral, Mixtral and anything else: every layer, unless switched off.
-    if not r.bool("use_sliding_window", True):
+    if not r.flag("use_sliding_window", True):
         return 0, 0
     return window, layers
 
@@ -276,37 +276,37 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
     or mistyped field, invalid JSON, or text over :data:`MAX_CONFIG_BYTES`.
     """
     r = _Reader(_language_model_config(_parse(config)))
-    model_type = (r.str("model_type") or "").lower()
+    model_type = (r.text("model_type") or "").lower()
     is_falcon = model_type in _FALCON_TYPES
     is_opt = model_type in _OPT_TYPES
 
-    layers = r.int(_LAYERS, required=True, spec_field="layers")
-    hidden = r.int(_HIDDEN, required=True, spec_field="hidden")
-    heads = r.int(_HEADS, required=True, spec_field="heads")
-    vocab = r.int("vocab_size", required=True, spec_field="vocab")
-    context = r.int(_CONTEXT, required=not is_falcon, default=2048 if is_falcon else None,
+    layers = r.integer(_LAYERS, required=True, spec_field="layers")
+    hidden = r.integer(_HIDDEN, required=True, spec_field="hidden")
+    heads = r.integer(_HEADS, required=True, spec_field="heads")
+    vocab = r.integer("vocab_size", required=True, spec_field="vocab")
+    context = r.integer(_CONTEXT, required=not is_falcon, default=2048 if is_falcon else None,
                     spec_field="context_window_tokens")
 
     # --- attention -----------------------------------------------------------
-    kv_lora_rank = r.int("kv_lora_rank", minimum=0, default=0, spec_field="kv_lora_rank") or 0
+    kv_lora_rank = r.integer("kv_lora_rank", minimum=0, default=0, spec_field="kv_lora_rank") or 0
     mla = dict(q_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0)
     if kv_lora_rank:
-        mla["q_lora_rank"] = r.int("q_lora_rank", minimum=0, default=0, spec_field="q_lora_rank") or 0
+        mla["q_lora_rank"] = r.integer("q_lora_rank", minimum=0, default=0, spec_field="q_lora_rank") or 0
         for f in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-            mla[f] = r.int(f, required=True, spec_field=f) or 0
+            mla[f] = r.integer(f, required=True, spec_field=f) or 0
         head_dim = (mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]) or None
         kv_heads = heads  # MLA: every head reads the shared latent
     else:
-        head_dim = r.int("head_dim", spec_field="head_dim")
+        head_dim = r.integer("head_dim", spec_field="head_dim")
         if is_falcon:
-            new_arch = r.bool("new_decoder_architecture", model_type == "refinedweb")
-            multi_query = r.bool("multi_query", True)
+            new_arch = r.flag("new_decoder_architecture", model_type == "refinedweb")
+            multi_query = r.flag("multi_query", True)
             if new_arch:
-                kv_heads = r.int(("num_kv_heads", "n_head_kv"), default=heads, spec_field="kv_heads")
+                kv_heads = r.integer(("num_kv_heads", "n_head_kv"), default=heads, spec_field="kv_heads")
             else:
                 kv_heads = 1 if multi_query else heads
         else:
-            kv_heads = r.int(("num_key_value_heads", "num_kv_heads", "n_head_kv"), default=heads,
+            kv_heads = r.integer(("num_key_value_heads", "num_kv_heads", "n_head_kv"), default=heads,
                              spec_field="kv_heads")
         if head_dim is None and hidden and heads:
             if hidden % heads:
@@ -321,36 +321,36 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
     gated = not (is_falcon or is_opt or model_type == "gpt2")
     moe: dict[str, int] = dict(experts=0, experts_per_token=0, shared_experts=0, moe_ffn=0, dense_layers=0)
     if is_opt:
-        ffn = r.int("ffn_dim", required=True, spec_field="ffn")
-        r.int("word_embed_proj_dim")  # type-checked only; see module docstring
-        r.bool("do_layer_norm_before", True)
+        ffn = r.integer("ffn_dim", required=True, spec_field="ffn")
+        r.integer("word_embed_proj_dim")  # type-checked only; see module docstring
+        r.flag("do_layer_norm_before", True)
     elif is_falcon:
-        ffn = r.int("ffn_hidden_size", spec_field="ffn") or (4 * hidden if hidden else None)
+        ffn = r.integer("ffn_hidden_size", spec_field="ffn") or (4 * hidden if hidden else None)
     elif r.cfg.get("num_local_experts") is not None:  # Mixtral
-        ffn = r.int("intermediate_size", required=True, spec_field="ffn")
-        moe["experts"] = r.int("num_local_experts", spec_field="experts") or 0
-        moe["experts_per_token"] = r.int("num_experts_per_tok", default=2, spec_field="experts_per_token") or 0
+        ffn = r.integer("intermediate_size", required=True, spec_field="ffn")
+        moe["experts"] = r.integer("num_local_experts", spec_field="experts") or 0
+        moe["experts_per_token"] = r.integer("num_experts_per_tok", default=2, spec_field="experts_per_token") or 0
         moe["moe_ffn"] = ffn or 0
     elif r.cfg.get("n_routed_experts") is not None:  # DeepSeek-V2/V3
-        ffn = r.int("intermediate_size", required=True, spec_field="ffn")
-        moe["experts"] = r.int("n_routed_experts", spec_field="experts") or 0
-        moe["experts_per_token"] = r.int("num_experts_per_tok", required=True, spec_field="experts_per_token") or 0
-        moe["shared_experts"] = r.int("n_shared_experts", minimum=0, default=0, spec_field="shared_experts") or 0
-        moe["moe_ffn"] = r.int("moe_intermediate_size", required=True, spec_field="moe_ffn") or 0
-        first_dense = r.int("first_k_dense_replace", minimum=0, default=0, spec_field="dense_layers") or 0
-        freq = r.int("moe_layer_freq", default=1) or 1
+        ffn = r.integer("intermediate_size", required=True, spec_field="ffn")
+        moe["experts"] = r.integer("n_routed_experts", spec_field="experts") or 0
+        moe["experts_per_token"] = r.integer("num_experts_per_tok", required=True, spec_field="experts_per_token") or 0
+        moe["shared_experts"] = r.integer("n_shared_experts", minimum=0, default=0, spec_field="shared_experts") or 0
+        moe["moe_ffn"] = r.integer("moe_intermediate_size", required=True, spec_field="moe_ffn") or 0
+        first_dense = r.integer("first_k_dense_replace", minimum=0, default=0, spec_field="dense_layers") or 0
+        freq = r.integer("moe_layer_freq", default=1) or 1
         if layers:
             n_moe = sum(1 for i in range(layers) if i >= first_dense and i % freq == 0)
             moe["dense_layers"] = layers - n_moe
     elif r.cfg.get("num_experts") is not None and r.cfg.get("moe_intermediate_size") is not None:
-        ffn = r.int("intermediate_size", required=True, spec_field="ffn")  # Qwen2-MoE / Qwen3-MoE
-        moe["experts"] = r.int("num_experts", spec_field="experts") or 0
-        moe["experts_per_token"] = r.int("num_experts_per_tok", required=True, spec_field="experts_per_token") or 0
-        moe["moe_ffn"] = r.int("moe_intermediate_size", spec_field="moe_ffn") or 0
-        shared = r.int("shared_expert_intermediate_size", minimum=0, default=0) or 0
+        ffn = r.integer("intermediate_size", required=True, spec_field="ffn")  # Qwen2-MoE / Qwen3-MoE
+        moe["experts"] = r.integer("num_experts", spec_field="experts") or 0
+        moe["experts_per_token"] = r.integer("num_experts_per_tok", required=True, spec_field="experts_per_token") or 0
+        moe["moe_ffn"] = r.integer("moe_intermediate_size", spec_field="moe_ffn") or 0
+        shared = r.integer("shared_expert_intermediate_size", minimum=0, default=0) or 0
         if shared and moe["moe_ffn"]:
             moe["shared_experts"] = math.ceil(shared / moe["moe_ffn"])
-        step = r.int("decoder_sparse_step", default=1) or 1
+        step = r.integer("decoder_sparse_step", default=1) or 1
         only_mlp = r.cfg.get("mlp_only_layers") or []
         if not isinstance(only_mlp, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only_mlp):
             r.problems.append("config.json field 'mlp_only_layers' must be a list of layer indices")
@@ -359,7 +359,7 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
             n_moe = sum(1 for i in range(layers) if i not in only_mlp and (i + 1) % step == 0)
             moe["dense_layers"] = layers - n_moe
     else:
-        ffn = r.int(("intermediate_size", "n_inner", "ffn_dim"), required=model_type != "gpt2",
+        ffn = r.integer(("intermediate_size", "n_inner", "ffn_dim"), required=model_type != "gpt2",
                     spec_field="ffn")
         if ffn is None and model_type == "gpt2" and hidden:
             ffn = 4 * hidden
@@ -367,15 +367,15 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
         moe = dict(experts=0, experts_per_token=0, shared_experts=0, moe_ffn=0, dense_layers=0)
 
     # --- flags ---------------------------------------------------------------
-    tied = r.bool("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)
+    tied = r.flag("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)
     if is_opt:
-        qkv_bias = r.bool("enable_bias", True)
+        qkv_bias = r.flag("enable_bias", True)
     elif is_falcon:
-        qkv_bias = r.bool("bias", False)
+        qkv_bias = r.flag("bias", False)
     elif model_type in _QKV_BIAS_ALWAYS:
         qkv_bias = True
     else:
-        qkv_bias = r.bool("attention_bias", False)
+        qkv_bias = r.flag("attention_bias", False)
 
     window, window_layers = _sliding(r, model_type, layers) if layers else (0, 0)
 

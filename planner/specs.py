@@ -195,6 +195,7 @@ class ModelSpec(BaseModel):
 
 
 TTL = Literal["5m", "1h"]
+LengthDist = Literal["fixed", "uniform", "lognormal"]
 _KEY = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
 
@@ -242,7 +243,13 @@ class Scenario(BaseModel):
     mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
     block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
     slo_ttft_s: float = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
-    slo_tpot_s: float = Field(default=0.05, gt=0.0, le=60.0, description="time-per-output-token target, seconds")
+    slo_tpot_s: float = Field(default=0.05, gt=0.0, le=60.0, description="time-per-output-token (p99 inter-token) target, seconds")
+    rate: float = Field(default=2.0, gt=0.0, le=100_000.0, description="simulated arrivals, requests/s (Poisson)")
+    dist: LengthDist = Field(default="lognormal", description="prompt/output length distribution")
+    spread: float = Field(default=0.5, ge=0.0, le=5.0, description="coefficient of variation of lengths")
+    sim_requests: int = Field(default=2000, ge=10, le=100_000, description="requests simulated")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="simulation random seed")
+    layout: str = Field(default="", max_length=2000, pattern=r"^[A-Za-z0-9._~:,;|*-]*$", description="prompt layout, compact encoding")
 
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> "Scenario":
