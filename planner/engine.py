@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from .chunked import chunked_prefill
+from .custom_model import decode_model
 from .inputs import EngineInputs, from_specs
 from .memory import kv_bytes_per_token_for_heads, memory_plan
 from .profiles import Catalog, format_validation_error
@@ -23,6 +24,7 @@ from .specs import GPU, ModelSpec, Scenario
 from .speculative import speculative
 from .units import S_PER_HOUR, TOKENS_PER_MTOK
 
+CUSTOM_MODEL = "custom"
 SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab")
 
 
@@ -65,7 +67,12 @@ def resolve(s: Scenario, catalog: Catalog) -> Resolved:
     if gpu is None:
         problems.append(f"gpu={s.gpu!r}: unknown GPU profile; choose one of {', '.join(sorted(catalog.gpus))}")
     model = catalog.models.get(s.model)
-    if model is None:
+    if s.model == CUSTOM_MODEL:
+        try:
+            model = decode_model(s.custom)
+        except ValueError as exc:
+            problems.append(str(exc))
+    elif model is None:
         problems.append(f"model={s.model!r}: unknown model preset; choose one of {', '.join(sorted(catalog.models))}")
     draft = None
     if s.draft:

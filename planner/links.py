@@ -189,7 +189,7 @@ def from_query(
             warnings.append(LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True))
             continue
         good[key] = value
-    for key, known in (("gpu", gpus), ("model", models), ("draft", models)):
+    for key, known in (("gpu", gpus), ("model", None if models is None else models | {"custom"}), ("draft", models)):
         if known is not None and key in good and good[key] and good[key] not in known:
             bad = str(good.pop(key))
             warnings.append(LinkIssue(key, f"{key}={_show(bad)}: unknown; allowed: one of {', '.join(sorted(known))}", True))

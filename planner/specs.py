@@ -211,7 +211,8 @@ class Scenario(BaseModel):
 
     gpu: str = Field(default="h100-sxm", pattern=_KEY, description="GPU profile key")
     tp: int = Field(default=1, ge=1, le=64, description="GPUs per replica (tensor parallel)")
-    model: str = Field(default="llama-3.1-8b", pattern=_KEY, description="model preset key")
+    model: str = Field(default="llama-3.1-8b", pattern=_KEY, description="model preset key, or 'custom'")
+    custom: str = Field(default="", max_length=600, pattern=r"^[A-Za-z0-9-]*$", description="custom model shape (model=custom)")
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden: int | None = Field(default=None, ge=1, le=262_144)
     heads: int | None = Field(default=None, ge=1, le=4096)

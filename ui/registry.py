@@ -1,0 +1,17 @@
+"""Extension points of the dashboard.  Each feature module adds itself here
+with one line; app.py renders them.
+
+EXTRA_TABS: (tab title, render(ctx: PageContext) -> None), shown after the core tabs.
+TOP_PANELS: render(ctx) callables shown above the tabs (e.g. findings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ui.context import PageContext
+
+Render = Callable[[PageContext], None]
+
+EXTRA_TABS: list[tuple[str, Render]] = []
+TOP_PANELS: list[Render] = []
