@@ -53,8 +53,8 @@ class StepCost:
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
     """Weights read in a step of ``tokens`` tokens; MoE reads only the experts hit."""
     dense = x.total_params - x.moe_layers * x.experts * x.expert_params
-    e = np.maximum(x.experts, 1.0)
-    hit = x.experts * (1.0 - (1.0 - x.experts_per_token / e) ** tokens)
+    miss_one = 1.0 - np.clip(x.experts_per_token / np.maximum(x.experts, 1.0), 0.0, 1.0)
+    hit = x.experts * (1.0 - miss_one**tokens)
     return (dense + x.moe_layers * hit * x.expert_params) * x.weight_bytes_per_param / x.tp
 
 

@@ -1,0 +1,75 @@
+"""The CLI: same functions as the app, exit code 2 and one line per bad key."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+from planner.__main__ import main
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+REQUIRED = (
+    "kv_bytes_per_token kv_bytes_per_sequence weight_bytes_per_gpu kv_capacity_tokens "
+    "max_concurrent_sequences max_concurrent_sequences_contiguous fits ttft_s prefill_bound "
+    "tpot_s decode_bound decode_tokens_per_s ridge_batch chunked_ttft_s chunked_max_itl_s "
+    "spec_expected_tokens_per_step spec_speedup cache_cost_per_request_usd "
+    "nocache_cost_per_request_usd cache_break_even_hit_rate cost_per_million_output_tokens_usd"
+).split()
+
+
+def test_evaluate_json_has_every_required_metric():
+    code, out, _ = run("evaluate", "v=1&batch=64&kv_heads=4", "--format", "json")
+    assert code == 0
+    row = json.loads(out)
+    assert set(REQUIRED) <= set(row)
+    assert row["batch"] == 64 and row["kv_heads"] == 4
+    assert row["prefill_bound"] in ("compute", "memory")
+
+
+def test_evaluate_csv_is_one_row_of_inputs_and_metrics():
+    code, out, _ = run("evaluate", "https://host/app?gpu=h200&model=llama-2-13b", "--format", "csv")
+    lines = out.strip().split("\n")
+    assert code == 0 and len(lines) == 2
+    header = lines[0].split(",")
+    assert header[0] == "gpu" and "ttft_s" in header
+    assert lines[1].startswith("h200,")
+
+
+def test_bad_input_exits_2_with_one_line_per_key():
+    code, out, err = run("evaluate", "batch=abc&tp=99&zz=1")
+    assert code == 2 and out == ""
+    errors = [l for l in err.splitlines() if l.startswith("error:")]
+    assert len(errors) == 2
+    assert any("batch" in l for l in errors) and any("tp" in l for l in errors)
+    assert "warning: 'zz': unknown key" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_model_exits_2():
+    code, _, err = run("evaluate", "model=gpt-9")
+    assert code == 2 and "model='gpt-9'" in err
+
+
+def test_sweep_writes_csv_over_ranges():
+    code, out, _ = run("sweep", "gpu=h200", "--set", "batch=1:64:x2", "--set", "gpu=h100-sxm,h200")
+    lines = out.strip().split("\n")
+    assert code == 0 and len(lines) == 1 + 7 * 2
+
+
+def test_sweep_bad_axis_exits_2():
+    code, _, err = run("sweep", "", "--set", "batch=0,5", "--set", "nokey=1")
+    assert code == 2
+    assert "batch='0'" in err and "'nokey'" in err
+
+
+def test_module_entry_point_runs_without_traceback():
+    p = subprocess.run([sys.executable, "-m", "planner", "evaluate", "tp=abc"], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "tp='abc'" in p.stderr

@@ -1,0 +1,291 @@
+"""Engine formulas pinned to published numbers (each test cites its source)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from planner.engine import ScenarioError, compute, evaluate, inputs_for, resolve
+from planner.memory import kv_bytes_per_sequence, memory_plan
+from planner.prompt_cache import break_even_hit_rate, ttl_hit_rate
+from planner.roofline import decode, prefill, ridge_batch, step_cost
+from planner.specs import Scenario
+from planner.speculative import expected_tokens_per_step, speedup
+from planner.units import GiB
+
+
+def metrics(catalog, **kw):
+    return evaluate(Scenario(**kw), catalog).metrics
+
+
+def x_for(catalog, **kw):
+    return inputs_for(resolve(Scenario(**kw), catalog))
+
+
+# --- KV cache ---------------------------------------------------------------
+
+def test_kv_per_token_opt13b_matches_vllm_paper(catalog):
+    # Kwon et al., SOSP 2023 (PagedAttention), §3: OPT-13B needs 800 KB per token:
+    # 2 (K,V) × 5120 (hidden) × 40 (layers) × 2 bytes (FP16) = 819,200 bytes.
+    assert metrics(catalog, model="opt-13b")["kv_bytes_per_token"] == 819_200
+
+
+def test_kv_llama2_7b_4096_tokens_is_2_gib(catalog):
+    # NVIDIA, "Mastering LLM Techniques: Inference Optimization" (2023): Llama 2 7B,
+    # batch 1, 4096 tokens, half precision → a 2 GB KV cache (2·32·4096·128·2 bytes per token).
+    m = metrics(catalog, model="llama-2-7b", prompt=4000, output=96, prefix=0)
+    assert m["kv_bytes_per_token"] == 2 * 32 * 32 * 128 * 2
+    assert m["kv_bytes_per_sequence"] == 2 * GiB
+
+
+def test_gqa_and_mqa_change_the_constant_not_the_slope(catalog):
+    m = metrics(catalog, model="llama-3.1-8b")
+    # Llama-3.1-8B: 32 query heads, 8 KV heads → 4× smaller than MHA, 8× larger than MQA.
+    assert m["kv_bytes_per_token_mha"] == 4 * m["kv_bytes_per_token"]
+    assert m["kv_bytes_per_token"] == 8 * m["kv_bytes_per_token_mqa"]
+    x = x_for(catalog, model="llama-3.1-8b")
+    per_seq = kv_bytes_per_sequence(x, np.array([1000.0, 2000.0, 4000.0]))
+    np.testing.assert_allclose(np.diff(per_seq) / np.array([1000.0, 2000.0]), m["kv_bytes_per_token"])
+
+
+def test_mla_kv_deepseek_v3(catalog):
+    # DeepSeek-V3 config: 61 layers, kv_lora_rank 512 + qk_rope_head_dim 64 cached per token.
+    m = metrics(catalog, model="deepseek-v3", tp=8, gpu="h200", wdtype="fp8")
+    assert m["kv_bytes_per_token"] == 61 * (512 + 64) * 2
+
+
+def test_sliding_window_layers_stop_growing(catalog):
+    # Gemma-2: half the layers use a 4096-token window (config sliding_window = 4096).
+    x = x_for(catalog, model="gemma-2-9b")
+    per_layer = float(x.kv_elements_per_token_per_layer * x.kv_bytes_per_element)
+    short, long = kv_bytes_per_sequence(x, np.array([4096.0, 8192.0]))
+    assert long - short == pytest.approx(4096 * per_layer * float(x.full_attention_layers))
+    assert float(x.window_layers) == 21
+
+
+def test_kv_heads_split_across_tp_and_replicated_beyond(catalog):
+    x = x_for(catalog, model="llama-3.1-70b", tp=8)  # 8 KV heads over 8 GPUs: 1 each
+    assert float(memory_plan(x)["kv_bytes_per_token_per_gpu"]) == 80 * 2 * 128 * 2
+    x16 = x.with_(tp=16.0)  # 16 GPUs, 8 heads: each GPU still holds one head (replicated)
+    assert float(memory_plan(x16)["kv_bytes_per_token_per_gpu"]) == 80 * 2 * 128 * 2
+
+
+# --- weights and memory plan ------------------------------------------------
+
+def test_weight_bytes_by_dtype(catalog):
+    b = metrics(catalog, model="llama-2-7b")["weight_bytes_total"]
+    assert metrics(catalog, model="llama-2-7b", wdtype="fp8")["weight_bytes_total"] == pytest.approx(b / 2)
+    # int4 with fp16 scale + zero per 128 weights: 0.5 + 4/128 bytes per weight
+    assert metrics(catalog, model="llama-2-7b", wdtype="int4")["weight_bytes_total"] == pytest.approx(b / 2 * 0.53125)
+
+
+def test_weights_split_over_tp(catalog):
+    one = metrics(catalog, model="llama-3.1-70b", tp=2, gpu="h100-sxm")
+    four = metrics(catalog, model="llama-3.1-70b", tp=4, gpu="h100-sxm")
+    assert one["weight_bytes_per_gpu"] == pytest.approx(2 * four["weight_bytes_per_gpu"])
+
+
+def test_does_not_fit_is_explicit_with_smallest_tp(catalog):
+    m = metrics(catalog, model="llama-3.1-70b", gpu="h100-sxm", tp=1)
+    assert m["fits"] is False
+    assert m["max_concurrent_sequences"] == 0
+    assert m["kv_budget_bytes_per_gpu"] == 0
+    assert m["min_tp_that_fits"] == 2  # 141 GB of bf16 weights: 70.6 GB per GPU at tp=2
+    assert all(math.isfinite(v) for v in m.values() if isinstance(v, float) and v is not m["ridge_batch"])
+
+
+def test_smallest_tp_for_405b_on_l4_and_none_when_nothing_fits(catalog):
+    # 811 GB of bf16 weights over 24 GB cards: only tp = 64 leaves room (12.7 GB each).
+    m = metrics(catalog, model="llama-3.1-405b", gpu="l4", tp=1)
+    assert m["fits"] is False and m["min_tp_that_fits"] == 64
+    none = metrics(catalog, model="llama-3.1-405b", gpu="l4", tp=1, mem_util=0.05)
+    assert none["min_tp_that_fits"] == 0
+
+
+def test_contiguous_reservation_wastes_what_paging_saves(catalog):
+    m = metrics(catalog, model="llama-3.1-8b", prompt=2000, output=48, prefix=0)
+    # Llama-3.1-8B reserves its 131,072-token window per sequence when contiguous.
+    assert m["kv_waste_frac_contiguous"] == pytest.approx(1 - 2048 / 131072)
+    assert m["kv_waste_frac_paged"] == 0  # 2048 is a multiple of the 16-token block
+    assert m["max_concurrent_sequences"] >= 40 * m["max_concurrent_sequences_contiguous"]
+
+
+def test_reserve_grows_with_tokens_per_step(catalog):
+    small = metrics(catalog, chunk=512)["reserve_bytes_per_gpu"]
+    big = metrics(catalog, chunk=8192)["reserve_bytes_per_gpu"]
+    assert big > small
+
+
+# --- roofline -----------------------------------------------------------------
+
+def test_prefill_flops_are_two_per_param_per_token_plus_attention(catalog):
+    # Kaplan et al. 2020: forward FLOPs ≈ 2·N per token (N = non-embedding params + LM head).
+    x = x_for(catalog, model="llama-3.1-8b", prompt=1, prefix=0)
+    f = float(prefill(x).flop)
+    assert f == pytest.approx(2 * float(x.matmul_params), rel=1e-3)
+
+
+def test_prefill_compute_bound_and_decode_memory_bound(catalog):
+    m = metrics(catalog, model="llama-3.1-8b", batch=1)
+    assert m["prefill_compute_bound"] is True
+    assert m["decode_compute_bound"] is False
+
+
+def test_batch1_decode_is_weights_over_bandwidth(catalog):
+    # At batch 1 a decode step reads (about) the weights once: t ≈ W / (bw · MBU).
+    x = x_for(catalog, model="llama-2-7b", batch=1, prompt=16, output=2, prefix=0, mbu=1.0)
+    w = float(x.total_params * x.weight_bytes_per_param)
+    assert float(decode(x).time_s) == pytest.approx(w / float(x.bandwidth_bytes_per_s), rel=0.01)
+
+
+def test_ridge_batch_separates_bounds(catalog):
+    x = x_for(catalog, model="llama-2-7b", prompt=128, output=2, prefix=0, kvdtype="fp8")
+    b = float(ridge_batch(x))
+    assert math.isfinite(b) and b > 1
+    assert not bool(decode(x, batch=np.floor(b) - 1).compute_bound)
+    assert bool(decode(x, batch=np.ceil(b) + 1).compute_bound)
+
+
+def test_ridge_is_never_when_attention_dominates(catalog):
+    # Long context with MHA: per-sequence KV bytes outgrow per-sequence FLOPs, so more
+    # batch never turns the step compute-bound.
+    x = x_for(catalog, model="llama-2-7b", prompt=4000, output=96, prefix=0)
+    assert math.isinf(float(ridge_batch(x)))
+
+
+def test_tp_communication_two_allreduces_per_layer(catalog):
+    x = x_for(catalog, model="llama-3.1-70b", tp=4, gpu="h100-sxm", prompt=1000, prefix=0)
+    c = prefill(x).comm_s
+    msg = 1000 * 8192 * 2
+    expected = 2 * 80 * (2 * 3 / 4 * msg / float(x.link_bytes_per_s) + float(x.collective_latency_s))
+    assert float(c) == pytest.approx(expected)
+    assert float(prefill(x.with_(tp=1.0)).comm_s) == 0.0
+
+
+def test_moe_decode_reads_only_touched_experts(catalog):
+    x = x_for(catalog, model="mixtral-8x7b", tp=2, gpu="h100-sxm", batch=1)
+    one = step_cost(x, seqs=1, ctx=10)
+    many = step_cost(x, seqs=512, ctx=10)
+    w_all = float(x.total_params * x.weight_bytes_per_param / x.tp)
+    # One token touches 2 of 8 experts per layer; 512 tokens touch (nearly) all 8.
+    assert float(one.bytes) < 0.5 * w_all
+    assert float(many.bytes) > w_all
+
+
+# --- chunked prefill ----------------------------------------------------------
+
+def test_chunked_prefill_trades_ttft_for_itl(catalog):
+    small = metrics(catalog, prompt=8192, chunk=256, prefix=0)
+    big = metrics(catalog, prompt=8192, chunk=4096, prefix=0)
+    assert small["chunked_ttft_s"] > big["chunked_ttft_s"]
+    assert small["chunked_max_itl_s"] < big["chunked_max_itl_s"]
+    assert big["chunked_max_itl_s"] < big["nochunk_max_itl_s"]
+    assert small["chunked_steps"] == 32
+
+
+def test_chunk_at_least_prompt_is_one_step(catalog):
+    m = metrics(catalog, prompt=1000, chunk=4096, prefix=0)
+    assert m["chunked_steps"] == 1
+    assert m["chunked_ttft_s"] == pytest.approx(m["chunked_max_itl_s"])
+
+
+# --- speculative decoding -------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "alpha,gamma,expected",
+    [
+        # Leviathan et al. 2023, eq. (1): E = (1 − α^(γ+1)) / (1 − α)
+        (0.8, 5, (1 - 0.8**6) / 0.2),
+        (0.6, 3, (1 - 0.6**4) / 0.4),
+        (1.0, 4, 5.0),
+        (0.0, 4, 1.0),
+        (0.9, 0, 1.0),
+    ],
+)
+def test_expected_tokens_per_step(alpha, gamma, expected):
+    assert float(expected_tokens_per_step(alpha, gamma)) == pytest.approx(expected)
+
+
+def test_speedup_matches_paper_closed_form_at_batch_1(catalog):
+    # Leviathan et al. 2023, Theorem 3.8: speedup = (1 − α^(γ+1)) / ((1 − α)(γc + 1))
+    # when verifying γ+1 tokens costs one target step (memory-bound batch 1).
+    x = x_for(catalog, model="llama-3.1-70b", gpu="h100-sxm", tp=4, batch=1, prompt=64, output=8, prefix=0)
+    a, g, c = 0.8, 4, 0.05
+    x = x.with_(draft_ratio=c)
+    paper = (1 - a ** (g + 1)) / ((1 - a) * (g * c + 1))
+    assert float(speedup(x, alpha=a, gamma=g)) == pytest.approx(paper, rel=0.02)
+
+
+def test_speculation_fades_at_large_batch(catalog):
+    x = x_for(catalog, model="llama-3.1-8b", prompt=256, output=64, prefix=0)
+    s = speedup(x, alpha=0.7, gamma=4, batch=np.array([1.0, 1024.0]))
+    assert s[0] > 1.5 and s[1] < 1.0
+
+
+def test_speculation_loses_with_low_acceptance(catalog):
+    m = metrics(catalog, alpha=0.05, gamma=6, batch=1, draft_ratio=0.2)
+    assert m["spec_speedup"] < 1
+
+
+def test_draft_model_preset_costs_its_own_step(catalog):
+    m = metrics(catalog, model="llama-3.1-70b", tp=4, draft="llama-3.2-1b", batch=1)
+    assert 1.0 < m["spec_speedup"] < 5.0
+
+
+# --- prompt caching ---------------------------------------------------------------
+
+def test_break_even_hit_rates():
+    # write 1.25× (5 min) → (1.25 − 1)/(1.25 − 0.1) = 0.2174; write 2× (1 h) → 1/1.9 = 0.5263
+    assert float(break_even_hit_rate(1.25)) == pytest.approx(0.25 / 1.15)
+    assert float(break_even_hit_rate(2.0)) == pytest.approx(1 / 1.9)
+
+
+def test_cache_costs_at_extremes(catalog):
+    base = dict(prompt=10_000, prefix=8_000, output=500, price_in=5.0, price_out=25.0)
+    nocache = 10_000 * 5e-6 + 500 * 25e-6
+    miss = metrics(catalog, hit=0.0, **base)
+    hit = metrics(catalog, hit=1.0, **base)
+    assert miss["nocache_cost_per_request_usd"] == pytest.approx(nocache)
+    assert miss["cache_cost_per_request_usd"] == pytest.approx(nocache + 8000 * 0.25 * 5e-6)  # 25 % surcharge
+    assert hit["cache_cost_per_request_usd"] == pytest.approx(nocache - 8000 * 0.9 * 5e-6)
+    assert hit["cached_ttft_s"] < hit["ttft_s"]
+
+
+def test_prefix_below_minimum_is_a_silent_no_op(catalog):
+    m = metrics(catalog, prefix=500, min_prefix=1024, hit=1.0)
+    assert m["cache_applies"] is False
+    assert m["cache_cost_per_request_usd"] == pytest.approx(m["nocache_cost_per_request_usd"])
+
+
+def test_ttl_counts_from_request_start():
+    # 1 follow-up per minute, 5-minute TTL: a 4-minute request leaves one minute of window.
+    short = float(ttl_hit_rate(1.0, 300.0, 0.0))
+    long = float(ttl_hit_rate(1.0, 300.0, 240.0))
+    assert short == pytest.approx(1 - math.exp(-5))
+    assert long == pytest.approx(1 - math.exp(-1))
+    assert float(ttl_hit_rate(1.0, 300.0, 400.0)) == 0.0
+
+
+# --- whole-engine behaviour --------------------------------------------------------
+
+def test_compute_broadcasts_a_sweep_in_one_call(catalog):
+    x = x_for(catalog)
+    batches = np.arange(1, 257, dtype=float)
+    out = compute(x.with_(batch=batches))
+    assert out["tpot_s"].shape == (256,)
+    single = evaluate(Scenario(batch=200), catalog).metrics["tpot_s"]
+    assert out["tpot_s"][199] == pytest.approx(single)
+
+
+def test_unknown_gpu_and_model_are_named(catalog):
+    with pytest.raises(ScenarioError) as exc:
+        resolve(Scenario(gpu="nope", model="nada"), catalog)
+    assert any("gpu='nope'" in p for p in exc.value.problems)
+    assert any("model='nada'" in p for p in exc.value.problems)
+
+
+def test_inconsistent_shape_override_is_named(catalog):
+    with pytest.raises(ScenarioError, match="kv_heads"):
+        resolve(Scenario(kv_heads=5), catalog)

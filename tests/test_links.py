@@ -1,0 +1,115 @@
+"""Scenario ⇄ link: round trips, and bad links reported key by key."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.links import DEFAULTS, FIELDS, from_query, to_query, to_query_string
+from planner.specs import Scenario
+
+GPUS = {"h100-sxm", "h200"}
+MODELS = {"llama-3.1-8b", "llama-2-7b"}
+
+
+def test_default_link_is_just_the_version():
+    assert to_query(DEFAULTS) == {"v": "1"}
+
+
+def test_only_non_default_values_are_written():
+    q = to_query(Scenario(batch=64, alpha=0.8, spec=True))
+    assert q == {"v": "1", "batch": "64", "alpha": "0.8", "spec": "1"}
+
+
+def test_full_link_and_query_string_decode_alike():
+    s = Scenario(gpu="h200", batch=7, ttl="1h", hit=0.123456789)
+    qs = to_query_string(s)
+    assert from_query(qs)[0] == s
+    assert from_query("https://example.test/kvplan?" + qs)[0] == s
+    assert from_query("?" + qs)[0] == s
+
+
+def _scenarios():
+    """Valid scenarios with arbitrary values for every field."""
+    fields = {}
+    for name, info in FIELDS.items():
+        if name in ("gpu", "model", "draft", "layout", "custom", "prefix"):
+            continue
+        ann = info.annotation
+        lo = next((m.ge for m in info.metadata if getattr(m, "ge", None) is not None), None)
+        strict = lo is None
+        if strict:
+            lo = next((m.gt for m in info.metadata if getattr(m, "gt", None) is not None), None)
+        hi = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+        if ann in (int, int | None):
+            strat = st.integers(int(lo), int(hi))
+        elif ann in (float, float | None):
+            strat = st.floats(float(lo), float(hi), allow_nan=False, exclude_min=strict)
+        elif ann is bool:
+            strat = st.booleans()
+        else:
+            continue
+        if "None" in str(ann):
+            strat = st.none() | strat
+        fields[name] = strat
+    for name in ("wdtype", "kvdtype", "ttl", "dist"):
+        fields[name] = st.sampled_from(list(__import__("typing").get_args(FIELDS[name].annotation)))
+    fields["gpu"] = st.sampled_from(sorted(GPUS))
+    fields["model"] = st.sampled_from(sorted(MODELS))
+    return st.fixed_dictionaries(fields).flatmap(
+        lambda d: st.integers(0, d["prompt"]).map(lambda p: Scenario(**d, prefix=p))
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(_scenarios())
+def test_every_scenario_round_trips_through_its_link(s):
+    back, issues = from_query(to_query_string(s), GPUS, MODELS)
+    assert issues == []
+    assert back == s
+
+
+def test_bad_values_are_named_and_the_rest_loads():
+    s, issues = from_query("batch=abc&tp=99&alpha=nan&prompt=4096&wdtype=fp3&hit=", GPUS, MODELS)
+    assert s.prompt == 4096  # good value kept
+    assert s.batch == DEFAULTS.batch and s.tp == DEFAULTS.tp
+    msgs = {i.key: i.message for i in issues}
+    assert set(msgs) == {"batch", "tp", "alpha", "wdtype", "hit"}
+    assert "[1, 64]" in msgs["tp"] and "'99'" in msgs["tp"]
+    assert "[1, 4096]" in msgs["batch"]
+    assert "finite" in msgs["alpha"]
+    assert "bf16" in msgs["wdtype"]
+    assert all(i.fatal for i in issues)
+
+
+def test_unknown_and_repeated_keys_are_notices():
+    s, issues = from_query("foo=1&batch=3&batch=5", GPUS, MODELS)
+    assert s.batch == 5
+    kinds = {(i.key, i.fatal) for i in issues}
+    assert ("foo", False) in kinds and ("batch", False) in kinds
+
+
+def test_unknown_gpu_is_rejected_with_the_choices():
+    s, issues = from_query("gpu=tpu-v9", GPUS, MODELS)
+    assert s.gpu == DEFAULTS.gpu
+    assert "h100-sxm, h200" in issues[0].message
+
+
+def test_prefix_longer_than_prompt_is_clamped_and_reported():
+    s, issues = from_query("prompt=100&prefix=5000")
+    assert s.prefix == 100
+    assert issues and "prefix" in issues[0].message
+
+
+def test_huge_values_are_cut_in_messages():
+    _, issues = from_query("gpu=" + "x" * 100_000)
+    assert issues and len(issues[0].message) < 400
+
+
+def test_link_keys_are_stable():
+    # Keys named by the engine issue; renaming one would break every shared link.
+    required = "gpu tp model layers hidden heads kv_heads head_dim ffn vocab wdtype kvdtype batch prompt output chunk hit prefix gamma alpha draft price_in price_out ttl mfu mbu mem_util block".split()
+    assert set(required) <= set(FIELDS)
+    assert parse_qs(to_query_string(Scenario(kv_heads=4)))["kv_heads"] == ["4"]

@@ -1,0 +1,91 @@
+"""Invariants of the engine, checked with hypothesis over random valid inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.engine import compute, inputs_for, resolve
+from planner.profiles import load_catalog
+from planner.specs import Scenario
+
+CATALOG = load_catalog()
+GPUS = sorted(CATALOG.gpus)
+MODELS = sorted(CATALOG.models)
+
+
+@st.composite
+def scenarios(draw):
+    model = draw(st.sampled_from(MODELS))
+    prompt = draw(st.integers(1, 200_000))
+    return Scenario(
+        gpu=draw(st.sampled_from(GPUS)),
+        model=model,
+        tp=draw(st.sampled_from([1, 2, 4, 8])),
+        wdtype=draw(st.sampled_from(["bf16", "fp8", "int4"])),
+        kvdtype=draw(st.sampled_from(["bf16", "fp8"])),
+        batch=draw(st.integers(1, 1024)),
+        prompt=prompt,
+        output=draw(st.integers(1, 8192)),
+        chunk=draw(st.integers(16, 16384)),
+        prefix=draw(st.integers(0, prompt)),
+        hit=draw(st.floats(0, 1)),
+        alpha=draw(st.floats(0, 1)),
+        gamma=draw(st.integers(0, 16)),
+        mfu=draw(st.floats(0.05, 1)),
+        mbu=draw(st.floats(0.05, 1)),
+    )
+
+
+def x_of(s):
+    return inputs_for(resolve(s, CATALOG))
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios())
+def test_monotonic_in_batch(s):
+    x = x_of(s)
+    b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
+    out = compute(x.with_(batch=b))
+    assert np.all(np.diff(out["plain_tpot_s"]) >= -1e-15)  # latency never falls with batch
+    tokens_per_s = b / out["plain_tpot_s"]
+    assert np.all(np.diff(tokens_per_s) >= -1e-9 * tokens_per_s[1:])  # throughput never falls either
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios())
+def test_monotonic_in_context(s):
+    x = x_of(s)
+    p = np.array([16.0, 256.0, 4096.0, 65536.0])
+    out = compute(x.with_(prompt_tokens=p, prefix_tokens=0.0))
+    assert np.all(np.diff(out["kv_bytes_per_sequence"]) >= 0)
+    assert np.all(np.diff(out["max_concurrent_sequences"]) <= 0)
+    assert np.all(np.diff(out["ttft_s"]) > 0)
+    assert np.all(np.diff(out["plain_tpot_s"]) >= 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios())
+def test_monotonic_in_kv_heads(s):
+    m = CATALOG.models[s.model]
+    if m.is_mla:
+        return
+    divisors = [d for d in range(1, m.heads + 1) if m.heads % d == 0]
+    kv = [float(np.asarray(compute(x_of(s.model_copy(update={"kv_heads": d})))["kv_bytes_per_token"])) for d in divisors]
+    assert all(a < b for a, b in zip(kv, kv[1:]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(scenarios())
+def test_decode_never_beats_weights_over_bandwidth_and_counts_are_sane(s):
+    x = x_of(s)
+    out = compute(x)
+    floor_s = float(x.total_params * x.weight_bytes_per_param / x.tp) / float(x.bandwidth_bytes_per_s)
+    if float(x.experts) == 0:
+        assert float(out["plain_tpot_s"]) >= floor_s * (1 - 1e-9)
+    for k in ("max_concurrent_sequences", "max_concurrent_sequences_contiguous", "kv_capacity_tokens", "kv_budget_bytes_per_gpu"):
+        assert float(out[k]) >= 0
+    for k, v in out.items():
+        if k != "ridge_batch":
+            assert np.all(np.isfinite(np.asarray(v, dtype=float))), k
