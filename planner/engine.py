@@ -119,7 +119,7 @@ def compute(x: EngineInputs) -> dict[str, np.ndarray]:
         ridge_batch=ridge_batch(x),
     )
     out.update(chunked_prefill(x))
-    spec = speculative(x)
+    spec = speculative(x, plain_step_s=plain_tpot)
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
     tokens_per_s = x.batch / tpot

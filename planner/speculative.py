@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import EngineInputs
-from .roofline import decode, decode_context_tokens, step_cost
+from .roofline import decode, decode_context_tokens, step_cost, weight_bytes_touched_per_gpu
 
 GAMMA_GRID = np.arange(0, 13, dtype=float)
 
@@ -51,17 +51,37 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
     )
 
 
-def draft_step_s(x: EngineInputs, batch=None) -> np.ndarray:
-    target = decode(x, batch=batch).time_s
+def draft_step_s(x: EngineInputs, batch=None, target_step_s=None) -> np.ndarray:
+    """The draft's step: its own roofline decode step, or c · the target's step."""
+    target = decode(x, batch=batch).time_s if target_step_s is None else target_step_s
     own = decode(draft_model_inputs(x), batch=batch).time_s
     return np.where(x.has_draft_model > 0, own, x.draft_ratio * target)
 
 
+def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
+    """Target pass over ``q`` = γ + 1 tokens per sequence, for one q or a grid of them.
+
+    Every term of ``step_cost`` is affine in q except the MoE weights touched, so the
+    grid is evaluated from two exact steps (q = 1, 2) plus the exact weights term.
+    """
+    b = x.batch if batch is None else batch
+    ctx = decode_context_tokens(x)
+    one = step_cost(x, seqs=b, q=1.0, ctx=ctx)
+    two = step_cost(x, seqs=b, q=2.0, ctx=ctx)
+    bw = x.bandwidth_bytes_per_s * x.mbu
+    w1 = weight_bytes_touched_per_gpu(x, b * 1.0) / bw
+    w2 = weight_bytes_touched_per_gpu(x, b * 2.0) / bw
+    dq = np.asarray(q, dtype=float) - 1.0
+    compute_s = one.compute_s + (two.compute_s - one.compute_s) * dq
+    memory_s = (one.memory_s - w1) + ((two.memory_s - w2) - (one.memory_s - w1)) * dq
+    memory_s = memory_s + weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw
+    comm_s = one.comm_s + (two.comm_s - one.comm_s) * dq
+    return np.maximum(compute_s, memory_s) + comm_s
+
+
 def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> np.ndarray:
     g = x.gamma if gamma is None else np.asarray(gamma, dtype=float)
-    b = x.batch if batch is None else batch
-    verify = step_cost(x, seqs=b, q=g + 1.0, ctx=decode_context_tokens(x)).time_s
-    return g * draft_step_s(x, batch=b) + verify
+    return g * draft_step_s(x, batch=batch) + verify_step_s(x, g + 1.0, batch=batch)
 
 
 def speedup(x: EngineInputs, alpha=None, gamma=None, batch=None) -> np.ndarray:
@@ -71,12 +91,13 @@ def speedup(x: EngineInputs, alpha=None, gamma=None, batch=None) -> np.ndarray:
     return expected_tokens_per_step(a, g) * plain / spec_step_s(x, gamma=g, batch=batch)
 
 
-def speculative(x: EngineInputs) -> dict[str, np.ndarray]:
+def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, np.ndarray]:
+    plain = decode(x).time_s if plain_step_s is None else plain_step_s
+    draft = draft_step_s(x, target_step_s=plain)
     e = expected_tokens_per_step(x.alpha, x.gamma)
-    step = spec_step_s(x)
-    plain = decode(x).time_s
+    step = x.gamma * draft + verify_step_s(x, x.gamma + 1.0)
     grid = GAMMA_GRID.reshape((-1,) + (1,) * np.ndim(plain))
-    gains = expected_tokens_per_step(x.alpha, grid) * plain / spec_step_s(x, gamma=grid)
+    gains = expected_tokens_per_step(x.alpha, grid) * plain / (grid * draft + verify_step_s(x, grid + 1.0))
     best = np.argmax(gains, axis=0)
     return {
         "spec_expected_tokens_per_step": e,

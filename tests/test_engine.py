@@ -289,3 +289,14 @@ def test_unknown_gpu_and_model_are_named(catalog):
 def test_inconsistent_shape_override_is_named(catalog):
     with pytest.raises(ScenarioError, match="kv_heads"):
         resolve(Scenario(kv_heads=5), catalog)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"])
+def test_verify_grid_equals_direct_step_cost(catalog, model):
+    from planner.roofline import decode_context_tokens
+    from planner.speculative import verify_step_s
+
+    x = x_for(catalog, model=model, gpu="b200", tp=8, batch=24).as_arrays()
+    q = np.arange(1.0, 14.0)
+    direct = step_cost(x, seqs=x.batch, q=q, ctx=decode_context_tokens(x)).time_s
+    np.testing.assert_allclose(verify_step_s(x, q), direct, rtol=1e-12)
