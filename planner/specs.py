@@ -240,7 +240,7 @@ class Scenario(BaseModel):
     draft_ratio: float = Field(default=0.05, ge=0.0, le=1.0, description="draft step cost / target step cost")
     gpu_price: float | None = Field(default=None, ge=0.0, le=1000.0, description="USD per GPU-hour")
     mfu: float = Field(default=0.5, ge=0.01, le=1.0, description="achieved / peak FLOP/s")
-    mbu: float = Field(default=0.8, ge=0.01, le=1.0, description="achieved / peak memory bandwidth")
+    mbu: float = Field(default=0.7, ge=0.01, le=1.0, description="achieved / peak memory bandwidth")
     mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
     block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
     slo_ttft_s: float = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
