@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from .custom_model import decode_model
 from .specs import Scenario
 
 LINK_VERSION = "1"
@@ -193,6 +194,13 @@ def from_query(
         if known is not None and key in good and good[key] and good[key] not in known:
             bad = str(good.pop(key))
             warnings.append(LinkIssue(key, f"{key}={_show(bad)}: unknown; allowed: one of {', '.join(sorted(known))}", True))
+    if good.get("model", DEFAULTS.model) == "custom":
+        try:
+            decode_model(good.get("custom", ""))
+        except ValueError as exc:
+            warnings.append(LinkIssue("custom", f"{exc}; model set to {DEFAULTS.model}", True))
+            good.pop("model", None)
+            good.pop("custom", None)
     try:
         return Scenario.model_validate(good), warnings
     except ValidationError as exc:

@@ -113,3 +113,15 @@ def test_link_keys_are_stable():
     required = "gpu tp model layers hidden heads kv_heads head_dim ffn vocab wdtype kvdtype batch prompt output chunk hit prefix gamma alpha draft price_in price_out ttl mfu mbu mem_util block".split()
     assert set(required) <= set(FIELDS)
     assert parse_qs(to_query_string(Scenario(kv_heads=4)))["kv_heads"] == ["4"]
+
+
+def test_custom_model_travels_exactly_and_bad_codes_are_named(catalog):
+    from planner.custom_model import encode_model
+
+    code = encode_model(catalog.models["mixtral-8x7b"])
+    s, issues = from_query(f"model=custom&custom={code}", GPUS, MODELS)
+    assert issues == [] and s.model == "custom" and s.custom == code
+    s, issues = from_query("model=custom&custom=L32-H4096-Q7", GPUS, MODELS)
+    assert s.model == DEFAULTS.model and issues[0].key == "custom" and "Q7" in issues[0].message
+    s, issues = from_query("model=custom&custom=L32-H4096-A32-G5-D128-F1-V10-C10", GPUS, MODELS)
+    assert issues[0].key == "custom" and "kv_heads" in issues[0].message
