@@ -2,6 +2,7 @@
 
   python -m planner evaluate "<query string or link>" [--format text|json|csv]
   python -m planner sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE]
+  python -m planner findings "<query string or link>" [--format text|json|csv]
   python -m planner gpus | models
 
 Bad input: exit code 2 and one line per bad key on stderr, never a traceback.
@@ -86,6 +87,19 @@ def _cmd_sweep(args, catalog: Catalog, out, err) -> int:
     return 0
 
 
+def _cmd_findings(args, catalog: Catalog, out, err) -> int:
+    from .advisor import finding_record, findings, findings_frame, findings_text
+
+    items = findings(scenario_from_link(args.link, catalog, err), catalog)
+    if args.format == "csv":
+        out.write(frame_to_csv(findings_frame(items)))
+    elif args.format == "json":
+        out.write(json.dumps([finding_record(f) for f in items], indent=2) + "\n")
+    else:
+        out.write(findings_text(items))
+    return 0
+
+
 def _cmd_list(args, catalog: Catalog, out, err) -> int:
     items = catalog.gpus if args.command == "gpus" else catalog.models
     for key, item in sorted(items.items()):
@@ -103,12 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("link", nargs="?", default="", help="base scenario link")
     sw.add_argument("--set", action="append", metavar="KEY=VALUES", help="a,b,c | start:stop:step | start:stop:xFACTOR")
     sw.add_argument("--out", help="write the CSV here instead of stdout")
+    fi = sub.add_parser("findings", help="ranked plain-language findings for one scenario")
+    fi.add_argument("link", nargs="?", default="", help="query string or full link")
+    fi.add_argument("--format", choices=("text", "json", "csv"), default="text")
     sub.add_parser("gpus", help="list GPU profiles")
     sub.add_parser("models", help="list model presets")
     return p
 
 
-COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "gpus": _cmd_list, "models": _cmd_list}
+COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "findings": _cmd_findings, "gpus": _cmd_list, "models": _cmd_list}
 
 
 def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:

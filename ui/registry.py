@@ -15,3 +15,6 @@ Render = Callable[[PageContext], None]
 
 EXTRA_TABS: list[tuple[str, Render]] = []
 TOP_PANELS: list[Render] = []
+
+from ui.findings_panel import render as _findings  # noqa: E402
+TOP_PANELS.append(_findings)
