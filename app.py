@@ -1,0 +1,167 @@
+"""kvplan dashboard: link → Scenario → widgets → engine → charts → link.
+
+The only module that imports streamlit.  One rerun:
+  1. the link (first run) or the session state fills every Scenario key;
+  2. the sidebar's widgets (keyed like the link) build a validated Scenario;
+  3. the URL is rewritten to that scenario (non-default values only);
+  4. one cached engine call gives the headline; the open tab draws its charts.
+Everything expensive is cached by the scenario's JSON.  Run with ``make run``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+import ui.registry
+from planner.__main__ import scenario_frame
+from planner.charts import TABS, Chart, tab_charts
+from planner.compare import compare_gpus
+from planner.engine import Result, ScenarioError, evaluate
+from planner.explain import ExplainItem, explain
+from planner.export import frame_to_csv
+from planner.profiles import Catalog, load_catalog
+from planner.specs import Scenario
+from ui import core_tabs, headline, link_state, sidebar
+from ui.context import PageContext
+from ui.headline import md_escape
+
+LOG = logging.getLogger("kvplan.app")
+COMPARE_TAB = "Compare GPUs"
+EXPLAIN_TAB = "Explain"
+TAB_KEY = "_tab"
+
+
+@st.cache_resource(show_spinner=False)
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def evaluated(scenario_json: str) -> tuple[Result | None, tuple[str, ...]]:
+    """The engine result of a scenario (shared, never mutated), or the reasons it has none."""
+    try:
+        return evaluate(Scenario.model_validate_json(scenario_json), catalog()), ()
+    except ScenarioError as exc:
+        return None, tuple(exc.problems)
+
+
+def scenario_csv(scenario: Scenario, cat: Catalog) -> str:
+    """Inputs + every metric as one CSV row, byte-identical to ``python -m planner evaluate LINK --format csv``."""
+    return frame_to_csv(scenario_frame(scenario, cat))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def charts(tab: str, scenario_json: str) -> list[Chart]:
+    result, _ = evaluated(scenario_json)
+    return tab_charts(tab, result)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def compare_frame(scenario_json: str) -> pd.DataFrame:
+    return compare_gpus(Scenario.model_validate_json(scenario_json), catalog())
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def explain_items(scenario_json: str) -> list[ExplainItem]:
+    return explain(evaluated(scenario_json)[0])
+
+
+def guarded(title: str, render: Callable[[PageContext], None], ctx: PageContext) -> None:
+    """Run one tab or panel; an exception becomes an error box, the rest of the page still draws."""
+    try:
+        render(ctx)
+    except Exception as exc:  # noqa: BLE001 — a broken tab must not take the page down
+        LOG.exception("%s failed", title)
+        st.error(f"**{md_escape(title)}** could not be drawn: {md_escape(str(exc) or type(exc).__name__)}")
+
+
+def tab_entries(key: str) -> list[tuple[str, Callable[[PageContext], None]]]:
+    def chart_tab(tab: str) -> Callable[[PageContext], None]:
+        return lambda ctx: core_tabs.chart_tab(st, charts(tab, key))
+
+    def needs_result(render: Callable[[PageContext], None]) -> Callable[[PageContext], None]:
+        def wrapped(ctx: PageContext) -> None:
+            if ctx.result is None:
+                st.info("Nothing to show until the scenario can be evaluated (see the error above).")
+            else:
+                render(ctx)
+
+        return wrapped
+
+    tabs = [(tab, needs_result(chart_tab(tab))) for tab in TABS]
+    tabs.append((COMPARE_TAB, needs_result(lambda ctx: core_tabs.compare_tab(st, compare_frame(key), ctx.scenario.slo_ttft_s, ctx.scenario.slo_tpot_s))))
+    tabs.append((EXPLAIN_TAB, needs_result(lambda ctx: core_tabs.explain_tab(st, explain_items(key)))))
+    return tabs
+
+
+
+def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
+    st.title("kvplan")
+    if result is not None:
+        r = result.resolved
+        st.caption(
+            md_escape(
+                f"{r.model.name} ({r.model.attention_kind}) in {scenario.wdtype}, KV in {scenario.kvdtype}, "
+                f"on {scenario.tp} × {r.gpu.name}"
+            )
+        )
+    row = st.container(horizontal=True, gap="small")
+    with row.popover("Share link", icon=":material/link:"):
+        st.code(link_state.share_link(scenario, st.context.url), language=None, wrap_lines=True)
+        st.caption("Opening this link restores every input.")
+    row.download_button(
+        "Scenario CSV",
+        data=lambda: scenario_csv(scenario, cat),  # built on click, not on every rerun
+        file_name="kvplan-scenario.csv",
+        mime="text/csv",
+        key="csv-scenario",
+        on_click="ignore",
+        icon=":material/download:",
+        disabled=result is None,
+        help="Inputs and every metric as one row (same as `python -m planner evaluate LINK --format csv`).",
+    )
+
+
+def main() -> None:
+    st.set_page_config(page_title="kvplan: LLM inference capacity planner", page_icon="🧮", layout="wide")
+    cat = catalog()
+    pending_problems = link_state.start_run(st, cat)
+    with st.sidebar:
+        scenario, adjustments = sidebar.render(st, cat)
+    link_state.finish_run(st, scenario)
+    key = scenario.model_dump_json()
+    result, problems = evaluated(key)
+
+    header(scenario, result, cat)
+    notes = link_state.link_notes(st)
+    if notes:
+        lines = "\n".join(f"- {md_escape(n.message)}" + ("" if n.fatal else " · notice") for n in notes)
+        st.warning(f"This link had problems; the rest of it loaded:\n\n{lines}")
+    for line in adjustments + [f"requested change rejected: {p}" for p in pending_problems]:
+        st.warning(md_escape(line))
+    if cat.problems:
+        st.warning("Some profile files were skipped:\n\n" + "\n".join(f"- {md_escape(p)}" for p in cat.problems))
+    if result is None:
+        st.error("This scenario cannot be evaluated:\n\n" + "\n".join(f"- {md_escape(p)}" for p in problems))
+    else:
+        baseline = headline.mha_baseline(scenario, result.resolved.model)
+        mha = evaluated(baseline.model_dump_json())[0] if baseline is not None else None
+        headline.render(st, headline.headline_items(result, mha), headline.notices(result))
+
+    ctx = PageContext(st, scenario, result, cat)
+    for panel in ui.registry.TOP_PANELS:
+        guarded(panel.__module__.rsplit(".", 1)[-1].replace("_", " "), panel, ctx)
+    entries = tab_entries(key) + list(ui.registry.EXTRA_TABS)
+    containers = st.tabs([title for title, _ in entries], key=TAB_KEY, on_change="rerun")
+    for container, (title, render) in zip(containers, entries):
+        if container.open is False:  # lazy: only the selected tab runs
+            continue
+        with container:
+            guarded(title, render, ctx)
+
+
+main()

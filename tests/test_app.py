@@ -1,0 +1,319 @@
+"""The dashboard (app.py + ui/) through streamlit's AppTest, and its pure helpers.
+
+AppTest runs the real script in-process: widgets → metrics, link in → widgets,
+widget change → link out, bad links, tab failures.  Every GPU × model preset
+goes through the pure tab functions; AppTest draws every tab for a subset that
+covers each GPU and each model once (one AppTest run per tab is the slow part).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui.registry
+from planner.charts import TABS, tab_charts
+from planner.compare import compare_gpus
+from planner.custom_model import decode_model, encode_model
+from planner.engine import evaluate
+from planner.explain import explain
+from planner.export import frame_to_csv
+from planner.links import FIELDS, from_query, to_query, to_query_string
+from planner.__main__ import main as cli_main, scenario_frame
+from planner.specs import Scenario
+from ui import core_tabs, headline, link_state, sidebar
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+CORE_TABS = (*TABS, "Compare GPUs", "Explain")
+
+
+def run_app(query: dict[str, str] | None = None, tab: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if tab:
+        at.session_state["_tab"] = tab
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def shown_metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def expected_metrics(scenario: Scenario, catalog) -> dict[str, str]:
+    result = evaluate(scenario, catalog)
+    baseline = headline.mha_baseline(scenario, result.resolved.model)
+    mha = evaluate(baseline, catalog) if baseline else None
+    return {h.label: h.value for h in headline.headline_items(result, mha)}
+
+
+def link_of(at: AppTest) -> dict[str, str]:
+    return {k: at.query_params[k] for k in at.query_params}
+
+
+def tab_names(at: AppTest) -> list[str]:
+    return [t.label for t in at.tabs]
+
+
+# --- pure helpers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(0, "0 B"), (1000, "1000 B"), (131072, "128 KiB"), (1.5 * 2**30, "1.50 GiB"), (1023.9 * 2**20, "1,024 MiB")],
+)
+def test_fmt_bytes(value, text):
+    assert headline.fmt_bytes(value) == text
+
+
+@pytest.mark.parametrize("value, text", [(0.0644, "64.4 ms"), (2.48, "2.48 s"), (4.2e-5, "42.0 µs"), (0.0099996, "10.0 ms")])
+def test_fmt_seconds(value, text):
+    assert headline.fmt_seconds(value) == text
+
+
+def test_fmt_money_rate_and_percent():
+    assert headline.fmt_usd(0.2453) == "$0.245"
+    assert headline.fmt_usd(-0.00166) == "-$0.00166"
+    assert headline.fmt_usd(1234.5) == "$1,234.50"
+    assert headline.fmt_tokens_per_s(3385.2) == "3,385 tok/s"
+    assert headline.fmt_pct(-0.75, signed=True) == "-75.0%"
+
+
+def test_md_escape_leaves_no_live_markup():
+    hostile = "![x](http://e.example/x.png) <img src=x onerror=alert(1)> :red[hi] $x$ **b**"
+    escaped = headline.md_escape(hostile)
+    assert re.search(r"(?<!\\)[\[\]()<>:$*!]", escaped) is None
+
+
+def test_field_bounds_come_from_the_scenario():
+    assert sidebar.field_bounds("batch") == (1, 4096, False)
+    assert sidebar.field_bounds("slo_ttft_s") == (0.0, 3600.0, True)
+    assert sidebar.divisors(32) == [1, 2, 4, 8, 16, 32]
+
+
+def test_scenario_from_state_keeps_the_link_minimal(catalog):
+    base = catalog.models["llama-3.1-8b"]
+    state = Scenario().model_dump() | {"kv_heads": base.kv_heads, "custom": "L2-H8-A2-G1-D4-F8-V10-C100"}
+    scenario, problems = sidebar.scenario_from_state(state, base)
+    assert problems == [] and scenario == Scenario()
+    mla = catalog.models["deepseek-v3"]
+    scenario, _ = sidebar.scenario_from_state(Scenario(model="deepseek-v3").model_dump() | {"kv_heads": 4}, mla)
+    assert scenario.kv_heads is None
+    _, problems = sidebar.scenario_from_state(Scenario().model_dump() | {"custom": "bad code!", "model": "custom"}, base)
+    assert problems and "custom" in problems[0]
+
+
+def test_share_link_round_trips(catalog):
+    s = Scenario(gpu="h200", batch=64, kv_heads=4, alpha=0.123456789)
+    link = link_state.share_link(s, "http://127.0.0.1:8501")
+    assert link == "http://127.0.0.1:8501/?" + to_query_string(s)
+    assert link_state.share_link(s, "https://x.example/app/?old=1#top") == "https://x.example/app/?" + to_query_string(s)
+    assert from_query(link, set(catalog.gpus), set(catalog.models)) == (s, [])
+    assert link_state.share_link(s, None) == "?" + to_query_string(s)
+
+
+def test_scenario_csv_is_the_cli_csv(catalog, capsys):
+    s = Scenario(gpu="h200", batch=65, kv_heads=4, spec=True)
+    assert cli_main(["evaluate", "?" + to_query_string(s), "--format", "csv"]) == 0
+    assert capsys.readouterr().out == frame_to_csv(scenario_frame(s, catalog))
+
+
+def test_chart_csv_is_neutralised_and_has_no_missing_markers(catalog):
+    frame = compare_gpus(Scenario(model="llama-3.1-405b"), catalog)  # some rows fit at no tp: empty cells
+    frame.loc[0, "note"] = "=HYPERLINK(1)"
+    text = core_tabs.frame_csv(frame)
+    assert "<NA>" not in text and "nan" not in text.lower() and "'=HYPERLINK(1)" in text
+
+
+def every_combo(catalog):
+    return list(itertools.product(sorted(catalog.gpus), sorted(catalog.models)))
+
+
+def test_every_gpu_and_model_through_the_tab_functions(catalog):
+    """The pure functions behind every core tab, for every GPU × model preset."""
+    for gpu, model in every_combo(catalog):
+        s = Scenario(gpu=gpu, model=model)
+        result = evaluate(s, catalog)
+        baseline = headline.mha_baseline(s, result.resolved.model)
+        mha = evaluate(baseline, catalog) if baseline else None
+        assert len(headline.headline_items(result, mha)) == 8
+        assert headline.notices(result)
+        for tab in TABS:
+            for chart in tab_charts(tab, result):
+                assert not chart.frame.empty, (gpu, model, tab, chart.key)
+        assert explain(result)
+    for model in sorted(catalog.models):
+        frame = compare_gpus(Scenario(model=model), catalog)
+        assert len(frame) == len(catalog.gpus)
+        assert core_tabs.cheapest_sentence(frame, 2.0, 0.05)
+
+
+# --- AppTest ---------------------------------------------------------------------------------
+
+
+def test_default_page_shows_the_engine_numbers(catalog):
+    at = run_app()
+    assert shown_metrics(at) == expected_metrics(Scenario(), catalog)
+    assert tab_names(at)[: len(CORE_TABS)] == list(CORE_TABS)
+    assert link_of(at) == {"v": "1"}
+    assert not at.warning
+
+
+def test_widgets_drive_the_metrics_and_the_link(catalog):
+    at = run_app()
+    at.slider(key="batch").set_value(100)
+    at.select_slider(key="kv_heads").set_value(2)
+    at.selectbox(key="gpu").set_value("h200")
+    at.toggle(key="spec").set_value(True)
+    at.run()
+    assert not at.exception
+    want = Scenario(gpu="h200", batch=100, kv_heads=2, spec=True)
+    assert shown_metrics(at) == expected_metrics(want, catalog)
+    assert link_of(at) == to_query(want)
+    assert [c.value for c in at.code] == ["?" + to_query_string(want)]  # the Share popover
+    at.select_slider(key="kv_heads").set_value(8).run()  # back to the preset's value: leaves the link
+    assert "kv_heads" not in link_of(at)
+
+
+LINK_SCENARIO = Scenario(
+    gpu="h200", tp=2, model="qwen2.5-7b", kv_heads=2, heads=28, layers=30, wdtype="fp8", kvdtype="fp8",
+    batch=77, prompt=3000, output=300, chunk=1000, hit=0.33, prefix=1000, rpm=2.5, ttl="1h", min_prefix=512,
+    price_in=3.5, price_out=15.25, spec=True, gamma=3, alpha=0.66, draft="qwen2.5-0.5b", gpu_price=4.25,
+    mfu=0.45, mbu=0.75, mem_util=0.85, block=32, slo_ttft_s=1.5, slo_tpot_s=0.0125, rate=3.5, seed=7,
+)
+
+
+def test_link_restores_every_widget_exactly(catalog):
+    at = run_app({k: v for k, v in to_query(LINK_SCENARIO).items()})
+    assert not at.warning
+    widgets = {}
+    for kind in ("selectbox", "slider", "select_slider", "number_input", "toggle", "radio"):
+        for w in getattr(at, kind):
+            if w.key in FIELDS:
+                widgets[w.key] = w.value
+    for key, value in widgets.items():
+        assert value == getattr(LINK_SCENARIO, key), key
+    assert {"gpu", "tp", "model", "kv_heads", "batch", "chunk", "hit", "prefix", "ttl", "alpha", "gpu_price", "slo_tpot_s"} <= widgets.keys()
+    assert link_of(at) == to_query(LINK_SCENARIO)
+    assert shown_metrics(at) == expected_metrics(LINK_SCENARIO, catalog)
+
+
+def test_bad_link_warns_names_each_key_and_loads_the_rest(catalog):
+    at = run_app({"gpu": "nope", "batch": "abc", "foo": "1", "prompt": "4096"})
+    text = " ".join(w.value for w in at.warning)
+    for key in ("gpu", "batch", "foo"):
+        assert key in text
+    assert at.number_input(key="prompt").value == 4096
+    assert shown_metrics(at) == expected_metrics(Scenario(prompt=4096), catalog)
+    assert link_of(at) == {"v": "1", "prompt": "4096"}
+    at.slider(key="batch").set_value(8).run()  # the warning goes once the user moves on
+    assert not at.warning
+
+
+def test_hostile_link_text_is_escaped():
+    at = run_app({"![x](http://e.example/x.png)": "1", "gpu": "<img src=x onerror=alert(1)>"})
+    body = " ".join(w.value for w in at.warning)
+    assert "e.example/x.png" in body.replace("\\", "") and "img src" in body
+    assert re.search(r"(?<!\\)[\[\]<>()]", body) is None
+
+
+def test_prefix_follows_a_shorter_prompt():
+    at = run_app({"prefix": "2000"})
+    at.number_input(key="prompt").set_value(1500).run()
+    assert at.number_input(key="prefix").value == 1500
+    assert link_of(at)["prefix"] == "1500"
+
+
+def test_kv_heads_slider_follows_the_head_count():
+    at = run_app()
+    assert at.select_slider(key="kv_heads").options == [str(d) + o for d, o in zip([1, 2, 4, 8, 16, 32], [" MQA", " GQA", " GQA", " GQA", " GQA", " MHA"])]
+    at.number_input(key="heads").set_value(30).run()
+    assert at.select_slider(key="kv_heads").value == 10  # 8 does not divide 30: the closest divisor
+    assert link_of(at)["kv_heads"] == "10"
+    at = run_app({"model": "deepseek-v3"})
+    assert not [w for w in at.select_slider if w.key == "kv_heads"]
+
+
+def test_switching_to_custom_starts_from_the_shape_on_screen(catalog):
+    at = run_app({"layers": "20"})
+    at.selectbox(key="model").set_value("custom").run()
+    code = at.text_input(key="custom").value
+    assert decode_model(code).layers == 20
+    assert link_of(at)["model"] == "custom" and "layers" not in link_of(at)
+    at.selectbox(key="model").set_value("mistral-7b").run()
+    assert "custom" not in link_of(at) and at.number_input(key="layers").value is None
+
+
+HF_CONFIG = {
+    "model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "tie_word_embeddings": True,
+}
+
+
+def test_pasted_hf_config_becomes_a_custom_link(catalog):
+    at = run_app()
+    at.text_area(key="_hf_text").set_value(json.dumps(HF_CONFIG))
+    at.button(key="_hf_go").click().run()
+    assert not at.exception and at.success
+    link = link_of(at)
+    assert link["model"] == "custom"
+    spec = decode_model(link["custom"])
+    assert (spec.layers, spec.heads, spec.kv_heads) == (16, 32, 8)
+    assert shown_metrics(at) == expected_metrics(Scenario(model="custom", custom=encode_model(spec)), catalog)
+
+
+def test_bad_hf_config_is_reported_and_changes_nothing():
+    at = run_app()
+    at.text_area(key="_hf_text").set_value('{"model_type": "llama", "hidden_size": "wide"}')
+    at.button(key="_hf_go").click().run()
+    assert not at.exception
+    assert "hidden\\_size" in " ".join(e.value for e in at.error)
+    assert link_of(at) == {"v": "1"}
+
+
+def test_tab_requested_changes_apply_before_the_widgets(catalog):
+    at = run_app()
+    at.session_state[link_state.PENDING_KEY] = {"batch": 5, "rate": 9.5}
+    at.run()
+    assert at.slider(key="batch").value == 5
+    assert link_of(at) == to_query(Scenario(batch=5, rate=9.5))
+    at.session_state[link_state.PENDING_KEY] = {"batch": 0}
+    at.run()
+    assert any("batch" in w.value for w in at.warning) and at.slider(key="batch").value == 5
+
+
+def test_a_failing_tab_shows_an_error_and_the_page_survives(monkeypatch):
+    def broken(ctx):
+        raise ValueError("boom <b>")
+
+    monkeypatch.setattr(ui.registry, "EXTRA_TABS", [*ui.registry.EXTRA_TABS, ("Broken", broken)])
+    monkeypatch.setattr(ui.registry, "TOP_PANELS", [broken, *ui.registry.TOP_PANELS])
+    at = run_app(tab="Broken")
+    errors = [e.value for e in at.error]
+    assert len(errors) == 2 and all("boom" in e and "\\<b\\>" in e for e in errors)
+    assert len(at.metric) == 8 and "Broken" in tab_names(at)
+
+
+def representative_combos(catalog) -> list[tuple[str, str]]:
+    """Each GPU once and each model once."""
+    gpus, models = sorted(catalog.gpus), sorted(catalog.models)
+    n = max(len(gpus), len(models))
+    return [(gpus[i % len(gpus)], models[i % len(models)]) for i in range(n)]
+
+
+def test_every_tab_renders_for_each_gpu_and_each_model(catalog):
+    for gpu, model in representative_combos(catalog):
+        at = run_app({"gpu": gpu, "model": model})
+        for tab in tab_names(at):
+            at.session_state["_tab"] = tab
+            at.run()
+            assert not at.exception, (gpu, model, tab, [e.message for e in at.exception])
+            assert not at.error or all("Does not fit" in e.value for e in at.error), (gpu, model, tab, [e.value for e in at.error])

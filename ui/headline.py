@@ -1,0 +1,286 @@
+"""The headline row: eight numbers with units, each against its natural baseline.
+
+* KV bytes/token, max concurrency, TTFT, TPOT, tokens/s per GPU and $/M output
+  tokens: against the same scenario with multi-head attention (kv_heads = heads);
+* speculative speedup: against plain decoding (it *is* that ratio);
+* prompt-cache saving: against no cache, in dollars per request.
+
+``headline_items`` and ``notices`` are pure (tests call them); ``render`` draws
+them with the injected streamlit module.  Display formatting of SI values
+(binary byte units, ms, tok/s, $) lives here too, and ``md_escape`` for any text
+that came from a link or a file.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from planner.engine import Result
+from planner.specs import ModelSpec, Scenario
+
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md_escape(text: str) -> str:
+    """Backslash-escape every Markdown/directive character so user text shows literally."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def _sig(v: float, digits: int = 3) -> str:
+    """``v`` with ``digits`` significant digits, never in scientific notation."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))
+    text = f"{v:,.{decimals}f}"
+    # rounding may add a digit (9.995 → 10.00): re-trim to the wanted precision
+    if decimals and len(text.replace(",", "").replace(".", "").lstrip("-0")) > digits:
+        text = f"{v:,.{decimals - 1}f}"
+    return text
+
+
+def fmt_bytes(b: float) -> str:
+    """Binary units: 131072 → '128 KiB'."""
+    if not math.isfinite(b):
+        return "n/a"
+    i = 0
+    while abs(b) >= 1024 and i < len(_BYTE_UNITS) - 1:
+        b /= 1024
+        i += 1
+    return f"{int(b)} B" if i == 0 else f"{_sig(b)} {_BYTE_UNITS[i]}"
+
+
+def fmt_seconds(s: float) -> str:
+    """µs below 1 ms, ms below 1 s, then s."""
+    if not math.isfinite(s):
+        return "n/a"
+    if abs(s) < 1e-3:
+        return f"{_sig(s * 1e6)} µs"
+    if abs(s) < 1:
+        return f"{_sig(s * 1e3)} ms"
+    return f"{_sig(s)} s"
+
+
+def fmt_tokens_per_s(v: float) -> str:
+    return "n/a" if not math.isfinite(v) else f"{v:,.0f} tok/s" if v >= 100 else f"{_sig(v)} tok/s"
+
+
+def fmt_usd(v: float) -> str:
+    if not math.isfinite(v):
+        return "n/a"
+    return f"-${_sig(-v)}" if v < 0 else f"${v:,.2f}" if v >= 100 else f"${_sig(v)}"
+
+
+def fmt_pct(frac: float, signed: bool = False) -> str:
+    if not math.isfinite(frac):
+        return "n/a"
+    return f"{frac * 100:+.1f}%" if signed else f"{frac * 100:.1f}%"
+
+
+def fmt_count(v: float) -> str:
+    return "n/a" if not math.isfinite(v) else f"{int(v):,}"
+
+
+@dataclass(frozen=True)
+class Headline:
+    label: str
+    value: str
+    delta: str | None = None
+    delta_color: str = "normal"  # "inverse": lower is better
+    delta_description: str | None = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Notice:
+    level: str  # "error" | "warning" | "info"
+    text: str
+
+
+def mha_baseline(scenario: Scenario, model: ModelSpec) -> Scenario | None:
+    """The same scenario with multi-head attention (kv_heads = heads); None for MHA and MLA models."""
+    if model.is_mla or model.kv_heads == model.heads:
+        return None
+    return scenario.model_copy(update={"kv_heads": model.heads})
+
+
+def _rel(value: float, base: float) -> float:
+    return value / base - 1.0 if base else math.inf
+
+
+def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict[str, Any]:
+    """Delta fields of one metric against the MHA baseline (none when the model is MHA or MLA)."""
+    model = result.resolved.model
+    if model.is_mla:
+        return dict(delta_description="MLA: compressed latent cache, no MHA baseline")
+    if mha is None or model.kv_heads == model.heads:
+        return dict(delta_description="model uses MHA (kv_heads = heads)")
+    color = "inverse" if inverse else "normal"
+    if not mha.metrics["fits"] and key != "kv_bytes_per_token":
+        return dict(delta_description="MHA would not fit")
+    v, b = float(result.metrics[key]), float(mha.metrics[key])
+    if key == "max_concurrent_sequences":
+        return dict(delta=f"{int(v - b):+,}", delta_color=color, delta_description=f"vs MHA ({fmt_count(b)})")
+    return dict(delta=fmt_pct(_rel(v, b), signed=True), delta_color=color, delta_description="vs MHA")
+
+
+def headline_items(result: Result, mha: Result | None) -> list[Headline]:
+    """The eight headline numbers of ``result``; ``mha`` is the same scenario with kv_heads = heads."""
+    m = result.metrics
+    s = result.resolved.scenario
+    fits = bool(m["fits"])
+    no_fit = "does not fit"
+    tp = int(s.tp)
+    items = [
+        Headline(
+            "KV cache per token",
+            fmt_bytes(m["kv_bytes_per_token"]),
+            help="Bytes one token adds to the KV cache, all layers, all GPUs of the replica.",
+            **_vs_mha(result, mha, "kv_bytes_per_token", inverse=True),
+        ),
+        Headline(
+            "Max concurrency",
+            f"{fmt_count(m['max_concurrent_sequences'])} seqs" if fits else no_fit,
+            help=f"Sequences of {s.prompt + s.output:,} tokens (prompt + output) the paged KV cache holds per replica.",
+            **(_vs_mha(result, mha, "max_concurrent_sequences", inverse=False) if fits else {}),
+        ),
+        Headline(
+            "TTFT",
+            fmt_seconds(m["ttft_s"]) if fits else no_fit,
+            help=f"Time to first token: prefill of a {s.prompt:,}-token prompt on an idle replica (roofline).",
+            **(_vs_mha(result, mha, "ttft_s", inverse=True) if fits else {}),
+        ),
+        Headline(
+            "TPOT",
+            fmt_seconds(m["tpot_s"]) if fits else no_fit,
+            help=f"Time per output token at batch {s.batch:,}" + (" with speculative decoding." if s.spec else "."),
+            **(_vs_mha(result, mha, "tpot_s", inverse=True) if fits else {}),
+        ),
+        Headline(
+            "Tokens/s per GPU",
+            fmt_tokens_per_s(m["decode_tokens_per_s_per_gpu"]) if fits else no_fit,
+            help=f"Decode throughput of the replica (batch / TPOT) divided by its {tp} GPU(s).",
+            **(_vs_mha(result, mha, "decode_tokens_per_s_per_gpu", inverse=False) if fits else {}),
+        ),
+        Headline(
+            "$ per M output tokens",
+            fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
+            help=f"GPU rental (${m['price_usd_per_hour_per_replica']:,.2f}/h per replica) / output tokens per hour × 10⁶.",
+            **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
+        ),
+        _speculative_item(result, fits),
+        _cache_item(result),
+    ]
+    return items
+
+
+def _speculative_item(result: Result, fits: bool) -> Headline:
+    m = result.metrics
+    s = result.resolved.scenario
+    label = "Speculative speedup" + ("" if s.spec else " (off)")
+    helptext = (
+        f"Decode tokens/s with speculative decoding (γ = {s.gamma}, α = {s.alpha:g}) over plain decoding; "
+        f"best γ here is {int(m['spec_best_gamma'])} ({m['spec_best_speedup']:.2f}×)."
+        + ("" if s.spec else " Off: the figure is what it would give.")
+    )
+    if not fits:
+        return Headline(label, "does not fit", help=helptext)
+    speedup = float(m["spec_speedup"])
+    return Headline(
+        label,
+        f"{speedup:.2f}×",
+        delta=fmt_pct(speedup - 1.0, signed=True),
+        delta_description="tokens/s vs plain decoding",
+        help=helptext,
+    )
+
+
+def _cache_item(result: Result) -> Headline:
+    m = result.metrics
+    with_cache = float(m["cache_cost_per_request_usd"])
+    without = float(m["nocache_cost_per_request_usd"])
+    helptext = (
+        f"API cost per request with prompt caching at hit rate {m['cache_hit_rate']:.2f} "
+        f"(break-even {m['cache_break_even_hit_rate']:.2f}) vs none: "
+        f"{fmt_usd(with_cache)} vs {fmt_usd(without)}."
+    )
+    if not m["cache_applies"]:
+        return Headline(
+            "Prompt-cache saving", "0%", delta_description="prefix below the model's cacheable minimum", help=helptext
+        )
+    return Headline(
+        "Prompt-cache saving",
+        fmt_pct(float(m["cache_saving_frac"])),
+        delta=fmt_usd(with_cache - without),
+        delta_color="inverse",
+        delta_description="per request vs no cache",
+        help=helptext,
+    )
+
+
+def notices(result: Result) -> list[Notice]:
+    """Plain-words warnings: does not fit (with the smallest tp that does), batch above
+    the concurrency limit, and where decode turns compute-bound."""
+    m = result.metrics
+    r = result.resolved
+    s = r.scenario
+    out: list[Notice] = []
+    if not m["fits"]:
+        min_tp = int(m["min_tp_that_fits"])
+        where = f"smallest tp that fits: **{min_tp}**" if min_tp else "it does not fit at any tp up to 64"
+        usable = m["usable_bytes_per_gpu"]
+        if m["kv_budget_bytes_per_gpu"] <= 0:
+            why = (
+                f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} "
+                f"reserve per GPU exceed the {fmt_bytes(usable)} usable per {r.gpu.name} "
+                f"({s.mem_util:.0%} of {fmt_bytes(r.gpu.memory_bytes)})"
+            )
+        else:
+            why = (
+                f"after weights and reserve only {fmt_bytes(m['kv_budget_bytes_per_gpu'])} per GPU is left for KV, "
+                f"less than one {s.prompt + s.output:,}-token sequence needs"
+            )
+        out.append(Notice("error", f"**Does not fit** at tp={s.tp}: {why}; {where}."))
+    elif s.batch > m["max_concurrent_sequences"]:
+        out.append(
+            Notice(
+                "warning",
+                f"Batch {s.batch:,} > max concurrency {fmt_count(m['max_concurrent_sequences'])}: the KV cache holds only "
+                f"{fmt_count(m['max_concurrent_sequences'])} sequences of {s.prompt + s.output:,} tokens; the rest would "
+                "queue or be preempted. TPOT and tokens/s assume the whole batch decodes together.",
+            )
+        )
+    ridge = float(m["ridge_batch"])
+    bound = "compute-bound" if m["decode_compute_bound"] else "memory-bound"
+    turn = (
+        "it **never** turns compute-bound: per-sequence KV reads grow with the batch as fast as the FLOPs"
+        if math.isinf(ridge)
+        else f"it turns compute-bound from batch ≈ {fmt_count(math.ceil(ridge))}"
+    )
+    prefill = "compute-bound" if m["prefill_compute_bound"] else "memory-bound"
+    out.append(Notice("info", f"Prefill is {prefill}; decode at batch {s.batch:,} is {bound} and {turn}."))
+    return out
+
+
+def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
+    """Two rows of four ``st.metric`` and the notices under them."""
+    for row in (items[:4], items[4:]):
+        for col, item in zip(st.columns(len(row)), row):
+            col.metric(
+                item.label,
+                item.value,
+                delta=item.delta,
+                delta_color=item.delta_color,
+                delta_description=item.delta_description,
+                help=item.help,
+                border=True,
+            )
+    for note in notes:
+        if note.level == "info":
+            st.caption(note.text)
+        else:
+            getattr(st, note.level)(note.text)
+

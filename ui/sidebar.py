@@ -1,0 +1,368 @@
+"""The sidebar: one widget per Scenario field, keyed by the field's name (= its link key).
+
+Bounds come from the Scenario's pydantic field constraints, so the widgets can
+only produce values the Scenario accepts; the few cross-field rules (prefix ≤
+prompt, kv_heads divides heads, no kv_heads/head_dim for MLA) are enforced on
+the session state before the widgets are drawn.  ``render`` returns the
+validated Scenario plus one line per value it had to adjust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from planner.custom_model import decode_model, encode_model
+from planner.engine import CUSTOM_MODEL, SHAPE_KEYS, ScenarioError, resolve
+from planner.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.links import DEFAULTS, FIELDS
+from planner.profiles import Catalog, format_validation_error
+from planner.specs import ModelSpec, Scenario
+from planner.units import GiB, KV_DTYPES, WEIGHT_DTYPES
+from ui.headline import md_escape
+from ui.link_state import SCENARIO_KEY
+
+CHUNK_OPTIONS = tuple(2**k for k in range(4, 21))  # 16 … 1,048,576 tokens
+HF_MESSAGE_KEY = "_hf_message"
+_OVERRIDE_LABELS = {
+    "layers": ("Layers", "Transformer blocks; blank = the preset's value."),
+    "hidden": ("Hidden size", "Model width d_model, elements; blank = the preset's value."),
+    "heads": ("Attention heads", "Query heads per layer; blank = the preset's value."),
+    "head_dim": ("Head dim", "Elements per attention head; blank = the preset's value."),
+    "ffn": ("FFN size", "Dense MLP intermediate size, elements; blank = the preset's value."),
+    "vocab": ("Vocabulary", "Vocabulary size, tokens; blank = the preset's value."),
+}
+
+
+def field_bounds(name: str) -> tuple[float | None, float | None, bool]:
+    """(low, high, low_is_strict) of a numeric Scenario field, from its pydantic metadata."""
+    lo = hi = None
+    strict = False
+    for m in FIELDS[name].metadata:
+        if getattr(m, "ge", None) is not None:
+            lo, strict = m.ge, False
+        if getattr(m, "gt", None) is not None:
+            lo, strict = m.gt, True
+        if getattr(m, "le", None) is not None:
+            hi = m.le
+    return lo, hi, strict
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def attention_kind(kv_heads: int, heads: int) -> str:
+    return "MHA" if kv_heads == heads else "MQA" if kv_heads == 1 else "GQA"
+
+
+def base_model(state: Mapping[str, Any], catalog: Catalog) -> tuple[ModelSpec | None, str | None]:
+    """The preset (or decoded custom shape) before overrides; (None, reason) if unreadable."""
+    if state.get("model") == CUSTOM_MODEL:
+        try:
+            return decode_model(state.get("custom") or ""), None
+        except ValueError as exc:
+            return None, str(exc)
+    return catalog.models.get(state.get("model", "")), None
+
+
+def scenario_from_state(state: Mapping[str, Any], base: ModelSpec | None) -> tuple[Scenario | None, list[str]]:
+    """The Scenario the widget values describe (pure).
+
+    kv_heads equal to the preset's, and any kv_heads/head_dim on an MLA model,
+    become None (the preset's own value) so the link stays minimal; a custom
+    shape code is dropped unless model=custom.
+    """
+    data = {k: state.get(k, getattr(DEFAULTS, k)) for k in FIELDS}
+    if data["model"] != CUSTOM_MODEL:
+        data["custom"] = ""
+    if base is None or base.is_mla:
+        data["kv_heads"] = None
+        if base is not None:
+            data["head_dim"] = None
+    elif data["kv_heads"] == base.kv_heads:
+        data["kv_heads"] = None
+    try:
+        return Scenario.model_validate(data), []
+    except ValidationError as exc:
+        return None, [format_validation_error(exc)]
+
+
+def closest(options: list[int], target: int) -> int:
+    return min(options, key=lambda d: (abs(d - target), -d))
+
+
+def enforce_cross_field_rules(ss: Any, base: ModelSpec | None) -> list[str]:
+    """Fix session values that violate a rule spanning two widgets; one line per fix.
+
+    Runs before the widgets exist, so the fixed values are what they show.
+    """
+    notes = []
+    if base is not None and base.is_mla:
+        for key in ("kv_heads", "head_dim"):
+            if ss.get(key) is not None:
+                notes.append(f"{key}={ss[key]}: not applicable to an MLA model ({base.name}); ignored")
+                ss[key] = None
+    elif base is not None:
+        heads = ss.get("heads") or base.heads
+        options = divisors(heads)
+        current = ss.get("kv_heads")
+        if current not in options:
+            chosen = closest(options, current if current is not None else base.kv_heads)
+            if current is not None:
+                notes.append(f"kv_heads={current}: must divide heads={heads}; using {chosen}")
+            ss["kv_heads"] = chosen
+    if ss.get("prefix", 0) > ss.get("prompt", DEFAULTS.prompt):
+        ss["prefix"] = ss["prompt"]
+    return notes
+
+
+# --- widget helpers -----------------------------------------------------------------------
+
+
+def _int_input(st: Any, key: str, label: str, help: str, step: int = 1, max_value: int | None = None, **kw: Any) -> Any:
+    lo, hi, _ = field_bounds(key)
+    return st.number_input(
+        label, min_value=int(lo), max_value=int(hi if max_value is None else max_value), step=step, key=key, help=help, **kw
+    )
+
+
+def _float_input(st: Any, key: str, label: str, help: str, step: float, floor: float | None = None, **kw: Any) -> Any:
+    """A float number input; a strict lower bound (> 0) uses ``floor`` or the current value if smaller."""
+    lo, hi, strict = field_bounds(key)
+    if strict:
+        current = st.session_state.get(key)
+        lo = min(floor, current) if current is not None else floor
+    return st.number_input(
+        label, min_value=float(lo), max_value=float(hi), step=step, format="%g", key=key, help=help, **kw
+    )
+
+
+def _slider(st: Any, key: str, label: str, help: str, step: float = 0.01, fmt: str = "%.2f") -> Any:
+    lo, hi, _ = field_bounds(key)
+    return st.slider(label, min_value=float(lo), max_value=float(hi), step=step, format=fmt, key=key, help=help)
+
+
+# --- callbacks (run before the next script run, so they may set widget state) ---------------
+
+
+def _on_model_change(st: Any, catalog: Catalog) -> None:
+    """A new model starts from its own shape: overrides cleared; switching to custom starts
+    from the shape that was on screen."""
+    ss = st.session_state
+    previous = ss.get(SCENARIO_KEY)
+    for key in SHAPE_KEYS:
+        ss[key] = None
+    if ss.get("model") == CUSTOM_MODEL and not ss.get("custom") and previous is not None:
+        try:
+            ss["custom"] = encode_model(resolve(previous, catalog).model)
+        except ScenarioError:
+            pass
+
+
+def _on_import_config(st: Any) -> None:
+    """Read the uploaded or pasted config.json into model=custom (the link carries the shape)."""
+    ss = st.session_state
+    upload = ss.get("_hf_file")
+    if upload is not None and upload.size > MAX_CONFIG_BYTES:
+        ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {MAX_CONFIG_BYTES:,} bytes")
+        return
+    text = upload.getvalue() if upload is not None else ss.get("_hf_text", "")
+    if not text or not str(text).strip():
+        ss[HF_MESSAGE_KEY] = ("error", "upload a config.json or paste its text first")
+        return
+    try:
+        spec = model_from_hf_config(text)
+    except ValueError as exc:
+        ss[HF_MESSAGE_KEY] = ("error", str(exc))
+        return
+    ss["model"] = CUSTOM_MODEL
+    ss["custom"] = encode_model(spec)
+    for key in SHAPE_KEYS:
+        ss[key] = None
+    ss[HF_MESSAGE_KEY] = (
+        "success",
+        f"loaded {spec.name}: {spec.layers} layers, {spec.attention_kind}, "
+        f"{spec.heads} heads / {spec.kv_heads} KV heads, {spec.context_window_tokens:,}-token window",
+    )
+
+
+# --- sections ---------------------------------------------------------------------------------
+
+
+def _hardware(st: Any, catalog: Catalog) -> None:
+    st.header("Hardware")
+    gpus = sorted(catalog.gpus)
+    st.selectbox(
+        "GPU profile",
+        gpus,
+        key="gpu",
+        format_func=lambda k: f"{catalog.gpus[k].name} · {catalog.gpus[k].memory_bytes / GiB:.0f} GiB",
+        help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour.",
+    )
+    _int_input(st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count.")
+
+
+def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str | None) -> None:
+    ss = st.session_state
+    st.header("Model")
+    st.selectbox(
+        "Model preset",
+        sorted(catalog.models) + [CUSTOM_MODEL],
+        key="model",
+        format_func=lambda k: "Custom shape (config.json or code)" if k == CUSTOM_MODEL else catalog.models[k].name,
+        on_change=_on_model_change,
+        args=(st, catalog),
+        help="Published model shape (model_presets/*.toml), or 'custom' for an imported config.json.",
+    )
+    if ss.get("model") == CUSTOM_MODEL:
+        st.text_input(
+            "Custom shape code",
+            key="custom",
+            max_chars=600,
+            help="Compact shape: L layers, H hidden, A heads, G KV heads, D head dim, F ffn, V vocab, C context tokens (e.g. L32-H4096-A32-G8-D128-F14336-V128256-C131072).",
+        )
+        if base_problem:
+            st.error(md_escape(base_problem))
+    if base is not None and not base.is_mla:
+        heads = ss.get("heads") or base.heads
+        st.select_slider(
+            "KV heads (MHA … GQA … MQA)",
+            options=divisors(heads),
+            key="kv_heads",
+            format_func=lambda g: f"{g} {attention_kind(g, heads)}",
+            help=f"K/V heads per layer, a divisor of the {heads} query heads: {heads} = MHA, 1 = MQA, between = GQA; count.",
+        )
+    elif base is not None:
+        st.caption(f"{base.name} uses MLA: its KV cache is a compressed latent, so there is no KV-heads choice.")
+    c1, c2 = st.columns(2)
+    c1.selectbox("Weight dtype", WEIGHT_DTYPES, key="wdtype", help="Storage type of the weights: bytes per parameter (int4 adds group scales).")
+    c2.selectbox("KV dtype", KV_DTYPES, key="kvdtype", help="Storage type of the KV cache: bytes per cached element.")
+    with st.expander("Shape overrides"):
+        for key, (label, help) in _OVERRIDE_LABELS.items():
+            preset = getattr(base, key, None) if base is not None else None
+            _int_input(
+                st,
+                key,
+                label,
+                help,
+                value=None,
+                placeholder=f"preset: {preset:,}" if preset else "preset",
+                disabled=base is not None and base.is_mla and key == "head_dim",
+            )
+    with st.expander("Import a Hugging Face config.json"):
+        st.file_uploader("config.json", type=["json"], key="_hf_file", help="The model's config.json file (≤ 1 MB); read as JSON only.")
+        st.text_area("…or paste its text", key="_hf_text", height=120, help="The JSON text of a config.json (≤ 1 MB).")
+        st.button("Use this config", key="_hf_go", on_click=_on_import_config, args=(st,))
+        message = ss.pop(HF_MESSAGE_KEY, None)
+        if message:
+            getattr(st, message[0])(md_escape(message[1]))
+
+
+def _workload(st: Any) -> None:
+    ss = st.session_state
+    st.header("Workload")
+    st.slider(
+        "Batch (concurrent sequences)",
+        min_value=int(field_bounds("batch")[0]),
+        max_value=int(field_bounds("batch")[1]),
+        key="batch",
+        help="Sequences decoding together in each step; count.",
+    )
+    c1, c2 = st.columns(2)
+    with c1:
+        _int_input(st, "prompt", "Prompt tokens", "Input tokens per request; tokens.", step=256)
+    with c2:
+        _int_input(st, "output", "Output tokens", "Generated tokens per request; tokens.", step=64)
+    current = ss.get("chunk", DEFAULTS.chunk)
+    st.select_slider(
+        "Prefill chunk",
+        options=sorted(set(CHUNK_OPTIONS) | {current}),
+        key="chunk",
+        format_func=lambda v: f"{v:,}",
+        help="Chunked-prefill token budget per scheduler step; tokens.",
+    )
+
+
+def _prompt_cache(st: Any, base: ModelSpec | None) -> None:
+    ss = st.session_state
+    st.header("Prompt caching")
+    _slider(st, "hit", "Cache hit rate", "Share of requests whose prefix is already cached; fraction 0–1 (ignored when requests/min is set).")
+    c1, c2 = st.columns(2)
+    with c1:
+        _int_input(st, "prefix", "Cacheable prefix", "Shared prompt prefix that can be cached, ≤ prompt; tokens.", step=256, max_value=int(ss.get("prompt", DEFAULTS.prompt)))
+    with c2:
+        st.radio("Cache TTL", ("5m", "1h"), key="ttl", horizontal=True, help="Cache lifetime: 5 minutes (write 1.25× input price) or 1 hour (write 2×).")
+    c1, c2 = st.columns(2)
+    with c1:
+        _float_input(st, "rpm", "Requests/min per prefix", "Traffic sharing one prefix; > 0 derives the hit rate from the TTL; requests per minute.", step=1.0)
+    with c2:
+        minimum = (base.min_cacheable_prompt_tokens or 1024) if base is not None else 1024
+        _int_input(st, "min_prefix", "Minimum cacheable", "Shortest prefix the provider caches; tokens; blank = the model's.", step=256, value=None, placeholder=f"model: {minimum:,}")
+    c1, c2 = st.columns(2)
+    with c1:
+        _float_input(st, "price_in", "Input price", "API price of input tokens; USD per million tokens.", step=0.5)
+    with c2:
+        _float_input(st, "price_out", "Output price", "API price of output tokens; USD per million tokens.", step=0.5)
+
+
+def _speculative(st: Any, catalog: Catalog) -> None:
+    ss = st.session_state
+    st.header("Speculative decoding")
+    st.toggle("Speculative decoding", key="spec", help="A draft proposes γ tokens; the target verifies them in one pass (on/off).")
+    st.selectbox(
+        "Draft",
+        [""] + sorted(catalog.models),
+        key="draft",
+        format_func=lambda k: "Cost ratio (no draft model)" if not k else catalog.models[k].name,
+        help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
+    )
+    if not ss.get("draft"):
+        _slider(st, "draft_ratio", "Draft cost ratio", "Draft step time / target step time; fraction 0–1.", step=0.005, fmt="%.3f")
+    c1, c2 = st.columns(2)
+    with c1:
+        lo, hi, _ = field_bounds("gamma")
+        st.slider("γ (draft tokens)", min_value=int(lo), max_value=int(hi), key="gamma", help="Tokens the draft proposes per step; count.")
+    with c2:
+        _slider(st, "alpha", "α (acceptance)", "Probability each draft token is accepted; fraction 0–1.")
+
+
+def _advanced(st: Any, catalog: Catalog) -> None:
+    ss = st.session_state
+    with st.expander("Advanced"):
+        _slider(st, "mfu", "MFU", "Achieved / peak FLOP/s in prefill and verification; fraction.")
+        _slider(st, "mbu", "MBU", "Achieved / peak memory bandwidth in decode; fraction.")
+        _slider(st, "mem_util", "Memory utilisation", "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.")
+        _int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
+        gpu = catalog.gpus.get(ss.get("gpu", ""))
+        _float_input(
+            st, "gpu_price", "GPU price", "Rental price; USD per GPU-hour; blank = the profile's.", step=0.1,
+            value=None, placeholder=f"profile: ${gpu.price_usd_per_hour:,.2f}" if gpu else "profile",
+        )
+        c1, c2 = st.columns(2)
+        with c1:
+            _float_input(st, "slo_ttft_s", "TTFT target", "Time-to-first-token SLO; seconds.", step=0.1, floor=0.001)
+        with c2:
+            _float_input(st, "slo_tpot_s", "TPOT target", "Time-per-output-token SLO; seconds.", step=0.005, floor=0.0001)
+
+
+def render(st: Any, catalog: Catalog) -> tuple[Scenario, list[str]]:
+    """Draw the sidebar (inside ``with st.sidebar``); returns the Scenario and adjustment notes."""
+    ss = st.session_state
+    if ss.get("gpu") not in catalog.gpus and catalog.gpus:
+        ss["gpu"] = DEFAULTS.gpu if DEFAULTS.gpu in catalog.gpus else sorted(catalog.gpus)[0]
+    base, base_problem = base_model(ss, catalog)
+    notes = enforce_cross_field_rules(ss, base)
+    _hardware(st, catalog)
+    _model(st, catalog, base, base_problem)
+    _workload(st)
+    _prompt_cache(st, base)
+    _speculative(st, catalog)
+    _advanced(st, catalog)
+    scenario, problems = scenario_from_state(ss, base)
+    if scenario is None:
+        notes += [f"{p}; showing the last valid scenario" for p in problems]
+        scenario = ss.get(SCENARIO_KEY, DEFAULTS)
+    return scenario, notes
