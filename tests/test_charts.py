@@ -1,0 +1,166 @@
+"""Dashboard figures (planner.charts): every tab builds for every GPU × model preset,
+frames are finite, hovers carry units, and the marks the issue asks for are drawn."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from planner import charts
+from planner.charts import TABS, Chart, tab_charts
+from planner.engine import evaluate
+from planner.profiles import load_catalog
+from planner.specs import Scenario
+
+CATALOG = load_catalog()
+UNIT = re.compile(r"ms|GiB|KiB|TFLOP/s|FLOP/byte|tokens|sequences|×|\$|hit rate|batch|γ")
+SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def all_charts(result) -> list[Chart]:
+    return [c for tab in TABS for c in tab_charts(tab, result)]
+
+
+def assert_finite(frame: pd.DataFrame, where: str):
+    assert len(frame) > 0, where
+    for col in frame.columns:
+        values = frame[col]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            arr = values.to_numpy(dtype=float)
+            assert np.isfinite(arr).all(), f"{where}: {col} has NaN/inf"
+        else:
+            assert not values.isna().any(), f"{where}: {col} has missing cells"
+
+
+def test_every_tab_for_every_gpu_and_model_preset(monkeypatch):
+    """The whole catalog at tp=1 (many presets do not fit: that path must draw too).
+
+    Plotly deep-copies the global default template into every figure; the dashboard
+    runs under Streamlit's small one, so this loop uses none rather than plotly's large
+    default (same figure code, a third less time)."""
+    monkeypatch.setattr(pio.templates, "default", "none")
+    for gpu in CATALOG.gpus:
+        for model in CATALOG.models:
+            r = evaluate(Scenario(gpu=gpu, model=model), CATALOG)
+            for c in all_charts(r):
+                where = f"{gpu}/{model}/{c.key}"
+                assert isinstance(c.figure, go.Figure), where
+                assert c.caption and not re.search(r"nan|inf|\de[+-]\d", c.caption.lower()), where
+                assert_finite(c.frame, where)
+
+
+SPECIAL = [
+    dict(model="deepseek-v3", gpu="h200", tp=8, spec=True, draft="llama-3.2-1b", alpha=0.3),
+    dict(model="gemma-2-9b", tp=2, chunk=256, rpm=3.0, ttl="1h", prefix=2000),
+    dict(model="mixtral-8x7b", gpu="mi300x", wdtype="int4", kvdtype="fp8", batch=4096, prompt=16, prefix=0, output=1),
+    dict(model="llama-3.1-8b", prompt=1, output=1, prefix=0, chunk=16, batch=1, price_in=0.0, price_out=0.0, gpu_price=0.0),
+    dict(model="llama-3.1-405b", gpu="l4", tp=64, prompt=100_000, prefix=500),
+]
+
+
+@pytest.mark.parametrize("kw", SPECIAL, ids=[k["model"] for k in SPECIAL])
+def test_edge_scenarios_build_and_stay_finite(kw):
+    r = evaluate(Scenario(**kw), CATALOG)
+    charts_ = all_charts(r)
+    keys = [c.key for c in charts_]
+    assert len(keys) == len(set(keys)) and all(SLUG.match(k) for k in keys)
+    for c in charts_:
+        assert_finite(c.frame, c.key)
+        go.Figure(c.figure.to_dict())  # round-trips through plotly's validation
+
+
+def test_tabs_and_chart_list():
+    r = evaluate(Scenario(), CATALOG)
+    assert TABS == ("Memory", "Latency & throughput", "Chunked prefill", "Speculative decoding", "Prompt caching")
+    assert [len(tab_charts(t, r)) for t in TABS] == [3, 4, 1, 2, 2]
+    with pytest.raises(ValueError, match="unknown tab"):
+        tab_charts("Compare GPUs", r)
+
+
+def test_hover_shows_units_and_log_axes_where_the_issue_says():
+    r = evaluate(Scenario(), CATALOG)
+    by_key = {c.key: c for c in all_charts(r)}
+    for c in by_key.values():
+        for trace in c.figure.data:
+            template = trace.hovertemplate
+            if template is not None:
+                assert UNIT.search(template), f"{c.key}: {template}"
+    log_x = ["concurrency-vs-context", "roofline", "decode-vs-batch", "ttft-vs-prompt", "chunked-prefill", "speculative-vs-batch"]
+    for key in log_x:
+        assert by_key[key].figure.layout.xaxis.type == "log", key
+    assert by_key["roofline"].figure.layout.yaxis.type == "log"
+    assert by_key["concurrency-vs-context"].figure.layout.yaxis.type == "log"
+
+
+def _annotations(chart: Chart) -> str:
+    return " | ".join(a.text for a in chart.figure.layout.annotations)
+
+
+def test_marks_window_ridge_and_break_even():
+    r = evaluate(Scenario(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0), CATALOG)
+    by_key = {c.key: c for c in all_charts(r)}
+    assert "advertised window 131,072" in _annotations(by_key["concurrency-vs-context"])
+    ridge = r.metrics["ridge_batch"]
+    assert math.isfinite(ridge)
+    assert f"compute-bound from batch ≈ {charts.fmt_num(ridge)}" in _annotations(by_key["decode-vs-batch"])
+    shapes = by_key["decode-vs-batch"].figure.layout.shapes
+    assert any(s.type == "line" and s.x0 == pytest.approx(ridge) for s in shapes)
+    notes = _annotations(by_key["prompt-cache-cost"])
+    assert "5m break-even 0.217" in notes and "1h break-even 0.526" in notes
+
+
+def test_ridge_never_is_said_not_drawn():
+    r = evaluate(Scenario(), CATALOG)
+    assert math.isinf(r.metrics["ridge_batch"])
+    c = next(c for c in tab_charts("Latency & throughput", r) if c.key == "decode-vs-batch")
+    assert "memory-bound at every batch" in c.caption and "compute-bound from" not in _annotations(c)
+
+
+def test_speculative_losses_are_visible():
+    r = evaluate(Scenario(model="mixtral-8x7b", tp=2, spec=True, alpha=0.3), CATALOG)
+    heat, vs_batch = tab_charts("Speculative decoding", r)
+    assert heat.frame["loses"].any()
+    scale = heat.figure.data[0].colorscale
+    assert scale[0][1] != scale[-1][1]  # a red end and a green end
+    assert any(t.type == "contour" for t in heat.figure.data)  # the speedup = 1 line
+    points = vs_batch.figure.data[0]
+    red = charts.COLORS["lose"]
+    assert [c == red for c in points.marker.color] == vs_batch.frame["loses"].tolist()
+    assert any(s.type == "rect" and s.y1 == 1.0 for s in vs_batch.figure.layout.shapes)
+
+
+def test_speedup_colorscale_switches_at_one():
+    scale = charts.speedup_colorscale(0.5, 2.5)
+    assert scale[1][0] == scale[2][0] == pytest.approx(0.25)
+    assert charts.speedup_colorscale(1.2, 3.0)[0][1] != charts.speedup_colorscale(0.2, 0.9)[0][1]
+
+
+def test_prefix_below_minimum_warns_and_drops_break_even_marks():
+    r = evaluate(Scenario(prompt=4096, prefix=500), CATALOG)
+    cost, be = tab_charts("Prompt caching", r)
+    assert cost.caption.startswith("Warning: the 500-token prefix is below the model's 1,024-token minimum")
+    assert cost.frame["below_minimum"].all()
+    assert "break-even" not in _annotations(cost)
+
+
+def test_memory_figure_units_are_gib():
+    r = evaluate(Scenario(), CATALOG)
+    mem = tab_charts("Memory", r)[0]
+    weights = next(t for t in mem.figure.data if t.name == "weights")
+    assert weights.x[0] == pytest.approx(r.metrics["weight_bytes_per_gpu"] / 2**30)
+    assert "GiB" in weights.hovertemplate
+
+
+def test_formatting_helpers():
+    assert charts.fmt_num(131072) == "131,072"
+    assert charts.fmt_num(0.012345) == "0.0123"
+    assert charts.fmt_num(float("inf")) == "never"
+    assert charts.fmt_ms(0.0643) == "64.3 ms" and charts.fmt_ms(12.3456) == "12,346 ms"
+    assert charts.fmt_gib(2**31) == "2 GiB"
+    assert charts.fmt_usd(14976.0) == "$14,976.00" and charts.fmt_usd(0.0166) == "$0.0166"

@@ -1,0 +1,168 @@
+"""Explain tab (planner.explain): every item's substituted arithmetic, typed into a
+calculator, gives the engine's metric, and its value states that metric."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.engine import evaluate
+from planner.explain import ExplainItem, exact, explain, num
+from planner.profiles import load_catalog
+from planner.specs import Scenario
+
+CATALOG = load_catalog()
+
+#: item title → the engine metric it explains
+METRIC = {
+    "KV cache per token": "kv_bytes_per_token",
+    "KV cache per token with MHA (baseline)": "kv_bytes_per_token_mha",
+    "KV cache per sequence": "kv_bytes_per_sequence",
+    "Weights per GPU": "weight_bytes_per_gpu",
+    "Activation and workspace reserve per GPU": "reserve_bytes_per_gpu",
+    "KV budget per GPU": "kv_budget_bytes_per_gpu",
+    "Max concurrent sequences (paged)": "max_concurrent_sequences",
+    "Max concurrent sequences (contiguous)": "max_concurrent_sequences_contiguous",
+    "Prefill FLOP per GPU": "prefill_flop",
+    "Prefill bytes per GPU": "prefill_bytes",
+    "Time to first token (TTFT)": "ttft_s",
+    "Decode FLOP per GPU": "decode_flop",
+    "Decode bytes per GPU": "decode_bytes",
+    "Decode step time (plain)": "plain_tpot_s",
+    "Compute-bound turn (ridge batch)": "ridge_batch",
+    "Time per output token (TPOT)": "tpot_s",
+    "Decode tokens/s per GPU": "decode_tokens_per_s_per_gpu",
+    "Cost per million output tokens": "cost_per_million_output_tokens_usd",
+    "Chunked prefill: newcomer TTFT": "chunked_ttft_s",
+    "Chunked prefill: running streams' max inter-token latency": "chunked_max_itl_s",
+    "No chunking: running streams' max inter-token latency": "nochunk_max_itl_s",
+    "Speculative: expected tokens per step E": "spec_expected_tokens_per_step",
+    "Speculative step time": "spec_step_s",
+    "Speculative speedup": "spec_speedup",
+    "Cache hit rate": "cache_hit_rate",
+    "Cache hit rate (from traffic and TTL)": "cache_hit_rate",
+    "Prompt cache: cost per request": "cache_cost_per_request_usd",
+    "No cache: cost per request": "nocache_cost_per_request_usd",
+    "Prompt cache saving": "cache_saving_frac",
+    "Prompt cache break-even hit rate": "cache_break_even_hit_rate",
+    "TTFT with prompt cache": "cached_ttft_s",
+}
+FLOORS = {"max_concurrent_sequences", "max_concurrent_sequences_contiguous"}
+_FUNCS = {"min": min, "max": max, "exp": math.exp, "floor": math.floor, "ceil": math.ceil}
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Call, ast.Name, ast.Load, ast.operator, ast.unaryop)
+
+
+def calculate(text: str) -> float:
+    """Evaluate the substituted arithmetic as a reader would: numbers, + - · / ^,
+    ⌊⌋ ⌈⌉, min/max/exp.  Anything else (a name, an attribute) fails the test."""
+    t = re.sub(r"(?<=\d),(?=\d)", "", text)
+    for a, b in (("·", "*"), ("^", "**"), ("⌊", "floor("), ("⌋", ")"), ("⌈", "ceil("), ("⌉", ")"), ("−", "-")):
+        t = t.replace(a, b)
+    tree = ast.parse(t, mode="eval")
+    for node in ast.walk(tree):
+        assert isinstance(node, _ALLOWED), f"{type(node).__name__} in {text!r}"
+        if isinstance(node, ast.Name):
+            assert node.id in _FUNCS, text
+    return float(eval(compile(tree, "<substituted>", "eval"), {"__builtins__": {}}, dict(_FUNCS)))
+
+
+def stated(value: str) -> float:
+    """The number a value string leads with ('never …' = inf)."""
+    if value.startswith("never"):
+        return math.inf
+    return float(value.split()[0].replace(",", ""))
+
+
+def check(result) -> list[ExplainItem]:
+    items = explain(result)
+    titles = [i.title for i in items]
+    assert len(titles) == len(set(titles))
+    for item in items:
+        assert item.title and item.formula and item.substituted and item.value
+        assert not re.search(r"\(.*\de[+-]\d", item.value), item.value  # human figures never in e-notation
+        key = METRIC[item.title]
+        metric = float(result.metrics[key])
+        assert stated(item.value) == pytest.approx(metric, rel=1e-5), (item.title, item.value, metric)
+        if math.isinf(metric):
+            # B* = (W/bw′) / (denominator ≤ 0): the arithmetic comes out negative or divides by zero
+            try:
+                assert calculate(item.substituted) < 0, item.substituted
+            except ZeroDivisionError:
+                pass
+            continue
+        got = calculate(item.substituted)
+        if key in FLOORS:
+            assert got == metric, (item.title, item.substituted)
+        else:
+            assert got == pytest.approx(metric, rel=1e-4, abs=1e-12), (item.title, item.substituted, metric)
+    return items
+
+
+SCENARIOS = [
+    dict(),
+    dict(model="deepseek-v3", gpu="h200", tp=8, spec=True, draft="llama-3.2-1b"),
+    dict(model="gemma-2-9b", tp=2, chunk=512, rpm=3.0, prefix=500, min_prefix=256, ttl="1h"),
+    dict(model="mixtral-8x7b", gpu="mi300x", tp=2, wdtype="int4", kvdtype="fp8", spec=True, alpha=1.0, gamma=3),
+    dict(model="llama-3.1-405b", gpu="h100-sxm"),  # does not fit: zero budget and concurrency
+    dict(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0),  # finite ridge batch
+    dict(model="llama-3.1-8b", prompt=3000, chunk=1000, prefix=2000, price_in=0.0, price_out=0.0),
+    dict(model="qwen2.5-0.5b", gpu="l4", tp=4, batch=4096, prompt=1, output=1, prefix=0, chunk=16),
+]
+
+
+@pytest.mark.parametrize("kw", SCENARIOS, ids=lambda kw: kw.get("model", "default"))
+def test_substituted_arithmetic_reproduces_every_metric(kw):
+    check(evaluate(Scenario(**kw), CATALOG))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    gpu=st.sampled_from(sorted(CATALOG.gpus)),
+    model=st.sampled_from(sorted(CATALOG.models)),
+    tp=st.sampled_from([1, 2, 4, 8, 16]),
+    batch=st.integers(1, 2048),
+    prompt=st.integers(1, 65_536),
+    output=st.integers(1, 8192),
+    chunk=st.integers(16, 16_384),
+    block=st.sampled_from([1, 16, 32, 256]),
+    alpha=st.floats(0.0, 1.0),
+    gamma=st.integers(0, 12),
+    spec=st.booleans(),
+    hit=st.floats(0.0, 1.0),
+    rpm=st.sampled_from([0.0, 0.5, 20.0]),
+    wdtype=st.sampled_from(["bf16", "fp8", "int4"]),
+    kvdtype=st.sampled_from(["bf16", "fp8"]),
+)
+def test_substitution_holds_across_scenarios(**kw):
+    kw["prefix"] = min(1024, kw["prompt"])
+    check(evaluate(Scenario(**kw), CATALOG))
+
+
+def test_headline_figures_are_all_explained():
+    titles = {i.title for i in explain(evaluate(Scenario(spec=True), CATALOG))}
+    for must in ("KV cache per token", "Max concurrent sequences (paged)", "Time to first token (TTFT)",
+                 "Time per output token (TPOT)", "Decode tokens/s per GPU", "Cost per million output tokens",
+                 "Speculative speedup", "Prompt cache saving", "Compute-bound turn (ridge batch)"):
+        assert must in titles
+
+
+def test_worked_example_default_scenario():
+    """Llama-3.1-8B, bf16, one H100: 2·32·8·128·2 = 131,072 B per token; 182 sequences."""
+    items = {i.title: i for i in explain(evaluate(Scenario(), CATALOG))}
+    kv = items["KV cache per token"]
+    assert kv.substituted == "2 · 32 · 8 · 128 · 2" and kv.value == "131,072 B (128 KiB)"
+    assert items["Max concurrent sequences (paged)"].value == "182 sequences"
+    assert "compute-bound" in items["Time to first token (TTFT)"].value
+    assert items["Compute-bound turn (ridge batch)"].value.startswith("never")
+
+
+def test_number_formatting_reads_back():
+    for v in (0, 7, 131072, 16_060_522_496, 9.894e14, 3.35e12, 5e-6, 0.0643627, 1.13537e11, 2.5e-5):
+        assert calculate(num(v)) == pytest.approx(v, rel=1e-6)
+    assert num(16_060_522_496) == "16,060,522,496" and num(9.894e14) == "9.894e14" and num(5e-6) == "5e-6"
+    assert calculate(exact(55100977152.123)) == 55100977152.123
