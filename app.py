@@ -103,10 +103,11 @@ def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
     st.title("kvplan")
     if result is not None:
         r = result.resolved
+        heads = "latent KV cache" if r.model.is_mla else f"{r.model.kv_heads} KV heads"
         st.caption(
             md_escape(
-                f"{r.model.name} ({r.model.attention_kind}) in {scenario.wdtype}, KV in {scenario.kvdtype}, "
-                f"on {scenario.tp} × {r.gpu.name}"
+                f"{r.model.name} · {r.model.attention_kind}, {heads} · weights {scenario.wdtype}, "
+                f"KV cache {scenario.kvdtype} · {scenario.tp} × {r.gpu.name}"
             )
         )
     row = st.container(horizontal=True, gap="small")

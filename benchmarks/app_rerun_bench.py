@@ -3,7 +3,8 @@
 Drives app.py through streamlit's AppTest (the script runs in-process, as on the
 server; no browser, no network): warm up, then move the batch slider to a value
 not seen before (so every engine/chart cache misses) and time each rerun, with
-each core tab open in turn.  Prints the median and p90 per tab.  Not a test.
+each tab open in turn (core tabs and those registered in ui/registry.py).
+Prints the median and p90 per tab.  Not a test.
 
     .venv/bin/python benchmarks/app_rerun_bench.py [--runs 30]
 """
@@ -19,10 +20,6 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from planner.charts import TABS  # noqa: E402
-
 TARGET_MEDIAN_S = 0.150
 
 
@@ -43,6 +40,12 @@ def time_reruns(tab: str, runs: int, first_batch: int) -> list[float]:
     return times
 
 
+def tab_titles() -> list[str]:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    return [t.label for t in at.tabs]
+
+
 def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[-1]
 
@@ -53,7 +56,7 @@ def main() -> int:
     args = parser.parse_args()
     medians = []
     print(f"{'tab open':<24} {'median ms':>10} {'p90 ms':>8}   (AppTest rerun after a new batch value, {args.runs} runs)")
-    for i, tab in enumerate((*TABS, "Compare GPUs", "Explain")):
+    for i, tab in enumerate(tab_titles()):
         times = time_reruns(tab, args.runs, first_batch=10 + 100 * i)
         medians.append(statistics.median(times))
         print(f"{tab:<24} {1e3 * medians[-1]:>10.1f} {1e3 * p90(times):>8.1f}")

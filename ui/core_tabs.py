@@ -15,14 +15,9 @@ import pandas as pd
 from planner.charts import Chart
 from planner.explain import ExplainItem
 from planner.export import frame_to_csv, present_frame
-from ui.headline import fmt_seconds, fmt_usd, md_escape
+from ui.headline import fmt_seconds, fmt_usd, md_escape, md_text
 
 PLOTLY_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-
-
-def md_text(text: str) -> str:
-    """Program-written text for Markdown: ``$`` shown literally (two would start LaTeX)."""
-    return str(text).replace("$", "\\$")
 
 
 def frame_csv(frame: pd.DataFrame) -> str:

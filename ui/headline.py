@@ -30,6 +30,11 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
+def md_text(text: str) -> str:
+    """Program-written text for Markdown: ``$`` shown literally (two would start LaTeX)."""
+    return str(text).replace("$", "\\$")
+
+
 def _sig(v: float, digits: int = 3) -> str:
     """``v`` with ``digits`` significant digits, never in scientific notation."""
     if v == 0 or not math.isfinite(v):
@@ -166,7 +171,7 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
             **(_vs_mha(result, mha, "decode_tokens_per_s_per_gpu", inverse=False) if fits else {}),
         ),
         Headline(
-            "$ per M output tokens",
+            "Cost per M output tokens",
             fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
             help=f"GPU rental (${m['price_usd_per_hour_per_replica']:,.2f}/h per replica) / output tokens per hour × 10⁶.",
             **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
@@ -270,17 +275,15 @@ def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
     for row in (items[:4], items[4:]):
         for col, item in zip(st.columns(len(row)), row):
             col.metric(
-                item.label,
+                md_text(item.label),
                 item.value,
-                delta=item.delta,
+                delta=None if item.delta is None else md_text(item.delta),
                 delta_color=item.delta_color,
-                delta_description=item.delta_description,
-                help=item.help,
+                delta_description=None if item.delta_description is None else md_text(item.delta_description),
+                help=md_text(item.help),
                 border=True,
             )
     for note in notes:
-        if note.level == "info":
-            st.caption(note.text)
-        else:
-            getattr(st, note.level)(note.text)
+        draw = st.caption if note.level == "info" else getattr(st, note.level)
+        draw(md_text(note.text))
 

@@ -140,9 +140,9 @@ def _float_input(st: Any, key: str, label: str, help: str, step: float, floor: f
     )
 
 
-def _slider(st: Any, key: str, label: str, help: str, step: float = 0.01, fmt: str = "%.2f") -> Any:
+def _slider(st: Any, key: str, label: str, help: str, step: float = 0.01, fmt: str = "%.2f", **kw: Any) -> Any:
     lo, hi, _ = field_bounds(key)
-    return st.slider(label, min_value=float(lo), max_value=float(hi), step=step, format=fmt, key=key, help=help)
+    return st.slider(label, min_value=float(lo), max_value=float(hi), step=step, format=fmt, key=key, help=help, **kw)
 
 
 # --- callbacks (run before the next script run, so they may set widget state) ---------------
@@ -162,17 +162,23 @@ def _on_model_change(st: Any, catalog: Catalog) -> None:
             pass
 
 
-def _on_import_config(st: Any) -> None:
-    """Read the uploaded or pasted config.json into model=custom (the link carries the shape)."""
+def _on_import_config(st: Any, source: str) -> None:
+    """Read the uploaded (``source="file"``) or pasted (``"text"``) config.json into
+    model=custom; the link then carries the shape."""
     ss = st.session_state
-    upload = ss.get("_hf_file")
-    if upload is not None and upload.size > MAX_CONFIG_BYTES:
-        ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {MAX_CONFIG_BYTES:,} bytes")
-        return
-    text = upload.getvalue() if upload is not None else ss.get("_hf_text", "")
-    if not text or not str(text).strip():
-        ss[HF_MESSAGE_KEY] = ("error", "upload a config.json or paste its text first")
-        return
+    if source == "file":
+        upload = ss.get("_hf_file")
+        if upload is None:  # the file was removed
+            return
+        if upload.size > MAX_CONFIG_BYTES:
+            ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {MAX_CONFIG_BYTES:,} bytes")
+            return
+        text = upload.getvalue()
+    else:
+        text = ss.get("_hf_text", "")
+        if not text.strip():
+            ss[HF_MESSAGE_KEY] = ("error", "paste the text of a config.json first")
+            return
     try:
         spec = model_from_hf_config(text)
     except ValueError as exc:
@@ -253,9 +259,12 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
                 disabled=base is not None and base.is_mla and key == "head_dim",
             )
     with st.expander("Import a Hugging Face config.json"):
-        st.file_uploader("config.json", type=["json"], key="_hf_file", help="The model's config.json file (≤ 1 MB); read as JSON only.")
+        st.file_uploader(
+            "config.json", type=["json"], key="_hf_file", on_change=_on_import_config, args=(st, "file"),
+            help="The model's config.json (≤ 1 MB), read as JSON only; loads on upload.",
+        )
         st.text_area("…or paste its text", key="_hf_text", height=120, help="The JSON text of a config.json (≤ 1 MB).")
-        st.button("Use this config", key="_hf_go", on_click=_on_import_config, args=(st,))
+        st.button("Use pasted config", key="_hf_go", on_click=_on_import_config, args=(st, "text"))
         message = ss.pop(HF_MESSAGE_KEY, None)
         if message:
             getattr(st, message[0])(md_escape(message[1]))
@@ -289,7 +298,10 @@ def _workload(st: Any) -> None:
 def _prompt_cache(st: Any, base: ModelSpec | None) -> None:
     ss = st.session_state
     st.header("Prompt caching")
-    _slider(st, "hit", "Cache hit rate", "Share of requests whose prefix is already cached; fraction 0–1 (ignored when requests/min is set).")
+    _slider(
+        st, "hit", "Cache hit rate", "Share of requests whose prefix is already cached; fraction 0–1 (unused while requests/min is set).",
+        disabled=ss.get("rpm", 0) > 0,
+    )
     c1, c2 = st.columns(2)
     with c1:
         _int_input(st, "prefix", "Cacheable prefix", "Shared prompt prefix that can be cached, ≤ prompt; tokens.", step=256, max_value=int(ss.get("prompt", DEFAULTS.prompt)))
