@@ -62,6 +62,7 @@ class EngineInputs:
     hidden: Any
     heads: Any
     kv_heads: Any
+    head_dim: Any  # MLA: (k_nope + k_rope + k_v) / 2, for the MHA/MQA comparison only
     vocab: Any
     kv_elements_per_token_per_layer: Any  # 2·g·k, or r_kv + k_rope (MLA)
     kv_sharded: Any  # 1 if KV heads split across TP ranks (not MLA)
@@ -142,6 +143,7 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
         hidden=m.hidden,
         heads=m.heads,
         kv_heads=m.kv_heads,
+        head_dim=(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2 if m.is_mla else m.head_dim,
         vocab=m.vocab,
         kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(m),
         kv_sharded=0.0 if m.is_mla else 1.0,

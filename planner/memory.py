@@ -11,8 +11,9 @@ Weights per GPU           = params · bytes_per_param / tp
 Reserve per GPU           = 512 MiB workspace + step_tokens · activation elements/layer / tp · 2 B
                             + sampled sequences · vocab · 4 B (fp32 logits)
 KV budget per GPU         = capacity · mem_util − weights/tp − reserve
-Max concurrency (paged)   = ⌊budget / KV(⌈L/block⌉·block)⌋        — Kwon et al., SOSP 2023
-Max concurrency (contig.) = ⌊budget / KV(max(window, L))⌋           (worst-case reservation)
+Max concurrency (paged)   = most N with N·KV(⌈L/block⌉·block) + reserve(batch N) ≤ usable − weights/tp
+                            — Kwon et al., SOSP 2023
+Max concurrency (contig.) = the same with KV(max(window, L))       (worst-case reservation)
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def kv_bytes_per_token(x: EngineInputs) -> np.ndarray:
 
 
 def kv_bytes_per_token_for_heads(x: EngineInputs, kv_heads) -> np.ndarray:
-    """What the cache would cost per token with ``kv_heads`` K/V heads (MHA = heads, MQA = 1)."""
-    head_dim = x.kv_elements_per_token_per_layer / (2 * x.kv_heads)
-    return 2 * x.layers * kv_heads * head_dim * x.kv_bytes_per_element
+    """What the cache would cost per token with ``kv_heads`` K/V heads (MHA = heads, MQA = 1):
+    2 · L · g · k · b.  For an MLA model k is the mean of its expanded K and V head dims."""
+    return 2 * x.layers * kv_heads * x.head_dim * x.kv_bytes_per_element
 
 
 def kv_cached_layer_tokens(x: EngineInputs, context_tokens) -> np.ndarray:
@@ -103,6 +104,23 @@ def contiguous_context_tokens(x: EngineInputs) -> np.ndarray:
     return np.maximum(x.context_window_tokens, context_tokens(x))
 
 
+def max_sequences(x: EngineInputs, seq_bytes, tp=None) -> np.ndarray:
+    """Most sequences N that fit together, counting the reserve they themselves need.
+
+    The reserve grows with the batch (logits, and activations once N > C), so N solves
+    N·s + max(C, N)·a + N·ℓ ≤ A,  A = usable − weights/tp − workspace,
+    a = activation bytes per step token, ℓ = logit bytes per sequence:
+    N₁ = ⌊(A − C·a) / (s + ℓ)⌋ if N₁ ≤ C, else N₂ = ⌊A / (s + a + ℓ)⌋  (≥ C then).
+    """
+    tp = x.tp if tp is None else tp
+    avail = x.memory_bytes * x.mem_util - weight_bytes_per_gpu(x, tp) - FIXED_WORKSPACE_BYTES
+    act = x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES
+    logit = x.vocab * LOGIT_BYTES
+    n1 = np.floor((avail - x.chunk_tokens * act) / (seq_bytes + logit))
+    n2 = np.floor(avail / (seq_bytes + act + logit))
+    return np.maximum(np.where(n1 <= x.chunk_tokens, n1, n2), 0.0)
+
+
 def memory_plan(x: EngineInputs) -> dict[str, np.ndarray]:
     """The per-GPU memory plan and concurrency limits (see module doc)."""
     raw = kv_budget_raw_bytes(x)
@@ -112,8 +130,8 @@ def memory_plan(x: EngineInputs) -> dict[str, np.ndarray]:
     seq_paged = kv_bytes_per_sequence(x, paged_context_tokens(x))
     seq_contig = kv_bytes_per_sequence(x, contiguous_context_tokens(x))
     capacity_tokens = np.floor(budget / per_tok_gpu / x.block_tokens) * x.block_tokens
-    max_paged = np.floor(budget / seq_paged)
-    max_contig = np.floor(budget / seq_contig)
+    max_paged = max_sequences(x, seq_paged)
+    max_contig = max_sequences(x, seq_contig)
     return {
         "kv_bytes_per_token": kv_bytes_per_token(x),
         "kv_bytes_per_token_per_gpu": per_tok_gpu,
@@ -137,8 +155,7 @@ def memory_plan(x: EngineInputs) -> dict[str, np.ndarray]:
 def min_tp_that_fits(x: EngineInputs) -> np.ndarray:
     """Smallest tp in 1, 2, 4 … 64 where weights + reserve leave room for one sequence; 0 if none."""
     tps = TP_CANDIDATES.reshape((-1,) + (1,) * len(broadcast_shape(x)))
-    raw = kv_budget_raw_bytes(x, tps)
     seq = kv_bytes_per_sequence(x, paged_context_tokens(x), tps)
-    ok = (raw > 0) & (raw >= seq)
+    ok = max_sequences(x, seq, tps) >= 1
     first = np.argmax(ok, axis=0)
     return np.where(ok.any(axis=0), TP_CANDIDATES[first], 0.0)

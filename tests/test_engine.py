@@ -300,3 +300,23 @@ def test_verify_grid_equals_direct_step_cost(catalog, model):
     q = np.arange(1.0, 14.0)
     direct = step_cost(x, seqs=x.batch, q=q, ctx=decode_context_tokens(x)).time_s
     np.testing.assert_allclose(verify_step_s(x, q), direct, rtol=1e-12)
+
+
+def test_mla_baselines_use_expanded_heads(catalog):
+    # DeepSeek-V3 without MLA would cache K (128+64) and V (128) for 128 heads on 61 layers.
+    m = metrics(catalog, model="deepseek-v3", tp=8, gpu="h200", wdtype="fp8")
+    assert m["kv_bytes_per_token_mha"] == 61 * 128 * (192 + 128) * 2
+    assert m["kv_bytes_per_token_mqa"] == 61 * 1 * (192 + 128) * 2
+    assert m["kv_bytes_per_token"] < m["kv_bytes_per_token_mha"] / 50
+
+
+@pytest.mark.parametrize("kw", [dict(model="llama-3.1-70b", gpu="h200", tp=2), dict(model="llama-3.1-8b", chunk=64), dict(model="qwen2.5-7b", gpu="l4")])
+def test_max_concurrency_is_a_batch_that_really_fits(catalog, kw):
+    from planner.memory import kv_budget_raw_bytes, kv_bytes_per_sequence, paged_context_tokens
+
+    n = metrics(catalog, **kw)["max_concurrent_sequences"]
+    assert n >= 1
+    x = x_for(catalog, **kw)
+    seq = float(kv_bytes_per_sequence(x, paged_context_tokens(x)))
+    assert float(kv_budget_raw_bytes(x.with_(batch=n))) >= n * seq
+    assert float(kv_budget_raw_bytes(x.with_(batch=n + 1))) < (n + 1) * seq
