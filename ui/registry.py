@@ -18,3 +18,5 @@ TOP_PANELS: list[Render] = []
 
 from ui.findings_panel import render as _findings  # noqa: E402
 TOP_PANELS.append(_findings)
+from ui.prompt_layout_tab import render as _layout  # noqa: E402
+EXTRA_TABS.append(("Prompt layout", _layout))

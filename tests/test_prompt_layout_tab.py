@@ -1,0 +1,107 @@
+"""AppTest of the "Prompt layout" tab, through a small page that builds the
+PageContext the way app.py does and applies ``update_scenario`` requests on the
+next run (independent of app.py's sidebar)."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from planner.prompt_layout import DEFAULT_LAYOUT, decode, encode
+from planner.specs import Scenario
+
+
+def page():
+    import streamlit as st
+
+    from planner.engine import ScenarioError, evaluate
+    from planner.profiles import load_catalog
+    from planner.specs import Scenario
+    from ui.context import PageContext
+    from ui.prompt_layout_tab import render
+
+    ss = st.session_state
+    scenario = Scenario.model_validate_json(ss["scenario"]) if "scenario" in ss else Scenario()
+    pending = ss.pop("_pending_scenario_changes", None)
+    if pending:
+        scenario = Scenario.model_validate({**scenario.model_dump(), **pending})
+    ss["scenario"] = scenario.model_dump_json()
+    catalog = load_catalog()
+    try:
+        result = evaluate(scenario, catalog)
+    except ScenarioError:
+        result = None
+    render(PageContext(st, scenario, result, catalog))
+
+
+def app(scenario: Scenario | None = None) -> AppTest:
+    at = AppTest.from_function(page, default_timeout=30)
+    if scenario is not None:
+        at.session_state["scenario"] = scenario.model_dump_json()
+    return at.run()
+
+
+def scenario_of(at: AppTest) -> Scenario:
+    return Scenario.model_validate_json(at.session_state["scenario"])
+
+
+def texts(elements) -> str:
+    return "\n".join(e.value for e in elements)
+
+
+def test_example_layout_shows_the_classic_failure_and_the_fix():
+    at = app()
+    assert not at.exception
+    assert "changes on every request" in texts(at.error)
+    labels = [m.label for m in at.metric]
+    assert labels[:4] == ["Cost / request", "Cost / month", "No caching / request", "TTFT saved"]
+    assert at.metric[0].value == "$0.0424" and "+19.4%" in at.metric[0].delta  # writes, no reads: dearer
+    assert len(at.dataframe) >= 2  # breakpoints and before/after
+
+
+def test_applying_the_suggestion_updates_the_link_and_clears_the_error():
+    at = app()
+    at.button(key="pl_apply").click().run()
+    assert not at.exception
+    layout = decode(scenario_of(at).layout)
+    assert [b.breakpoint for b in layout.blocks] == [False, True, False, False]
+    assert "changes on every request" not in texts(at.error)
+    assert "already the cheapest" in texts(at.success)
+
+
+def test_editing_a_setting_writes_the_layout_into_the_scenario():
+    at = app()
+    users = next(n for n in at.number_input if n.label.startswith("distinct users"))
+    users.set_value(250).run()
+    assert not at.exception
+    assert decode(scenario_of(at).layout).settings.users == 250
+    assert encode(decode(scenario_of(at).layout)).startswith(DEFAULT_LAYOUT.split(";")[0])
+
+
+def test_a_bad_layout_in_the_link_is_reported_by_block():
+    at = app(Scenario(layout="t:1500:s|s:lots:s"))
+    assert not at.exception
+    assert "block 2" in texts(at.error) and "tokens" in texts(at.error)
+
+
+def test_too_many_breakpoints_is_rejected_with_the_fix():
+    at = app(Scenario(layout="s:2000:s:*|s:2000:s:*|s:2000:s:*|s:2000:s:*|m:10:r:*;rpm:30"))
+    assert "rejects the request" in texts(at.error)
+    assert at.metric[0].value == "rejected (HTTP 400)"
+
+
+def test_example_usage_log_end_to_end():
+    at = app()
+    at.button(key="pl_example").click().run()
+    assert not at.exception
+    assert "doc" in texts(at.error) and "none was ever read" in texts(at.error)
+    assert "1 of 171 rows rejected" in texts(at.warning) and "line 114" in texts(at.warning)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Requests"] == "170"
+    assert metrics["Measured hit rate"] == "87.4%"
+
+
+def test_tab_is_registered():
+    import ui.registry
+    from ui.prompt_layout_tab import render
+
+    assert ("Prompt layout", render) in ui.registry.EXTRA_TABS
