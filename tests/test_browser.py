@@ -4,7 +4,8 @@ against ``streamlit run app.py`` on a free localhost port.
 Opens a shared link, checks the headline against the engine, moves the batch
 slider with the keyboard, sees the URL follow, downloads the scenario CSV and
 compares it byte for byte with the CLI's for the same link, waits for a Plotly
-chart to draw and saves a screenshot to test-artifacts/.  Skips (saying why)
+chart to draw and saves a screenshot to test-artifacts/.  The Share popover
+must show the page's own URL.  Skips (saying why)
 where Chromium or Playwright is missing; never downloads a browser.
 """
 
@@ -63,6 +64,7 @@ def server():
             "--server.address", "127.0.0.1",
             "--server.port", str(port),
             "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none",
         ],
         cwd=ROOT,
         stdout=log,
@@ -135,6 +137,10 @@ def test_shared_link_slider_csv_and_chart(server, browser, catalog, tmp_path):
         moved, _ = from_query(link)
         assert (moved.gpu, moved.batch, moved.kv_heads) == ("h200", 65, 4)
         wait_for_headline(page, expected_headline(link, catalog))
+
+        page.get_by_role("button", name="Share link").click()
+        sync_api.expect(page.locator('[data-testid="stPopoverBody"] code')).to_have_text(page.url)
+        page.keyboard.press("Escape")
 
         with page.expect_download() as info:
             page.get_by_role("button", name="Scenario CSV", exact=True).click()
