@@ -3,7 +3,7 @@
 Every function takes an ``engine.Result`` and sweeps one quantity of its
 ``EngineInputs`` as a numpy array through the engine (``compute``,
 ``step_cost``, ``memory_plan`` …) in a single vectorised call — no Python loop
-over points (the one search, ``max_batch_that_fits``, bisects ~20 scalar steps).  Columns are SI with the unit in the name (``_bytes``, ``_s``,
+over points.  Columns are SI with the unit in the name (``_bytes``, ``_s``,
 ``_per_s``, ``_usd``); figures convert for display (``planner.charts``).
 Frames never hold NaN or inf.  Formulas and grids: ``docs/dashboard.md``.
 """
@@ -18,7 +18,6 @@ from .engine import Result, compute
 from .inputs import CACHE_WRITE_MULTIPLIER
 from .memory import (
     context_tokens,
-    kv_budget_raw_bytes,
     kv_bytes_per_sequence,
     memory_plan,
     paged_context_tokens,
@@ -173,24 +172,9 @@ def roofline(result: Result) -> pd.DataFrame:
 
 
 def max_batch_that_fits(result: Result) -> int:
-    """Largest batch B whose KV cache fits beside the reserve it itself needs:
-    max{B : ⌊max(budget(B), 0) / KV(⌈(P+O)/block⌉·block)⌋ ≥ B}.  The reserve grows with
-    B (logits, step tokens), so the engine's concurrency at the scenario's batch can
-    overstate it; 0 when not even one sequence fits.  Bisection on a decreasing predicate."""
-    x = result.inputs.as_arrays()
-    seq = _f(kv_bytes_per_sequence(x, paged_context_tokens(x)))
-
-    def fits(b: float) -> float:
-        """Sequences that fit when b of them run (the engine's paged concurrency at batch b)."""
-        return np.floor(max(_f(kv_budget_raw_bytes(x.with_(batch=b))), 0.0) / seq)
-
-    if fits(1.0) < 1:
-        return 0
-    lo, hi = 1, int(fits(1.0)) + 1
-    while hi - lo > 1:  # invariant: fits(lo) ≥ lo, fits(hi) < hi
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) >= mid else (lo, mid)
-    return lo
+    """Largest batch whose KV cache fits beside the reserve it itself needs: the engine's
+    ``max_concurrent_sequences`` (``memory.max_sequences``); 0 when not even one fits."""
+    return int(result.metrics["max_concurrent_sequences"])
 
 
 def decode_vs_batch(result: Result, limit: int | None = None) -> pd.DataFrame:

@@ -170,13 +170,23 @@ def _memory_items(s: _Scenario) -> list[ExplainItem]:
     ))
     paged = f"⌈({P} + {O}) / {num(s.block)}⌉ · {num(s.block)}"
     contiguous = f"max({num(float(x.context_window_tokens))}, {P} + {O})"
+    avail = f"({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {num(FIXED_WORKSPACE_BYTES)})"
+    act = f"{num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)}"
+    logit = f"{num(float(x.vocab))} · {num(LOGIT_BYTES)}"
     for title, key, reserved, rule in (
         ("Max concurrent sequences (paged)", "max_concurrent_sequences", paged, "⌈(P + O) / block⌉ · block"),
         ("Max concurrent sequences (contiguous)", "max_concurrent_sequences_contiguous", contiguous, "max(window, P + O)"),
     ):
+        seq = f"{s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')}"
+        n1 = f"⌊({avail} - {num(s.C)} · {act}) / ({seq} + {logit})⌋"
+        n2 = f"⌊{avail} / ({seq} + {act} + {logit})⌋"
+        small = m[key] <= s.C
         items.append(ExplainItem(
-            title, f"⌊KV budget / (KV per token per layer per GPU · Σ_layers tokens reserved)⌋, reserved = {rule}",
-            f"⌊{exact(m['kv_budget_bytes_per_gpu'])} / ({s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')})⌋",
+            title,
+            "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  (s = KV per sequence reserved, "
+            f"reserved = {rule}; a = reserve per step token; ℓ = logits per sequence): "
+            + ("N = ⌊(A − C·a) / (s + ℓ)⌋ since N ≤ C" if small else "N = ⌊A / (s + a + ℓ)⌋ since N > C"),
+            f"max({n1 if small else n2}, 0)",
             _value(m[key], "sequences"),
         ))
     return items
