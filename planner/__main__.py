@@ -3,6 +3,7 @@
   python -m planner evaluate "<query string or link>" [--format text|json|csv]
   python -m planner sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE]
   python -m planner findings "<query string or link>" [--format text|json|csv]
+  python -m planner simulate|size "<link>" [--trace FILE.csv] [--format text|json|csv]
   python -m planner gpus | models
 
 Bad input: exit code 2 and one line per bad key on stderr, never a traceback.
@@ -100,6 +101,46 @@ def _cmd_findings(args, catalog: Catalog, out, err) -> int:
     return 0
 
 
+def _scenario_and_trace(args, catalog: Catalog, err):
+    from .workload import TraceError, read_trace_file
+
+    scenario = scenario_from_link(args.link, catalog, err)
+    try:
+        return scenario, (read_trace_file(args.trace, scenario.prefix) if args.trace else None)
+    except TraceError as exc:
+        raise BadInput(exc.problems) from None
+
+
+def _cmd_simulate(args, catalog: Catalog, out, err) -> int:
+    from .export import present_metrics
+    from .simulate import requests_frame, simulate_scenario, summary_text
+
+    scenario, trace = _scenario_and_trace(args, catalog, err)
+    result = simulate_scenario(scenario, catalog, workload=trace)
+    if args.format == "csv":
+        out.write(frame_to_csv(present_frame(requests_frame(result))))
+    elif args.format == "json":
+        out.write(json.dumps(present_metrics(result.summary), indent=2) + "\n")
+    else:
+        out.write(summary_text(result))
+    return 0
+
+
+def _cmd_size(args, catalog: Catalog, out, err) -> int:
+    from .sizing import size_fleet, sizing_text
+
+    scenario, trace = _scenario_and_trace(args, catalog, err)
+    z = size_fleet(scenario, catalog, trace=trace)
+    if args.format == "csv":
+        out.write(frame_to_csv(present_frame(z.table)))
+    elif args.format == "json":
+        frames = {k: present_frame(getattr(z, k)).to_dict("records") for k in ("table", "disaggregated")}
+        out.write(json.dumps({"reason": z.reason, "best_row": z.best, **frames}, indent=2, default=str) + "\n")
+    else:
+        out.write(sizing_text(z))
+    return 0
+
+
 def _cmd_list(args, catalog: Catalog, out, err) -> int:
     items = catalog.gpus if args.command == "gpus" else catalog.models
     for key, item in sorted(items.items()):
@@ -120,12 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
     fi = sub.add_parser("findings", help="ranked plain-language findings for one scenario")
     fi.add_argument("link", nargs="?", default="", help="query string or full link")
     fi.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    for name, text in (("simulate", "simulate one replica serving the scenario's traffic"), ("size", "fewest GPUs per profile and tp meeting the SLOs")):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("link", nargs="?", default="", help="query string or full link (rate, dist, slo_ttft_s, … are link keys)")
+        sp.add_argument("--trace", metavar="CSV", help="replay a trace: arrival_s,prompt_tokens,output_tokens[,prefix_id]")
+        sp.add_argument("--format", choices=("text", "json", "csv"), default="text")
     sub.add_parser("gpus", help="list GPU profiles")
     sub.add_parser("models", help="list model presets")
     return p
 
 
-COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "findings": _cmd_findings, "gpus": _cmd_list, "models": _cmd_list}
+COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "findings": _cmd_findings, "simulate": _cmd_simulate, "size": _cmd_size, "gpus": _cmd_list, "models": _cmd_list}
 
 
 def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:

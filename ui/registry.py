@@ -20,3 +20,5 @@ from ui.findings_panel import render as _findings  # noqa: E402
 TOP_PANELS.append(_findings)
 from ui.prompt_layout_tab import render as _layout  # noqa: E402
 EXTRA_TABS.append(("Prompt layout", _layout))
+from ui.simulate_tab import render as _simulate  # noqa: E402
+EXTRA_TABS.append(("Simulate & size", _simulate))

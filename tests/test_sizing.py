@@ -1,0 +1,118 @@
+"""Fleet sizing: the search, the table, and the disaggregated estimate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planner.memory import memory_plan
+from planner.simulate import SimConfig, sim_inputs, simulate
+from planner.sizing import _config_scenario, _replica_workload, fewest_passing, size_fleet
+from planner.specs import Scenario
+from planner.step_time import RooflineStepTime
+from planner.workload import parse_trace
+
+REQUESTS = 300
+
+
+@given(threshold=st.integers(1, 5000), guess=st.integers(1, 6000), limit=st.integers(1, 6000))
+def test_fewest_passing_finds_the_threshold(threshold, guess, limit):
+    calls = []
+
+    def check(r):
+        calls.append(r)
+        return r >= threshold
+
+    got = fewest_passing(check, guess, limit)
+    if threshold > limit:
+        assert got is None
+    else:
+        assert got == threshold
+        assert threshold in calls and (threshold == 1 or threshold - 1 in calls)
+    assert len(calls) <= 4 * math.log2(6000) + 4
+
+
+@pytest.fixture(scope="module")
+def sized(catalog):
+    s = Scenario(rate=12.0, sim_requests=REQUESTS)
+    return s, size_fleet(s, catalog, gpus=["h100-sxm", "a100-80gb-sxm"], tps=(1, 2), max_requests=REQUESTS)
+
+
+def _meets(s, catalog, gpu, tp, replicas) -> bool:
+    c = _config_scenario(s, gpu, tp)
+    _, x = sim_inputs(c, catalog)
+    w = _replica_workload(c, None, replicas, REQUESTS)
+    return bool(simulate(w, SimConfig.from_inputs(x, c), RooflineStepTime.from_inputs(x)).summary["slo_met"])
+
+
+def test_sizing_returns_the_fewest_replicas(sized, catalog):
+    s, z = sized
+    ok = z.table[z.table["status"] == "meets SLOs"]
+    assert len(ok) == 4
+    for _, row in ok.iterrows():
+        r = int(row["replicas"])
+        assert _meets(s, catalog, row["gpu"], int(row["tp"]), r)
+        if r > 1:
+            assert not _meets(s, catalog, row["gpu"], int(row["tp"]), r - 1)
+
+
+def test_table_is_sorted_by_cost_and_flags_the_cheapest(sized):
+    s, z = sized
+    t = z.table
+    ok = t[t["status"] == "meets SLOs"]
+    assert list(ok["usd_per_hour"]) == sorted(ok["usd_per_hour"])
+    assert z.best == 0 and bool(t.loc[0, "best"]) and t["best"].sum() == 1
+    row = t.loc[0]
+    assert row["gpus"] == row["replicas"] * row["tp"]
+    assert row["usd_per_hour"] == pytest.approx(row["gpus"] * row["price_usd_per_gpu_hour"])
+    per_mtok = row["usd_per_hour"] / 3600 / (s.rate * s.output) * 1e6
+    assert row["usd_per_million_output_tokens"] == pytest.approx(per_mtok)
+    assert row["name"] in z.reason and "p99 TTFT" in z.reason
+    assert (ok["ttft_p99_s"] <= s.slo_ttft_s).all() and (ok["itl_p99_s"] <= s.slo_tpot_s).all()
+
+
+def test_disaggregated_estimate_follows_its_formulas(sized, catalog):
+    s, z = sized
+    d = z.disaggregated.set_index("gpu")
+    row = d.loc["h100-sxm"]
+    assert row["status"] == "estimated"
+    c = _config_scenario(s, "h100-sxm", int(row["prefill_tp"]))
+    _, x = sim_inputs(c, catalog)
+    timer = RooflineStepTime.from_inputs(x)
+    cached = s.hit * s.prefix
+    service = timer.step_s(0, 0.0, [s.prompt - cached], [cached])
+    per_replica = 1 / service - math.log(100) / s.slo_ttft_s
+    assert row["prefill_gpus"] == math.ceil(s.rate / per_replica) * row["prefill_tp"]
+    c = _config_scenario(s, "h100-sxm", int(row["decode_tp"]))
+    _, x = sim_inputs(c, catalog)
+    streams = row["decode_streams_per_gpu"] * row["decode_tp"]
+    assert streams <= float(memory_plan(x)["max_concurrent_sequences"])
+    timer = RooflineStepTime.from_inputs(x)
+    tpot = float(timer.decode_steps_s(streams, np.array([s.prompt + s.output / 2]))[0])
+    assert tpot <= s.slo_tpot_s
+    assert float(timer.decode_steps_s(streams + 1, np.array([s.prompt + s.output / 2]))[0]) > s.slo_tpot_s or streams == float(memory_plan(x)["max_concurrent_sequences"])
+    assert row["disaggregated_gpus"] == row["prefill_gpus"] + row["decode_gpus"]
+
+
+def test_unreachable_targets_and_models_that_do_not_fit(catalog):
+    s = Scenario(model="llama-3.1-70b", slo_tpot_s=0.001, sim_requests=REQUESTS)
+    z = size_fleet(s, catalog, gpus=["l4", "h100-sxm"], tps=(1, 4), max_requests=REQUESTS)
+    status = dict(zip(zip(z.table["gpu"], z.table["tp"]), z.table["status"]))
+    assert status["l4", 1].startswith("does not fit")
+    assert "misses the SLOs even at low load" in status["h100-sxm", 4]
+    assert z.best is None and z.reason.startswith("No configuration")
+    assert z.table["replicas"].isna().all()
+
+
+def test_sizing_a_trace(catalog):
+    rows = "".join(f"{i * 0.05},{1000 + (i % 7) * 100},{100 + (i % 5) * 20}\n" for i in range(200))
+    trace = parse_trace("arrival_s,prompt_tokens,output_tokens\n" + rows, prefix_tokens=0)
+    s = Scenario(sim_requests=REQUESTS)
+    z = size_fleet(s, catalog, trace=trace, gpus=["h100-sxm"], tps=(1,), max_requests=REQUESTS)
+    assert z.rate_per_s == pytest.approx(20.0, rel=0.01)
+    assert z.mean_output_tokens == pytest.approx(float(trace.output_tokens.mean()))
+    assert z.best == 0 and z.table.loc[0, "replicas"] >= 1
