@@ -226,7 +226,8 @@ def size_fleet(
 
 
 def _describe(row) -> str:
-    return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({int(row['gpus'])} GPUs, ${row['usd_per_hour']:,.2f}/h)"
+    gpus = int(row["gpus"])
+    return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({gpus} GPU{'' if gpus == 1 else 's'}, ${row['usd_per_hour']:,.2f}/h)"
 
 
 def best_reason(table: pd.DataFrame, best: int | None, s: Scenario, rate: float) -> str:
