@@ -186,6 +186,8 @@ def from_query(
             warnings.append(LinkIssue(key, f"{key}={_show(raw)}: {exc}; allowed: {allowed_range(key)}", True))
             continue
         reason = _field_ok(key, value)
+        if reason is not None and reason.startswith("String should match pattern"):
+            reason = "contains characters that are not allowed"
         if reason is not None:
             warnings.append(LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True))
             continue
