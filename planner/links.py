@@ -149,9 +149,7 @@ def parse_query(query: str | Mapping[str, str | list[str]]) -> list[tuple[str, s
             for item in v if isinstance(v, list) else [v]:
                 pairs.append((str(k), str(item)))
         return pairs
-    text = query.strip()
-    if len(text) > MAX_QUERY_CHARS:
-        text = text[:MAX_QUERY_CHARS]
+    text = query.strip()[:MAX_QUERY_CHARS]
     if "?" in text or text.startswith(("http://", "https://")):
         text = urlsplit(text).query
     return parse_qsl(text.lstrip("?"), keep_blank_values=True)
@@ -164,6 +162,8 @@ def from_query(
 ) -> tuple[Scenario, list[LinkIssue]]:
     """Decode a link.  Returns the scenario and one issue per problem; never raises."""
     warnings: list[LinkIssue] = []
+    if isinstance(query, str) and len(query.strip()) > MAX_QUERY_CHARS:
+        warnings.append(LinkIssue("", f"link: longer than {MAX_QUERY_CHARS:,} characters; only the start was read", False))
     values: dict[str, str] = {}
     counts: dict[str, int] = {}
     for key, raw in parse_query(query):
