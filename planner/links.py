@@ -171,14 +171,14 @@ def from_query(
         values[key] = raw
     for key, n in counts.items():
         if n > 1:
-            warnings.append(LinkIssue(key, f"{_show(key)}: given {n} times; the last value is used", False))
+            warnings.append(LinkIssue(key[:64], f"{_show(key)}: given {n} times; the last value is used", False))
     version = values.pop(VERSION_KEY, LINK_VERSION)
     if version != LINK_VERSION:
         warnings.append(LinkIssue(VERSION_KEY, f"v={_show(version)}: unknown link version; read as version {LINK_VERSION}", False))
     good: dict[str, Any] = {}
     for key, raw in values.items():
         if key not in FIELDS:
-            warnings.append(LinkIssue(key, f"{_show(key)}: unknown key, ignored", False))
+            warnings.append(LinkIssue(key[:64], f"{_show(key)}: unknown key, ignored", False))
             continue
         try:
             value = _coerce(key, raw)
