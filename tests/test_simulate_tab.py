@@ -5,34 +5,13 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from tests.tab_harness import tab_page
+
 from planner.specs import Scenario
 
 
-def page():
-    import streamlit as st
-
-    from planner.engine import ScenarioError, evaluate
-    from planner.profiles import load_catalog
-    from planner.specs import Scenario
-    from ui.context import PageContext
-    from ui.simulate_tab import render
-
-    ss = st.session_state
-    scenario = Scenario.model_validate_json(ss["scenario"]) if "scenario" in ss else Scenario()
-    pending = ss.pop("_pending_scenario_changes", None)
-    if pending:
-        scenario = Scenario.model_validate({**scenario.model_dump(), **pending})
-    ss["scenario"] = scenario.model_dump_json()
-    catalog = load_catalog()
-    try:
-        result = evaluate(scenario, catalog)
-    except ScenarioError:
-        result = None
-    render(PageContext(st, scenario, result, catalog))
-
-
 def app(scenario: Scenario) -> AppTest:
-    at = AppTest.from_function(page, default_timeout=60)
+    at = AppTest.from_function(tab_page, args=("ui.simulate_tab",), default_timeout=60)
     at.session_state["scenario"] = scenario.model_dump_json()
     return at.run()
 

@@ -1,0 +1,30 @@
+"""A minimal page for AppTest of one dashboard tab: it keeps the scenario in session
+state, applies ``ctx.update_scenario`` changes like app.py does, and renders the tab."""
+
+from __future__ import annotations
+
+
+def tab_page(tab_module: str) -> None:
+    """AppTest.from_function target: ``AppTest.from_function(tab_page, args=("ui.simulate_tab",))``."""
+    import importlib
+
+    import streamlit as st
+
+    from planner.engine import ScenarioError, evaluate
+    from planner.profiles import load_catalog
+    from planner.specs import Scenario
+    from ui.context import PageContext
+
+    render = importlib.import_module(tab_module).render
+    ss = st.session_state
+    scenario = Scenario.model_validate_json(ss["scenario"]) if "scenario" in ss else Scenario()
+    pending = ss.pop("_pending_scenario_changes", None)
+    if pending:
+        scenario = Scenario.model_validate({**scenario.model_dump(), **pending})
+    ss["scenario"] = scenario.model_dump_json()
+    catalog = load_catalog()
+    try:
+        result = evaluate(scenario, catalog)
+    except ScenarioError:
+        result = None
+    render(PageContext(st, scenario, result, catalog))
