@@ -5,6 +5,7 @@
   python -m planner findings "<query string or link>" [--format text|json|csv]
   python -m planner simulate|size "<link>" [--trace FILE.csv] [--format text|json|csv]
   python -m planner gpus | models
+  python -m planner bench [--device cuda|cpu] [--quick] [--out DIR]   (see planner/bench/cli.py)
 
 Bad input: exit code 2 and one line per bad key on stderr, never a traceback.
 """
@@ -16,6 +17,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from .bench.cli import add_bench_parser, cmd_bench
 from .engine import ScenarioError
 from .export import frame_to_csv, present_frame
 from .links import from_query
@@ -168,10 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--format", choices=("text", "json", "csv"), default="text")
     sub.add_parser("gpus", help="list GPU profiles")
     sub.add_parser("models", help="list model presets")
+    add_bench_parser(sub)
     return p
 
 
-COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "findings": _cmd_findings, "simulate": _cmd_simulate, "size": _cmd_size, "gpus": _cmd_list, "models": _cmd_list}
+COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "findings": _cmd_findings, "simulate": _cmd_simulate, "size": _cmd_size, "gpus": _cmd_list, "models": _cmd_list, "bench": cmd_bench}
 
 
 def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:

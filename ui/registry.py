@@ -18,6 +18,8 @@ TOP_PANELS: list[Render] = []
 
 from ui.findings_panel import render as _findings  # noqa: E402
 TOP_PANELS.append(_findings)
+from ui.crosscheck_tab import render as _crosscheck  # noqa: E402
+EXTRA_TABS.append(("Cross-check", _crosscheck))
 from ui.prompt_layout_tab import render as _layout  # noqa: E402
 EXTRA_TABS.append(("Prompt layout", _layout))
 from ui.simulate_tab import render as _simulate  # noqa: E402

@@ -1,0 +1,81 @@
+"""The ``bench`` subcommand: ``python -m planner bench [--device cuda|cpu] [--backend auto|numpy|torch] [--quick] [--out DIR]``.
+
+Writes ``<device>-<backend>[-quick].{json,csv,toml}`` to ``--out`` (default
+``benchmarks/results``) and prints the measured peaks and the median |error|
+per phase.  Bad input (unknown device, torch or CUDA missing, unwritable
+folder): exit code 2 and one ``error:`` line each, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..profiles import Catalog
+from .backend import cuda_available, torch_available
+
+EXIT_BAD_INPUT = 2
+TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
+
+
+def add_bench_parser(sub) -> argparse.ArgumentParser:
+    b = sub.add_parser("bench", help="measure this machine and compare with the engine's prediction")
+    b.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when torch sees one, else cpu")
+    b.add_argument("--backend", choices=("auto", "numpy", "torch"), default="auto",
+                   help="CPU array library (auto: torch when installed, else numpy); CUDA always uses torch")
+    b.add_argument("--quick", action="store_true", help="tiny shapes, a few seconds (for tests)")
+    b.add_argument("--out", default="benchmarks/results", help="folder for the JSON, CSV and calibrated TOML")
+    return b
+
+
+def resolve_target(device: str | None, backend: str) -> tuple[str, str, list[str]]:
+    """(device, backend, problems) after checking what is installed."""
+    has_torch = torch_available()
+    if device is None:
+        device = "cuda" if has_torch and cuda_available() else "cpu"
+    problems = []
+    if device == "cuda":
+        if backend == "numpy":
+            problems.append("--backend numpy: numpy runs on the CPU only; use --device cpu")
+        elif not has_torch:
+            problems.append(f"--device cuda: needs torch (optional extra): {TORCH_INSTALL}")
+        elif not cuda_available():
+            problems.append("--device cuda: torch reports no CUDA device on this machine")
+        return device, "torch", problems
+    if backend == "torch" and not has_torch:
+        problems.append(f"--backend torch: torch is not installed: {TORCH_INSTALL}")
+    if backend == "auto":
+        backend = "torch" if has_torch else "numpy"
+    return device, backend, problems
+
+
+def cmd_bench(args, catalog: Catalog, out, err) -> int:
+    from .run import ridge_text, run_bench, write_results
+
+    device, backend, problems = resolve_target(args.device, args.backend)
+    out_dir = Path(args.out)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        problems.append(f"--out {args.out}: cannot create the folder ({exc.strerror})")
+    if problems:
+        for line in problems:
+            print(f"error: {line}", file=err)
+        return EXIT_BAD_INPUT
+
+    results = run_bench(device, backend, args.quick, catalog, log=lambda m: print(m, file=err, flush=True))
+    paths = write_results(results, out_dir)
+    r = results
+    out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
+    out.write(f"matmul     {r.measured_peak_flop_per_s / 1e9:.1f} GFLOP/s (best of {len(r.matmul)} sizes)\n")
+    out.write(f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (best of {len(r.bandwidth)} kernels)\n")
+    for s in r.summary:
+        out.write(f"{s.profile:<10} {s.phase:<8} median |error| {100 * s.median_abs_error_frac:5.1f} %  ({s.cases} cases)\n")
+    for line in ridge_text(r):
+        out.write(f"ridge      {line}\n")
+    for line in r.skipped:
+        out.write(f"skipped    {line}\n")
+    out.write(f"wall       {r.wall_s:.1f} s\n")
+    for p in paths:
+        out.write(f"wrote      {p}\n")
+    return 0

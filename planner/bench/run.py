@@ -1,0 +1,332 @@
+"""Run the benchmark end to end and build the validated ``BenchResults``.
+
+Order: device facts → matmul FLOP/s and bandwidth (these calibrate the
+profile) → the decoder's steps, grouped by the KV cache they need → the
+engine's prediction for each step under each profile → errors, medians, ridge.
+
+Calibrated profile: peak = best measured matmul FLOP/s, bandwidth = best
+measured streaming rate, predictions with MFU = MBU = 1.  Datasheet profile
+(only when the device matches a shipped one): its figures with the planner's
+default MFU/MBU (``Scenario()``), i.e. what the dashboard would predict.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..profiles import Catalog
+from ..specs import GPU, GpuProfileFile, Scenario
+from ..units import GB, GiB, MiB, TERA
+from . import host
+from .backend import make_backend
+from .threads import tune_malloc
+from .decoder import Decoder, KVCache
+from .micro import BandwidthSample, MatmulSample, measure_bandwidth, measure_matmul
+from .plan import PHASES, Case, Plan, make_plan
+from .predict import (
+    engine_inputs,
+    error_frac,
+    ridge_batch_fit,
+    median_abs_error,
+    predict_cases,
+    predicted_ridge_batch,
+)
+from .results import (
+    SCHEMA_VERSION,
+    BandwidthRow,
+    BenchResults,
+    CaseResult,
+    DeviceInfo,
+    MatmulRow,
+    PhaseSummary,
+    Prediction,
+    ProfileUsed,
+    RidgeRow,
+    profile_toml,
+    results_csv,
+    results_json,
+)
+
+#: share of the memory free at the start that weights + KV caches may take: a host's RAM is
+#: shared with everything else running; a GPU's memory is the benchmark's own
+KV_MEMORY_SHARE = {"cpu": 0.5, "cuda": 0.8}
+
+Log = Callable[[str], None]
+
+#: a case whose samples spread (max − min) / median more than this is timed again, at most
+#: MAX_ATTEMPTS times in all, and the tightest attempt kept (another process was running)
+MAX_SPREAD = 0.25
+MAX_ATTEMPTS = 3
+
+
+def spread(samples: list[float], med: float) -> float:
+    return (max(samples) - min(samples)) / med
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_s: float
+    samples_s: list[float]
+    how: str
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str
+    name: str
+    llc_bytes: float | None
+    memory_bytes: float
+    free_bytes: float
+    profile_key: str | None
+
+
+def _device(be, kind: str, catalog: Catalog) -> Device:
+    if kind == "cuda":
+        f = be.cuda_facts()
+        name = str(f["name"])
+        return Device(kind, name, float(f["l2_bytes"]) or None, float(f["memory_bytes"]), float(f["free_bytes"]),
+                      host.match_profile_key(name, frozenset(catalog.gpus)))
+    free = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    name = f"{host.cpu_model_name()} ({host.usable_cores()} cores)"
+    return Device(kind, name, host.llc_bytes(), host.host_memory_bytes(), free, None)
+
+
+def kv_cache_bytes(plan: Plan, seqs: int, tokens: int, bytes_per_element: float) -> float:
+    s = plan.shape
+    return 2.0 * s.layers * seqs * s.kv_heads * tokens * s.head_dim * bytes_per_element
+
+
+def measure_cases(decoder: Decoder, plan: Plan, budget_bytes: float, log: Log) -> tuple[dict[Case, Timing], list[str]]:
+    """Time every case that fits ``budget_bytes`` of KV cache; the others are listed as skipped."""
+    be = decoder.be
+    bpe = be.bytes_per_element
+    done: dict[Case, Timing] = {}
+    skipped: list[str] = []
+
+    def run(case: Case, running: KVCache | None, prompt: KVCache | None) -> None:
+        ids = be.token_ids(case.tokens, plan.shape.vocab)
+        fn, how = be.prepare(lambda: decoder.step(ids, case.seqs, case.q, case.ctx, case.n, case.past, running, prompt))
+        tries = []
+        for _ in range(MAX_ATTEMPTS):  # samples that disagree mean something else ran: measure again
+            med, samples = be.time(fn, plan.warmup, plan.repeats, plan.target_s)
+            tries.append((spread(samples, med), med, samples))
+            if tries[-1][0] <= MAX_SPREAD:
+                break
+        sp, med, samples = min(tries, key=lambda t: t[0])
+        note = f"; {len(tries)} attempts, samples spread {100 * sp:.0f} %" if len(tries) > 1 else ""
+        done[case] = Timing(med, samples, how + note)
+        log(f"  {case.phase:<7} seqs={case.seqs:<4} q={case.q} ctx={case.ctx:<5} n={case.n:<5} past={case.past:<5} {med * 1e3:9.2f} ms")
+        del fn
+        be.release()
+
+    prompt_tokens = max((c.past + c.n for c in plan.cases if c.n), default=0)
+    prompt = decoder.cache(1, prompt_tokens) if prompt_tokens else None
+    for case in (c for c in plan.cases if c.phase == "prefill"):
+        run(case, None, prompt)
+
+    running_cases = [c for c in plan.cases if c.seqs]
+    for ctx in sorted({c.ctx for c in running_cases}):
+        at_ctx = [c for c in running_cases if c.ctx == ctx]
+        length = ctx + max(c.q for c in at_ctx)
+        fits = [c for c in at_ctx if kv_cache_bytes(plan, c.seqs, length, bpe) <= budget_bytes]
+        for c in at_ctx:
+            if c not in fits:
+                need = kv_cache_bytes(plan, c.seqs, length, bpe)
+                skipped.append(f"{c.phase} seqs={c.seqs} ctx={ctx}: KV cache {need / GiB:.1f} GiB > budget {budget_bytes / GiB:.1f} GiB")
+        if not fits:
+            continue
+        cache = decoder.cache(max(c.seqs for c in fits), length)
+        for case in fits:
+            run(case, cache, prompt)
+        del cache
+        be.release()
+    return done, skipped
+
+
+def _best(samples, attr: str):
+    return max(samples, key=lambda s: getattr(s, attr))
+
+
+def calibrated_profile(
+    dev: Device, be, plan: Plan, matmul: list[MatmulSample], bandwidth: list[BandwidthSample],
+    datasheet: GPU | None, host_link_bytes_per_s: float | None, when: str,
+) -> GpuProfileFile:
+    """The measured peaks in ``hardware_profiles/`` form (see module doc)."""
+    mm, bw = _best(matmul, "flop_per_s"), _best(bandwidth, "bytes_per_s")
+    notes = [
+        f"{be.name} {be.dtype_name} on {dev.kind}; {be.thread_note}.",
+        f"dense_tflops_bf16 holds the best {be.dtype_name} matmul rate measured (sizes {', '.join(map(str, plan.matmul_sizes))}; "
+        f"best at n = {mm.size}): the engine reads the bf16 field for bf16 weights.",
+        f"Bandwidth: best of copy/sum/gemv over {plan.bandwidth_buffer_bytes / MiB:.0f} MiB buffers ({bw.kernel} won).",
+    ]
+    extra: dict = {}
+    if datasheet is not None:
+        link = datasheet.interconnect_bytes_per_s / GB
+        extra = dict(collective_latency_us=datasheet.collective_latency_s * 1e6, price_usd_per_gpu_hour=datasheet.price_usd_per_hour,
+                     price_source=f"from the datasheet profile {datasheet.key}")
+        notes.append(f"Interconnect, collective latency and price copied from the datasheet profile {datasheet.key} (not measured).")
+    elif host_link_bytes_per_s is not None:
+        link = host_link_bytes_per_s / GB
+        extra = dict(price_usd_per_gpu_hour=0.0, price_source="not priced: a measured machine")
+        notes.append("No datasheet profile matched: interconnect = measured pinned host-to-device copy rate.")
+    else:
+        link = bw.bytes_per_s / GB
+        extra = dict(price_usd_per_gpu_hour=0.0, price_source="not priced: a measured machine")
+        notes.append("CPU: there is one device, so tp = 1; interconnect = the measured memory bandwidth "
+                     "(shared-memory collectives between processes on one host go through DRAM).")
+    return GpuProfileFile(
+        name=f"{dev.name} (measured, {be.name} {be.dtype_name})"[:120],
+        vendor=(dev.name.split() or ["unknown"])[0][:40],
+        memory_capacity_gib=round(dev.memory_bytes / GiB, 2),
+        memory_bandwidth_tb_per_s=round(bw.bytes_per_s / TERA, 6),
+        dense_tflops_bf16=round(mm.flop_per_s / TERA, 6),
+        interconnect_gb_per_s=round(link, 3),
+        source=f"measured by python -m planner bench on {host.host_name()} {when}",
+        notes=" ".join(notes),
+        calibrated=True,
+        **extra,
+    )
+
+
+def _prediction_rows(x, cases: list[Case], measured: list[float]) -> list[Prediction]:
+    cost = predict_cases(x, cases)
+    out = []
+    for i, m in enumerate(measured):
+        t = float(cost.time_s[i])
+        serial = float(cost.compute_s[i] + cost.memory_s[i] + cost.comm_s[i])
+        out.append(Prediction(
+            time_s=t, compute_s=float(cost.compute_s[i]), memory_s=float(cost.memory_s[i]),
+            flop=float(cost.flop[i]), bytes=float(cost.bytes[i]), compute_bound=bool(cost.compute_bound[i]),
+            error_frac=error_frac(t, m), serial_s=serial, serial_error_frac=error_frac(serial, m),
+        ))
+    return out
+
+
+def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log = lambda _m: None) -> BenchResults:
+    t_start = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    malloc_note = tune_malloc()
+    be = make_backend(backend, device, host.usable_cores())
+    dev = _device(be, device, catalog)
+    plan = make_plan(device, quick, dev.llc_bytes, be.bytes_per_element)
+    log(f"{dev.name}: {be.name} {be.dtype_name}, {be.thread_note}; {malloc_note}; LLC {dev.llc_bytes or 0:.0f} B; "
+        f"1-min load average {load_before:.2f}")
+
+    matmul = measure_matmul(be, plan.matmul_sizes, plan.warmup, plan.repeats, plan.target_s)
+    for m in matmul:
+        log(f"matmul n={m.size}: {m.flop_per_s / 1e9:.1f} GFLOP/s")
+    bandwidth = measure_bandwidth(be, plan.bandwidth_buffer_bytes, plan.warmup, plan.repeats, plan.target_s)
+    for b in bandwidth:
+        log(f"bandwidth {b.kernel} ({b.buffer_bytes / MiB:.0f} MiB): {b.bytes_per_s / 1e9:.1f} GB/s")
+    link = None
+    if device == "cuda" and dev.profile_key is None:
+        link = be.host_link_bytes_per_s(min(plan.bandwidth_buffer_bytes, 1 * GiB), plan.warmup, plan.repeats)
+
+    model = plan.shape.model_spec(context_window_tokens=plan.max_positions)
+    weight_bytes = plan.shape.params * be.bytes_per_element
+    log(f"decoder: {plan.shape.params / 1e6:.1f} M parameters, {weight_bytes / MiB:.0f} MiB of weights")
+    decoder = Decoder(plan.shape, be, plan.max_positions)
+    budget = KV_MEMORY_SHARE[device] * dev.free_bytes - weight_bytes
+    measured, skipped = measure_cases(decoder, plan, budget, log)
+    del decoder
+    be.release()
+
+    slug = host.slug(dev.name, 40) + f"-{be.name}" + ("-quick" if quick else "")
+    datasheet = catalog.gpus.get(dev.profile_key) if dev.profile_key else None
+    cal_file = calibrated_profile(dev, be, plan, matmul, bandwidth, datasheet, link, when)
+    cal_gpu = cal_file.to_gpu(slug)
+    profiles = [ProfileUsed(label="calibrated", key=slug, peak_flop_per_s=cal_gpu.peak_for("bf16"),
+                            bandwidth_bytes_per_s=cal_gpu.memory_bandwidth_bytes_per_s, mfu=1.0, mbu=1.0, source=cal_file.source)]
+    gpus = {"calibrated": cal_gpu}
+    if datasheet is not None:
+        d = Scenario()
+        profiles.append(ProfileUsed(label="datasheet", key=datasheet.key, peak_flop_per_s=datasheet.peak_for("bf16"),
+                                    bandwidth_bytes_per_s=datasheet.memory_bandwidth_bytes_per_s, mfu=d.mfu, mbu=d.mbu,
+                                    source=datasheet.source[:2000]))
+        gpus["datasheet"] = datasheet
+
+    cases = [c for c in plan.cases if c in measured]
+    times = [measured[c].median_s for c in cases]
+    inputs = {p.label: engine_inputs(gpus[p.label], model, be.bytes_per_element, p.mfu, p.mbu) for p in profiles}
+    preds = {label: _prediction_rows(x, cases, times) for label, x in inputs.items()}
+    case_rows = [
+        CaseResult(phase=c.phase, seqs=c.seqs, q=c.q, ctx=c.ctx, n=c.n, past=c.past, tokens=c.tokens,
+                   measured_s=measured[c].median_s, samples_s=measured[c].samples_s, timing=measured[c].how,
+                   predictions={label: preds[label][i] for label in preds})
+        for i, c in enumerate(cases)
+    ]
+    summary = []
+    for label in preds:
+        for phase in PHASES:
+            rows = [r.predictions[label] for r in case_rows if r.phase == phase]
+            if rows:
+                summary.append(PhaseSummary(
+                    profile=label, phase=phase, cases=len(rows),
+                    median_abs_error_frac=median_abs_error([p.error_frac for p in rows]),
+                    median_abs_serial_error_frac=median_abs_error([p.serial_error_frac for p in rows]),
+                ))
+    ridge = []
+    for ctx in sorted({r.ctx for r in case_rows if r.phase == "decode"}):
+        dec = [r for r in case_rows if r.phase == "decode" and r.ctx == ctx]
+        batches = [r.seqs for r in dec]
+        ridge.append(RidgeRow(
+            ctx=ctx,
+            measured_batch=ridge_batch_fit(batches, [r.measured_s for r in dec]),
+            predicted_batch={label: ridge_batch_fit(batches, [r.predictions[label].time_s for r in dec]) for label in inputs},
+            engine_batch={label: predicted_ridge_batch(x, ctx) for label, x in inputs.items()},
+        ))
+
+    return BenchResults(
+        schema_version=SCHEMA_VERSION,
+        device=DeviceInfo(
+            kind=device, name=dev.name[:200], slug=slug, backend=be.name, dtype=be.dtype_name,
+            bytes_per_element=be.bytes_per_element, threads=be.threads, thread_note=be.thread_note[:300], malloc_note=malloc_note,
+            llc_bytes=dev.llc_bytes, memory_bytes=dev.memory_bytes, host=host.host_name()[:200], date_utc=when,
+            load_average=(load_before, os.getloadavg()[0]), profile_key=dev.profile_key, versions=be.versions(), quick=quick,
+        ),
+        model=model,
+        weight_bytes=weight_bytes,
+        matmul=[MatmulRow(size=m.size, flop=m.flop, median_s=m.median_s, flop_per_s=m.flop_per_s) for m in matmul],
+        bandwidth=[BandwidthRow(kernel=b.kernel, buffer_bytes=b.buffer_bytes, bytes_moved=b.bytes_moved,
+                                median_s=b.median_s, bytes_per_s=b.bytes_per_s) for b in bandwidth],
+        measured_peak_flop_per_s=_best(matmul, "flop_per_s").flop_per_s,
+        measured_bandwidth_bytes_per_s=_best(bandwidth, "bytes_per_s").bytes_per_s,
+        profiles=profiles,
+        cases=case_rows,
+        summary=summary,
+        ridge=ridge,
+        skipped=skipped,
+        calibrated_profile=cal_file,
+        wall_s=max(time.perf_counter() - t_start, 1e-9),
+    )
+
+
+def write_results(r: BenchResults, out_dir: Path) -> list[Path]:
+    """``<slug>.json``, ``<slug>.csv`` and ``<slug>.toml`` (the calibrated profile) in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext, text in (("json", results_json(r)), ("csv", results_csv(r)), ("toml", profile_toml(r.calibrated_profile))):
+        path = out_dir / f"{r.device.slug}.{ext}"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def ridge_text(r: BenchResults) -> list[str]:
+    lines = []
+    for row in r.ridge:
+        pred = ", ".join(f"{k} {_fmt_batch(v)}" for k, v in row.predicted_batch.items())
+        eng = ", ".join(f"{k} {_fmt_batch(v)}" for k, v in row.engine_batch.items())
+        lines.append(f"ctx {row.ctx}: measured {_fmt_batch(row.measured_batch)}; same fit on predicted {pred}; ridge_batch {eng}")
+    return lines
+
+
+def _fmt_batch(v: float | None) -> str:
+    return "none" if v is None or not math.isfinite(v) else f"{v:.1f}"

@@ -1,0 +1,134 @@
+"""The "Cross-check" tab: a benchmark's measurements beside the engine's prediction.
+
+Source: a committed results file under ``benchmarks/results/`` or an upload
+(size-limited JSON).  Either is validated by ``planner.bench.results.parse_results``;
+a bad file gets a one-paragraph message, never a traceback, and nothing in it
+is executed.  "Apply calibration" sets the scenario's MFU/MBU (link keys) when
+the results were measured on the scenario's GPU; otherwise the calibrated
+profile TOML is offered for ``hardware_profiles/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from planner.bench.calibrate import scenario_calibration
+from planner.bench.charts import decode_figure, prefill_figure
+from planner.bench.results import (
+    MAX_RESULTS_BYTES,
+    BenchResults,
+    parse_results,
+    profile_toml,
+    ridge_frame,
+    steps_frame,
+    summary_frame,
+)
+from ui.context import PageContext
+from ui.headline import fmt_seconds, md_escape
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+COMMITTED, UPLOAD = "Committed results", "Upload a file"
+PLOTLY_CONFIG = {"displaylogo": False}
+
+
+def committed_files(directory: Path | None = None) -> list[Path]:
+    return sorted(p for p in (directory or RESULTS_DIR).glob("*.json") if p.is_file())
+
+
+def render(ctx: PageContext) -> None:
+    st = ctx.st
+    st.subheader("Cross-check: the engine against a measured machine")
+    st.caption(
+        "`python -m planner bench` times matmuls, memory streaming and a small Llama-like decoder's prefill, decode, "
+        "chunked and speculative-verification steps, then asks the engine for the same shapes. See docs/benchmark.md."
+    )
+    results = _load(st)
+    if results is None:
+        return
+    _device(st, results)
+    labels = [p.label for p in results.profiles]
+    profile = st.radio("Prediction from", labels, horizontal=True, key="xc_profile",
+                       help="calibrated: measured peaks, MFU = MBU = 1; datasheet: the shipped profile with the default MFU/MBU")
+    st.markdown("**Median |error| per phase**")
+    st.dataframe(summary_frame(results), hide_index=True,
+                 column_config={"median_abs_error_pct": st.column_config.NumberColumn("median |error| (%)", format="%.1f")})
+    st.plotly_chart(decode_figure(results, profile), key="xc-decode", config=PLOTLY_CONFIG)
+    st.plotly_chart(prefill_figure(results, profile), key="xc-prefill", config=PLOTLY_CONFIG)
+    st.markdown("**Chunked-prefill and speculative-verification steps**")
+    st.dataframe(steps_frame(results, profile, ("mixed", "verify")), hide_index=True,
+                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("measured (ms)", "predicted (ms)")}
+                 | {"error (%)": st.column_config.NumberColumn(format="%+.1f")})
+    st.markdown("**Batch where decode turns compute-bound**")
+    st.dataframe(ridge_frame(results), hide_index=True)
+    if results.skipped:
+        st.caption("Skipped: " + md_escape("; ".join(results.skipped)))
+    st.divider()
+    _calibration(st, ctx, results)
+
+
+def _load(st: Any) -> BenchResults | None:
+    files = committed_files()
+    source = st.radio("Results", (COMMITTED, UPLOAD), horizontal=True, key="xc_source")
+    if source == COMMITTED:
+        if not files:
+            st.info("No results are committed under benchmarks/results/ yet; upload one instead.")
+            return None
+        by_name = {p.name: p for p in files}
+        name = st.selectbox("File", list(by_name), key="xc_file")
+        path = by_name[name]
+        if path.stat().st_size > MAX_RESULTS_BYTES:
+            st.error(f"{md_escape(name)} is larger than {MAX_RESULTS_BYTES:,} bytes; not a results file.")
+            return None
+        data, label = path.read_bytes(), name
+    else:
+        up = st.file_uploader("Results JSON written by `python -m planner bench`", type=["json"], key="xc_upload",
+                              max_upload_size=MAX_RESULTS_BYTES // 2**20)
+        if up is None:
+            return None
+        if up.size > MAX_RESULTS_BYTES:
+            st.error(f"The file is {up.size:,} bytes; a results file is at most {MAX_RESULTS_BYTES:,}.")
+            return None
+        data, label = up.getvalue(), up.name
+    try:
+        return parse_results(data)
+    except ValueError as exc:
+        st.error(f"**{md_escape(label)}** is not a benchmark results file: {md_escape(str(exc))}")
+        return None
+
+
+def _device(st: Any, r: BenchResults) -> None:
+    d = r.device
+    cols = st.columns(3)
+    cols[0].metric("Matmul", f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s", help=f"{d.dtype}, best of {len(r.matmul)} sizes")
+    cols[1].metric("Memory bandwidth", f"{r.measured_bandwidth_bytes_per_s / 1e9:.3g} GB/s",
+                   help=f"best of {', '.join(b.kernel for b in r.bandwidth)}")
+    cols[2].metric("Run time", fmt_seconds(r.wall_s))
+    st.caption(md_escape(
+        f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · {d.date_utc} · "
+        f"load average {d.load_average[0]:.2f} → {d.load_average[1]:.2f}" + (" · quick run" if d.quick else "")
+    ))
+
+
+def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
+    st.markdown("**Calibration**")
+    gpu = ctx.catalog.gpus.get(ctx.scenario.gpu)
+    cal = scenario_calibration(r, gpu) if gpu is not None else None
+    if cal is not None:
+        st.markdown(md_escape(
+            f"Measured on this scenario's GPU ({gpu.name}): MFU {cal.mfu:.3f} and MBU {cal.mbu:.3f} make the datasheet "
+            f"figures equal the measured peaks (now {ctx.scenario.mfu:.3f} and {ctx.scenario.mbu:.3f})."
+        ))
+        for note in cal.notes:
+            st.caption(md_escape(note))
+        if st.button("Apply calibration", key="xc_apply", type="primary"):
+            ctx.update_scenario(mfu=cal.mfu, mbu=cal.mbu)
+    else:
+        here = gpu.name if gpu is not None else ctx.scenario.gpu
+        st.info(md_escape(
+            f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
+            f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
+            f"hardware_profiles/{r.device.slug}.toml and choose it as the GPU."
+        ))
+    st.download_button("Calibrated profile (TOML)", data=profile_toml(r.calibrated_profile), file_name=f"{r.device.slug}.toml",
+                       mime="application/toml", key="xc_toml", on_click="ignore", icon=":material/download:")
