@@ -52,7 +52,12 @@ def render(ctx: PageContext) -> None:
                        help="calibrated: measured peaks, MFU = MBU = 1; datasheet: the shipped profile with the default MFU/MBU")
     st.markdown("**Median |error| per phase**")
     st.dataframe(summary_frame(results), hide_index=True,
-                 column_config={"median_abs_error_pct": st.column_config.NumberColumn("median |error| (%)", format="%.1f")})
+                 column_config={
+                     "median_abs_error_pct": st.column_config.NumberColumn("median |error| (%)", format="%.1f"),
+                     "median_abs_serial_error_pct": st.column_config.NumberColumn(
+                         "no-overlap bound: median |error| (%)", format="%.1f",
+                         help="if compute and memory traffic did not overlap: compute + memory time (a diagnostic)"),
+                 })
     st.plotly_chart(decode_figure(results, profile), key="xc-decode", config=PLOTLY_CONFIG)
     st.plotly_chart(prefill_figure(results, profile), key="xc-prefill", config=PLOTLY_CONFIG)
     st.markdown("**Chunked-prefill and speculative-verification steps**")

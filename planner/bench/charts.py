@@ -24,10 +24,10 @@ def _figure(title: str, x_title: str) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.68, 0.32], vertical_spacing=0.06)
     fig.update_layout(
         title=title,
-        margin=dict(l=60, r=20, t=60, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        margin=dict(l=60, r=20, t=50, b=40),
+        legend=dict(orientation="h", yanchor="top", y=-0.1, xanchor="left", x=0),
         hovermode="closest",
-        height=560,
+        height=640,
     )
     fig.update_xaxes(type="log", row=1, col=1)
     fig.update_xaxes(type="log", title_text=x_title, row=2, col=1)
