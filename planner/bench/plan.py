@@ -7,8 +7,8 @@ GPU (bf16): 16 Llama-3-8B-shaped layers (d = 4096, 32 heads, 8 KV heads, f = 143
 ~3.6 B parameters, ~7 GiB), large enough that a decode step reads GiB.
 ``--quick``: tiny shapes on either device, for the test suite (seconds).
 
-Decode cases whose KV cache would not fit the memory budget (half of what the
-device has free after the weights) are skipped and listed in the results.
+Decode cases whose KV cache would not fit the memory budget (``run.KV_MEMORY_SHARE``
+of what the device has free, less the weights) are skipped and listed in the results.
 """
 
 from __future__ import annotations
