@@ -103,10 +103,11 @@ class _Scenario:
     def weights_touched(self, tokens: float) -> str:
         x = self.x
         bw, tp = num(float(x.weight_bytes_per_param)), num(self.tp)
+        read = float(x.total_params) - float(x.lookup_params)  # an untied embedding is a lookup, not a read
         if float(x.moe_layers) == 0:
-            return f"{num(float(x.total_params))} · {bw} / {tp}"
+            return f"{num(read)} · {bw} / {tp}"
         e, k, ml, ep = float(x.experts), float(x.experts_per_token), float(x.moe_layers), float(x.expert_params)
-        dense = float(x.total_params) - ml * e * ep
+        dense = read - ml * e * ep
         return f"({num(dense)} + {num(ml)} · {num(e)} · (1 - (1 - {num(k)} / {num(e)})^{num(tokens)}) · {num(ep)}) · {bw} / {tp}"
 
     def comm(self, tokens: float) -> str:
@@ -196,7 +197,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
     m, x = s.m, s.x
     xa = x.as_arrays()
     P, B, tp = num(s.P), num(s.B), num(s.tp)
-    nm, h = num(float(x.matmul_params)), num(s.h)
+    nb, nh, h = num(float(x.matmul_params - x.lm_head_params)), num(float(x.lm_head_params)), num(s.h)
     d_pre, d_dec = num(float(x.attention_dim_prefill)), num(float(x.attention_dim_decode))
     kv_tok = exact(m["kv_bytes_per_token_per_gpu"])
     act = f"{num(s.L)} · {num(s.a)} / {tp} · 2"
@@ -205,11 +206,13 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
     dec = step_cost(xa, seqs=s.B, ctx=s.ctx)
     items = [
         ExplainItem(
-            "Prefill FLOP per GPU", "(2 · N_matmul · P + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp",
-            f"(2 · {nm} · {P} + 2 · {h} · {d_pre} · {P} · {s.layer_tokens(f'({P} + 1) / 2')}) / {tp}", _value(m["prefill_flop"], "FLOP"),
+            "Prefill FLOP per GPU",
+            "(2 · (N_matmul − N_head) · P + 2 · N_head · 1 + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp  (logits for the last token only)",
+            f"(2 · {nb} · {P} + 2 · {nh} · 1 + 2 · {h} · {d_pre} · {P} · {s.layer_tokens(f'({P} + 1) / 2')}) / {tp}", _value(m["prefill_flop"], "FLOP"),
         ),
         ExplainItem(
-            "Prefill bytes per GPU", "weights read + P · KV per token per GPU (written) + P · L · a / tp · 2 B (activations)",
+            "Prefill bytes per GPU",
+            "weights read (all but an untied embedding table) + P · KV per token per GPU (written) + P · L · a / tp · 2 B (activations)",
             f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}", _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
@@ -217,8 +220,8 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
             _seconds_value(m["ttft_s"], m["prefill_compute_bound"]),
         ),
         ExplainItem(
-            "Decode FLOP per GPU", "(2 · N_matmul · B + 2 · h · d_att · B · Σ_layers ctx) / tp,  ctx = P + O/2",
-            f"(2 · {nm} · {B} + 2 · {h} · {d_dec} · {B} · {s.layer_tokens(ctx)}) / {tp}", _value(m["decode_flop"], "FLOP"),
+            "Decode FLOP per GPU", "(2 · N_matmul · B + 2 · h · d_att · B · Σ_layers ctx) / tp,  ctx = P + O/2 (LM head included)",
+            f"(2 · ({nb} + {nh}) · {B} + 2 · {h} · {d_dec} · {B} · {s.layer_tokens(ctx)}) / {tp}", _value(m["decode_flop"], "FLOP"),
         ),
         ExplainItem(
             "Decode bytes per GPU",
@@ -233,7 +236,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
     ]
     # ridge: t_compute(B) = t_memory(B) with per-sequence FLOP f and bytes β, all weights W
     f = float((2.0 * xa.matmul_params + attention_flop(xa, 1.0, s.ctx, xa.attention_dim_decode)) / xa.tp)
-    w = float(xa.total_params * xa.weight_bytes_per_param / xa.tp)
+    w = float((xa.total_params - xa.lookup_params) * xa.weight_bytes_per_param / xa.tp)
     beta_expr = f"{s.per_layer_gpu()} · {s.layer_tokens(ctx)} + {kv_tok} + {act}"
     ridge = m["ridge_batch"]
     items.append(ExplainItem(

@@ -71,7 +71,9 @@ class EngineInputs:
     window_tokens: Any
     context_window_tokens: Any
     total_params: Any
-    matmul_params: Any  # active params a token multiplies through
+    matmul_params: Any  # active params a token multiplies through (LM head included)
+    lm_head_params: Any  # v·d: run only for tokens that need logits
+    lookup_params: Any  # v·d for an untied input embedding (a lookup: T rows read), else 0
     expert_params: Any  # one routed expert, one layer
     moe_layers: Any
     experts: Any
@@ -100,6 +102,8 @@ class EngineInputs:
     has_draft_model: Any
     draft_total_params: Any
     draft_matmul_params: Any
+    draft_lm_head_params: Any
+    draft_lookup_params: Any
     draft_layers: Any
     draft_hidden: Any
     draft_heads: Any
@@ -153,6 +157,8 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
         context_window_tokens=m.context_window_tokens,
         total_params=pc.total,
         matmul_params=pc.matmul_active,
+        lm_head_params=float(m.vocab * m.hidden),
+        lookup_params=0.0 if m.tied_embeddings else float(m.vocab * m.hidden),
         expert_params=expert_params(m),
         moe_layers=moe_layers(m),
         experts=m.experts,
@@ -198,6 +204,8 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         has_draft_model=1.0 if draft is not None else 0.0,
         draft_total_params=dpc.total,
         draft_matmul_params=dpc.matmul_active,
+        draft_lm_head_params=float(d.vocab * d.hidden),
+        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
         draft_layers=d.layers,
         draft_hidden=d.hidden,
         draft_heads=d.heads,

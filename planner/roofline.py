@@ -4,7 +4,8 @@ One scheduler step processes ``seqs`` running sequences with ``q`` new tokens
 each at context ``ctx`` (decode: q = 1; speculative verification: q = γ + 1),
 plus ``n`` prefill tokens of one prompt whose first ``past`` tokens are cached.
 
-FLOP   = 2 · N_active · T                                  (T = seqs·q + n; Kaplan et al. 2020)
+FLOP   = 2 · (N_active − N_head) · T + 2 · N_head · T_logits  (T = seqs·q + n; Kaplan et al. 2020;
+         the LM head runs only for tokens that need logits: T_logits = seqs·q + [n > 0])
        + 2 · h · d_att · layers_eff · (seqs·q·ctx + n·(past + (n+1)/2))    (causal attention)
 bytes  = weights touched + seqs·KV(ctx) + past·KV/token    (KV read)
        + T · KV/token                                      (KV written)
@@ -12,8 +13,9 @@ bytes  = weights touched + seqs·KV(ctx) + past·KV/token    (KV read)
 time   = max(FLOP / (tp · peak · MFU), bytes / (bandwidth · MBU)) + t_comm
 t_comm = 2 · layers · (2 (tp−1)/tp · T · hidden · 2 B / link + latency),  tp > 1
          (Megatron-LM: two all-reduces per layer; ring all-reduce cost)
-MoE weights touched: dense part + moe_layers · E · (1 − (1 − k/E)^T) experts
-(expected distinct experts hit by T tokens routed uniformly).
+Weights touched: all weights except an untied input-embedding table (a lookup reads
+only T of its rows, neglected); MoE: dense part + moe_layers · E · (1 − (1 − k/E)^T)
+experts (expected distinct experts hit by T tokens routed uniformly).
 d_att = d_qk + d_v per head; sliding-window layers attend to at most W keys.
 """
 
@@ -51,8 +53,9 @@ class StepCost:
 
 
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
-    """Weights read in a step of ``tokens`` tokens; MoE reads only the experts hit."""
-    dense = x.total_params - x.moe_layers * x.experts * x.expert_params
+    """Weights read in a step of ``tokens`` tokens: not the untied embedding table (a
+    lookup); for MoE only the experts hit."""
+    dense = x.total_params - x.lookup_params - x.moe_layers * x.experts * x.expert_params
     miss_one = 1.0 - np.clip(x.experts_per_token / np.maximum(x.experts, 1.0), 0.0, 1.0)
     hit = x.experts * (1.0 - miss_one**tokens)
     return (dense + x.moe_layers * hit * x.expert_params) * x.weight_bytes_per_param / x.tp
@@ -79,8 +82,10 @@ def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0) -> Ste
     """Cost of one mixed step (see module doc).  All arguments broadcast."""
     seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
     tokens = seqs * q + n
+    logit_tokens = seqs * q + (n > 0)
     flop = (
-        2.0 * x.matmul_params * tokens
+        2.0 * (x.matmul_params - x.lm_head_params) * tokens
+        + 2.0 * x.lm_head_params * logit_tokens
         + attention_flop(x, seqs * q, ctx, x.attention_dim_decode)
         + attention_flop(x, n, past + (n + 1.0) / 2.0, x.attention_dim_prefill)
     ) / x.tp
@@ -124,14 +129,14 @@ def ridge_batch(x: EngineInputs) -> np.ndarray:
     """Batch where a decode step turns compute-bound: t_compute(B) = t_memory(B).
 
     t_c = B·f/(peak·MFU),  t_m = (W + B·b)/(bw·MBU), with f, b the per-sequence FLOP
-    and bytes of one step (attention and KV included) and W the weights (all experts).
+    and bytes of one step (attention and KV included) and W the weights read (all experts).
     B* = (W/bw') / (f/peak' − b/bw'); ``inf`` when attention keeps the step memory-bound
     at every batch (f/peak' ≤ b/bw').
     """
     ctx = decode_context_tokens(x)
     peak = x.peak_flop_per_s * x.mfu
     bw = x.bandwidth_bytes_per_s * x.mbu
-    w = x.total_params * x.weight_bytes_per_param / x.tp
+    w = (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
     f = (2.0 * x.matmul_params + attention_flop(x, 1.0, ctx, x.attention_dim_decode)) / x.tp
     b = (
         kv_bytes_per_sequence(x, ctx)

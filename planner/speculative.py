@@ -34,6 +34,8 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
     return x.with_(
         total_params=x.draft_total_params,
         matmul_params=x.draft_matmul_params,
+        lm_head_params=x.draft_lm_head_params,
+        lookup_params=x.draft_lookup_params,
         layers=x.draft_layers,
         hidden=x.draft_hidden,
         heads=x.draft_heads,

@@ -6,7 +6,8 @@ plus prefill chunks j of n_j new tokens after p_j tokens already in the cache.
 
   T          = seqs·q + Σ n_j
   K(k)       = L_full·k + L_win·min(k, W)                        (layer-keys, sliding windows)
-  FLOP/GPU   = [2·N_active·T + 2·h·d_dec·seqs·q·K(ctx) + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
+  FLOP/GPU   = [2·(N_active − N_head)·T + 2·N_head·(seqs·q + #chunks) + 2·h·d_dec·seqs·q·K(ctx)
+                + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
   bytes/GPU  = weights touched(T) + kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·(kv·L + activations)
   time       = max(FLOP / (peak·MFU), bytes / (bw·MBU)) + t_comm(T)
   speculative: + γ · t_draft(seqs, ctx)   (the draft's own decode step, or c · the target's)
@@ -51,7 +52,8 @@ def _scalar(v) -> float:
 class Roofline:
     """Scalar coefficients of ``roofline.step_cost`` for one scenario (module doc)."""
 
-    matmul_flop_per_token: float  # 2·N_active / tp
+    matmul_flop_per_token: float  # 2·(N_active − N_head) / tp
+    logit_flop_per_token: float  # 2·N_head / tp, for tokens that need logits
     decode_attn_flop: float  # 2·h·d_dec / tp, per query per layer-key
     prefill_attn_flop: float  # 2·h·d_pre / tp
     full_layers: float
@@ -70,7 +72,7 @@ class Roofline:
     @classmethod
     def from_inputs(cls, x: EngineInputs) -> "Roofline":
         f = {k: _scalar(getattr(x, k)) for k in (
-            "matmul_params", "tp", "heads", "attention_dim_decode", "attention_dim_prefill", "full_attention_layers",
+            "matmul_params", "lm_head_params", "lookup_params", "tp", "heads", "attention_dim_decode", "attention_dim_prefill", "full_attention_layers",
             "window_layers", "window_tokens", "layers", "activation_elements_per_token_per_layer", "total_params",
             "moe_layers", "experts", "expert_params", "experts_per_token", "weight_bytes_per_param",
             "peak_flop_per_s", "mfu", "bandwidth_bytes_per_s", "mbu", "collective_latency_s", "hidden", "link_bytes_per_s",
@@ -80,7 +82,8 @@ class Roofline:
         experts = f["moe_layers"] * f["experts"] * f["expert_params"]
         multi = tp > 1
         return cls(
-            matmul_flop_per_token=2.0 * f["matmul_params"] / tp,
+            matmul_flop_per_token=2.0 * (f["matmul_params"] - f["lm_head_params"]) / tp,
+            logit_flop_per_token=2.0 * f["lm_head_params"] / tp,
             decode_attn_flop=2.0 * f["heads"] * f["attention_dim_decode"] / tp,
             prefill_attn_flop=2.0 * f["heads"] * f["attention_dim_prefill"] / tp,
             full_layers=f["full_attention_layers"],
@@ -88,7 +91,7 @@ class Roofline:
             window_tokens=f["window_tokens"],
             kv_layer_bytes=kv_layer,
             token_bytes=f["layers"] * kv_layer + f["layers"] * f["activation_elements_per_token_per_layer"] / tp * ACTIVATION_BYTES,
-            dense_weight_bytes=(f["total_params"] - experts) * f["weight_bytes_per_param"] / tp,
+            dense_weight_bytes=(f["total_params"] - f["lookup_params"] - experts) * f["weight_bytes_per_param"] / tp,
             expert_weight_bytes=experts * f["weight_bytes_per_param"] / tp,
             expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
             s_per_flop=1.0 / (f["peak_flop_per_s"] * f["mfu"]),
@@ -105,7 +108,7 @@ class Roofline:
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
         weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
-        compute0 = self.matmul_flop_per_token * tokens * self.s_per_flop
+        compute0 = (self.matmul_flop_per_token + self.logit_flop_per_token) * tokens * self.s_per_flop
         compute1 = self.decode_attn_flop * tokens * self.s_per_flop
         memory0 = (weights + tokens * self.token_bytes) * self.s_per_byte
         memory1 = self.kv_layer_bytes * seqs * self.s_per_byte
@@ -117,7 +120,8 @@ class Roofline:
         full, win, w = self.full_layers, self.window_layers, self.window_tokens
         tokens = seqs * q + sum(new)
         keys = full * ctx + win * (ctx if ctx < w else w)
-        flop = self.matmul_flop_per_token * tokens + self.decode_attn_flop * seqs * q * keys
+        chunks = sum(1 for n in new if n > 0)
+        flop = self.matmul_flop_per_token * tokens + self.logit_flop_per_token * (seqs * q + chunks) + self.decode_attn_flop * seqs * q * keys
         kv_read = seqs * keys
         for n, p in zip(new, past):
             k = p + (n + 1.0) / 2.0
