@@ -3,8 +3,8 @@
 Run by hand (not part of `make test`):
     .venv/bin/python benchmarks/load_test.py [--sessions 20] [--seconds 60]
 
-Each session opens the app in its own headless-Chromium context and, until the
-time is up, makes random widget changes (batch slider by keyboard, prompt and
+Each session opens the app in its own headless-Chromium context; once all have
+loaded, each makes random widget changes (batch slider by keyboard, prompt and
 output tokens, KV dtype, tabs).  Traffic goes to 127.0.0.1 only, and the loop
 is bounded in time.  It prints the number of widget changes, errors seen (an
 exception box in the page, a page error, a traceback on the server's stderr),
@@ -64,45 +64,51 @@ def start_server(port: int, log_path: Path) -> subprocess.Popen:
     raise RuntimeError("streamlit did not start")
 
 
-async def session(browser, url: str, until: float, rng: random.Random, stats: dict) -> None:
+async def open_session(browser, url: str, stats: dict):
+    """Open the app in a fresh browser context and wait for the headline to render."""
     context = await browser.new_context(viewport={"width": 1400, "height": 900})
     page = await context.new_page()
     page.on("pageerror", lambda exc: stats["page_errors"].append(str(exc)[:200]))
-    try:
-        await page.goto(url, timeout=120_000)
-        await page.wait_for_selector('[data-testid="stMetric"]', timeout=120_000)
-        while time.time() < until:
-            action = rng.choice(["batch", "prompt", "output", "tab"])
-            try:
-                if action == "batch":
-                    thumb = page.get_by_role("slider").first
-                    await thumb.focus()
-                    await page.keyboard.press(rng.choice(["ArrowRight", "ArrowLeft", "End", "Home"]))
-                elif action in ("prompt", "output"):
-                    box = page.get_by_label("Prompt tokens" if action == "prompt" else "Output tokens").first
-                    await box.fill(str(rng.choice([128, 512, 2048, 8192, 32768] if action == "prompt" else [16, 128, 512, 2048])))
-                    await box.press("Enter")
-                else:
-                    tabs = page.get_by_role("tab")
-                    n = await tabs.count()
-                    if n:
-                        await tabs.nth(rng.randrange(n)).click()
-                stats["actions"] += 1
-                await page.wait_for_timeout(rng.randint(200, 1200))
-                if await page.locator('[data-testid="stException"]').count():
-                    stats["exceptions"] += 1
-            except Exception as exc:  # a timed-out click under load is counted, not fatal
-                stats["action_failures"].append(f"{action}: {str(exc)[:120]}")
-    finally:
-        await context.close()
+    t0 = time.time()
+    await page.goto(url, timeout=300_000)
+    await page.wait_for_selector('[data-testid="stMetric"]', timeout=300_000)
+    stats["load_s"].append(time.time() - t0)
+    return context, page
+
+
+async def drive(page, until: float, rng: random.Random, stats: dict) -> None:
+    """Random widget changes until ``until``; counts changes, failures and exception boxes."""
+    while time.time() < until:
+        action = rng.choice(["batch", "prompt", "output", "tab"])
+        try:
+            if action == "batch":
+                thumb = page.get_by_role("slider").first
+                await thumb.focus()
+                await page.keyboard.press(rng.choice(["ArrowRight", "ArrowLeft", "PageUp", "PageDown"]))
+            elif action in ("prompt", "output"):
+                box = page.get_by_role("spinbutton", name="Prompt tokens" if action == "prompt" else "Output tokens")
+                await box.fill(str(rng.choice([128, 512, 2048, 8192, 32768] if action == "prompt" else [16, 128, 512, 2048])))
+                await box.press("Enter")
+            else:
+                tabs = page.get_by_role("tab")
+                n = await tabs.count()
+                if n:
+                    await tabs.nth(rng.randrange(n)).click()
+            stats["actions"] += 1
+            await page.wait_for_timeout(rng.randint(200, 1200))
+            if await page.locator('[data-testid="stException"]').count():
+                stats["exceptions"] += 1
+        except Exception as exc:  # a timed-out click under load is counted, not fatal
+            stats["action_failures"].append(f"{action}: {str(exc)[:120]}")
 
 
 async def run(sessions: int, seconds: float, url: str, pid: int) -> dict:
     from playwright.async_api import async_playwright
 
-    stats = {"actions": 0, "exceptions": 0, "page_errors": [], "action_failures": [], "rss_mib": []}
+    stats = {"actions": 0, "exceptions": 0, "page_errors": [], "action_failures": [], "rss_mib": [], "load_s": []}
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        opened = await asyncio.gather(*(open_session(browser, url, stats) for _ in range(sessions)))
         until = time.time() + seconds
 
         async def sample():
@@ -111,7 +117,9 @@ async def run(sessions: int, seconds: float, url: str, pid: int) -> dict:
                 await asyncio.sleep(5)
 
         rngs = [random.Random(i) for i in range(sessions)]
-        await asyncio.gather(sample(), *(session(browser, url, until, rngs[i], stats) for i in range(sessions)))
+        await asyncio.gather(sample(), *(drive(page, until, rngs[i], stats) for i, (_, page) in enumerate(opened)))
+        for context, _ in opened:
+            await context.close()
         await browser.close()
     return stats
 
@@ -134,11 +142,15 @@ def main() -> int:
         wall = time.time() - t0
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     server_log = log_path.read_text()
     tracebacks = server_log.count("Traceback")
     rss = stats["rss_mib"]
     print(f"sessions: {args.sessions}, duration: {args.seconds:.0f} s (wall {wall:.0f} s)")
+    print(f"all {args.sessions} pages loaded in {max(stats['load_s']):.0f} s (median {statistics.median(stats['load_s']):.1f} s)")
     print(f"widget changes: {stats['actions']}, failed/timed-out actions: {len(stats['action_failures'])}")
     print(f"exception boxes seen: {stats['exceptions']}, page errors: {len(stats['page_errors'])}, server tracebacks: {tracebacks}")
     if rss:
