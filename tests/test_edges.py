@@ -1,0 +1,55 @@
+"""Numeric edges (issue 6): every export is finite or an explicit word, never NaN,
+inf or a negative count, and the dashboard draws them without an exception."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from planner.__main__ import main
+
+EDGES = {
+    "weights larger than memory": "model=llama-3.1-405b&gpu=l4",
+    "zero free memory": "mem_util=0.05&model=llama-3.1-70b&gpu=h100-sxm",
+    "alpha 0": "alpha=0&spec=1", "alpha 1": "alpha=1&spec=1&gamma=16", "gamma 0": "gamma=0&spec=1",
+    "hit 0": "hit=0", "hit 1": "hit=1",
+    "chunk above prompt": "chunk=100000&prompt=1000&prefix=0",
+    "batch 1": "batch=1", "context 1+1": "prompt=1&output=1&prefix=0",
+    "tp 64": "tp=64", "million-token context": "prompt=1000000&prefix=0&output=1",
+    "ten million tokens": "prompt=10000000&prefix=0&output=1000000",
+    "zero prices": "price_in=0&price_out=0&gpu_price=0",
+    "moe at batch 4096": "model=mixtral-8x7b&tp=8&batch=4096&chunk=16",
+}
+
+
+@pytest.mark.parametrize("link", EDGES.values(), ids=EDGES.keys())
+def test_csv_cells_are_finite_or_words(link):
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["evaluate", link, "--format", "csv"], out=out, err=err) == 0, err.getvalue()
+    header, row = out.getvalue().splitlines()
+    for key, cell in zip(header.split(","), row.split(",")):
+        assert cell.lower() not in ("nan", "inf", "-inf", "infinity"), key
+        try:
+            value = float(cell)
+        except ValueError:
+            continue  # a word (true/false, compute/memory, never, none, n/a) or a text input
+        if key.startswith(("max_concurrent", "kv_capacity", "min_tp", "chunked_steps")) or key.endswith(("_bytes", "_s", "_bytes_per_gpu")):
+            assert value >= 0, (key, value)
+
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.mark.parametrize("link", [EDGES["weights larger than memory"], EDGES["ten million tokens"], EDGES["alpha 0"]])
+def test_dashboard_draws_edges(link):
+    at = AppTest.from_file(APP, default_timeout=60)
+    for pair in link.split("&"):
+        k, v = pair.split("=")
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception
+    for m in at.metric:
+        assert "nan" not in m.value.lower() and "inf" not in m.value.lower(), (m.label, m.value)
