@@ -107,10 +107,12 @@ def _device(st: Any, r: BenchResults) -> None:
     cols = st.columns(3)
     cols[0].metric("Matmul", f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s", help=f"{d.dtype}, best of {len(r.matmul)} sizes")
     cols[1].metric("Memory bandwidth", f"{r.measured_bandwidth_bytes_per_s / 1e9:.3g} GB/s",
-                   help=f"best of {', '.join(b.kernel for b in r.bandwidth)}")
+                   help="the decoder's weight-streaming kernel (gemv at one token row); "
+                        + ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.3g} GB/s" for b in r.bandwidth))
     cols[2].metric("Run time", fmt_seconds(r.wall_s))
     st.caption(md_escape(
-        f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · {d.date_utc} · "
+        f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · " + (f"{d.linear_note} · " if d.linear_note else "")
+        + f"{d.date_utc} · "
         f"load average {d.load_average[0]:.2f} → {d.load_average[1]:.2f}" + (" · quick run" if d.quick else "")
     ))
 

@@ -11,23 +11,45 @@ Timing: ``warmup`` untimed calls, then ``repeats`` timed calls, each followed by
 op is eager); the median is reported.  On CUDA a step is captured once in a
 CUDA graph and replayed, as serving engines do for decode, so per-kernel launch
 latency from Python is not timed (eager timing is the fallback, and recorded).
+
+Linear layers (``weight`` / ``mm``) use, per back-end, the kernel a CPU serving
+engine would: weights laid out once at load for the kernel that streams them,
+and for numpy a kernel chosen per token-row count by timing the candidates on
+the decoder's own weights (``tune_linear``), as llama.cpp or oneDNN pick
+kernels per shape.  The choices are recorded (``linear_note``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from statistics import median
 from typing import Any
 
 import numpy as np
 
-from .threads import pin_numpy_blas_threads
+from ..units import MiB
+from .threads import pin_numpy_blas_threads, shorten_blas_spin
 
 #: Query rows per attention block on the CPU: a block's scores, (h · block × keys)
 #: fp32, stay near the last-level cache instead of a (h · T × T) matrix in DRAM.
 ATTENTION_BLOCK_ROWS = 256
+
+
+#: numpy: token-row counts up to this many are timed with both linear kernels (``tune_linear``);
+#: beyond it the panel GEMV re-reads each panel too often to beat the GEMM
+PANEL_MAX_ROWS = 8
+#: numpy panel GEMV: weight bytes per panel, re-read once per token row, so they must stay in
+#: cache (2 MiB streamed best on this project's CPU: 1 MiB L2 per core, 32 MiB shared L3)
+PANEL_BYTES = 2 * MiB
+#: numpy ``tune_linear``: passes over all the weights per candidate kernel; the fastest counts
+TUNE_PASSES = 2
+#: torch CPU: weights are reordered once for a batched input of this many rows; oneDNN then
+#: picks its blocked layout (a 1-row hint gives the plain layout, which streamed 20–30 % slower
+#: at every batch size on this project's CPU)
+PACK_ROWS_HINT = 256
 
 
 #: at most this many times the planned repeats when a call is short (see ``timed``)
@@ -62,6 +84,57 @@ def timed(
     return median(samples), samples
 
 
+def gemm_rows(x, w):
+    """x (T × in) · wᵀ, w stored (out × in): one BLAS sgemm (transposed operand, no copy)."""
+    return x @ w.T
+
+
+def gemv_rows(x, w):
+    """x (T × in) · wᵀ as one BLAS sgemv per token row.  T = 1: one sgemv over the whole
+    weight.  T > 1: over panels of PANEL_BYTES, all T rows per panel, so the weight streams
+    from DRAM once and the other T − 1 passes hit the cache."""
+    if x.shape[0] == 1:
+        return np.matmul(w, x[0])[None]
+    rows, outs = x.shape[0], w.shape[0]
+    out = np.empty((rows, outs), dtype=np.float32)
+    step = max(1, PANEL_BYTES // w[0].nbytes)
+    for a in range(0, outs, step):
+        panel = w[a : a + step]
+        for i in range(rows):
+            np.matmul(panel, x[i], out=out[i, a : a + step])
+    return out
+
+
+LINEAR_KERNELS = {"gemm": gemm_rows, "gemv": gemv_rows}
+
+
+def _attend_into(q, k, v, q_offset: int, out) -> None:
+    """Causal GQA attention of q (S, h, Lq, d) over k, v (S, g, q_offset + Lq, d) into out (S, h, Lq, d).
+
+    Query i sits at position q_offset + i and sees keys 0 … q_offset + i.  Query heads
+    h = g · r share K/V head h // r.  Blocks of query rows only touch the keys they can
+    see, so a prefill does ~half the T² work and its scores stay small.
+    """
+    s_, h, lq, d = q.shape
+    g = k.shape[1]
+    r = h // g
+    scale = np.float32(1.0 / math.sqrt(d))
+    q5 = q.reshape(s_, g, r, lq, d)
+    o5 = out.reshape(s_, g, r, lq, d)
+    for i0 in range(0, lq, ATTENTION_BLOCK_ROWS):
+        i1 = min(lq, i0 + ATTENTION_BLOCK_ROWS)
+        b, keys = i1 - i0, q_offset + i1
+        scores = q5[:, :, :, i0:i1].reshape(s_, g, r * b, d) @ k[:, :, :keys].swapaxes(-1, -2)
+        scores *= scale
+        if b > 1:  # the last b keys are the block's own tokens: mask j > i
+            s5 = scores.reshape(s_, g, r, b, keys)
+            s5[..., keys - b :] += np.triu(np.full((b, b), -np.inf, dtype=np.float32), 1)
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        o5[:, :, :, i0:i1] = (scores @ v[:, :, :keys]).reshape(s_, g, r, b, d)
+
+
 class NumpyBackend:
     """fp32 on the CPU; matmuls in numpy's OpenBLAS pinned to ``threads`` threads."""
 
@@ -79,6 +152,12 @@ class NumpyBackend:
         )
         self._rng = np.random.default_rng(seed)
         self.dtype = np.float32
+        self.linear_kernels: dict[int, str] = {}  # token rows → LINEAR_KERNELS key, from tune_linear
+        self.linear_note = "linear: weights stored (out × in); 1 row: BLAS sgemv; more rows: BLAS sgemm (untuned)"
+        parallel = self.threads is not None and self.threads > 1
+        self._pool = ThreadPoolExecutor(self.threads - 1) if parallel else None
+        if parallel:
+            self.thread_note += f"; attention of several sequences split over {self.threads} threads; {shorten_blas_spin()}"
 
     def versions(self) -> dict[str, str]:
         return {"numpy": np.__version__}
@@ -103,12 +182,39 @@ class NumpyBackend:
 
     # ops ----------------------------------------------------------------------
     def weight(self, w):
-        """A (in × out) weight as ``mm`` wants it: numpy multiplies the array itself."""
-        return w
+        """A (in × out) weight stored (out × in), C-contiguous: each output's weights are one
+        contiguous row, the order a GEMV streams them in (the tied LM head Eᵀ is then E itself)."""
+        return np.ascontiguousarray(w.T)
 
     def mm(self, x, w):
-        """x (T × in) · w (in × out)."""
-        return x @ w
+        """x (T × in) · w, w from ``weight``, with the kernel chosen for T rows (``tune_linear``)."""
+        rows = x.shape[0]
+        return LINEAR_KERNELS[self.linear_kernels.get(rows, "gemv" if rows == 1 else "gemm")](x, w)
+
+    def tune_linear(self, weights: Sequence, rows: Sequence[int]) -> dict[int, str]:
+        """For each token-row count 2 … PANEL_MAX_ROWS in ``rows``, time both kernels over all
+        ``weights`` (the decoder's: well beyond the last-level cache, so a pass streams DRAM as a
+        decode step does; fastest of TUNE_PASSES passes each) and keep the faster for ``mm``.
+        One row always takes the sgemv (numpy's matmul would route it there anyway)."""
+        inputs = {w.shape[1] for w in weights}
+        for t in sorted({r for r in rows if 2 <= r <= PANEL_MAX_ROWS}):
+            xs = {n: self.randn((t, n)) for n in inputs}
+            best: dict[str, float] = {}
+            for name, kernel in LINEAR_KERNELS.items():
+                for _ in range(TUNE_PASSES):
+                    t0 = time.perf_counter()
+                    for w in weights:
+                        kernel(xs[w.shape[1]], w)
+                    best[name] = min(best.get(name, math.inf), time.perf_counter() - t0)
+            self.linear_kernels[t] = min(best, key=best.__getitem__)
+        tuned = ", ".join(f"{t}: {k}" for t, k in sorted(self.linear_kernels.items()))
+        self.linear_note = (
+            "linear: weights stored (out × in); 1 row: BLAS sgemv; "
+            + (f"rows 2–{PANEL_MAX_ROWS} timed at load, sgemm vs per-row sgemv over {PANEL_BYTES // MiB} MiB panels "
+               f"({tuned}); " if tuned else "")
+            + "more rows: BLAS sgemm"
+        )
+        return dict(self.linear_kernels)
 
     def cat_rows(self, parts):
         return np.concatenate(parts, axis=0)
@@ -128,31 +234,29 @@ class NumpyBackend:
         return np.add.reduce(x, axis=None)
 
     def attend(self, q, k, v, q_offset: int):
-        """Causal GQA attention.  q (S, h, Lq, d); k, v (S, g, q_offset + Lq, d) → (S, h, Lq, d).
-
-        Query i sits at position q_offset + i and sees keys 0 … q_offset + i.  Query
-        heads h = g · r share K/V head h // r.  Blocks of query rows only touch the
-        keys they can see, so a prefill does ~half the T² work and its scores stay small.
-        """
-        s_, h, lq, d = q.shape
-        g = k.shape[1]
-        r = h // g
-        scale = np.float32(1.0 / math.sqrt(d))
-        q5 = q.reshape(s_, g, r, lq, d)
-        out = np.empty((s_, g, r, lq, d), dtype=np.float32)
-        for i0 in range(0, lq, ATTENTION_BLOCK_ROWS):
-            i1 = min(lq, i0 + ATTENTION_BLOCK_ROWS)
-            b, keys = i1 - i0, q_offset + i1
-            scores = q5[:, :, :, i0:i1].reshape(s_, g, r * b, d) @ k[:, :, :keys].swapaxes(-1, -2)
-            scores *= scale
-            if b > 1:  # the last b keys are the block's own tokens: mask j > i
-                s5 = scores.reshape(s_, g, r, b, keys)
-                s5[..., keys - b :] += np.triu(np.full((b, b), -np.inf, dtype=np.float32), 1)
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            out[:, :, :, i0:i1] = (scores @ v[:, :, :keys]).reshape(s_, g, r, b, d)
-        return out.reshape(s_, h, lq, d)
+        """Causal GQA attention.  q (S, h, Lq, d); k, v (S, g, q_offset + Lq, d) → (S, h, Lq, d)
+        (``_attend_into``).  Several sequences (decode, verification): split into one slice per
+        thread, each slice's small matrix products in single-threaded BLAS — OpenBLAS runs a
+        stack of (r·Lq × d)·(d × keys) products on one core; the pool is restored afterwards."""
+        out = np.empty(q.shape, dtype=np.float32)
+        s_ = q.shape[0]
+        if self._pool is None or s_ < 2:
+            _attend_into(q, k, v, q_offset, out)
+            return out
+        parts = min(self.threads, s_)
+        edges = [s_ * i // parts for i in range(parts + 1)]
+        pin_numpy_blas_threads(1)
+        try:
+            futures = [
+                self._pool.submit(_attend_into, q[a:b], k[a:b], v[a:b], q_offset, out[a:b])
+                for a, b in zip(edges[1:-1], edges[2:])
+            ]
+            _attend_into(q[: edges[1]], k[: edges[1]], v[: edges[1]], q_offset, out[: edges[1]])
+            for f in futures:
+                f.result()
+        finally:
+            pin_numpy_blas_threads(self.threads)
+        return out
 
     # timing -------------------------------------------------------------------
     def sync(self) -> None:
@@ -190,6 +294,11 @@ class TorchBackend:
         self.thread_note = f"torch intra-op threads {self.threads}" + (" (host side)" if device == "cuda" else "")
         self._gen = torch.Generator(device=device)
         self._gen.manual_seed(seed)
+        self.linear_note = (
+            "linear: x @ w (cuBLAS)" if device == "cuda" else
+            "linear: oneDNN inner product (torch.ops.mkldnn._linear_pointwise), weights reordered once "
+            f"(_reorder_linear_weight, {PACK_ROWS_HINT}-row hint: oneDNN's blocked layout)"
+        )
 
     def versions(self) -> dict[str, str]:
         t = self.torch
@@ -215,19 +324,24 @@ class TorchBackend:
 
     # ops ----------------------------------------------------------------------
     def weight(self, w):
-        """A (in × out) weight as ``mm`` wants it.  CPU: transposed to (out × in) and
-        converted to a oneDNN tensor once, as torch's CPU inference paths (freezing, IPEX)
-        prepack linear weights; torch's default fp32 matmul on this kind of CPU runs MKL's
-        AVX2 code (about half the AVX-512 peak).  CUDA: the tensor itself (cuBLAS)."""
+        """A (in × out) weight as ``mm`` wants it.  CPU: transposed to (out × in) and reordered
+        once into the layout oneDNN's inner product streams (for a PACK_ROWS_HINT-row input), as
+        torch's CPU inference paths (inductor's freezing, IPEX) prepack linear weights; torch's
+        default fp32 matmul on this kind of CPU runs MKL's AVX2 code (about half the AVX-512
+        peak, and ~23 GB/s on a matrix–vector product).  CUDA: the tensor itself (cuBLAS)."""
         if self.device == "cuda":
             return w
-        return w.t().contiguous().to_mkldnn()
+        return self.torch.ops.mkldnn._reorder_linear_weight(w.t().contiguous(), PACK_ROWS_HINT)
 
     def mm(self, x, w):
         """x (T × in) · w (in × out), w from ``weight``."""
         if self.device == "cuda":
             return x @ w
-        return self.torch._C._nn.mkldnn_linear(x.contiguous().to_mkldnn(), w, None).to_dense()
+        return self.torch.ops.mkldnn._linear_pointwise(x.contiguous(), w, None, "none", [], "")
+
+    def tune_linear(self, weights: Sequence, rows: Sequence[int]) -> dict[int, str]:
+        """One kernel for every shape (oneDNN / cuBLAS choose internally): nothing to time."""
+        return {}
 
     def cat_rows(self, parts):
         return self.torch.cat(parts, dim=0)
@@ -250,6 +364,10 @@ class TorchBackend:
 
         * a whole prompt (q_offset = 0, Lq = Lk): K/V expanded to the h query heads — a copy
           of T·h·k elements, negligible beside the prefill's matmuls — and ``is_causal``;
+        * one new token per sequence on the CPU (decode): scores = K · qᵀ (keys × r) per
+          sequence and KV head, softmax over the keys, then scoresᵀ · V: the cache is the
+          large, untransposed operand of both products (~20 % faster here than SDPA's
+          CPU kernel at decode shapes);
         * otherwise the r = h/g query heads sharing a KV head are folded into rows
           (S, g, r·Lq, k), with a bool mask when Lq > 1: row (i_r, j) sees keys ≤ q_offset + j.
         """
@@ -261,6 +379,10 @@ class TorchBackend:
             if r > 1:
                 k, v = k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1)
             return F.scaled_dot_product_attention(q, k, v, is_causal=lq > 1)
+        if lq == 1 and self.device != "cuda":
+            scores = t.matmul(k, q.reshape(s_, g, r, d).transpose(-1, -2)).mul_(1.0 / math.sqrt(d))
+            probs = t.softmax(scores, dim=-2)
+            return t.matmul(probs.transpose(-1, -2), v).reshape(s_, h, 1, d)
         mask = None
         if lq > 1:
             rows = q_offset + t.arange(lq, device=self.device).repeat(r)

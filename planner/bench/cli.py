@@ -68,7 +68,13 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     r = results
     out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
     out.write(f"matmul     {r.measured_peak_flop_per_s / 1e9:.1f} GFLOP/s (best of {len(r.matmul)} sizes)\n")
-    out.write(f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (best of {len(r.bandwidth)} kernels)\n")
+    others = ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.1f}" for b in r.bandwidth)
+    out.write(f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (the decoder's weight-streaming kernel; {others} GB/s)\n")
+    batch1 = sorted((c for c in r.cases if c.phase == "decode" and c.seqs == 1), key=lambda c: c.ctx)
+    if batch1:
+        rates = " / ".join(f"{c.predictions['calibrated'].bytes / c.measured_s / 1e9:.1f}" for c in batch1)
+        ctxs = " / ".join(str(c.ctx) for c in batch1)
+        out.write(f"batch 1    decode streams {rates} GB/s at ctx {ctxs} (bytes the engine counts / measured time)\n")
     for s in r.summary:
         out.write(f"{s.profile:<10} {s.phase:<8} median |error| {100 * s.median_abs_error_frac:5.1f} %  ({s.cases} cases)\n")
     for line in ridge_text(r):

@@ -108,6 +108,10 @@ class Decoder:
         cos, sin = rope_tables(max_positions, s.head_dim)
         self.cos, self.sin = be.from_numpy(cos), be.from_numpy(sin)
 
+    def weights(self) -> list[Any]:
+        """Every matrix a step streams, in the backend's layout (for ``backend.tune_linear``)."""
+        return [m for w in self.layers for m in (w.w_qkv, w.w_o, w.w_gate_up, w.w_down)] + [self.lm_head]
+
     def cache(self, seqs: int, tokens: int) -> KVCache:
         s = self.shape
         dims = (seqs, s.kv_heads, tokens, s.head_dim)

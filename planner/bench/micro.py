@@ -9,9 +9,11 @@ stream from DRAM), bytes counted as the program moves them:
                                                        write-allocate read a CPU adds is not counted)
   sum       Σ src                         1 · bytes
   gemv      y ← x · M  (M rows × 4096)    bytes(M) + bytes(x) + bytes(y), through ``backend.mm``
-The roofline's bandwidth is the best of them (what the memory system can be
-made to deliver); all are reported.  A decode step reads its weights through
-matrix products, the access pattern of ``gemv``.
+The roofline's bandwidth is ``gemv`` — ``backend.mm`` at one token row, the very
+kernel (and weight layout) the decoder streams its weights with — not the best of
+the three: a decode step reads its weights through that kernel, so that is the
+rate a planner can expect (docs/benchmark.md, *Which bandwidth*).  copy and sum
+are reported beside it, as what the memory system delivers to simpler loops.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GEMV_COLS = 4096
+#: the bandwidth kernel the calibrated profile uses (see module doc)
+CALIBRATION_KERNEL = "gemv"
 
 
 @dataclass(frozen=True)

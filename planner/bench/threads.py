@@ -5,11 +5,18 @@ changing it later needs the library's own ``*_set_num_threads`` entry point.
 We find the loaded library in ``/proc/self/maps`` (as threadpoolctl does) and
 call it through ctypes.  numpy's elementwise kernels stay single-threaded.
 Torch is pinned with ``torch.set_num_threads`` in ``backend.TorchBackend``.
+
+OpenBLAS's idle workers spin for 2^OPENBLAS_THREAD_TIMEOUT cycles (default 2^28,
+~77 ms at 3.5 GHz) after each threaded call before they sleep, so on a 2-core
+machine a spinning worker takes a core from any other thread for that long
+(``shorten_blas_spin``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
+import os
 import re
 from pathlib import Path
 
@@ -34,9 +41,9 @@ def _symbol(lib: ctypes.CDLL, names: tuple[str, ...]):
     return None
 
 
-def pin_numpy_blas_threads(n: int) -> int | None:
-    """Set numpy's OpenBLAS pool to ``n`` threads; the size now in force, or None
-    when no OpenBLAS with a thread setter is loaded (the pool is then left as is)."""
+@functools.cache
+def _openblas_controls():
+    """(set_num_threads, get_num_threads) of the OpenBLAS numpy loaded, or None."""
     import numpy  # noqa: F401  (loads the BLAS library if it is not loaded yet)
 
     for path in _openblas_paths():
@@ -45,11 +52,50 @@ def pin_numpy_blas_threads(n: int) -> int | None:
         except OSError:
             continue
         setter, getter = _symbol(lib, _SETTERS), _symbol(lib, _GETTERS)
-        if setter is None or getter is None:
-            continue
-        setter(ctypes.c_int(n))
-        return int(getter())
+        if setter is not None and getter is not None:
+            return setter, getter
     return None
+
+
+def pin_numpy_blas_threads(n: int) -> int | None:
+    """Set numpy's OpenBLAS pool to ``n`` threads; the size now in force, or None
+    when no OpenBLAS with a thread setter is loaded (the pool is then left as is).
+    Cheap after the first call (the library is looked up once)."""
+    controls = _openblas_controls()
+    if controls is None:
+        return None
+    setter, getter = controls
+    setter(ctypes.c_int(n))
+    return int(getter())
+
+
+#: log2 of the cycles an idle OpenBLAS worker spins before it sleeps: 2^22 ≈ 1.2 ms at 3.5 GHz,
+#: long enough to stay awake across back-to-back calls, short enough to free the core soon after
+BLAS_SPIN_LOG2_CYCLES = 22
+
+
+def shorten_blas_spin(log2_cycles: int = BLAS_SPIN_LOG2_CYCLES) -> str:
+    """Make numpy's OpenBLAS workers sleep after 2^``log2_cycles`` idle cycles instead of 2^28.
+
+    The library reads OPENBLAS_THREAD_TIMEOUT once, at load; we set it, ask the library to
+    read its environment again (``openblas_read_env``) and stop its workers
+    (``blas_thread_shutdown_``), which it restarts with the new timeout on the next threaded
+    call.  The decoder's attention runs in Python threads right after threaded GEMMs, and with
+    the default a spinning worker halved their speed on 2 cores.  Returns a note for the results.
+    """
+    for path in _openblas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        read_env, shutdown = getattr(lib, "openblas_read_env", None), getattr(lib, "blas_thread_shutdown_", None)
+        if read_env is None or shutdown is None:
+            continue
+        os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(log2_cycles)
+        read_env()
+        shutdown()
+        return f"idle OpenBLAS workers sleep after 2^{log2_cycles} cycles (OPENBLAS_THREAD_TIMEOUT)"
+    return "OpenBLAS worker spin left at the library default"
 
 
 #: glibc mallopt parameters (malloc.h): M_TRIM_THRESHOLD = -1, M_MMAP_THRESHOLD = -3
