@@ -94,17 +94,22 @@ def cheapest_sentence(frame: pd.DataFrame, slo_ttft_s: float, slo_tpot_s: float)
     )
 
 
+HIGHLIGHT_STYLE = "background-color: rgba(84, 162, 75, 0.25); font-weight: 600"
+
+
+def highlighted(frame: pd.DataFrame, flags: list[bool]):
+    """A Styler that marks the rows whose flag is set (positions, not index labels)."""
+    frame = frame.reset_index(drop=True)
+    return frame.style.apply(lambda row: [HIGHLIGHT_STYLE if flags[row.name] else ""] * len(row), axis=1)
+
+
 def compare_tab(st: Any, frame: pd.DataFrame, slo_ttft_s: float, slo_tpot_s: float) -> None:
     shown = compare_display_frame(frame)
     flags = frame["cheapest_meeting_slo"].astype(bool).tolist() if "cheapest_meeting_slo" in frame else [False] * len(frame)
 
-    def highlight(row: pd.Series) -> list[str]:
-        style = "background-color: rgba(84, 162, 75, 0.25); font-weight: 600" if flags[row.name] else ""
-        return [style] * len(row)
-
     st.markdown(md_text(cheapest_sentence(frame, slo_ttft_s, slo_tpot_s)))
     st.dataframe(
-        shown.reset_index(drop=True).style.apply(highlight, axis=1),
+        highlighted(shown, flags),
         hide_index=True,
         column_config={
             "TTFT (ms)": st.column_config.NumberColumn(format="%.1f"),

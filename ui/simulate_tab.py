@@ -23,7 +23,7 @@ from planner.sizing import SIZING_MAX_REQUESTS, Sizing, size_fleet
 from planner.specs import Scenario
 from planner.workload import MAX_TRACE_BYTES, MAX_TRACE_ROWS, TraceError, Workload, parse_trace
 from ui.context import PageContext
-from ui.core_tabs import PLOTLY_CONFIG, download_csv, md_text
+from ui.core_tabs import PLOTLY_CONFIG, download_csv, highlighted, md_text
 from ui.headline import fmt_seconds, md_escape
 
 FORM_FIELDS = ("rate", "dist", "spread", "sim_requests", "seed", "slo_ttft_s", "slo_tpot_s")
@@ -228,12 +228,8 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     (st.success if z.best is not None else st.warning)(md_text(z.reason))
     flags = z.table["best"].astype(bool).tolist()
 
-    def highlight(row: pd.Series) -> list[str]:
-        style = "background-color: rgba(84, 162, 75, 0.25); font-weight: 600" if flags[row.name] else ""
-        return [style] * len(row)
-
     st.dataframe(
-        sizing_display_frame(z.table).style.apply(highlight, axis=1),
+        highlighted(sizing_display_frame(z.table), flags),
         hide_index=True,
         column_config={
             "$ / hour": st.column_config.NumberColumn(format="$%.2f"),
