@@ -55,6 +55,8 @@ class StepCost:
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
     """Weights read in a step of ``tokens`` tokens: not the untied embedding table (a
     lookup); for MoE only the experts hit."""
+    if not np.any(x.experts > 0):  # no MoE in this batch of scenarios: every weight is read
+        return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
     dense = x.total_params - x.lookup_params - x.moe_layers * x.experts * x.expert_params
     miss_one = 1.0 - np.clip(x.experts_per_token / np.maximum(x.experts, 1.0), 0.0, 1.0)
     hit = x.experts * (1.0 - miss_one**tokens)

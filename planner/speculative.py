@@ -76,7 +76,7 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
     dq = np.asarray(q, dtype=float) - 1.0
     compute_s = one.compute_s + (two.compute_s - one.compute_s) * dq
     memory_s = (one.memory_s - w1) + ((two.memory_s - w2) - (one.memory_s - w1)) * dq
-    memory_s = memory_s + weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw
+    memory_s = memory_s + (weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw if np.any(x.experts > 0) else w1)
     comm_s = one.comm_s + (two.comm_s - one.comm_s) * dq
     return np.maximum(compute_s, memory_s) + comm_s
 
