@@ -395,14 +395,13 @@ def _decode_regime(c: _Ctx) -> Finding | None:
     ridge = float(m["ridge_batch"])
     k = int(m["max_concurrent_sequences"])
     now = float(m["decode_tokens_per_s"])
-    ctx = s.prompt + s.output
     if math.isinf(ridge):
         where = (
-            f"At {_n(ctx)} tokens of context decode stays memory-bound at every batch (each sequence's KV reads cost more "
-            f"time than its FLOPs), and batch {_n(s.batch)} produces {_rate(now)}"
+            "Decode's weight matmuls stay memory-bound at every batch (one token's activation traffic takes longer than "
+            f"its FLOPs at this MFU and MBU), and batch {_n(s.batch)} produces {_rate(now)}"
         )
         ridge_cap = MAX_BATCH
-        regime_title = "Decode is memory-bound at every batch at this context"
+        regime_title = "Decode is memory-bound at every batch"
     else:
         regime = "compute" if s.batch >= ridge else "memory"
         where = (

@@ -501,7 +501,7 @@ def _latency_tab(r: Result) -> list[Chart]:
     limit = curves.max_batch_that_fits(r)
     dec = curves.decode_vs_batch(r, limit)
     turn = (f"decode turns compute-bound at batch ≈ {fmt_num(ridge)}" if math.isfinite(ridge)
-            else "attention keeps decode memory-bound at every batch")
+            else "decode's weight matmuls stay memory-bound at every batch")
     lt = curves.latency_throughput(r, limit)
     first, last = lt.iloc[0], lt.iloc[-1]
     lt_caption = (

@@ -18,7 +18,7 @@ import numpy as np
 
 from .engine import Result
 from .memory import FIXED_WORKSPACE_BYTES, LOGIT_BYTES
-from .roofline import StepCost, attention_flop, decode_context_tokens, prefill, step_cost
+from .roofline import StepCost, decode_context_tokens, prefill, step_cost
 from .speculative import draft_step_s, verify_step_s
 from .units import ACTIVATION_BYTES, GiB, KiB, MiB, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -120,13 +120,22 @@ class _Scenario:
         )
 
     def step_time(self, cost: StepCost, tokens: float) -> str:
+        peak, bw = f"({num(self.peak)} · {num(self.mfu)})", f"({num(self.bw)} · {num(self.mbu)})"
+
+        def part(flop, bytes_) -> str:
+            return f"max({num(float(flop))} / {peak}, {num(float(bytes_))} / {bw})"
+
         return (
-            f"max({num(float(cost.flop))} / ({num(self.peak)} · {num(self.mfu)}), "
-            f"{num(float(cost.bytes))} / ({num(self.bw)} · {num(self.mbu)})) + {self.comm(tokens)}"
+            f"{part(cost.matmul_flop, cost.matmul_bytes)} + {part(cost.attention_flop, cost.attention_bytes)} + "
+            f"{self.comm(tokens)}"
         )
 
 
-STEP_TIME = "max(FLOP / (peak · MFU), bytes / (bandwidth · MBU)) + t_comm"
+STEP_TIME = (
+    "max(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + max(F_att / (peak · MFU), B_att / (bandwidth · MBU)) + t_comm"
+    "  (weight matmuls, then attention: F_mm = 2 · (N_matmul − N_head) · T + 2 · N_head · T_logits, B_mm = weights + "
+    "activations; F_att = attention FLOP, B_att = KV read + written; all per GPU)"
+)
 COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency) when tp > 1"
 
 
@@ -234,17 +243,17 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
             _seconds_value(m["plain_tpot_s"], m["decode_compute_bound"]),
         ),
     ]
-    # ridge: t_compute(B) = t_memory(B) with per-sequence FLOP f and bytes β, all weights W
-    f = float((2.0 * xa.matmul_params + attention_flop(xa, 1.0, s.ctx, xa.attention_dim_decode)) / xa.tp)
+    # ridge: the decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline
     w = float((xa.total_params - xa.lookup_params) * xa.weight_bytes_per_param / xa.tp)
-    beta_expr = f"{s.per_layer_gpu()} · {s.layer_tokens(ctx)} + {kv_tok} + {act}"
     ridge = m["ridge_batch"]
     items.append(ExplainItem(
         "Compute-bound turn (ridge batch)",
-        "B* = (W / bw′) / (f / peak′ − β / bw′); W = weights per GPU, f = FLOP and β = bytes per sequence per step, "
+        "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); the batch where the weight matmuls turn "
+        "compute-bound (attention, a separate memory-bound roofline, does not move it); W = weights per GPU, "
         "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
-        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / ({num(f)} / ({num(s.peak)} · {num(s.mfu)}) - ({beta_expr}) / ({num(s.bw)} · {num(s.mbu)}))",
-        _value(ridge, "sequences") if math.isfinite(ridge) else "never (attention keeps decode memory-bound at every batch)",
+        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
+        f"{act} / ({num(s.bw)} · {num(s.mbu)}))",
+        _value(ridge, "sequences") if math.isfinite(ridge) else "never (activation traffic outweighs the matmul FLOP at every batch)",
     ))
     if s.r.resolved.scenario.spec:
         tpot_formula, tpot_sub = "speculative step time / E(α, γ)", f"{num(m['spec_step_s'])} / {num(m['spec_expected_tokens_per_step'])}"

@@ -3,7 +3,7 @@ arrays into cells.  Shared by the CLI and the dashboard so both export the same
 columns and values.
 
 * booleans → ``true``/``false``; the bound flags also as ``compute``/``memory``;
-* ``ridge_batch`` = inf → ``never`` (attention keeps decode memory-bound);
+* ``ridge_batch`` = inf → ``never`` (the decode matmuls stay memory-bound);
 * ``min_tp_that_fits`` = 0 → ``none`` (does not fit at any tp ≤ 64);
 * any other non-finite number → ``n/a`` (never NaN or inf in an export);
 * text cells starting with = + - @ (or tab/CR) get a leading ``'`` so

@@ -4,15 +4,21 @@ One scheduler step processes ``seqs`` running sequences with ``q`` new tokens
 each at context ``ctx`` (decode: q = 1; speculative verification: q = γ + 1),
 plus ``n`` prefill tokens of one prompt whose first ``past`` tokens are cached.
 
-FLOP   = 2 · (N_active − N_head) · T + 2 · N_head · T_logits  (T = seqs·q + n; Kaplan et al. 2020;
-         the LM head runs only for tokens that need logits: T_logits = seqs·q + [n > 0])
-       + 2 · h · d_att · layers_eff · (seqs·q·ctx + n·(past + (n+1)/2))    (causal attention)
-bytes  = weights touched + seqs·KV(ctx) + past·KV/token    (KV read)
-       + T · KV/token                                      (KV written)
-       + T · layers · activation elements / tp · 2 B       (activations)
-time   = max(FLOP / (tp · peak · MFU), bytes / (bandwidth · MBU)) + t_comm
+A step is two operator groups that run one after the other, each with its own
+roofline (per-operator roofline, as in LLM-Viewer; docs/model.md §4–5):
+  matmul    F_mm  = [2 · (N_active − N_head) · T + 2 · N_head · T_logits] / tp   (T = seqs·q + n;
+                    Kaplan et al. 2020; the LM head runs only for tokens that need
+                    logits: T_logits = seqs·q + [n > 0])
+            B_mm  = weights touched + T · layers · activation elements / tp · 2 B
+  attention F_att = 2 · h · d_att · layers_eff · (seqs·q·ctx + n·(past + (n+1)/2)) / tp  (causal)
+            B_att = seqs·KV(ctx) + past·KV/token   (KV read)  + T · KV/token  (KV written)
+time   = max(F_mm / peak′, B_mm / bw′) + max(F_att / peak′, B_att / bw′) + t_comm
+         peak′ = peak · MFU, bw′ = bandwidth · MBU (one GPU)
 t_comm = 2 · layers · (2 (tp−1)/tp · T · hidden · 2 B / link + latency),  tp > 1
          (Megatron-LM: two all-reduces per layer; ring all-reduce cost)
+Totals kept for display: flop = F_mm + F_att, bytes = B_mm + B_att,
+compute_s = flop / peak′, memory_s = bytes / bw′ (the single-roofline view; the
+step time is NOT max(compute_s, memory_s)); compute_bound = the matmul part is.
 Weights touched: all weights except an untied input-embedding table (a lookup reads
 only T of its rows, neglected); MoE: dense part + moe_layers · E · (1 − (1 − k/E)^T)
 experts (expected distinct experts hit by T tokens routed uniformly).
@@ -32,23 +38,71 @@ from .units import ACTIVATION_BYTES
 
 @dataclass(frozen=True)
 class StepCost:
-    flop: np.ndarray  # per GPU
-    bytes: np.ndarray  # per GPU
-    compute_s: np.ndarray
-    memory_s: np.ndarray
+    """Per-GPU cost of one step: totals plus the two operator groups (module doc)."""
+
+    matmul_flop: np.ndarray  # F_mm
+    matmul_bytes: np.ndarray  # B_mm
+    attention_flop: np.ndarray  # F_att
+    attention_bytes: np.ndarray  # B_att
+    s_per_flop: np.ndarray  # 1 / (peak · MFU)
+    s_per_byte: np.ndarray  # 1 / (bandwidth · MBU)
     comm_s: np.ndarray
 
     @property
+    def flop(self) -> np.ndarray:
+        return self.matmul_flop + self.attention_flop
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.matmul_bytes + self.attention_bytes
+
+    @property
+    def compute_s(self) -> np.ndarray:
+        """Total FLOP / peak′ (display; the step time sums the parts' rooflines)."""
+        return self.flop * self.s_per_flop
+
+    @property
+    def memory_s(self) -> np.ndarray:
+        """Total bytes / bw′ (display)."""
+        return self.bytes * self.s_per_byte
+
+    @property
+    def matmul_compute_s(self) -> np.ndarray:
+        return self.matmul_flop * self.s_per_flop
+
+    @property
+    def matmul_memory_s(self) -> np.ndarray:
+        return self.matmul_bytes * self.s_per_byte
+
+    @property
+    def attention_compute_s(self) -> np.ndarray:
+        return self.attention_flop * self.s_per_flop
+
+    @property
+    def attention_memory_s(self) -> np.ndarray:
+        return self.attention_bytes * self.s_per_byte
+
+    @property
+    def matmul_s(self) -> np.ndarray:
+        return np.maximum(self.matmul_compute_s, self.matmul_memory_s)
+
+    @property
+    def attention_s(self) -> np.ndarray:
+        return np.maximum(self.attention_compute_s, self.attention_memory_s)
+
+    @property
     def time_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s) + self.comm_s
+        """max(F_mm/peak′, B_mm/bw′) + max(F_att/peak′, B_att/bw′) + t_comm."""
+        return self.matmul_s + self.attention_s + self.comm_s
 
     @property
     def compute_bound(self) -> np.ndarray:
-        return self.compute_s >= self.memory_s
+        """The weight matmuls (the part that changes regime with batch) are compute-bound."""
+        return self.matmul_compute_s >= self.matmul_memory_s
 
     @property
     def arithmetic_intensity(self) -> np.ndarray:
-        """FLOP per byte moved."""
+        """FLOP per byte moved (whole step)."""
         return self.flop / self.bytes
 
 
@@ -73,6 +127,11 @@ def attention_flop(x: EngineInputs, queries, keys, dim) -> np.ndarray:
     return 2.0 * x.heads * dim * queries * _attended_layer_keys(x, keys)
 
 
+def activation_bytes_per_token(x: EngineInputs) -> np.ndarray:
+    """Activation traffic of one token through the matmuls: layers · a / tp · 2 B."""
+    return x.layers * x.activation_elements_per_token_per_layer / x.tp * ACTIVATION_BYTES
+
+
 def comm_s(x: EngineInputs, tokens) -> np.ndarray:
     """Two ring all-reduces per layer of a (tokens × hidden) bf16 activation."""
     msg = tokens * x.hidden * ACTIVATION_BYTES
@@ -85,25 +144,19 @@ def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0) -> Ste
     seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
     tokens = seqs * q + n
     logit_tokens = seqs * q + (n > 0)
-    flop = (
-        2.0 * (x.matmul_params - x.lm_head_params) * tokens
-        + 2.0 * x.lm_head_params * logit_tokens
-        + attention_flop(x, seqs * q, ctx, x.attention_dim_decode)
+    matmul_flop = (2.0 * (x.matmul_params - x.lm_head_params) * tokens + 2.0 * x.lm_head_params * logit_tokens) / x.tp
+    attention_flop_ = (
+        attention_flop(x, seqs * q, ctx, x.attention_dim_decode)
         + attention_flop(x, n, past + (n + 1.0) / 2.0, x.attention_dim_prefill)
     ) / x.tp
     kv_tok = x.layers * kv_bytes_per_token_per_layer(x)
-    bytes_ = (
-        weight_bytes_touched_per_gpu(x, tokens)
-        + seqs * kv_bytes_per_sequence(x, ctx)
-        + kv_bytes_per_sequence(x, past)
-        + tokens * kv_tok
-        + tokens * x.layers * x.activation_elements_per_token_per_layer / x.tp * ACTIVATION_BYTES
-    )
     return StepCost(
-        flop=flop,
-        bytes=bytes_,
-        compute_s=flop / (x.peak_flop_per_s * x.mfu),
-        memory_s=bytes_ / (x.bandwidth_bytes_per_s * x.mbu),
+        matmul_flop=matmul_flop,
+        matmul_bytes=weight_bytes_touched_per_gpu(x, tokens) + tokens * activation_bytes_per_token(x),
+        attention_flop=attention_flop_,
+        attention_bytes=seqs * kv_bytes_per_sequence(x, ctx) + kv_bytes_per_sequence(x, past) + tokens * kv_tok,
+        s_per_flop=1.0 / (x.peak_flop_per_s * x.mfu),
+        s_per_byte=1.0 / (x.bandwidth_bytes_per_s * x.mbu),
         comm_s=comm_s(x, tokens),
     )
 
@@ -128,23 +181,17 @@ def decode(x: EngineInputs, batch=None, ctx=None) -> StepCost:
 
 
 def ridge_batch(x: EngineInputs) -> np.ndarray:
-    """Batch where a decode step turns compute-bound: t_compute(B) = t_memory(B).
+    """Batch where the decode step's weight matmuls turn compute-bound.
 
-    t_c = B·f/(peak·MFU),  t_m = (W + B·b)/(bw·MBU), with f, b the per-sequence FLOP
-    and bytes of one step (attention and KV included) and W the weights read (all experts).
-    B* = (W/bw') / (f/peak' − b/bw'); ``inf`` when attention keeps the step memory-bound
-    at every batch (f/peak' ≤ b/bw').
+    Matmul part at batch B: t_c = B · 2·N_matmul/tp / peak′,  t_m = (W + B · β_act) / bw′,
+    W = weights per GPU read (all experts), β_act = layers · a / tp · 2 B.  Attention is a
+    separate roofline (KV reads, memory-bound) added on top, so the turn does not
+    depend on context:  B* = (W/bw′) / (2·N_matmul/tp/peak′ − β_act/bw′);
+    ``inf`` when the denominator ≤ 0.
     """
-    ctx = decode_context_tokens(x)
     peak = x.peak_flop_per_s * x.mfu
     bw = x.bandwidth_bytes_per_s * x.mbu
     w = (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
-    f = (2.0 * x.matmul_params + attention_flop(x, 1.0, ctx, x.attention_dim_decode)) / x.tp
-    b = (
-        kv_bytes_per_sequence(x, ctx)
-        + x.layers * kv_bytes_per_token_per_layer(x)
-        + x.layers * x.activation_elements_per_token_per_layer / x.tp * ACTIVATION_BYTES
-    )
-    denom = f / peak - b / bw
+    denom = 2.0 * x.matmul_params / x.tp / peak - activation_bytes_per_token(x) / bw
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denom > 0, (w / bw) / np.where(denom > 0, denom, 1.0), np.inf)

@@ -63,8 +63,10 @@ def draft_step_s(x: EngineInputs, batch=None, target_step_s=None) -> np.ndarray:
 def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
     """Target pass over ``q`` = γ + 1 tokens per sequence, for one q or a grid of them.
 
-    Every term of ``step_cost`` is affine in q except the MoE weights touched, so the
-    grid is evaluated from two exact steps (q = 1, 2) plus the exact weights term.
+    Each part of ``step_cost`` (matmul and attention, compute and memory) is affine in q
+    except the MoE weights touched, so the grid is evaluated from two exact steps
+    (q = 1, 2) plus the exact weights term; the two parts' rooflines are taken
+    separately and summed, as ``step_cost.time_s`` does.
     """
     b = x.batch if batch is None else batch
     ctx = decode_context_tokens(x)
@@ -74,11 +76,20 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
     w1 = weight_bytes_touched_per_gpu(x, b * 1.0) / bw
     w2 = weight_bytes_touched_per_gpu(x, b * 2.0) / bw
     dq = np.asarray(q, dtype=float) - 1.0
-    compute_s = one.compute_s + (two.compute_s - one.compute_s) * dq
-    memory_s = (one.memory_s - w1) + ((two.memory_s - w2) - (one.memory_s - w1)) * dq
-    memory_s = memory_s + (weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw if np.any(x.experts > 0) else w1)
-    comm_s = one.comm_s + (two.comm_s - one.comm_s) * dq
-    return np.maximum(compute_s, memory_s) + comm_s
+
+    def line(v1, v2):
+        return v1 + (v2 - v1) * dq
+
+    weights = weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw if np.any(x.experts > 0) else w1
+    matmul = np.maximum(
+        line(one.matmul_compute_s, two.matmul_compute_s),
+        line(one.matmul_memory_s - w1, two.matmul_memory_s - w2) + weights,
+    )
+    attention = np.maximum(
+        line(one.attention_compute_s, two.attention_compute_s),
+        line(one.attention_memory_s, two.attention_memory_s),
+    )
+    return matmul + attention + line(one.comm_s, two.comm_s)
 
 
 def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> np.ndarray:

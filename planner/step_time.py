@@ -6,10 +6,11 @@ plus prefill chunks j of n_j new tokens after p_j tokens already in the cache.
 
   T          = seqs·q + Σ n_j
   K(k)       = L_full·k + L_win·min(k, W)                        (layer-keys, sliding windows)
-  FLOP/GPU   = [2·(N_active − N_head)·T + 2·N_head·(seqs·q + #chunks) + 2·h·d_dec·seqs·q·K(ctx)
-                + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
-  bytes/GPU  = weights touched(T) + kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·(kv·L + activations)
-  time       = max(FLOP / (peak·MFU), bytes / (bw·MBU)) + t_comm(T)
+  matmul     F_mm = [2·(N_active − N_head)·T + 2·N_head·(seqs·q + #chunks)] / tp
+             B_mm = weights touched(T) + T·activations
+  attention  F_att = [2·h·d_dec·seqs·q·K(ctx) + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
+             B_att = kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·kv·L
+  time       = max(F_mm/(peak·MFU), B_mm/(bw·MBU)) + max(F_att/(peak·MFU), B_att/(bw·MBU)) + t_comm(T)
   speculative: + γ · t_draft(seqs, ctx)   (the draft's own decode step, or c · the target's)
 
 With at most one prefill chunk this is exactly ``roofline.step_cost(x, seqs, q, ctx, n, p)``
@@ -60,7 +61,8 @@ class Roofline:
     window_layers: float
     window_tokens: float
     kv_layer_bytes: float  # per token per layer per GPU
-    token_bytes: float  # KV written + activations, per token
+    act_token_bytes: float  # activations through the matmuls, per token
+    kv_token_bytes: float  # KV written, per token (all layers)
     dense_weight_bytes: float
     expert_weight_bytes: float  # all routed experts
     expert_miss: float  # 1 − k/E: chance one token skips a given expert
@@ -90,7 +92,8 @@ class Roofline:
             window_layers=f["window_layers"],
             window_tokens=f["window_tokens"],
             kv_layer_bytes=kv_layer,
-            token_bytes=f["layers"] * kv_layer + f["layers"] * f["activation_elements_per_token_per_layer"] / tp * ACTIVATION_BYTES,
+            act_token_bytes=f["layers"] * f["activation_elements_per_token_per_layer"] / tp * ACTIVATION_BYTES,
+            kv_token_bytes=f["layers"] * kv_layer,
             dense_weight_bytes=(f["total_params"] - f["lookup_params"] - experts) * f["weight_bytes_per_param"] / tp,
             expert_weight_bytes=experts * f["weight_bytes_per_param"] / tp,
             expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
@@ -108,12 +111,15 @@ class Roofline:
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
         weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
-        compute0 = (self.matmul_flop_per_token + self.logit_flop_per_token) * tokens * self.s_per_flop
-        compute1 = self.decode_attn_flop * tokens * self.s_per_flop
-        memory0 = (weights + tokens * self.token_bytes) * self.s_per_byte
-        memory1 = self.kv_layer_bytes * seqs * self.s_per_byte
-        comm = self.comm_fixed_s + self.comm_s_per_token * tokens
-        return np.maximum(compute0 + compute1 * keys, memory0 + memory1 * keys) + comm
+        matmul = np.maximum(
+            (self.matmul_flop_per_token + self.logit_flop_per_token) * tokens * self.s_per_flop,
+            (weights + tokens * self.act_token_bytes) * self.s_per_byte,
+        )
+        attention = np.maximum(
+            self.decode_attn_flop * tokens * self.s_per_flop * keys,
+            (self.kv_layer_bytes * seqs * keys + tokens * self.kv_token_bytes) * self.s_per_byte,
+        )
+        return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
 
     def scalar_time_s(self, seqs: float, q: float, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()) -> float:
         """One mixed step's time (module doc) in plain Python floats: the simulator's per-step path."""
@@ -121,15 +127,19 @@ class Roofline:
         tokens = seqs * q + sum(new)
         keys = full * ctx + win * (ctx if ctx < w else w)
         chunks = sum(1 for n in new if n > 0)
-        flop = self.matmul_flop_per_token * tokens + self.logit_flop_per_token * (seqs * q + chunks) + self.decode_attn_flop * seqs * q * keys
+        mm_flop = self.matmul_flop_per_token * tokens + self.logit_flop_per_token * (seqs * q + chunks)
+        att_flop = self.decode_attn_flop * seqs * q * keys
         kv_read = seqs * keys
         for n, p in zip(new, past):
             k = p + (n + 1.0) / 2.0
-            flop += self.prefill_attn_flop * n * (full * k + win * (k if k < w else w))
+            att_flop += self.prefill_attn_flop * n * (full * k + win * (k if k < w else w))
             kv_read += full * p + win * (p if p < w else w)
         weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
-        bytes_ = weights + self.kv_layer_bytes * kv_read + tokens * self.token_bytes
-        return max(flop * self.s_per_flop, bytes_ * self.s_per_byte) + self.comm_fixed_s + self.comm_s_per_token * tokens
+        mm_bytes = weights + tokens * self.act_token_bytes
+        att_bytes = self.kv_layer_bytes * kv_read + tokens * self.kv_token_bytes
+        spf, spb = self.s_per_flop, self.s_per_byte
+        return (max(mm_flop * spf, mm_bytes * spb) + max(att_flop * spf, att_bytes * spb)
+                + self.comm_fixed_s + self.comm_s_per_token * tokens)
 
 
 @dataclass(frozen=True)

@@ -150,11 +150,61 @@ def test_ridge_batch_separates_bounds(catalog):
     assert bool(decode(x, batch=np.ceil(b) + 1).compute_bound)
 
 
-def test_ridge_is_never_when_attention_dominates(catalog):
-    # Long context with MHA: per-sequence KV bytes outgrow per-sequence FLOPs, so more
-    # batch never turns the step compute-bound.
-    x = x_for(catalog, model="llama-2-7b", prompt=4000, output=96, prefix=0)
-    assert math.isinf(float(ridge_batch(x)))
+def test_ridge_does_not_depend_on_context(catalog):
+    # Per-operator roofline: attention (KV reads) is its own roofline added to the
+    # matmuls', so the matmul part's turn to compute-bound is the same at any context
+    # (the old single roofline pushed it to "never" for long MHA contexts).
+    short = x_for(catalog, model="llama-2-7b", prompt=128, output=2, prefix=0)
+    long = x_for(catalog, model="llama-2-7b", prompt=4000, output=96, prefix=0)
+    assert math.isfinite(float(ridge_batch(long)))
+    assert float(ridge_batch(long)) == float(ridge_batch(short))
+
+
+def test_ridge_is_never_when_activation_traffic_outweighs_matmul_flop(catalog):
+    # Denominator 2·N_matmul/tp/peak′ − β_act/bw′ ≤ 0: a (hypothetical) GPU whose
+    # peak is so high that one token's FLOPs run faster than its activations stream.
+    x = x_for(catalog, model="llama-2-7b", prompt=128, output=2, prefix=0)
+    assert math.isinf(float(ridge_batch(x.with_(peak_flop_per_s=float(x.peak_flop_per_s) * 100.0))))
+
+
+def test_ridge_llama2_7b_h100_matches_closed_form(catalog):
+    # B* = (W/bw′) / (2·N_matmul/tp/peak′ − L·a/tp·2 B/bw′) with Llama-2-7B's numbers:
+    # W = (6,738,415,616 − 32,000·4,096 untied embedding) · 2 B; N_matmul = 6,607,343,616
+    # (LM head included); L = 32, a = 65,792 activation elements per token per layer;
+    # H100 SXM: 989.4 TFLOP/s bf16 dense, 3.35 TB/s; MFU 0.5, MBU 0.7.
+    x = x_for(catalog, model="llama-2-7b", gpu="h100-sxm", tp=1, mfu=0.5, mbu=0.7)
+    peak, bw = 989.4e12 * 0.5, 3.35e12 * 0.7
+    w = (6_738_415_616 - 32_000 * 4_096) * 2
+    expected = (w / bw) / (2 * 6_607_343_616 / peak - 32 * 65_792 * 2 / bw)
+    assert float(ridge_batch(x)) == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(226.16, abs=0.01)
+    # and the decode step's matmul part changes regime there, at any context
+    for ctx in (128.0, 8192.0):
+        assert not bool(decode(x, batch=226, ctx=ctx).compute_bound)
+        assert bool(decode(x, batch=227, ctx=ctx).compute_bound)
+
+
+def test_step_time_is_the_sum_of_the_two_part_rooflines(catalog):
+    # Large batch, long context: the weight matmuls are compute-bound and attention is
+    # memory-bound (KV reads) in the same step; they run one after the other, so
+    # t = max(F_mm/peak′, B_mm/bw′) + max(F_att/peak′, B_att/bw′) + t_comm, more than the
+    # single roofline max(F/peak′, B/bw′) over the totals.
+    x = x_for(catalog, model="llama-2-7b", gpu="h100-sxm", tp=1, mfu=0.5, mbu=0.7)
+    batch, ctx = 512.0, 8192.0
+    c = decode(x, batch=batch, ctx=ctx)
+    peak, bw = 989.4e12 * 0.5, 3.35e12 * 0.7
+    f_mm = 2 * 6_607_343_616 * batch
+    b_mm = (6_738_415_616 - 32_000 * 4_096) * 2 + batch * 32 * 65_792 * 2
+    kv_tok = 2 * 32 * 32 * 128 * 2  # K and V, 32 layers, 32 heads of 128, bf16
+    f_att = 2 * 32 * (2 * 128) * batch * 32 * ctx  # 2·h·d_att·queries·Σ_layers keys
+    b_att = batch * kv_tok * ctx + batch * kv_tok
+    assert float(c.matmul_compute_s) > float(c.matmul_memory_s)  # compute-bound matmuls
+    assert float(c.attention_memory_s) > float(c.attention_compute_s)  # memory-bound attention
+    expected = max(f_mm / peak, b_mm / bw) + max(f_att / peak, b_att / bw)
+    assert float(c.time_s) == pytest.approx(expected, rel=1e-12)
+    assert float(c.flop) == pytest.approx(f_mm + f_att, rel=1e-12)
+    assert float(c.bytes) == pytest.approx(b_mm + b_att, rel=1e-12)
+    assert float(c.time_s) > max(float(c.compute_s), float(c.memory_s))
 
 
 def test_tp_communication_two_allreduces_per_layer(catalog):

@@ -261,7 +261,7 @@ def notices(result: Result) -> list[Notice]:
     ridge = float(m["ridge_batch"])
     bound = "compute-bound" if m["decode_compute_bound"] else "memory-bound"
     turn = (
-        "it **never** turns compute-bound: per-sequence KV reads grow with the batch as fast as the FLOPs"
+        "its weight matmuls **never** turn compute-bound: one token's activation traffic takes longer than its FLOPs"
         if math.isinf(ridge)
         else f"it turns compute-bound from batch ≈ {fmt_count(math.ceil(ridge))}"
     )

@@ -16,12 +16,13 @@ used as they are.
 error = (predicted − measured) / measured; per phase the median |error|.
 Ridge batch (decode turns compute-bound), per context: ``ridge_batch_fit`` on the
 measured times and, the same way, on the predicted times; and the engine's own
-``roofline.ridge_batch`` with the context pinned (it also subtracts the KV bytes
-each added sequence streams, which the fit cannot separate).
+``roofline.ridge_batch`` (where the step's matmul part turns compute-bound; the
+context is pinned, though the per-operator ridge no longer depends on it).
 
-serial = compute_s + memory_s (+ comm): the step time if compute and memory
-traffic did not overlap at all — the pessimistic bound beside the roofline's
-optimistic max().  Reported as a diagnostic; the engine predicts max().
+serial = compute_s + memory_s (+ comm), totals over both operator groups: the
+step time if compute and memory traffic did not overlap at all — the pessimistic
+bound beside the engine's per-operator roofline (max per part, parts summed).
+Reported as a diagnostic; the engine predicts the per-operator roofline.
 """
 
 from __future__ import annotations
