@@ -212,6 +212,28 @@ class _Ctx:
         good = np.asarray(ok(compute(x.with_(tp=tps)), s2))
         return int(tps[np.argmax(good)]) if good.any() else None
 
+    def cheapest_gpu_switch(
+        self,
+        ok: Callable[[Mapping[str, np.ndarray], Scenario], np.ndarray],
+        metric: str,
+        accept: Callable[[Option, Result], bool],
+    ) -> Option | None:
+        """Among the other GPU profiles, each at its smallest tp where ``ok`` holds, the
+        switch that ``accept`` takes with the lowest price per replica-hour."""
+        best: tuple[float, Option] | None = None
+        for key in sorted(self.catalog.gpus):
+            if key == self.s.gpu:
+                continue
+            tp = self.smallest_tp(key, ok)
+            if tp is None:
+                continue
+            got = self.option(f"Switch to {self.catalog.gpus[key].name} at tp={tp}.", self.gpu_changes(key, tp), metric)
+            if got and accept(*got):
+                price = got[1].metrics["price_usd_per_hour_per_replica"]
+                if best is None or price < best[0]:
+                    best = (price, got[0])
+        return best[1] if best else None
+
 
 def _finding(
     c: _Ctx,
@@ -263,20 +285,9 @@ def _weights_fit(c: _Ctx) -> Finding | None:
         got = c.option(f"Run each replica on {min_tp} GPUs (tp={min_tp}), the smallest tensor-parallel size that fits.", {"tp": min_tp}, "max_concurrent_sequences")
         if got:
             options.append(got[0])
-    best_gpu: tuple[float, Option] | None = None
-    for key in sorted(c.catalog.gpus):
-        if key == s.gpu:
-            continue
-        tp = c.smallest_tp(key, lambda mm, _s: mm["fits"])
-        if tp is None:
-            continue
-        got = c.option(f"Switch to {c.catalog.gpus[key].name} at tp={tp}.", c.gpu_changes(key, tp), "max_concurrent_sequences")
-        if got and got[1].metrics["fits"]:
-            price = got[1].metrics["price_usd_per_hour_per_replica"]
-            if best_gpu is None or price < best_gpu[0]:
-                best_gpu = (price, got[0])
-    if best_gpu:
-        options.append(best_gpu[1])
+    switch = c.cheapest_gpu_switch(lambda mm, _s: mm["fits"], "max_concurrent_sequences", lambda _o, res: bool(res.metrics["fits"]))
+    if switch:
+        options.append(switch)
     chosen = options[0] if options else None
     effect = "; ".join(f"{o.action.rstrip('.')}: {_count(o.after, 'sequence')} fit" for o in options) or "No change tried fits."
     return _finding(
@@ -365,20 +376,9 @@ def _kv_room(c: _Ctx) -> Finding | None:
         got = c.option(f"Run each replica on {tp} GPUs (tp={tp}).", {"tp": tp}, metric)
         if got:
             options.append(got[0])
-    best: tuple[float, Option] | None = None
-    for key in sorted(c.catalog.gpus):
-        if key == s.gpu:
-            continue
-        tp_k = c.smallest_tp(key, roomy)
-        if tp_k is None:
-            continue
-        got = c.option(f"Switch to {c.catalog.gpus[key].name} at tp={tp_k}.", c.gpu_changes(key, tp_k), metric)
-        if got and got[0].after >= KV_ROOM_MIN_FRAC:
-            price = got[1].metrics["price_usd_per_hour_per_replica"]
-            if best is None or price < best[0]:
-                best = (price, got[0])
-    if best:
-        options.append(best[1])
+    switch = c.cheapest_gpu_switch(roomy, metric, lambda o, _res: o.after >= KV_ROOM_MIN_FRAC)
+    if switch:
+        options.append(switch)
     chosen = options[0] if options else None
     effect = "; ".join(f"{o.action.rstrip('.')}: {_pct(o.after)} of usable memory for KV" for o in options) or "No change tried reaches the threshold."
     return _finding(
