@@ -57,6 +57,9 @@ class EngineInputs:
     link_bytes_per_s: Any
     collective_latency_s: Any
     price_usd_per_gpu_hour: Any
+    compute_memory_overlap: Any  # o: per operator group max(c, m) + (1 − o)·min(c, m)
+    attention_compute_frac: Any  # attention FLOP/s ÷ peak′
+    attention_bandwidth_frac: Any  # attention bytes/s ÷ bw′
     # model shape
     layers: Any
     hidden: Any
@@ -185,6 +188,9 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         link_bytes_per_s=gpu.interconnect_bytes_per_s,
         collective_latency_s=gpu.collective_latency_s,
         price_usd_per_gpu_hour=price,
+        compute_memory_overlap=gpu.compute_memory_overlap,
+        attention_compute_frac=gpu.attention_compute_frac,
+        attention_bandwidth_frac=gpu.attention_bandwidth_frac,
         **mf,
         weight_bytes_per_param=weight_bytes_per_param(s.wdtype),
         kv_bytes_per_element=DTYPE_BYTES[s.kvdtype],

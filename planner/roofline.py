@@ -12,13 +12,18 @@ roofline (per-operator roofline, as in LLM-Viewer; docs/model.md §4–5):
             B_mm  = weights touched + T · layers · activation elements / tp · 2 B
   attention F_att = 2 · h · d_att · layers_eff · (seqs·q·ctx + n·(past + (n+1)/2)) / tp  (causal)
             B_att = seqs·KV(ctx) + past·KV/token   (KV read)  + T · KV/token  (KV written)
-time   = max(F_mm / peak′, B_mm / bw′) + max(F_att / peak′, B_att / bw′) + t_comm
+time   = R(F_mm / peak′, B_mm / bw′) + R(F_att / (a_c · peak′), B_att / (a_m · bw′)) + t_comm
+         R(c, m) = max(c, m) + (1 − o) · min(c, m)       (o = 1: the roofline, max(c, m))
          peak′ = peak · MFU, bw′ = bandwidth · MBU (one GPU)
+         o, a_c, a_m: the profile's compute_memory_overlap, attention_compute_frac and
+         attention_bandwidth_frac — 1 in every datasheet profile (the plain roofline);
+         measured by ``python -m planner bench`` for a calibrated one (docs/model.md §4)
 t_comm = 2 · layers · (2 (tp−1)/tp · T · hidden · 2 B / link + latency),  tp > 1
          (Megatron-LM: two all-reduces per layer; ring all-reduce cost)
 Totals kept for display: flop = F_mm + F_att, bytes = B_mm + B_att,
-compute_s = flop / peak′, memory_s = bytes / bw′ (the single-roofline view; the
-step time is NOT max(compute_s, memory_s)); compute_bound = the matmul part is.
+compute_s = Σ part FLOP / its rate, memory_s = Σ part bytes / its rate (the
+single-roofline view; the step time is NOT max(compute_s, memory_s));
+compute_bound = the matmul part is.
 Weights touched: all weights except an untied input-embedding table (a lookup reads
 only T of its rows, neglected); MoE: dense part + moe_layers · E · (1 − (1 − k/E)^T)
 experts (expected distinct experts hit by T tokens routed uniformly).
@@ -47,6 +52,9 @@ class StepCost:
     s_per_flop: np.ndarray  # 1 / (peak · MFU)
     s_per_byte: np.ndarray  # 1 / (bandwidth · MBU)
     comm_s: np.ndarray
+    overlap: np.ndarray | float = 1.0  # o in overlapped_s
+    attention_s_per_flop_factor: np.ndarray | float = 1.0  # 1 / a_c
+    attention_s_per_byte_factor: np.ndarray | float = 1.0  # 1 / a_m
 
     @property
     def flop(self) -> np.ndarray:
@@ -58,13 +66,13 @@ class StepCost:
 
     @property
     def compute_s(self) -> np.ndarray:
-        """Total FLOP / peak′ (display; the step time sums the parts' rooflines)."""
-        return self.flop * self.s_per_flop
+        """Each part's FLOP at its rate, summed (display; the step time sums the parts' rooflines)."""
+        return self.matmul_compute_s + self.attention_compute_s
 
     @property
     def memory_s(self) -> np.ndarray:
-        """Total bytes / bw′ (display)."""
-        return self.bytes * self.s_per_byte
+        """Each part's bytes at its rate, summed (display)."""
+        return self.matmul_memory_s + self.attention_memory_s
 
     @property
     def matmul_compute_s(self) -> np.ndarray:
@@ -76,23 +84,23 @@ class StepCost:
 
     @property
     def attention_compute_s(self) -> np.ndarray:
-        return self.attention_flop * self.s_per_flop
+        return self.attention_flop * self.s_per_flop * self.attention_s_per_flop_factor
 
     @property
     def attention_memory_s(self) -> np.ndarray:
-        return self.attention_bytes * self.s_per_byte
+        return self.attention_bytes * self.s_per_byte * self.attention_s_per_byte_factor
 
     @property
     def matmul_s(self) -> np.ndarray:
-        return np.maximum(self.matmul_compute_s, self.matmul_memory_s)
+        return overlapped_s(self.matmul_compute_s, self.matmul_memory_s, self.overlap)
 
     @property
     def attention_s(self) -> np.ndarray:
-        return np.maximum(self.attention_compute_s, self.attention_memory_s)
+        return overlapped_s(self.attention_compute_s, self.attention_memory_s, self.overlap)
 
     @property
     def time_s(self) -> np.ndarray:
-        """max(F_mm/peak′, B_mm/bw′) + max(F_att/peak′, B_att/bw′) + t_comm."""
+        """R(matmul) + R(attention) + t_comm (module doc)."""
         return self.matmul_s + self.attention_s + self.comm_s
 
     @property
@@ -104,6 +112,21 @@ class StepCost:
     def arithmetic_intensity(self) -> np.ndarray:
         """FLOP per byte moved (whole step)."""
         return self.flop / self.bytes
+
+
+def overlapped_s(compute_s, memory_s, overlap):
+    """Time of an operator group that must do ``compute_s`` of arithmetic and ``memory_s`` of
+    memory traffic:  max(c, m) + (1 − o) · min(c, m).
+
+    o = 1: the two hide under each other completely — the roofline, max(c, m) (Williams,
+    Waterman & Patterson 2009).  o = 0: they run back to back, c + m (what the
+    Execution-Cache-Memory model of Hager & Wellein assumes for a CPU core's loads and
+    arithmetic).  o < 0: slower than back to back (a kernel that re-packs its operand on
+    every call).  Datasheet profiles keep o = 1; ``python -m planner bench`` measures it
+    (docs/benchmark.md).  Also the simulator's per-step path (``step_time``) — keep in step.
+    """
+    lo = np.minimum(compute_s, memory_s)
+    return np.maximum(compute_s, memory_s) + (1.0 - overlap) * lo
 
 
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
@@ -158,6 +181,9 @@ def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0) -> Ste
         s_per_flop=1.0 / (x.peak_flop_per_s * x.mfu),
         s_per_byte=1.0 / (x.bandwidth_bytes_per_s * x.mbu),
         comm_s=comm_s(x, tokens),
+        overlap=x.compute_memory_overlap,
+        attention_s_per_flop_factor=1.0 / x.attention_compute_frac,
+        attention_s_per_byte_factor=1.0 / x.attention_bandwidth_frac,
     )
 
 

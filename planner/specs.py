@@ -40,6 +40,16 @@ class GPU(BaseModel):
     price_usd_per_hour: float = Field(ge=0, le=1000)
     source: str = Field(min_length=1)
     calibrated: bool = False
+    compute_memory_overlap: float = Field(
+        default=1.0, ge=-1, le=1,
+        description="o in max(c, m) + (1 − o)·min(c, m) per operator group: 1 = roofline (full overlap)",
+    )
+    attention_compute_frac: float = Field(
+        default=1.0, gt=0, le=1, description="share of the matmul peak the attention kernels reach"
+    )
+    attention_bandwidth_frac: float = Field(
+        default=1.0, gt=0, le=1, description="share of the weight-streaming bandwidth the attention kernels reach"
+    )
 
     def peak_for(self, compute_dtype: str) -> float:
         """Dense peak for ``compute_dtype``; falls back to bf16 when the chip lacks it."""
@@ -82,6 +92,17 @@ class GpuProfileFile(BaseModel):
     source: str = Field(min_length=1, max_length=2000)
     notes: str = Field(default="", max_length=4000)
     calibrated: bool = False
+    # Measured refinements of the roofline (``python -m planner bench`` writes them; datasheet
+    # profiles leave the defaults, the plain roofline).  docs/model.md §4.
+    compute_memory_overlap: float = Field(
+        default=1.0, ge=-1, le=1,
+        description="per operator group, time = max(c, m) + (1 − o)·min(c, m): 1 full overlap (roofline), "
+        "0 none (c + m), below 0 slower than back to back",
+    )
+    attention_compute_frac: float = Field(default=1.0, gt=0, le=1, description="attention FLOP/s ÷ matmul peak")
+    attention_bandwidth_frac: float = Field(
+        default=1.0, gt=0, le=1, description="attention KV bytes/s ÷ weight-streaming bytes/s"
+    )
 
     @model_validator(mode="after")
     def _one_capacity_unit(self) -> "GpuProfileFile":
@@ -111,6 +132,9 @@ class GpuProfileFile(BaseModel):
             price_usd_per_hour=self.price_usd_per_gpu_hour,
             source=self.source,
             calibrated=self.calibrated,
+            compute_memory_overlap=self.compute_memory_overlap,
+            attention_compute_frac=self.attention_compute_frac,
+            attention_bandwidth_frac=self.attention_bandwidth_frac,
         )
 
 

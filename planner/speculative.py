@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import EngineInputs
-from .roofline import decode, decode_context_tokens, step_cost, weight_bytes_touched_per_gpu
+from .roofline import decode, decode_context_tokens, overlapped_s, step_cost, weight_bytes_touched_per_gpu
 
 GAMMA_GRID = np.arange(0, 13, dtype=float)
 
@@ -65,8 +65,8 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
 
     Each part of ``step_cost`` (matmul and attention, compute and memory) is affine in q
     except the MoE weights touched, so the grid is evaluated from two exact steps
-    (q = 1, 2) plus the exact weights term; the two parts' rooflines are taken
-    separately and summed, as ``step_cost.time_s`` does.
+    (q = 1, 2) plus the exact weights term; the two parts' rooflines (``overlapped_s``) are
+    taken separately and summed, as ``step_cost.time_s`` does.
     """
     b = x.batch if batch is None else batch
     ctx = decode_context_tokens(x)
@@ -81,13 +81,15 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
         return v1 + (v2 - v1) * dq
 
     weights = weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw if np.any(x.experts > 0) else w1
-    matmul = np.maximum(
+    matmul = overlapped_s(
         line(one.matmul_compute_s, two.matmul_compute_s),
         line(one.matmul_memory_s - w1, two.matmul_memory_s - w2) + weights,
+        x.compute_memory_overlap,
     )
-    attention = np.maximum(
+    attention = overlapped_s(
         line(one.attention_compute_s, two.attention_compute_s),
         line(one.attention_memory_s, two.attention_memory_s),
+        x.compute_memory_overlap,
     )
     return matmul + attention + line(one.comm_s, two.comm_s)
 

@@ -10,13 +10,15 @@ plus prefill chunks j of n_j new tokens after p_j tokens already in the cache.
              B_mm = weights touched(T) + T·activations
   attention  F_att = [2·h·d_dec·seqs·q·K(ctx) + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
              B_att = kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·kv·L
-  time       = max(F_mm/(peak·MFU), B_mm/(bw·MBU)) + max(F_att/(peak·MFU), B_att/(bw·MBU)) + t_comm(T)
+  time       = R(F_mm/(peak·MFU), B_mm/(bw·MBU)) + R(F_att/(a_c·peak·MFU), B_att/(a_m·bw·MBU)) + t_comm(T)
+             R(c, m) = max(c, m) + (1 − o)·min(c, m)   (``roofline.overlapped_s``; o = a_c = a_m = 1
+             in datasheet profiles: the plain roofline)
   speculative: + γ · t_draft(seqs, ctx)   (the draft's own decode step, or c · the target's)
 
 With at most one prefill chunk this is exactly ``roofline.step_cost(x, seqs, q, ctx, n, p)``
 (checked to 1e-9 in tests); several chunks add their attention and KV reads.  The
 coefficients are taken from ``EngineInputs`` once, so a calibrated profile (MFU, MBU,
-peak, bandwidth) applies unchanged.  Any object with the two methods of ``StepTime``
+peak, bandwidth, overlap, attention fractions) applies unchanged.  Any object with the two methods of ``StepTime``
 can be injected into the simulator instead (e.g. a measured step-time table).
 """
 
@@ -30,6 +32,7 @@ import numpy as np
 
 from .inputs import EngineInputs
 from .memory import kv_bytes_per_token_per_layer
+from .roofline import overlapped_s
 from .speculative import draft_model_inputs
 from .units import ACTIVATION_BYTES
 
@@ -68,6 +71,9 @@ class Roofline:
     expert_miss: float  # 1 − k/E: chance one token skips a given expert
     s_per_flop: float  # 1 / (peak·MFU)
     s_per_byte: float  # 1 / (bw·MBU)
+    att_s_per_flop: float  # 1 / (a_c·peak·MFU)
+    att_s_per_byte: float  # 1 / (a_m·bw·MBU)
+    overlap: float  # o: max(c, m) + (1 − o)·min(c, m)
     comm_fixed_s: float  # 2·layers·latency (tp > 1)
     comm_s_per_token: float
 
@@ -78,6 +84,7 @@ class Roofline:
             "window_layers", "window_tokens", "layers", "activation_elements_per_token_per_layer", "total_params",
             "moe_layers", "experts", "expert_params", "experts_per_token", "weight_bytes_per_param",
             "peak_flop_per_s", "mfu", "bandwidth_bytes_per_s", "mbu", "collective_latency_s", "hidden", "link_bytes_per_s",
+            "compute_memory_overlap", "attention_compute_frac", "attention_bandwidth_frac",
         )}
         tp = f["tp"]
         kv_layer = _scalar(kv_bytes_per_token_per_layer(x))
@@ -99,6 +106,9 @@ class Roofline:
             expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
             s_per_flop=1.0 / (f["peak_flop_per_s"] * f["mfu"]),
             s_per_byte=1.0 / (f["bandwidth_bytes_per_s"] * f["mbu"]),
+            att_s_per_flop=1.0 / (f["attention_compute_frac"] * f["peak_flop_per_s"] * f["mfu"]),
+            att_s_per_byte=1.0 / (f["attention_bandwidth_frac"] * f["bandwidth_bytes_per_s"] * f["mbu"]),
+            overlap=f["compute_memory_overlap"],
             comm_fixed_s=2.0 * f["layers"] * f["collective_latency_s"] if multi else 0.0,
             comm_s_per_token=2.0 * f["layers"] * 2.0 * (tp - 1.0) / tp * f["hidden"] * ACTIVATION_BYTES / f["link_bytes_per_s"] if multi else 0.0,
         )
@@ -111,13 +121,15 @@ class Roofline:
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
         weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
-        matmul = np.maximum(
+        matmul = overlapped_s(
             (self.matmul_flop_per_token + self.logit_flop_per_token) * tokens * self.s_per_flop,
             (weights + tokens * self.act_token_bytes) * self.s_per_byte,
+            self.overlap,
         )
-        attention = np.maximum(
-            self.decode_attn_flop * tokens * self.s_per_flop * keys,
-            (self.kv_layer_bytes * seqs * keys + tokens * self.kv_token_bytes) * self.s_per_byte,
+        attention = overlapped_s(
+            self.decode_attn_flop * tokens * self.att_s_per_flop * keys,
+            (self.kv_layer_bytes * seqs * keys + tokens * self.kv_token_bytes) * self.att_s_per_byte,
+            self.overlap,
         )
         return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
 
@@ -137,9 +149,12 @@ class Roofline:
         weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
         mm_bytes = weights + tokens * self.act_token_bytes
         att_bytes = self.kv_layer_bytes * kv_read + tokens * self.kv_token_bytes
-        spf, spb = self.s_per_flop, self.s_per_byte
-        return (max(mm_flop * spf, mm_bytes * spb) + max(att_flop * spf, att_bytes * spb)
-                + self.comm_fixed_s + self.comm_s_per_token * tokens)
+        o = self.overlap
+        mc, mm = mm_flop * self.s_per_flop, mm_bytes * self.s_per_byte
+        ac, am = att_flop * self.att_s_per_flop, att_bytes * self.att_s_per_byte
+        matmul = (mc + (1.0 - o) * mm) if mc >= mm else (mm + (1.0 - o) * mc)
+        attention = (ac + (1.0 - o) * am) if ac >= am else (am + (1.0 - o) * ac)
+        return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
 
 
 @dataclass(frozen=True)

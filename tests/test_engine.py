@@ -207,6 +207,30 @@ def test_step_time_is_the_sum_of_the_two_part_rooflines(catalog):
     assert float(c.time_s) > max(float(c.compute_s), float(c.memory_s))
 
 
+def test_measured_overlap_and_attention_fractions(catalog):
+    # A calibrated profile may say how far compute and memory overlap (o) and what share of
+    # the peaks the attention kernels reach (a_c, a_m); each part then takes
+    # max(c, m) + (1 − o)·min(c, m) with attention at a_c·peak′ and a_m·bw′.
+    x = x_for(catalog, model="llama-2-7b", gpu="h100-sxm", tp=1, mfu=0.5, mbu=0.7)
+    plain = decode(x, batch=64.0, ctx=4096.0)
+    o, a_c, a_m = 0.25, 0.4, 0.5
+    c = decode(x.with_(compute_memory_overlap=o, attention_compute_frac=a_c, attention_bandwidth_frac=a_m), batch=64.0, ctx=4096.0)
+    mc, mm = float(plain.matmul_compute_s), float(plain.matmul_memory_s)
+    ac, am = float(plain.attention_compute_s) / a_c, float(plain.attention_memory_s) / a_m
+    expected = max(mc, mm) + (1 - o) * min(mc, mm) + max(ac, am) + (1 - o) * min(ac, am)
+    assert float(c.time_s) == pytest.approx(expected, rel=1e-12)
+    assert float(c.flop) == float(plain.flop) and float(c.bytes) == float(plain.bytes)  # work unchanged
+    # o = 1 is the roofline, o = 0 back to back, o = -1 the shorter part paid twice
+    for o, want in ((1.0, max(mc, mm)), (0.0, mc + mm), (-1.0, max(mc, mm) + 2 * min(mc, mm))):
+        got = decode(x.with_(compute_memory_overlap=o), batch=64.0, ctx=4096.0).matmul_s
+        assert float(got) == pytest.approx(want, rel=1e-12)
+
+
+def test_datasheet_profiles_are_the_plain_roofline(catalog):
+    for gpu in catalog.gpus.values():
+        assert (gpu.compute_memory_overlap, gpu.attention_compute_frac, gpu.attention_bandwidth_frac) == (1.0, 1.0, 1.0)
+
+
 def test_tp_communication_two_allreduces_per_layer(catalog):
     x = x_for(catalog, model="llama-3.1-70b", tp=4, gpu="h100-sxm", prompt=1000, prefix=0)
     c = prefill(x).comm_s
@@ -350,6 +374,9 @@ def test_verify_grid_equals_direct_step_cost(catalog, model):
 
     x = x_for(catalog, model=model, gpu="b200", tp=8, batch=24).as_arrays()
     q = np.arange(1.0, 14.0)
+    direct = step_cost(x, seqs=x.batch, q=q, ctx=decode_context_tokens(x)).time_s
+    np.testing.assert_allclose(verify_step_s(x, q), direct, rtol=1e-12)
+    x = x.with_(compute_memory_overlap=0.3, attention_compute_frac=0.25, attention_bandwidth_frac=0.5).as_arrays()
     direct = step_cost(x, seqs=x.batch, q=q, ctx=decode_context_tokens(x)).time_s
     np.testing.assert_allclose(verify_step_s(x, q), direct, rtol=1e-12)
 

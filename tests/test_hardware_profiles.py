@@ -258,3 +258,25 @@ def test_missing_folder_is_reported(tmp_path):
     gpus, problems = load_gpus(tmp_path / "nope")
     assert gpus == {}
     assert len(problems) == 1 and "folder not found" in problems[0]
+
+
+@pytest.mark.parametrize("line, field", [
+    ("compute_memory_overlap = 1.5", "compute_memory_overlap"),
+    ("compute_memory_overlap = -2", "compute_memory_overlap"),
+    ("attention_compute_frac = 0", "attention_compute_frac"),
+    ("attention_bandwidth_frac = 1.2", "attention_bandwidth_frac"),
+])
+def test_measured_refinements_out_of_range_are_named(tmp_path, line, field):
+    (tmp_path / "refined.toml").write_text(_good_profile_text() + line + "\n", encoding="utf-8")
+    gpus, problems = load_gpus(tmp_path)
+    assert gpus == {}
+    assert len(problems) == 1 and field in problems[0]
+
+
+def test_measured_refinements_load(tmp_path):
+    text = _good_profile_text() + "compute_memory_overlap = -0.4\nattention_compute_frac = 0.25\nattention_bandwidth_frac = 0.55\n"
+    (tmp_path / "refined.toml").write_text(text, encoding="utf-8")
+    gpus, problems = load_gpus(tmp_path)
+    assert problems == []
+    g = gpus["refined"]
+    assert (g.compute_memory_overlap, g.attention_compute_frac, g.attention_bandwidth_frac) == (-0.4, 0.25, 0.55)

@@ -70,9 +70,19 @@ def _config(**kw) -> SimConfig:
 # ------------------------------------------------------------------ step time
 
 
+#: a measured (calibrated) profile's refinements of the roofline, and one slower than back to back
+REFINED = [
+    {},
+    dict(compute_memory_overlap=0.4, attention_compute_frac=0.3, attention_bandwidth_frac=0.6),
+    dict(compute_memory_overlap=-0.5, attention_bandwidth_frac=0.5),
+]
+
+
+@pytest.mark.parametrize("refined", REFINED, ids=["roofline", "measured", "negative-overlap"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda d: d["model"])
-def test_fast_step_time_equals_roofline_step_cost(catalog, shape):
+def test_fast_step_time_equals_roofline_step_cost(catalog, shape, refined):
     _, x = sim_inputs(Scenario(**shape), catalog)
+    x = x.with_(**refined)
     fast = Roofline.from_inputs(x)
     rng = np.random.default_rng(1)
     for _ in range(40):
