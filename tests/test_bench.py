@@ -59,9 +59,19 @@ def test_quick_run_schema_round_trips(quick):
     assert quick.device.quick and quick.device.slug.endswith("-numpy-quick")
     assert [p.label for p in quick.profiles] == ["calibrated"]  # a CPU has no datasheet profile
     assert {s.phase for s in quick.summary} == {"prefill", "decode", "mixed", "verify"}
-    assert quick.measured_peak_flop_per_s == max(m.flop_per_s for m in quick.matmul)
-    gemv = next(b for b in quick.bandwidth if b.kernel == "gemv")  # the decoder's weight-streaming kernel
-    assert quick.measured_bandwidth_bytes_per_s == gemv.bytes_per_s
+    # calibration rounds: one before the steps, one after the prefill steps, one after each context's
+    contexts = {c.ctx for c in quick.cases if c.seqs}
+    assert len(quick.rounds) == 2 + len(contexts)
+    assert quick.measured_peak_flop_per_s == pytest.approx(float(np.median([r.peak_flop_per_s for r in quick.rounds])))
+    assert quick.measured_bandwidth_bytes_per_s == pytest.approx(float(np.median([r.bandwidth_bytes_per_s for r in quick.rounds])))
+    assert quick.measured_compute_memory_overlap == pytest.approx(float(np.median([r.compute_memory_overlap for r in quick.rounds])))
+    assert {k.kernel for k in quick.bandwidth} == {"copy", "sum", "gemv"}  # gemv: the decoder's weight-streaming kernel
+    assert {a.kind for a in quick.attention} == {"decode", "prefill"}
+    assert 1 <= len(quick.overlap) <= 3 and all(o.rows >= 2 for o in quick.overlap)
+    cal = quick.calibrated_profile
+    assert cal.compute_memory_overlap == pytest.approx(quick.measured_compute_memory_overlap, abs=5e-4)
+    assert cal.attention_bandwidth_frac == pytest.approx(max(quick.measured_attention_bandwidth_frac, 1e-3), abs=5e-4)
+    assert quick.profiles[0].compute_memory_overlap == cal.compute_memory_overlap
     assert quick.device.linear_note.startswith("linear: ")
     copy = next(b for b in quick.bandwidth if b.kernel == "copy")
     assert copy.bytes_moved == 2 * copy.buffer_bytes  # a copy reads and writes every byte
@@ -171,7 +181,9 @@ def _mutated(quick: BenchResults, edit) -> str:
         (lambda q: "[1, 2]", "JSON object"),
         (lambda q: b"\xff\xfe", "UTF-8"),
         (lambda q: "x" * (6 * 2**20), "at most"),
-        (lambda q: results_json(q).replace('"schema_version": 1', '"schema_version": 9'), "schema_version"),
+        (lambda q: results_json(q).replace('"schema_version": 2', '"schema_version": 9'), "schema_version"),
+        (lambda q: _mutated(q, lambda d: d["overlap"][0].update(overlap=1.5)), "overlap.0.overlap"),
+        (lambda q: _mutated(q, lambda d: d["attention"][0].update(kind="train")), "attention.0.kind"),
         (lambda q: _mutated(q, lambda d: d["device"].pop("backend")), "device.backend"),
         (lambda q: _mutated(q, lambda d: d["cases"][0].update(tokens=999)), "tokens"),
         (lambda q: _mutated(q, lambda d: d["cases"][0].update(measured_s=-1.0)), "cases.0.measured_s"),
@@ -297,6 +309,20 @@ def test_predicted_ridge_is_where_compute_meets_memory(quick):
     assert not frame.isna().any().any()
 
 
+@pytest.mark.parametrize("t, o", [(1.0, 1.0), (1.5, 0.5), (2.0, 0.0), (3.0, -1.0), (9.0, -1.0), (0.5, 1.0)])
+def test_overlap_is_read_off_the_kernel_time(t, o):
+    # c = m = 1 s: the roofline says 1 s, back to back 2 s; o from t, clipped to [−1, 1]
+    from planner.bench.micro import OverlapSample
+    assert OverlapSample(rows=8, flop=10.0, bytes=20.0, median_s=t).overlap(10.0, 20.0) == pytest.approx(o)
+
+
+def test_ridge_rows_balance_arithmetic_and_streaming():
+    from planner.bench.micro import ridge_rows
+    # 500 GFLOP/s, 50 GB/s, fp32: 2·r FLOP per 4 bytes → r = 500·4 / (2·50) = 20
+    assert ridge_rows(500e9, 50e9, 4.0) == 20
+    assert ridge_rows(1e9, 1e12, 2.0) == 2  # never below two rows
+
+
 def test_predict_cases_is_one_vectorised_call(quick):
     gpu = quick.calibrated_profile.to_gpu(quick.device.slug)
     x = engine_inputs(gpu, quick.model, 4.0, 1.0, 1.0)
@@ -376,6 +402,10 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     assert len(at.get("plotly_chart")) == 2
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["Compute–memory overlap"] == f"{on_h100.measured_compute_memory_overlap:+.2f}"
+    assert labels["Calibration rounds"] == str(len(on_h100.rounds))
+    assert any("The link carries MFU and MBU only" in c.value for c in at.caption)
     at.button(key="xc_apply").click().run()
     assert not at.exception
     assert at.query_params["mfu"] == "0.55" and at.query_params["mbu"] == "0.65"
@@ -384,3 +414,20 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
     assert not at.exception
     assert any("not a benchmark results file" in e.value for e in at.error)
     assert math.isfinite(on_h100.wall_s)
+
+
+def test_committed_results_parse_and_their_profiles_load():
+    """Every results file shipped under benchmarks/results/ passes the gate the dashboard uses,
+    and its TOML is the calibrated profile in the JSON."""
+    from ui.crosscheck_tab import RESULTS_DIR
+
+    files = sorted(RESULTS_DIR.glob("*.json"))
+    assert files, "no committed benchmark results"
+    for path in files:
+        r = parse_results(path.read_bytes())
+        assert path.stem == r.device.slug and not r.device.quick
+        toml = path.with_suffix(".toml").read_text(encoding="utf-8")
+        gpu = parse_gpu_toml(toml, r.device.slug)
+        assert gpu.compute_memory_overlap == r.calibrated_profile.compute_memory_overlap
+        assert toml == profile_toml(r.calibrated_profile)
+        assert path.with_suffix(".csv").read_text(encoding="utf-8") == results_csv(r)

@@ -105,11 +105,23 @@ def _load(st: Any) -> BenchResults | None:
 def _device(st: Any, r: BenchResults) -> None:
     d = r.device
     cols = st.columns(3)
-    cols[0].metric("Matmul", f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s", help=f"{d.dtype}, best of {len(r.matmul)} sizes")
+    cols[0].metric("Matmul", f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s",
+                   help=f"{d.dtype}, best of {len(r.matmul)} sizes, median of {len(r.rounds)} rounds")
     cols[1].metric("Memory bandwidth", f"{r.measured_bandwidth_bytes_per_s / 1e9:.3g} GB/s",
                    help="the decoder's weight-streaming kernel (gemv at one token row); "
                         + ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.3g} GB/s" for b in r.bandwidth))
     cols[2].metric("Run time", fmt_seconds(r.wall_s))
+    cols = st.columns(3)
+    rows = ", ".join(str(o.rows) for o in r.overlap)
+    cols[0].metric("Compute–memory overlap", f"{r.measured_compute_memory_overlap:+.2f}",
+                   help=f"o in max(c, m) + (1 − o)·min(c, m): 1 = roofline, 0 = back to back; the linear kernel at {rows} token rows")
+    cols[1].metric("Attention: share of peak / bandwidth",
+                   f"{r.measured_attention_compute_frac:.2f} / {r.measured_attention_bandwidth_frac:.2f}",
+                   help="the decoder's attention kernel on one causal prompt (FLOP/s ÷ peak) and on one decode token "
+                        "per sequence over a KV cache (bytes/s ÷ bandwidth)")
+    bws = [x.bandwidth_bytes_per_s / 1e9 for x in r.rounds]
+    cols[2].metric("Calibration rounds", f"{len(r.rounds)}",
+                   help=f"interleaved with the steps; each figure is the median. Bandwidth ranged {min(bws):.3g} … {max(bws):.3g} GB/s")
     st.caption(md_escape(
         f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · " + (f"{d.linear_note} · " if d.linear_note else "")
         + f"{d.date_utc} · "
@@ -128,6 +140,10 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
         ))
         for note in cal.notes:
             st.caption(md_escape(note))
+        st.caption(md_escape(
+            f"The link carries MFU and MBU only; the measured overlap ({r.measured_compute_memory_overlap:+.2f}) and "
+            "attention shares are in the calibrated profile below."
+        ))
         if st.button("Apply calibration", key="xc_apply", type="primary"):
             ctx.update_scenario(mfu=cal.mfu, mbu=cal.mbu)
     else:

@@ -67,9 +67,16 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     paths = write_results(results, out_dir)
     r = results
     out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
-    out.write(f"matmul     {r.measured_peak_flop_per_s / 1e9:.1f} GFLOP/s (best of {len(r.matmul)} sizes)\n")
+    rounds = f"median of {len(r.rounds)} rounds"
+    out.write(f"matmul     {r.measured_peak_flop_per_s / 1e9:.1f} GFLOP/s (best of {len(r.matmul)} sizes; {rounds})\n")
     others = ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.1f}" for b in r.bandwidth)
-    out.write(f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (the decoder's weight-streaming kernel; {others} GB/s)\n")
+    out.write(f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (the decoder's weight-streaming kernel; {others} GB/s; {rounds})\n")
+    spread = [x.bandwidth_bytes_per_s / 1e9 for x in r.rounds]
+    out.write(f"rounds     bandwidth {min(spread):.1f} … {max(spread):.1f} GB/s over the run\n")
+    rows = ", ".join(str(o.rows) for o in r.overlap)
+    out.write(f"overlap    {r.measured_compute_memory_overlap:+.2f} (linear kernel at {rows} rows; 1 = roofline, 0 = back to back)\n")
+    out.write(f"attention  {r.measured_attention_compute_frac:.2f} of the peak (prefill), "
+              f"{r.measured_attention_bandwidth_frac:.2f} of the bandwidth (decode)\n")
     batch1 = sorted((c for c in r.cases if c.phase == "decode" and c.seqs == 1), key=lambda c: c.ctx)
     if batch1:
         rates = " / ".join(f"{c.predictions['calibrated'].bytes / c.measured_s / 1e9:.1f}" for c in batch1)

@@ -57,6 +57,9 @@ class Plan:
     warmup: int
     repeats: int
     target_s: float = 0.0  # short steps are repeated to fill about this long (see backend.timed)
+    micro_target_s: float = 0.0  # the same for the calibration rounds' measurements (run several times)
+    attention_keys: int = 16  # KV length of the decode-attention calibration (micro.measure_attention)
+    attention_prompt_tokens: int = 16  # prompt length of the prefill-attention calibration
 
     @property
     def max_positions(self) -> int:
@@ -100,6 +103,8 @@ def make_plan(device: str, quick: bool, llc_bytes: float | None, bytes_per_eleme
             cases=_cases((16, 32), (1, 4), (16, 32), ((2, 16, 8, 8),), (2,), 16),
             warmup=1,
             repeats=2,
+            attention_keys=32,
+            attention_prompt_tokens=32,
         )
     if device == "cuda":
         return Plan(
@@ -117,6 +122,9 @@ def make_plan(device: str, quick: bool, llc_bytes: float | None, bytes_per_eleme
             warmup=3,
             repeats=10,
             target_s=0.2,
+            micro_target_s=0.1,
+            attention_keys=2048,
+            attention_prompt_tokens=4096,
         )
     return Plan(
         shape=cpu_shape(llc_bytes, bytes_per_element),
@@ -133,4 +141,7 @@ def make_plan(device: str, quick: bool, llc_bytes: float | None, bytes_per_eleme
         warmup=1,
         repeats=3,
         target_s=1.0,
+        micro_target_s=0.3,
+        attention_keys=1024,
+        attention_prompt_tokens=1024,
     )

@@ -25,7 +25,7 @@ from ..profiles import format_validation_error
 from ..specs import GpuProfileFile, ModelSpec
 from .plan import PHASES, Phase
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Largest results file accepted (a full run is ~60 KB).
 MAX_RESULTS_BYTES = 5 * 2**20
 _KEY = r"^[a-z0-9][a-z0-9._-]{0,63}$"
@@ -76,6 +76,44 @@ class BandwidthRow(BaseModel):
     bytes_per_s: float = Field(gt=0)
 
 
+class OverlapRow(BaseModel):
+    """The linear kernel with ``rows`` token rows over the gemv weight (micro.measure_overlap)."""
+
+    model_config = _STRICT
+
+    rows: int = Field(ge=1, le=1_000_000)
+    flop: float = Field(gt=0)
+    bytes: float = Field(gt=0)
+    median_s: float = Field(gt=0)
+    overlap: float = Field(ge=-1, le=1, description="o from this row with the calibrated peak and bandwidth")
+
+
+class AttentionRow(BaseModel):
+    """The decoder's attention kernel at a decode or a prefill shape (micro.measure_attention)."""
+
+    model_config = _STRICT
+
+    kind: Literal["decode", "prefill"]
+    seqs: int = Field(ge=1)
+    queries: int = Field(ge=1)
+    keys: int = Field(ge=1)
+    flop: float = Field(gt=0)
+    bytes: float = Field(gt=0)
+    median_s: float = Field(gt=0)
+
+
+class RoundRow(BaseModel):
+    """What one calibration round measured; the calibrated profile takes the median of each."""
+
+    model_config = _STRICT
+
+    peak_flop_per_s: float = Field(gt=0)
+    bandwidth_bytes_per_s: float = Field(gt=0)
+    compute_memory_overlap: float = Field(ge=-1, le=1)
+    attention_compute_frac: float = Field(ge=0, le=1)
+    attention_bandwidth_frac: float = Field(ge=0, le=1)
+
+
 class ProfileUsed(BaseModel):
     model_config = _STRICT
 
@@ -85,6 +123,9 @@ class ProfileUsed(BaseModel):
     bandwidth_bytes_per_s: float = Field(gt=0)
     mfu: float = Field(gt=0, le=1)
     mbu: float = Field(gt=0, le=1)
+    compute_memory_overlap: float = Field(default=1.0, ge=-1, le=1)
+    attention_compute_frac: float = Field(default=1.0, gt=0, le=1)
+    attention_bandwidth_frac: float = Field(default=1.0, gt=0, le=1)
     source: str = Field(max_length=2000)
 
 
@@ -154,14 +195,20 @@ class RidgeRow(BaseModel):
 class BenchResults(BaseModel):
     model_config = _STRICT
 
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     device: DeviceInfo
     model: ModelSpec
     weight_bytes: float = Field(gt=0)
-    matmul: list[MatmulRow] = Field(min_length=1, max_length=100)
-    bandwidth: list[BandwidthRow] = Field(min_length=1, max_length=100)
+    matmul: list[MatmulRow] = Field(min_length=1, max_length=100, description="median over the rounds, per size")
+    bandwidth: list[BandwidthRow] = Field(min_length=1, max_length=100, description="median over the rounds, per kernel")
+    overlap: list[OverlapRow] = Field(min_length=1, max_length=100, description="median over the rounds, per row count")
+    attention: list[AttentionRow] = Field(min_length=1, max_length=10, description="median over the rounds, per shape")
+    rounds: list[RoundRow] = Field(min_length=1, max_length=1000)
     measured_peak_flop_per_s: float = Field(gt=0)
     measured_bandwidth_bytes_per_s: float = Field(gt=0, description="the calibration's: micro.CALIBRATION_KERNEL")
+    measured_compute_memory_overlap: float = Field(ge=-1, le=1)
+    measured_attention_compute_frac: float = Field(ge=0, le=1)
+    measured_attention_bandwidth_frac: float = Field(ge=0, le=1)
     profiles: list[ProfileUsed] = Field(min_length=1, max_length=2)
     cases: list[CaseResult] = Field(min_length=1, max_length=10_000)
     summary: list[PhaseSummary] = Field(max_length=100)

@@ -1,22 +1,31 @@
 """Run the benchmark end to end and build the validated ``BenchResults``.
 
-Order: device facts → matmul FLOP/s and bandwidth (these calibrate the
-profile) → the decoder, its linear kernels tuned (``backend.tune_linear``) →
-its steps, grouped by the KV cache they need → matmul and bandwidth again (each
-keeps its faster round) → the engine's prediction for each step under each
-profile → errors, medians, ridge.
+Order: device facts → the decoder, its linear kernels tuned
+(``backend.tune_linear``) → a calibration round (measurements 1–2: matmul
+FLOP/s, bandwidth, overlap, attention; ``micro.CalibrationRound``) → the prefill
+steps → a round → per KV-cache context, its steps → a round → the engine's
+prediction for each step under each profile → errors, medians, ridge.
 
-Calibrated profile: peak = best measured matmul FLOP/s, bandwidth = the rate
+Calibration rounds are interleaved with the steps because a shared host's memory
+bandwidth drifts by tens of per cent within minutes (docs/benchmark.md); each
+quantity of the calibrated profile is the **median over the rounds**, so it
+describes the machine over the whole run, not one moment of it.
+
+Calibrated profile: peak = the best matmul size's FLOP/s, bandwidth = the rate
 the decoder's own linear kernel streams a weight matrix at one token row
-(``micro.CALIBRATION_KERNEL``), predictions with MFU = MBU = 1.  Datasheet profile
-(only when the device matches a shipped one): its figures with the planner's
-default MFU/MBU (``Scenario()``), i.e. what the dashboard would predict.
+(``micro.CALIBRATION_KERNEL``), the compute–memory overlap of that kernel near
+its ridge, and the attention kernel's share of the peak and of the bandwidth;
+predictions with MFU = MBU = 1.  Nothing in it is taken from the scored steps.
+Datasheet profile (only when the device matches a shipped one): its figures with
+the planner's default MFU/MBU (``Scenario()``) and the plain roofline, i.e. what
+the dashboard would predict.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from statistics import median
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +39,18 @@ from . import host
 from .backend import make_backend
 from .threads import tune_malloc
 from .decoder import Decoder, KVCache
-from .micro import CALIBRATION_KERNEL, BandwidthSample, MatmulSample, measure_bandwidth, measure_matmul
+from .micro import (
+    AttentionSample,
+    BandwidthSample,
+    CalibrationRound,
+    MatmulSample,
+    OverlapSample,
+    measure_attention,
+    measure_bandwidth,
+    measure_matmul,
+    measure_overlap,
+    ridge_rows,
+)
 from .plan import PHASES, Case, Plan, make_plan
 from .predict import (
     engine_inputs,
@@ -42,15 +62,18 @@ from .predict import (
 )
 from .results import (
     SCHEMA_VERSION,
+    AttentionRow,
     BandwidthRow,
     BenchResults,
     CaseResult,
     DeviceInfo,
     MatmulRow,
+    OverlapRow,
     PhaseSummary,
     Prediction,
     ProfileUsed,
     RidgeRow,
+    RoundRow,
     profile_toml,
     results_csv,
     results_json,
@@ -105,8 +128,11 @@ def kv_cache_bytes(plan: Plan, seqs: int, tokens: int, bytes_per_element: float)
     return 2.0 * s.layers * seqs * s.kv_heads * tokens * s.head_dim * bytes_per_element
 
 
-def measure_cases(decoder: Decoder, plan: Plan, budget_bytes: float, log: Log) -> tuple[dict[Case, Timing], list[str]]:
-    """Time every case that fits ``budget_bytes`` of KV cache; the others are listed as skipped."""
+def measure_cases(
+    decoder: Decoder, plan: Plan, budget_bytes: float, log: Log, between: Callable[[], None] = lambda: None,
+) -> tuple[dict[Case, Timing], list[str]]:
+    """Time every case that fits ``budget_bytes`` of KV cache; the others are listed as skipped.
+    ``between`` runs after the prefill steps and after each context's steps (a calibration round)."""
     be = decoder.be
     bpe = be.bytes_per_element
     done: dict[Case, Timing] = {}
@@ -132,6 +158,7 @@ def measure_cases(decoder: Decoder, plan: Plan, budget_bytes: float, log: Log) -
     prompt = decoder.cache(1, prompt_tokens) if prompt_tokens else None
     for case in (c for c in plan.cases if c.phase == "prefill"):
         run(case, None, prompt)
+    between()
 
     running_cases = [c for c in plan.cases if c.seqs]
     for ctx in sorted({c.ctx for c in running_cases}):
@@ -149,30 +176,87 @@ def measure_cases(decoder: Decoder, plan: Plan, budget_bytes: float, log: Log) -
             run(case, cache, prompt)
         del cache
         be.release()
+        between()
     return done, skipped
 
 
-def _best(samples, attr: str):
-    return max(samples, key=lambda s: getattr(s, attr))
+@dataclass(frozen=True)
+class Calibration:
+    """Measurements 1–2 over all rounds: each row and each derived quantity the median of its rounds."""
+
+    rounds: list[CalibrationRound]
+
+    @staticmethod
+    def _median_rows(rows_per_round: list[list], make) -> list:
+        return [make(same, median(r.median_s for r in same)) for same in zip(*rows_per_round)]
+
+    @property
+    def matmul(self) -> list[MatmulSample]:
+        return self._median_rows([r.matmul for r in self.rounds], lambda same, t: MatmulSample(same[0].size, same[0].flop, t))
+
+    @property
+    def bandwidth(self) -> list[BandwidthSample]:
+        return self._median_rows(
+            [r.bandwidth for r in self.rounds],
+            lambda same, t: BandwidthSample(same[0].kernel, same[0].buffer_bytes, same[0].bytes_moved, t))
+
+    @property
+    def overlap(self) -> list[OverlapSample]:
+        return self._median_rows(
+            [r.overlap for r in self.rounds], lambda same, t: OverlapSample(same[0].rows, same[0].flop, same[0].bytes, t))
+
+    @property
+    def attention(self) -> list[AttentionSample]:
+        return self._median_rows(
+            [r.attention for r in self.rounds],
+            lambda same, t: AttentionSample(same[0].kind, same[0].seqs, same[0].queries, same[0].keys, same[0].flop, same[0].bytes, t))
+
+    def _median(self, attr: str) -> float:
+        return median(getattr(r, attr) for r in self.rounds)
+
+    @property
+    def peak_flop_per_s(self) -> float:
+        return self._median("peak_flop_per_s")
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self._median("bandwidth_bytes_per_s")
+
+    @property
+    def compute_memory_overlap(self) -> float:
+        return self._median("compute_memory_overlap")
+
+    @property
+    def attention_compute_frac(self) -> float:
+        return self._median("attention_compute_frac")
+
+    @property
+    def attention_bandwidth_frac(self) -> float:
+        return self._median("attention_bandwidth_frac")
 
 
-def calibration_bandwidth(bandwidth: list[BandwidthSample]) -> BandwidthSample:
-    return next(b for b in bandwidth if b.kernel == CALIBRATION_KERNEL)
+#: smallest attention fraction written to a profile (the schema wants > 0)
+MIN_FRAC = 0.001
 
 
 def calibrated_profile(
-    dev: Device, be, plan: Plan, matmul: list[MatmulSample], bandwidth: list[BandwidthSample],
-    datasheet: GPU | None, host_link_bytes_per_s: float | None, when: str,
+    dev: Device, be, plan: Plan, cal: Calibration, datasheet: GPU | None, host_link_bytes_per_s: float | None, when: str,
 ) -> GpuProfileFile:
     """The measured peaks in ``hardware_profiles/`` form (see module doc)."""
-    mm, bw = _best(matmul, "flop_per_s"), calibration_bandwidth(bandwidth)
+    bandwidth = cal.bandwidth
+    bw = cal.bandwidth_bytes_per_s
+    ov = ", ".join(str(o.rows) for o in cal.overlap)
     notes = [
         f"{be.name} {be.dtype_name} on {dev.kind}; {be.thread_note}.",
-        f"dense_tflops_bf16 holds the best {be.dtype_name} matmul rate measured (sizes {', '.join(map(str, plan.matmul_sizes))}; "
-        f"best at n = {mm.size}): the engine reads the bf16 field for bf16 weights.",
-        f"Bandwidth: {bw.kernel}, the decoder's linear kernel at one token row, over a "
+        f"Every figure is the median over {len(cal.rounds)} calibration rounds interleaved with the benchmark's steps.",
+        f"dense_tflops_bf16 holds the best {be.dtype_name} matmul rate measured (sizes {', '.join(map(str, plan.matmul_sizes))}): "
+        "the engine reads the bf16 field for bf16 weights.",
+        f"Bandwidth: gemv, the decoder's linear kernel at one token row, over a "
         f"{plan.bandwidth_buffer_bytes / MiB:.0f} MiB weight ({be.linear_note}); "
         + ", ".join(f"{b.kernel} {b.bytes_per_s / GB:.1f} GB/s" for b in bandwidth) + ".",
+        f"compute_memory_overlap: the same kernel and weight at {ov} token rows (around its ridge).",
+        "attention_compute_frac / attention_bandwidth_frac: the decoder's attention kernel on one causal prompt "
+        "(FLOP/s ÷ peak) and on one decode token per sequence over a KV cache (bytes/s ÷ bandwidth).",
     ]
     extra: dict = {}
     if datasheet is not None:
@@ -185,7 +269,7 @@ def calibrated_profile(
         extra = dict(price_usd_per_gpu_hour=0.0, price_source="not priced: a measured machine")
         notes.append("No datasheet profile matched: interconnect = measured pinned host-to-device copy rate.")
     else:
-        link = bw.bytes_per_s / GB
+        link = bw / GB
         extra = dict(price_usd_per_gpu_hour=0.0, price_source="not priced: a measured machine")
         notes.append("CPU: there is one device, so tp = 1; interconnect = the measured memory bandwidth "
                      "(shared-memory collectives between processes on one host go through DRAM).")
@@ -193,12 +277,15 @@ def calibrated_profile(
         name=f"{dev.name} (measured, {be.name} {be.dtype_name})"[:120],
         vendor=(dev.name.split() or ["unknown"])[0][:40],
         memory_capacity_gib=round(dev.memory_bytes / GiB, 2),
-        memory_bandwidth_tb_per_s=round(bw.bytes_per_s / TERA, 6),
-        dense_tflops_bf16=round(mm.flop_per_s / TERA, 6),
+        memory_bandwidth_tb_per_s=round(bw / TERA, 6),
+        dense_tflops_bf16=round(cal.peak_flop_per_s / TERA, 6),
         interconnect_gb_per_s=round(link, 3),
         source=f"measured by python -m planner bench on {host.host_name()} {when}",
         notes=" ".join(notes),
         calibrated=True,
+        compute_memory_overlap=round(cal.compute_memory_overlap, 3),
+        attention_compute_frac=max(round(cal.attention_compute_frac, 3), MIN_FRAC),
+        attention_bandwidth_frac=max(round(cal.attention_bandwidth_frac, 3), MIN_FRAC),
         **extra,
     )
 
@@ -217,23 +304,29 @@ def _prediction_rows(x, cases: list[Case], measured: list[float]) -> list[Predic
     return out
 
 
-def _micro(
-    be, plan: Plan, log: Log, matmul: list[MatmulSample] | None = None, bandwidth: list[BandwidthSample] | None = None,
-) -> tuple[list[MatmulSample], list[BandwidthSample]]:
-    """Measurements 1–2 (matmul FLOP/s, bandwidth).  Run before and after the decoder's cases;
-    given the first round, each size / kernel keeps the faster of the two: a peak is the best
-    the machine delivers, and another tenant of the host (invisible from inside a VM) only
-    ever lowers a round."""
-    mm = measure_matmul(be, plan.matmul_sizes, plan.warmup, plan.repeats, plan.target_s)
-    bw = measure_bandwidth(be, plan.bandwidth_buffer_bytes, plan.warmup, plan.repeats, plan.target_s)
-    if matmul is not None and bandwidth is not None:
-        mm = [min(a, b, key=lambda s: s.median_s) for a, b in zip(matmul, mm)]
-        bw = [min(a, b, key=lambda s: s.median_s) for a, b in zip(bandwidth, bw)]
-    for m in mm:
-        log(f"matmul n={m.size}: {m.flop_per_s / 1e9:.1f} GFLOP/s")
-    for b in bw:
-        log(f"bandwidth {b.kernel} ({b.buffer_bytes / MiB:.0f} MiB): {b.bytes_per_s / 1e9:.1f} GB/s")
-    return mm, bw
+def calibration_round(be, plan: Plan, log: Log, rows: tuple[int, ...] | None = None) -> CalibrationRound:
+    """Measurements 1–2 once (``micro``): matmul sizes, bandwidth kernels, the linear kernel
+    around its ridge (overlap; ``rows`` token rows, by default half, once and twice the ridge
+    this round measures — later rounds reuse the first round's rows), the attention kernel at
+    a decode and a prefill shape."""
+    t = plan.micro_target_s
+    mm = measure_matmul(be, plan.matmul_sizes, plan.warmup, plan.repeats, t)
+    bw = measure_bandwidth(be, plan.bandwidth_buffer_bytes, plan.warmup, plan.repeats, t)
+    peak = max(m.flop_per_s for m in mm)
+    gemv = next(b for b in bw if b.kernel == "gemv").bytes_per_s
+    if rows is None:
+        r = ridge_rows(peak, gemv, be.bytes_per_element)
+        rows = tuple(sorted({max(2, r // 2), r, 2 * r}))
+    ov = measure_overlap(be, plan.bandwidth_buffer_bytes, list(rows), plan.warmup, plan.repeats, t)
+    s = plan.shape
+    att = measure_attention(be, s.heads, s.kv_heads, s.head_dim, plan.bandwidth_buffer_bytes, plan.attention_keys,
+                            plan.attention_prompt_tokens, plan.warmup, plan.repeats, t)
+    rnd = CalibrationRound(mm, bw, ov, att)
+    log(f"calibration round: peak {rnd.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth {rnd.bandwidth_bytes_per_s / 1e9:.1f} GB/s "
+        f"(copy {bw[0].bytes_per_s / 1e9:.1f}, sum {bw[1].bytes_per_s / 1e9:.1f}), overlap {rnd.compute_memory_overlap:+.2f} "
+        f"at rows {', '.join(map(str, rows))}, attention {rnd.attention_compute_frac:.2f} of peak / "
+        f"{rnd.attention_bandwidth_frac:.2f} of bandwidth")
+    return rnd
 
 
 def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log = lambda _m: None) -> BenchResults:
@@ -247,7 +340,6 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
     log(f"{dev.name}: {be.name} {be.dtype_name}, {be.thread_note}; {malloc_note}; LLC {dev.llc_bytes or 0:.0f} B; "
         f"1-min load average {load_before:.2f}")
 
-    matmul, bandwidth = _micro(be, plan, log)
     link = None
     if device == "cuda" and dev.profile_key is None:
         link = be.host_link_bytes_per_s(min(plan.bandwidth_buffer_bytes, 1 * GiB), plan.warmup, plan.repeats)
@@ -258,19 +350,26 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
     decoder = Decoder(plan.shape, be, plan.max_positions)
     be.tune_linear(decoder.weights(), [c.tokens for c in plan.cases])
     log(be.linear_note)
+    rounds = [calibration_round(be, plan, log)]
+    rows = tuple(o.rows for o in rounds[0].overlap)
     budget = KV_MEMORY_SHARE[device] * dev.free_bytes - weight_bytes
-    measured, skipped = measure_cases(decoder, plan, budget, log)
+    measured, skipped = measure_cases(decoder, plan, budget, log, lambda: rounds.append(calibration_round(be, plan, log, rows)))
     del decoder
     be.release()
-    log("calibration, second round (each size and kernel keeps its faster round):")
-    matmul, bandwidth = _micro(be, plan, log, matmul, bandwidth)
+    cal = Calibration(rounds)
+    log(f"calibration (median of {len(rounds)} rounds): peak {cal.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth "
+        f"{cal.bandwidth_bytes_per_s / 1e9:.1f} GB/s, overlap {cal.compute_memory_overlap:+.2f}, attention "
+        f"{cal.attention_compute_frac:.2f} of peak / {cal.attention_bandwidth_frac:.2f} of bandwidth")
 
     slug = host.slug(dev.name, 40) + f"-{be.name}" + ("-quick" if quick else "")
     datasheet = catalog.gpus.get(dev.profile_key) if dev.profile_key else None
-    cal_file = calibrated_profile(dev, be, plan, matmul, bandwidth, datasheet, link, when)
+    cal_file = calibrated_profile(dev, be, plan, cal, datasheet, link, when)
     cal_gpu = cal_file.to_gpu(slug)
     profiles = [ProfileUsed(label="calibrated", key=slug, peak_flop_per_s=cal_gpu.peak_for("bf16"),
-                            bandwidth_bytes_per_s=cal_gpu.memory_bandwidth_bytes_per_s, mfu=1.0, mbu=1.0, source=cal_file.source)]
+                            bandwidth_bytes_per_s=cal_gpu.memory_bandwidth_bytes_per_s, mfu=1.0, mbu=1.0,
+                            compute_memory_overlap=cal_gpu.compute_memory_overlap,
+                            attention_compute_frac=cal_gpu.attention_compute_frac,
+                            attention_bandwidth_frac=cal_gpu.attention_bandwidth_frac, source=cal_file.source)]
     gpus = {"calibrated": cal_gpu}
     if datasheet is not None:
         d = Scenario()
@@ -321,11 +420,21 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
         ),
         model=model,
         weight_bytes=weight_bytes,
-        matmul=[MatmulRow(size=m.size, flop=m.flop, median_s=m.median_s, flop_per_s=m.flop_per_s) for m in matmul],
+        matmul=[MatmulRow(size=m.size, flop=m.flop, median_s=m.median_s, flop_per_s=m.flop_per_s) for m in cal.matmul],
         bandwidth=[BandwidthRow(kernel=b.kernel, buffer_bytes=b.buffer_bytes, bytes_moved=b.bytes_moved,
-                                median_s=b.median_s, bytes_per_s=b.bytes_per_s) for b in bandwidth],
-        measured_peak_flop_per_s=_best(matmul, "flop_per_s").flop_per_s,
-        measured_bandwidth_bytes_per_s=calibration_bandwidth(bandwidth).bytes_per_s,
+                                median_s=b.median_s, bytes_per_s=b.bytes_per_s) for b in cal.bandwidth],
+        overlap=[OverlapRow(rows=o.rows, flop=o.flop, bytes=o.bytes, median_s=o.median_s,
+                            overlap=o.overlap(cal.peak_flop_per_s, cal.bandwidth_bytes_per_s)) for o in cal.overlap],
+        attention=[AttentionRow(kind=a.kind, seqs=a.seqs, queries=a.queries, keys=a.keys, flop=a.flop, bytes=a.bytes,
+                                median_s=a.median_s) for a in cal.attention],
+        rounds=[RoundRow(peak_flop_per_s=r.peak_flop_per_s, bandwidth_bytes_per_s=r.bandwidth_bytes_per_s,
+                         compute_memory_overlap=r.compute_memory_overlap, attention_compute_frac=r.attention_compute_frac,
+                         attention_bandwidth_frac=r.attention_bandwidth_frac) for r in cal.rounds],
+        measured_peak_flop_per_s=cal.peak_flop_per_s,
+        measured_bandwidth_bytes_per_s=cal.bandwidth_bytes_per_s,
+        measured_compute_memory_overlap=cal.compute_memory_overlap,
+        measured_attention_compute_frac=cal.attention_compute_frac,
+        measured_attention_bandwidth_frac=cal.attention_bandwidth_frac,
         profiles=profiles,
         cases=case_rows,
         summary=summary,
