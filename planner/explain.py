@@ -85,6 +85,13 @@ class _Scenario:
         self.kv_b = f(x.kv_bytes_per_element)
         self.per_layer = f(x.kv_elements_per_token_per_layer) * self.kv_b
         self.ctx = f(decode_context_tokens(x.as_arrays()))
+        self.o, self.a_c, self.a_m = f(x.compute_memory_overlap), f(x.attention_compute_frac), f(x.attention_bandwidth_frac)
+        #: a measured (calibrated) profile's refinements of the roofline are in use
+        self.refined = (self.o, self.a_c, self.a_m) != (1.0, 1.0, 1.0)
+
+    @property
+    def step_time_formula(self) -> str:
+        return STEP_TIME_REFINED if self.refined else STEP_TIME
 
     # ------------------------------------------------------------ shared sub-expressions
 
@@ -121,13 +128,20 @@ class _Scenario:
 
     def step_time(self, cost: StepCost, tokens: float) -> str:
         peak, bw = f"({num(self.peak)} · {num(self.mfu)})", f"({num(self.bw)} · {num(self.mbu)})"
+        att_peak, att_bw = peak, bw
+        if self.refined:
+            att_peak = f"({num(self.a_c)} · {num(self.peak)} · {num(self.mfu)})"
+            att_bw = f"({num(self.a_m)} · {num(self.bw)} · {num(self.mbu)})"
 
-        def part(flop, bytes_) -> str:
-            return f"max({num(float(flop))} / {peak}, {num(float(bytes_))} / {bw})"
+        def part(flop, bytes_, p: str, b: str) -> str:
+            c, m = f"{num(float(flop))} / {p}", f"{num(float(bytes_))} / {b}"
+            if not self.refined:
+                return f"max({c}, {m})"
+            return f"(max({c}, {m}) + (1 - {num(self.o)}) · min({c}, {m}))"
 
         return (
-            f"{part(cost.matmul_flop, cost.matmul_bytes)} + {part(cost.attention_flop, cost.attention_bytes)} + "
-            f"{self.comm(tokens)}"
+            f"{part(cost.matmul_flop, cost.matmul_bytes, peak, bw)} + "
+            f"{part(cost.attention_flop, cost.attention_bytes, att_peak, att_bw)} + {self.comm(tokens)}"
         )
 
 
@@ -135,6 +149,11 @@ STEP_TIME = (
     "max(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + max(F_att / (peak · MFU), B_att / (bandwidth · MBU)) + t_comm"
     "  (weight matmuls, then attention: F_mm = 2 · (N_matmul − N_head) · T + 2 · N_head · T_logits, B_mm = weights + "
     "activations; F_att = attention FLOP, B_att = KV read + written; all per GPU)"
+)
+STEP_TIME_REFINED = (
+    "R(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + R(F_att / (a_c · peak · MFU), B_att / (a_m · bandwidth · MBU)) "
+    "+ t_comm,  R(c, m) = max(c, m) + (1 − o) · min(c, m)  (o, a_c, a_m: the calibrated profile's measured overlap "
+    "and attention shares; docs/model.md §4–5)"
 )
 COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency) when tp > 1"
 
@@ -225,7 +244,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
             f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}", _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
-            "Time to first token (TTFT)", f"{STEP_TIME};  {COMM}", s.step_time(pre, s.P),
+            "Time to first token (TTFT)", f"{s.step_time_formula};  {COMM}", s.step_time(pre, s.P),
             _seconds_value(m["ttft_s"], m["prefill_compute_bound"]),
         ),
         ExplainItem(
@@ -239,7 +258,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
             _bytes_value(m["decode_bytes"]),
         ),
         ExplainItem(
-            "Decode step time (plain)", f"{STEP_TIME};  {COMM}", s.step_time(dec, s.B),
+            "Decode step time (plain)", f"{s.step_time_formula};  {COMM}", s.step_time(dec, s.B),
             _seconds_value(m["plain_tpot_s"], m["decode_compute_bound"]),
         ),
     ]
@@ -292,7 +311,7 @@ def _chunked_items(s: _Scenario) -> list[ExplainItem]:
         ),
         ExplainItem(
             "Chunked prefill: running streams' max inter-token latency",
-            f"the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; {STEP_TIME}",
+            f"the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; {s.step_time_formula}",
             s.step_time(biggest, s.B + min(C, P)), _seconds_value(m["chunked_max_itl_s"]),
         ),
         ExplainItem(

@@ -168,3 +168,27 @@ def test_number_formatting_reads_back():
         assert calculate(num(v)) == pytest.approx(v, rel=1e-6)
     assert num(16_060_522_496) == "16,060,522,496" and num(9.894e14) == "9.894e14" and num(5e-6) == "5e-6"
     assert calculate(exact(55100977152.123)) == 55100977152.123
+
+
+def _refined_catalog(**refinements):
+    """The shipped catalog plus an H100 whose profile carries measured refinements of the roofline."""
+    from dataclasses import replace
+
+    gpus = dict(CATALOG.gpus)
+    gpus["h100-measured"] = CATALOG.gpus["h100-sxm"].model_copy(update=dict(key="h100-measured", calibrated=True, **refinements))
+    return replace(CATALOG, gpus=gpus)
+
+
+@pytest.mark.parametrize("refinements", [
+    dict(compute_memory_overlap=0.45, attention_compute_frac=0.25, attention_bandwidth_frac=0.55),
+    dict(compute_memory_overlap=-1.0),
+])
+@pytest.mark.parametrize("kw", [dict(), dict(model="llama-3.1-8b", batch=256, prompt=8192, chunk=1024, spec=True)])
+def test_substitution_holds_with_a_calibrated_profile(refinements, kw):
+    catalog = _refined_catalog(**refinements)
+    result = evaluate(Scenario(gpu="h100-measured", **kw), catalog)
+    items = check(result)
+    step = next(i for i in items if i.title == "Decode step time (plain)")
+    assert "min(" in step.substituted and "(1 − o) · min(c, m)" in step.formula
+    plain = next(i for i in check(evaluate(Scenario(gpu="h100-sxm", **kw), CATALOG)) if i.title == "Decode step time (plain)")
+    assert "min(" not in plain.substituted and "R(c, m)" not in plain.formula
