@@ -151,7 +151,8 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
         st.info(md_escape(
             f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
             f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
-            f"hardware_profiles/{r.device.slug}.toml and choose it as the GPU."
+            f"hardware_profiles/{r.device.slug}.toml, choose it as the GPU and set MFU = MBU = 1 (its rates are "
+            f"measured; the advisor says so if they are not)."
         ))
     st.download_button("Calibrated profile (TOML)", data=profile_toml(r.calibrated_profile), file_name=f"{r.device.slug}.toml",
                        mime="application/toml", key="xc_toml", on_click="ignore", icon=":material/download:")
