@@ -55,8 +55,8 @@ def render(ctx: PageContext) -> None:
                  column_config={
                      "median_abs_error_pct": st.column_config.NumberColumn("median |error| (%)", format="%.1f"),
                      "median_abs_serial_error_pct": st.column_config.NumberColumn(
-                         "no-overlap bound: median |error| (%)", format="%.1f",
-                         help="if compute and memory traffic did not overlap: compute + memory time (a diagnostic)"),
+                         "no overlap (o = 0): median |error| (%)", format="%.1f",
+                         help="compute + memory time, as if they did not overlap at all (o = 0; a diagnostic beside the measured o)"),
                  })
     st.plotly_chart(decode_figure(results, profile), key="xc-decode", config=PLOTLY_CONFIG)
     st.plotly_chart(prefill_figure(results, profile), key="xc-prefill", config=PLOTLY_CONFIG)

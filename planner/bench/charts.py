@@ -5,7 +5,7 @@ are shown in ms and errors in % — the only unit conversion, done here.
 
   decode_figure    step time vs batch, one colour per context (log–log),
                    measured as markers, predicted (roofline max) as dashed lines, the
-                   no-overlap bound (compute + memory) dotted; error % of the prediction below
+                   no overlap (o = 0: compute + memory) dotted; error % of the prediction below
   prefill_figure   prefill time vs prompt tokens, same layout
 """
 
@@ -49,9 +49,9 @@ def _add_series(fig: go.Figure, rows: list[CaseResult], x: list[int], profile: s
                              line=dict(color=color, dash="dash"), customdata=bound,
                              hovertemplate="%{x}: predicted %{y:.3g} ms (%{customdata}-bound)<extra></extra>"), row=1, col=1)
     serial = [r.predictions[profile].serial_s * MS_PER_S for r in rows]
-    fig.add_trace(go.Scatter(x=x, y=serial, mode="lines", name=f"{name} compute + memory", legendgroup=name,
+    fig.add_trace(go.Scatter(x=x, y=serial, mode="lines", name=f"{name} no overlap (o = 0)", legendgroup=name,
                              line=dict(color=color, dash="dot", width=1), opacity=0.6,
-                             hovertemplate="%{x}: no-overlap bound %{y:.3g} ms<extra></extra>"), row=1, col=1)
+                             hovertemplate="%{x}: no overlap (o = 0) %{y:.3g} ms<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Scatter(x=x, y=error, mode="lines+markers", name=f"{name} error", legendgroup=name,
                              showlegend=False, line=dict(color=color), marker=dict(size=5),
                              hovertemplate="%{x}: error %{y:+.1f} %<extra></extra>"), row=2, col=1)
