@@ -36,7 +36,7 @@ class BadInput(Exception):
 
 def scenario_from_link(link: str, catalog: Catalog, err) -> Scenario:
     """Decode ``link``; notices go to ``err``; rejected values raise BadInput."""
-    scenario, issues = from_query(link, set(catalog.gpus), set(catalog.models))
+    scenario, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models))
     fatal = [str(i) for i in issues if i.fatal]
     for i in issues:
         if not i.fatal:
@@ -147,6 +147,9 @@ def _cmd_list(args, catalog: Catalog, out, err) -> int:
     items = catalog.gpus if args.command == "gpus" else catalog.models
     for key, item in sorted(items.items()):
         out.write(f"{key:<16} {item.name}\n")
+    if args.command == "gpus":
+        for key, item in sorted(catalog.measured.items()):
+            out.write(f"{key:<16} {item.name}  [measured: benchmarks/results/{key}.toml]\n")
     return 0
 
 

@@ -10,9 +10,11 @@ tp where it would run.  A GPU that fits at no tp ≤ 64 keeps empty metrics and 
 meets_slo            = ttft_s ≤ slo_ttft_s and tpot_s ≤ slo_tpot_s, and memory holds the batch
                        (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
                        one the GPU can deliver)
-cheapest_meeting_slo = the lowest $/M output tokens among the rows meeting the SLO
+cheapest_meeting_slo = the lowest $/M output tokens among the priced rows meeting the SLO
 Price: each profile's own $/GPU-hour; the scenario's ``gpu_price`` override applies
-only to the scenario's own GPU.
+only to the scenario's own GPU.  A profile priced at 0 (a measured machine,
+``price_source`` "not priced") has no cost: its cost cell is empty and it is never
+the cheapest.  A measured profile is a row only when it is the scenario's GPU.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     Raises ``engine.ScenarioError`` when the scenario's model cannot be resolved.
     """
     r = resolve(scenario, catalog)
-    keys = list(catalog.gpus)
+    keys = list(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
     own_price = scenario.model_copy(update={"gpu_price": None})
-    xs = [from_specs(catalog.gpus[k], r.model, scenario if k == scenario.gpu else own_price, r.draft) for k in keys]
+    xs = [from_specs(catalog.profile(k), r.model, scenario if k == scenario.gpu else own_price, r.draft) for k in keys]
     x = stack_inputs(xs)
     at_tp = compute(x)
     fits = np.asarray(at_tp["fits"], dtype=bool)
@@ -59,15 +61,17 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     out = compute(x.with_(tp=np.where(runs, tp_used, float(scenario.tp))))
     price = np.asarray(x.price_usd_per_gpu_hour)
 
+    priced = price > 0
+
     def metric(name: str, dtype: str) -> pd.array:
         v = np.asarray(out[name], dtype=float)
-        ok = runs & np.isfinite(v)
+        ok = runs & np.isfinite(v) & (priced if name == "cost_per_million_output_tokens_usd" else True)
         return pd.array([v[i] if ok[i] else None for i in range(len(keys))], dtype=dtype)
 
     frame = pd.DataFrame(
         {
             "gpu": keys,
-            "name": [catalog.gpus[k].name for k in keys],
+            "name": [catalog.profile(k).name for k in keys],
             "fits": fits,
             "min_tp_that_fits": pd.array([int(t) if t > 0 else None for t in min_tp], dtype="Int64"),
             "tp_used": pd.array([int(t) if t > 0 else None for t in tp_used], dtype="Int64"),
@@ -84,18 +88,20 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     meets = batch_fits & (np.asarray(out["ttft_s"]) <= scenario.slo_ttft_s) & (np.asarray(out["tpot_s"]) <= scenario.slo_tpot_s)
     frame["meets_slo"] = meets
     cheapest = np.zeros(len(keys), dtype=bool)
-    if meets.any():
-        cost = np.where(meets, np.asarray(out["cost_per_million_output_tokens_usd"], dtype=float), np.inf)
+    if (meets & priced).any():
+        cost = np.where(meets & priced, np.asarray(out["cost_per_million_output_tokens_usd"], dtype=float), np.inf)
         cheapest[int(np.argmin(cost))] = True
     frame["cheapest_meeting_slo"] = cheapest
-    frame["note"] = [_note(scenario, fits[i], tp_used[i], out, i) for i in range(len(keys))]
+    frame["note"] = [_note(scenario, fits[i], tp_used[i], out, i, bool(priced[i])) for i in range(len(keys))]
     return frame
 
 
-def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int) -> str:
+def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int, priced: bool = True) -> str:
     if tp_used == 0:
         return "does not fit at any tp up to 64"
     notes = [] if fits else [f"does not fit at tp={s.tp}; shown at tp={int(tp_used)}"]
+    if not priced:
+        notes.append("not priced (set a GPU price)")
     if not bool(np.asarray(out["batch_fits_memory"])[i]):
         notes.append(f"batch {s.batch} exceeds the {int(np.asarray(out['max_concurrent_sequences'])[i])} sequences that fit")
     return "; ".join(notes)

@@ -63,9 +63,9 @@ def apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
 
 def resolve(s: Scenario, catalog: Catalog) -> Resolved:
     problems = []
-    gpu = catalog.gpus.get(s.gpu)
+    gpu = catalog.profile(s.gpu)
     if gpu is None:
-        problems.append(f"gpu={s.gpu!r}: unknown GPU profile; choose one of {', '.join(sorted(catalog.gpus))}")
+        problems.append(f"gpu={s.gpu!r}: unknown GPU profile; choose one of {', '.join(catalog.profile_keys())}")
     model = catalog.models.get(s.model)
     if s.model == CUSTOM_MODEL:
         try:

@@ -17,6 +17,8 @@ from .specs import GPU, GpuProfileFile, ModelSpec
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARDWARE_DIR = REPO_ROOT / "hardware_profiles"
 MODEL_DIR = REPO_ROOT / "model_presets"
+#: calibrated profiles written by ``python -m planner bench`` and committed with their results
+MEASURED_DIR = REPO_ROOT / "benchmarks" / "results"
 
 #: Largest profile or preset file we read (a TOML of this kind is ~2 KB).
 MAX_FILE_BYTES = 256 * 1024
@@ -24,11 +26,26 @@ MAX_FILE_BYTES = 256 * 1024
 
 @dataclass(frozen=True)
 class Catalog:
-    """GPU profiles and model presets by key, plus the problems met loading them."""
+    """GPU profiles and model presets by key, plus the problems met loading them.
+
+    ``gpus``: the datasheet profiles (``hardware_profiles/``) — what comparisons, the
+    advisor's GPU switches and fleet sizing range over.  ``measured``: calibrated profiles
+    of machines the benchmark measured (``benchmarks/results/*.toml``), selectable as a
+    scenario's ``gpu`` (``profile``) but never offered as an alternative.
+    """
 
     gpus: dict[str, GPU]
     models: dict[str, ModelSpec]
     problems: tuple[str, ...] = field(default=())
+    measured: dict[str, GPU] = field(default_factory=dict)
+
+    def profile(self, key: str) -> GPU | None:
+        """The datasheet or measured profile named ``key``."""
+        return self.gpus.get(key) or self.measured.get(key)
+
+    def profile_keys(self) -> list[str]:
+        """Every selectable profile: datasheet ones, then measured ones, each sorted."""
+        return sorted(self.gpus) + sorted(self.measured)
 
 
 def format_validation_error(err: ValidationError) -> str:
@@ -86,7 +103,25 @@ def load_models(directory: Path = MODEL_DIR) -> tuple[dict[str, ModelSpec], list
     return _read_dir(directory, lambda text, _key: parse_model_toml(text))
 
 
-def load_catalog(hardware_dir: Path = HARDWARE_DIR, model_dir: Path = MODEL_DIR) -> Catalog:
+def load_measured(directory: Path, datasheet_keys: set[str]) -> tuple[dict[str, GPU], list[str]]:
+    """Calibrated profiles in ``directory`` (a missing folder is no problem: nothing measured yet).
+    Each must say ``calibrated = true`` and must not reuse a datasheet profile's key."""
+    if not directory.is_dir():
+        return {}, []
+    found, problems = _read_dir(directory, parse_gpu_toml)
+    measured = {}
+    for key, gpu in found.items():
+        if not gpu.calibrated:
+            problems.append(f"{key}.toml: calibrated must be true for a measured profile")
+        elif key in datasheet_keys:
+            problems.append(f"{key}.toml: the key {key!r} is a datasheet profile's")
+        else:
+            measured[key] = gpu
+    return measured, problems
+
+
+def load_catalog(hardware_dir: Path = HARDWARE_DIR, model_dir: Path = MODEL_DIR, measured_dir: Path = MEASURED_DIR) -> Catalog:
     gpus, p1 = load_gpus(hardware_dir)
     models, p2 = load_models(model_dir)
-    return Catalog(gpus=gpus, models=models, problems=tuple(p1 + p2))
+    measured, p3 = load_measured(measured_dir, set(gpus))
+    return Catalog(gpus=gpus, models=models, problems=tuple(p1 + p2 + p3), measured=measured)

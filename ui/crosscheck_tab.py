@@ -4,8 +4,10 @@ Source: a committed results file under ``benchmarks/results/`` or an upload
 (size-limited JSON).  Either is validated by ``planner.bench.results.parse_results``;
 a bad file gets a one-paragraph message, never a traceback, and nothing in it
 is executed.  "Apply calibration" sets the scenario's MFU/MBU (link keys) when
-the results were measured on the scenario's GPU; otherwise the calibrated
-profile TOML is offered for ``hardware_profiles/``.
+the results were measured on the scenario's GPU; "Plan with this measured
+machine" selects the results' own calibrated profile (committed under
+``benchmarks/results/``, so in the catalog) as the GPU; otherwise the calibrated
+profile TOML is offered for download.
 """
 
 from __future__ import annotations
@@ -129,9 +131,26 @@ def _device(st: Any, r: BenchResults) -> None:
     ))
 
 
+def _plan_with_measured(st: Any, ctx: PageContext, r: BenchResults) -> None:
+    """Results whose calibrated profile is in the catalog (committed under benchmarks/results/):
+    one click makes the measured machine the scenario's GPU, at its measured rates."""
+    key, s = r.device.slug, ctx.scenario
+    target = dict(gpu=key, tp=1, mfu=1.0, mbu=1.0, gpu_price=None)
+    if all(getattr(s, k) == v for k, v in target.items()):
+        st.success(md_escape(f"The scenario runs on this measured machine ({key}) at its measured rates (MFU = MBU = 1)."))
+        return
+    st.markdown(md_escape(
+        f"Its calibrated profile is in the GPU list as {key}: planning on it takes the measured peak, bandwidth, "
+        f"overlap ({r.measured_compute_memory_overlap:+.2f}) and attention shares, with MFU = MBU = 1 and tp = 1 "
+        f"(one machine). The link will say gpu={key}."
+    ))
+    if st.button("Plan with this measured machine", key="xc_use_measured", type="primary"):
+        ctx.update_scenario(**target)
+
+
 def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
     st.markdown("**Calibration**")
-    gpu = ctx.catalog.gpus.get(ctx.scenario.gpu)
+    gpu = ctx.catalog.profile(ctx.scenario.gpu)
     cal = scenario_calibration(r, gpu) if gpu is not None else None
     if cal is not None:
         st.markdown(md_escape(
@@ -146,13 +165,15 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
         ))
         if st.button("Apply calibration", key="xc_apply", type="primary"):
             ctx.update_scenario(mfu=cal.mfu, mbu=cal.mbu)
+    elif r.device.slug in ctx.catalog.measured:
+        _plan_with_measured(st, ctx, r)
     else:
         here = gpu.name if gpu is not None else ctx.scenario.gpu
         st.info(md_escape(
             f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
             f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
-            f"hardware_profiles/{r.device.slug}.toml, choose it as the GPU and set MFU = MBU = 1 (its rates are "
-            f"measured; the advisor says so if they are not)."
+            f"benchmarks/results/{r.device.slug}.toml (or hardware_profiles/); it then appears at the end of the GPU "
+            f"list. Use it with MFU = MBU = 1: its rates are measured (the advisor says so if they are not)."
         ))
     st.download_button("Calibrated profile (TOML)", data=profile_toml(r.calibrated_profile), file_name=f"{r.device.slug}.toml",
                        mime="application/toml", key="xc_toml", on_click="ignore", icon=":material/download:")

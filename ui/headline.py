@@ -170,16 +170,24 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
             help=f"Decode throughput of the replica (batch / TPOT) divided by its {tp} GPU(s).",
             **(_vs_mha(result, mha, "decode_tokens_per_s_per_gpu", inverse=False) if fits else {}),
         ),
-        Headline(
-            "Cost per M output tokens",
-            fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
-            help=f"GPU rental (${m['price_usd_per_hour_per_replica']:,.2f}/h per replica) / output tokens per hour × 10⁶.",
-            **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
-        ),
+        _cost_item(result, mha, fits, no_fit),
         _speculative_item(result, fits),
         _cache_item(result),
     ]
     return items
+
+
+def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
+    m = result.metrics
+    if float(m["price_usd_per_hour_per_replica"]) <= 0:  # a measured machine carries no price
+        return Headline("Cost per M output tokens", "not priced",
+                        help="This profile has no price (a machine measured by the benchmark): set a GPU price under Advanced.")
+    return Headline(
+        "Cost per M output tokens",
+        fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
+        help=f"GPU rental (${m['price_usd_per_hour_per_replica']:,.2f}/h per replica) / output tokens per hour × 10⁶.",
+        **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
+    )
 
 
 def _speculative_item(result: Result, fits: bool) -> Headline:

@@ -200,13 +200,14 @@ def _on_import_config(st: Any, source: str) -> None:
 
 def _hardware(st: Any, catalog: Catalog) -> None:
     st.header("Hardware")
-    gpus = sorted(catalog.gpus)
     st.selectbox(
         "GPU profile",
-        gpus,
+        catalog.profile_keys(),
         key="gpu",
-        format_func=lambda k: f"{catalog.gpus[k].name} · {catalog.gpus[k].memory_bytes / GiB:.0f} GiB",
-        help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour.",
+        format_func=lambda k: f"{catalog.profile(k).name} · {catalog.profile(k).memory_bytes / GiB:.0f} GiB",
+        help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour. "
+             "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
+             "their rates are achieved ones, so use them with MFU = MBU = 1).",
     )
     _int_input(st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count.")
 
@@ -348,7 +349,7 @@ def _advanced(st: Any, catalog: Catalog) -> None:
         _slider(st, "mbu", "MBU", "Achieved / peak memory bandwidth in decode; fraction.")
         _slider(st, "mem_util", "Memory utilisation", "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.")
         _int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
-        gpu = catalog.gpus.get(ss.get("gpu", ""))
+        gpu = catalog.profile(ss.get("gpu", ""))
         _float_input(
             st, "gpu_price", "GPU price", "Rental price; USD per GPU-hour; blank = the profile's.", step=0.1,
             value=None, placeholder=f"profile: ${gpu.price_usd_per_hour:,.2f}" if gpu else "profile",
@@ -363,7 +364,7 @@ def _advanced(st: Any, catalog: Catalog) -> None:
 def render(st: Any, catalog: Catalog) -> tuple[Scenario, list[str]]:
     """Draw the sidebar (inside ``with st.sidebar``); returns the Scenario and adjustment notes."""
     ss = st.session_state
-    if ss.get("gpu") not in catalog.gpus and catalog.gpus:
+    if catalog.profile(ss.get("gpu", "")) is None and catalog.gpus:
         ss["gpu"] = DEFAULTS.gpu if DEFAULTS.gpu in catalog.gpus else sorted(catalog.gpus)[0]
     base, base_problem = base_model(ss, catalog)
     notes = enforce_cross_field_rules(ss, base)
