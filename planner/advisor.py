@@ -590,24 +590,6 @@ def _prompt_cache(c: _Ctx) -> Finding | None:
                     chosen, f"${chosen.after:.5f} per request instead of ${before:.5f}.", alternatives=_others(chosen, options))
 
 
-def _measured_profile_derated(c: _Ctx) -> Finding | None:
-    """A calibrated profile holds achieved rates; MFU/MBU below 1 derate them a second time."""
-    s = c.s
-    if not c.gpu.calibrated or (s.mfu == 1.0 and s.mbu == 1.0):
-        return None
-    metric = "plain_tpot_s"
-    explanation = (
-        f"{c.gpu.name} is a calibrated profile: its {c.gpu.peak_for('bf16') / 1e12:,.3g} TFLOP/s and "
-        f"{c.gpu.memory_bandwidth_bytes_per_s / 1e9:,.3g} GB/s were measured by `python -m planner bench`, already "
-        f"achieved rates, so MFU {s.mfu:g} and MBU {s.mbu:g} scale them down once more."
-    )
-    got = c.option("Set MFU and MBU to 1 (the profile's rates are measured).", {"mfu": 1.0, "mbu": 1.0}, metric)
-    chosen = got[0] if got else None
-    effect = f"Decode step {_time(chosen.after)} instead of {_time(float(c.m[metric]))}." if chosen else ""
-    return _finding(c, "calibrated-profile-derated", "high", "MFU and MBU derate a measured profile twice", explanation,
-                    metric, chosen, effect, no_change="Set MFU and MBU to 1.")
-
-
 def _tp_comm(c: _Ctx) -> Finding | None:
     m, s = c.m, c.s
     if s.tp <= 1 or not m["fits"]:
@@ -683,7 +665,6 @@ def _cheaper_gpu(c: _Ctx) -> Finding | None:
 
 
 CHECKS: tuple[Callable[[_Ctx], Finding | None], ...] = (
-    _measured_profile_derated,
     _weights_fit,
     _kv_concurrency,
     _kv_room,

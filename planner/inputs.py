@@ -173,7 +173,12 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
 
 
 def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> EngineInputs:
-    """Flatten validated specs into SI engine inputs (scalars)."""
+    """Flatten validated specs into SI engine inputs (scalars).
+
+    MFU and MBU derate a datasheet profile's peaks; a calibrated profile (measured by
+    ``python -m planner bench``) already holds achieved rates, so it runs at MFU = MBU = 1
+    whatever the scenario says (the scenario's values still apply to the datasheet GPUs
+    it is compared with)."""
     mf = _model_fields(model)
     d = draft or model
     dpc = param_counts(d)
@@ -200,8 +205,8 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         output_tokens=s.output,
         chunk_tokens=s.chunk,
         block_tokens=s.block,
-        mfu=s.mfu,
-        mbu=s.mbu,
+        mfu=1.0 if gpu.calibrated else s.mfu,  # a calibrated profile's rates are achieved ones: no derating
+        mbu=1.0 if gpu.calibrated else s.mbu,
         mem_util=s.mem_util,
         spec_on=1.0 if s.spec else 0.0,
         gamma=s.gamma,

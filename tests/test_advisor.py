@@ -350,18 +350,3 @@ def test_panel_escapes_markdown_and_html():
     text = escape("<img src=x onerror=alert(1)> **bold** [link](http://x) $x$")
     assert "<" not in text.replace("\\<", "") and "**" not in text and "](" not in text and "$x$" not in text
 
-
-def test_a_measured_profile_is_not_derated_twice(catalog):
-    from dataclasses import replace
-
-    gpus = dict(catalog.gpus)
-    gpus["measured"] = catalog.gpus["h100-sxm"].model_copy(update=dict(key="measured", calibrated=True, compute_memory_overlap=0.5))
-    cat = replace(catalog, gpus=gpus)
-    s = Scenario(gpu="measured")
-    f = by_id(findings(s, cat))["calibrated-profile-derated"]
-    assert f.severity == "high" and dict(f.changed_keys) == {"mfu": 1.0, "mbu": 1.0}
-    fixed = apply(s, f.changed_keys)
-    assert f.after == pytest.approx(float(evaluate(fixed, cat).metrics["plain_tpot_s"]), rel=1e-12)
-    assert f.after < f.before
-    assert "calibrated-profile-derated" not in by_id(findings(fixed, cat))
-    assert "calibrated-profile-derated" not in by_id(findings(Scenario(), catalog))  # datasheet profiles: MFU/MBU apply

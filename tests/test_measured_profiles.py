@@ -50,8 +50,8 @@ def test_uncalibrated_or_clashing_measured_files_are_named_and_skipped(tmp_path)
 def test_a_link_can_plan_on_a_measured_machine(catalog):
     key = COMMITTED[-1]
     out, err = io.StringIO(), io.StringIO()
-    assert main(["evaluate", f"gpu={key}&tp=1&mfu=1&mbu=1&model=qwen2.5-0.5b", "--format", "json"], out=out, err=err) == 0, err.getvalue()
-    r = evaluate(Scenario(gpu=key, mfu=1.0, mbu=1.0, model="qwen2.5-0.5b"), catalog)
+    assert main(["evaluate", f"gpu={key}&tp=1&model=qwen2.5-0.5b", "--format", "json"], out=out, err=err) == 0, err.getvalue()
+    r = evaluate(Scenario(gpu=key, model="qwen2.5-0.5b"), catalog)
     assert float(r.inputs.compute_memory_overlap) == catalog.measured[key].compute_memory_overlap
     with pytest.raises(ScenarioError, match=key):  # the error lists the measured keys among the choices
         evaluate(Scenario(gpu="no-such-gpu"), catalog)
@@ -62,7 +62,7 @@ def test_a_link_can_plan_on_a_measured_machine(catalog):
 
 def test_compare_shows_the_measured_machine_unpriced_and_never_cheapest(catalog):
     key = COMMITTED[-1]
-    s = Scenario(gpu=key, mfu=1.0, mbu=1.0, model="qwen2.5-0.5b", slo_tpot_s=10.0, slo_ttft_s=100.0)
+    s = Scenario(gpu=key, model="qwen2.5-0.5b", slo_tpot_s=10.0, slo_ttft_s=100.0)
     frame = compare_gpus(s, catalog)
     assert list(frame.gpu) == [*sorted(catalog.gpus), key]
     row = frame[frame.gpu == key].iloc[0]
@@ -76,7 +76,7 @@ def test_compare_shows_the_measured_machine_unpriced_and_never_cheapest(catalog)
 
 def test_headline_says_not_priced(catalog):
     key = COMMITTED[-1]
-    r = evaluate(Scenario(gpu=key, mfu=1.0, mbu=1.0, model="qwen2.5-0.5b"), catalog)
+    r = evaluate(Scenario(gpu=key, model="qwen2.5-0.5b"), catalog)
     cost = next(h for h in headline.headline_items(r, None) if h.label == "Cost per M output tokens")
     assert cost.value == "not priced" and "GPU price" in cost.help
 
@@ -90,6 +90,21 @@ def test_crosscheck_plans_with_the_measured_machine():
     at.button(key="xc_use_measured").click().run()
     assert not at.exception, [e.message for e in at.exception]
     q = at.query_params
-    assert q["gpu"] == key and q["mfu"] == "1.0" and q["mbu"] == "1.0"
+    assert q["gpu"] == key and "mfu" not in q and "mbu" not in q  # a measured profile is not derated
     assert any("runs on this measured machine" in s.value for s in at.success)
     assert any(m.label == "Cost per M output tokens" and m.value == "not priced" for m in at.metric)
+    assert any("runs at MFU = MBU = 1" in c.value for c in at.sidebar.caption)
+
+
+def test_a_measured_profile_is_not_derated_by_mfu_and_mbu(catalog):
+    key = COMMITTED[-1]
+    at_defaults = evaluate(Scenario(gpu=key, model="qwen2.5-0.5b"), catalog)
+    at_one = evaluate(Scenario(gpu=key, model="qwen2.5-0.5b", mfu=1.0, mbu=1.0), catalog)
+    assert float(at_defaults.inputs.mfu) == float(at_defaults.inputs.mbu) == 1.0
+    assert float(at_defaults.metrics["tpot_s"]) == float(at_one.metrics["tpot_s"])
+    # … while the scenario's MFU/MBU still derate the datasheet GPUs in the comparison
+    frame = compare_gpus(Scenario(gpu=key, model="qwen2.5-0.5b", mbu=0.35), catalog)
+    base = compare_gpus(Scenario(gpu=key, model="qwen2.5-0.5b", mbu=0.7), catalog)
+    h100 = lambda f: float(f[f.gpu == "h100-sxm"].tpot_s.iloc[0])  # noqa: E731
+    mine = lambda f: float(f[f.gpu == key].tpot_s.iloc[0])  # noqa: E731
+    assert h100(frame) > h100(base) and mine(frame) == mine(base)

@@ -135,14 +135,14 @@ def _plan_with_measured(st: Any, ctx: PageContext, r: BenchResults) -> None:
     """Results whose calibrated profile is in the catalog (committed under benchmarks/results/):
     one click makes the measured machine the scenario's GPU, at its measured rates."""
     key, s = r.device.slug, ctx.scenario
-    target = dict(gpu=key, tp=1, mfu=1.0, mbu=1.0, gpu_price=None)
+    target = dict(gpu=key, tp=1, gpu_price=None)
     if all(getattr(s, k) == v for k, v in target.items()):
-        st.success(md_escape(f"The scenario runs on this measured machine ({key}) at its measured rates (MFU = MBU = 1)."))
+        st.success(md_escape(f"The scenario runs on this measured machine ({key}) at its measured rates."))
         return
     st.markdown(md_escape(
         f"Its calibrated profile is in the GPU list as {key}: planning on it takes the measured peak, bandwidth, "
-        f"overlap ({r.measured_compute_memory_overlap:+.2f}) and attention shares, with MFU = MBU = 1 and tp = 1 "
-        f"(one machine). The link will say gpu={key}."
+        f"overlap ({r.measured_compute_memory_overlap:+.2f}) and attention shares as they are (a measured profile "
+        f"runs at MFU = MBU = 1), at tp = 1 (one machine). The link will say gpu={key}."
     ))
     if st.button("Plan with this measured machine", key="xc_use_measured", type="primary"):
         ctx.update_scenario(**target)
@@ -173,7 +173,7 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
             f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
             f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
             f"benchmarks/results/{r.device.slug}.toml (or hardware_profiles/); it then appears at the end of the GPU "
-            f"list. Use it with MFU = MBU = 1: its rates are measured (the advisor says so if they are not)."
+            f"list and runs at its measured rates (MFU and MBU do not derate a measured profile)."
         ))
     st.download_button("Calibrated profile (TOML)", data=profile_toml(r.calibrated_profile), file_name=f"{r.device.slug}.toml",
                        mime="application/toml", key="xc_toml", on_click="ignore", icon=":material/download:")

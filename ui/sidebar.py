@@ -207,7 +207,7 @@ def _hardware(st: Any, catalog: Catalog) -> None:
         format_func=lambda k: f"{catalog.profile(k).name} · {catalog.profile(k).memory_bytes / GiB:.0f} GiB",
         help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour. "
              "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
-             "their rates are achieved ones, so use them with MFU = MBU = 1).",
+             "their rates are achieved ones, so MFU and MBU do not derate them).",
     )
     _int_input(st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count.")
 
@@ -347,6 +347,12 @@ def _advanced(st: Any, catalog: Catalog) -> None:
     with st.expander("Advanced"):
         _slider(st, "mfu", "MFU", "Achieved / peak FLOP/s in prefill and verification; fraction.")
         _slider(st, "mbu", "MBU", "Achieved / peak memory bandwidth in decode; fraction.")
+        chosen = catalog.profile(ss.get("gpu", ""))
+        if chosen is not None and chosen.calibrated:
+            st.caption(
+                "The selected profile was measured (its rates are achieved ones), so it runs at MFU = MBU = 1; "
+                "these two apply to the datasheet GPUs it is compared with."
+            )
         _slider(st, "mem_util", "Memory utilisation", "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.")
         _int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
         gpu = catalog.profile(ss.get("gpu", ""))
