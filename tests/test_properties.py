@@ -89,3 +89,30 @@ def test_decode_never_beats_weights_over_bandwidth_and_counts_are_sane(s):
     for k, v in out.items():
         if k != "ridge_batch":
             assert np.all(np.isfinite(np.asarray(v, dtype=float))), k
+
+
+refinements = st.fixed_dictionaries(dict(
+    compute_memory_overlap=st.floats(-1, 1),
+    attention_compute_frac=st.floats(0.01, 1),
+    attention_bandwidth_frac=st.floats(0.01, 1),
+))
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios(), refinements)
+def test_measured_refinements_only_slow_the_roofline_and_keep_it_monotonic(s, ref):
+    # o ≤ 1 and attention shares ≤ 1 can only add time to the plain roofline; more overlap
+    # never costs time; latency and throughput still never fall with batch.
+    from planner.roofline import decode
+
+    x = x_of(s)
+    b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
+    plain = decode(x.as_arrays(), batch=b).time_s
+    refined_x = x.with_(**ref).as_arrays()
+    refined = decode(refined_x, batch=b).time_s
+    assert np.all(refined >= plain * (1 - 1e-12))
+    more_overlap = decode(refined_x.with_(compute_memory_overlap=np.minimum(refined_x.compute_memory_overlap + 0.5, 1.0)), batch=b).time_s
+    assert np.all(more_overlap <= refined * (1 + 1e-12))
+    assert np.all(np.diff(refined) >= -1e-15 * refined[1:])
+    tokens_per_s = b / refined
+    assert np.all(np.diff(tokens_per_s) >= -1e-9 * tokens_per_s[1:])
