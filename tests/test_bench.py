@@ -182,6 +182,7 @@ def _mutated(quick: BenchResults, edit) -> str:
         (lambda q: b"\xff\xfe", "UTF-8"),
         (lambda q: "x" * (6 * 2**20), "at most"),
         (lambda q: results_json(q).replace('"schema_version": 2', '"schema_version": 9'), "schema_version"),
+        (lambda q: results_json(q).replace('"schema_version": 2', '"schema_version": 1'), "older benchmark's format"),
         (lambda q: _mutated(q, lambda d: d["overlap"][0].update(overlap=1.5)), "overlap.0.overlap"),
         (lambda q: _mutated(q, lambda d: d["attention"][0].update(kind="train")), "attention.0.kind"),
         (lambda q: _mutated(q, lambda d: d["device"].pop("backend")), "device.backend"),
@@ -431,3 +432,14 @@ def test_committed_results_parse_and_their_profiles_load():
         assert gpu.compute_memory_overlap == r.calibrated_profile.compute_memory_overlap
         assert toml == profile_toml(r.calibrated_profile)
         assert path.with_suffix(".csv").read_text(encoding="utf-8") == results_csv(r)
+
+
+def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    err = io.StringIO()
+    assert main(["bench", "--backend", "numpy", "--quick"], out=io.StringIO(), err=err) == 0, err.getvalue()
+    quick_dir = tmp_path / "benchmarks" / "results" / "quick"
+    assert sorted(p.suffix for p in quick_dir.iterdir()) == [".csv", ".json", ".toml"]
+    assert not list((tmp_path / "benchmarks" / "results").glob("*.toml"))  # the measured-profile folder's top level
+    from planner.profiles import load_measured
+    assert load_measured(tmp_path / "benchmarks" / "results", set()) == ({}, [])

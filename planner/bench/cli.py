@@ -18,13 +18,21 @@ EXIT_BAD_INPUT = 2
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
 
 
+#: default output folders: full runs are the committed results (the Cross-check tab and the
+#: measured profiles read this folder's top level); quick runs go below it, out of their way
+RESULTS_OUT = "benchmarks/results"
+QUICK_OUT = "benchmarks/results/quick"
+
+
 def add_bench_parser(sub) -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measure this machine and compare with the engine's prediction")
     b.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when torch sees one, else cpu")
     b.add_argument("--backend", choices=("auto", "numpy", "torch"), default="auto",
                    help="CPU array library (auto: torch when installed, else numpy); CUDA always uses torch")
     b.add_argument("--quick", action="store_true", help="tiny shapes, a few seconds (for tests)")
-    b.add_argument("--out", default="benchmarks/results", help="folder for the JSON, CSV and calibrated TOML")
+    b.add_argument("--out", default=None,
+                   help=f"folder for the JSON, CSV and calibrated TOML (default {RESULTS_OUT}; with --quick {QUICK_OUT}, "
+                        "which the dashboard and the catalog do not read: quick numbers mean nothing)")
     return b
 
 
@@ -53,11 +61,11 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     from .run import ridge_text, run_bench, write_results
 
     device, backend, problems = resolve_target(args.device, args.backend)
-    out_dir = Path(args.out)
+    out_dir = Path(args.out or (QUICK_OUT if args.quick else RESULTS_OUT))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        problems.append(f"--out {args.out}: cannot create the folder ({exc.strerror})")
+        problems.append(f"--out {out_dir}: cannot create the folder ({exc.strerror})")
     if problems:
         for line in problems:
             print(f"error: {line}", file=err)

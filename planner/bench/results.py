@@ -248,8 +248,12 @@ def parse_results(data: str | bytes) -> BenchResults:
         raise ValueError(f"not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise ValueError("expected a JSON object at the top level")
-    if raw.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"schema_version: expected {SCHEMA_VERSION}, found {raw.get('schema_version')!r}")
+    found = raw.get("schema_version")
+    if isinstance(found, int) and not isinstance(found, bool) and 1 <= found < SCHEMA_VERSION:
+        raise ValueError(f"schema_version: {found} is an older benchmark's format (this version reads {SCHEMA_VERSION}: "
+                         "calibration rounds, overlap and attention); run `python -m planner bench` again")
+    if found != SCHEMA_VERSION:
+        raise ValueError(f"schema_version: expected {SCHEMA_VERSION}, found {found!r}")
     try:
         return BenchResults.model_validate(raw)
     except ValidationError as exc:

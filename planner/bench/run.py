@@ -28,7 +28,7 @@ import os
 from statistics import median
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -186,30 +186,26 @@ class Calibration:
 
     rounds: list[CalibrationRound]
 
-    @staticmethod
-    def _median_rows(rows_per_round: list[list], make) -> list:
-        return [make(same, median(r.median_s for r in same)) for same in zip(*rows_per_round)]
+    def _median_rows(self, attr: str) -> list:
+        """Row i of every round's ``attr`` list, with the median of their times."""
+        per_round = [getattr(r, attr) for r in self.rounds]
+        return [replace(same[0], median_s=median(x.median_s for x in same)) for same in zip(*per_round)]
 
     @property
     def matmul(self) -> list[MatmulSample]:
-        return self._median_rows([r.matmul for r in self.rounds], lambda same, t: MatmulSample(same[0].size, same[0].flop, t))
+        return self._median_rows("matmul")
 
     @property
     def bandwidth(self) -> list[BandwidthSample]:
-        return self._median_rows(
-            [r.bandwidth for r in self.rounds],
-            lambda same, t: BandwidthSample(same[0].kernel, same[0].buffer_bytes, same[0].bytes_moved, t))
+        return self._median_rows("bandwidth")
 
     @property
     def overlap(self) -> list[OverlapSample]:
-        return self._median_rows(
-            [r.overlap for r in self.rounds], lambda same, t: OverlapSample(same[0].rows, same[0].flop, same[0].bytes, t))
+        return self._median_rows("overlap")
 
     @property
     def attention(self) -> list[AttentionSample]:
-        return self._median_rows(
-            [r.attention for r in self.rounds],
-            lambda same, t: AttentionSample(same[0].kind, same[0].seqs, same[0].queries, same[0].keys, same[0].flop, same[0].bytes, t))
+        return self._median_rows("attention")
 
     def _median(self, attr: str) -> float:
         return median(getattr(r, attr) for r in self.rounds)
