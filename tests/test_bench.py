@@ -159,8 +159,10 @@ def test_cli_rejects_an_unknown_device():
 
 def test_cli_rejects_numpy_on_cuda_and_an_unwritable_folder(tmp_path):
     err = io.StringIO()
-    assert main(["bench", "--device", "cuda", "--backend", "numpy", "--quick"], out=io.StringIO(), err=err) == 2
+    out_dir = tmp_path / "never"
+    assert main(["bench", "--device", "cuda", "--backend", "numpy", "--quick", "--out", str(out_dir)], out=io.StringIO(), err=err) == 2
     assert err.getvalue().startswith("error: ") and "Traceback" not in err.getvalue()
+    assert not out_dir.exists()  # a rejected command creates nothing
     blocker = tmp_path / "file"
     blocker.write_text("x")
     err = io.StringIO()

@@ -63,7 +63,8 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     device, backend, problems = resolve_target(args.device, args.backend)
     out_dir = Path(args.out or (QUICK_OUT if args.quick else RESULTS_OUT))
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        if not problems:  # a command that will not run creates nothing
+            out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         problems.append(f"--out {out_dir}: cannot create the folder ({exc.strerror})")
     if problems:
