@@ -434,6 +434,11 @@ def test_committed_results_parse_and_their_profiles_load():
         assert gpu.compute_memory_overlap == r.calibrated_profile.compute_memory_overlap
         assert toml == profile_toml(r.calibrated_profile)
         assert path.with_suffix(".csv").read_text(encoding="utf-8") == results_csv(r)
+        # the current engine, given the file's calibrated profile, reproduces every stored prediction
+        x = engine_inputs(gpu, r.model, r.device.bytes_per_element, mfu=1.0, mbu=1.0).as_arrays()
+        for c in r.cases:
+            cost = step_cost(x, seqs=c.seqs, q=c.q, ctx=c.ctx, n=c.n, past=c.past)
+            assert c.predictions["calibrated"].time_s == pytest.approx(float(cost.time_s), rel=1e-9), (path.name, c)
 
 
 def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
