@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 import os
-from statistics import median
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from statistics import median
 
 from ..profiles import Catalog
 from ..specs import GPU, GpuProfileFile, Scenario
