@@ -308,10 +308,9 @@ def calibration_round(be, plan: Plan, log: Log, rows: tuple[int, ...] | None = N
     t = plan.micro_target_s
     mm = measure_matmul(be, plan.matmul_sizes, plan.warmup, plan.repeats, t)
     bw = measure_bandwidth(be, plan.bandwidth_buffer_bytes, plan.warmup, plan.repeats, t)
-    peak = max(m.flop_per_s for m in mm)
-    gemv = next(b for b in bw if b.kernel == "gemv").bytes_per_s
     if rows is None:
-        r = ridge_rows(peak, gemv, be.bytes_per_element)
+        so_far = CalibrationRound(mm, bw, [], [])
+        r = ridge_rows(so_far.peak_flop_per_s, so_far.bandwidth_bytes_per_s, be.bytes_per_element)
         rows = tuple(sorted({max(2, r // 2), r, 2 * r}))
     ov = measure_overlap(be, plan.bandwidth_buffer_bytes, list(rows), plan.warmup, plan.repeats, t)
     s = plan.shape
