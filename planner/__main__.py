@@ -17,13 +17,13 @@ import json
 import sys
 from collections.abc import Sequence
 
-from .bench.cli import add_bench_parser, cmd_bench
-from .engine import ScenarioError
-from .export import frame_to_csv, present_frame
-from .links import from_query
-from .profiles import Catalog, load_catalog
-from .specs import Scenario
-from .sweep import SweepError, parse_axis, sweep
+from planner.bench.cli import add_bench_parser, cmd_bench
+from planner.engine import ScenarioError
+from planner.export import frame_to_csv, present_frame
+from planner.links import from_query
+from planner.profiles import Catalog, load_catalog
+from planner.specs import Scenario
+from planner.sweep import SweepError, parse_axis, sweep
 
 EXIT_BAD_INPUT = 2
 
@@ -91,7 +91,7 @@ def _cmd_sweep(args, catalog: Catalog, out, err) -> int:
 
 
 def _cmd_findings(args, catalog: Catalog, out, err) -> int:
-    from .advisor import finding_record, findings, findings_frame, findings_text
+    from planner.advisor import finding_record, findings, findings_frame, findings_text
 
     items = findings(scenario_from_link(args.link, catalog, err), catalog)
     if args.format == "csv":
@@ -104,7 +104,7 @@ def _cmd_findings(args, catalog: Catalog, out, err) -> int:
 
 
 def _scenario_and_trace(args, catalog: Catalog, err):
-    from .workload import TraceError, read_trace_file
+    from planner.workload import TraceError, read_trace_file
 
     scenario = scenario_from_link(args.link, catalog, err)
     try:
@@ -114,8 +114,8 @@ def _scenario_and_trace(args, catalog: Catalog, err):
 
 
 def _cmd_simulate(args, catalog: Catalog, out, err) -> int:
-    from .export import present_metrics
-    from .simulate import requests_frame, simulate_scenario, summary_text
+    from planner.export import present_metrics
+    from planner.simulate import requests_frame, simulate_scenario, summary_text
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
     result = simulate_scenario(scenario, catalog, workload=trace)
@@ -129,7 +129,7 @@ def _cmd_simulate(args, catalog: Catalog, out, err) -> int:
 
 
 def _cmd_size(args, catalog: Catalog, out, err) -> int:
-    from .sizing import size_fleet, sizing_text
+    from planner.sizing import size_fleet, sizing_text
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
     z = size_fleet(scenario, catalog, trace=trace)

@@ -22,14 +22,14 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from .chunked import chunked_prefill
-from .engine import Result, ScenarioError, compute, evaluate, inputs_for, resolve
-from .inputs import EngineInputs
-from .memory import TP_CANDIDATES, kv_bytes_per_sequence, memory_plan, paged_context_tokens
-from .profiles import Catalog
-from .specs import Scenario
-from .speculative import speedup
-from .units import GiB, MS_PER_S, MiB
+from planner.chunked import chunked_prefill
+from planner.engine import Result, ScenarioError, compute, evaluate, inputs_for, resolve
+from planner.inputs import EngineInputs
+from planner.memory import TP_CANDIDATES, kv_bytes_per_sequence, memory_plan, paged_context_tokens
+from planner.profiles import Catalog
+from planner.specs import Scenario
+from planner.speculative import speedup
+from planner.units import GiB, MS_PER_S, MiB
 
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITY_RANK: dict[str, int] = {"high": 0, "medium": 1, "low": 2, "info": 3}

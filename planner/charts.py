@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import curves
-from .engine import Result
-from .units import GiB, KiB, MS_PER_S, TERA
+from planner import curves
+from planner.engine import Result
+from planner.units import GiB, KiB, MS_PER_S, TERA
 
 TABS: tuple[str, ...] = ("Memory", "Latency & throughput", "Chunked prefill", "Speculative decoding", "Prompt caching")
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import EngineInputs
-from .roofline import decode, decode_context_tokens, prefill, step_cost
+from planner.inputs import EngineInputs
+from planner.roofline import decode, decode_context_tokens, prefill, step_cost
 
 
 def chunked_prefill(x: EngineInputs, chunk_tokens=None) -> dict[str, np.ndarray]:

@@ -24,10 +24,10 @@ from dataclasses import fields
 import numpy as np
 import pandas as pd
 
-from .engine import compute, resolve
-from .inputs import EngineInputs, from_specs
-from .profiles import Catalog
-from .specs import Scenario
+from planner.engine import compute, resolve
+from planner.inputs import EngineInputs, from_specs
+from planner.profiles import Catalog
+from planner.specs import Scenario
 
 METRIC_COLUMNS = (
     "max_concurrent_sequences",

@@ -13,18 +13,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .chunked import chunked_prefill
-from .engine import Result, compute
-from .inputs import CACHE_WRITE_MULTIPLIER
-from .memory import (
+from planner.chunked import chunked_prefill
+from planner.engine import Result, compute
+from planner.inputs import CACHE_WRITE_MULTIPLIER
+from planner.memory import (
     context_tokens,
     kv_bytes_per_sequence,
     memory_plan,
     paged_context_tokens,
 )
-from .prompt_cache import break_even_hit_rate, cacheable_prefix_tokens, nocache_cost_usd, request_cost_usd
-from .roofline import prefill
-from .speculative import expected_tokens_per_step, speedup
+from planner.prompt_cache import break_even_hit_rate, cacheable_prefix_tokens, nocache_cost_usd, request_cost_usd
+from planner.roofline import prefill
+from planner.speculative import expected_tokens_per_step, speedup
 
 CONTEXT_MIN_TOKENS = 256
 CONTEXT_POINTS = 48

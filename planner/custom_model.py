@@ -13,7 +13,7 @@ import re
 
 from pydantic import ValidationError
 
-from .specs import ModelSpec
+from planner.specs import ModelSpec
 
 CUSTOM_KEY = "custom"
 CODES: dict[str, str] = {

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import ValidationError
 
-from .chunked import chunked_prefill
-from .custom_model import decode_model
-from .inputs import EngineInputs, from_specs
-from .memory import kv_bytes_per_token_for_heads, memory_plan
-from .profiles import Catalog, format_validation_error
-from .prompt_cache import prompt_cache
-from .roofline import decode, prefill, ridge_batch
-from .specs import GPU, ModelSpec, Scenario
-from .speculative import speculative
-from .units import S_PER_HOUR, TOKENS_PER_MTOK
+from planner.chunked import chunked_prefill
+from planner.custom_model import decode_model
+from planner.inputs import EngineInputs, from_specs
+from planner.memory import kv_bytes_per_token_for_heads, memory_plan
+from planner.profiles import Catalog, format_validation_error
+from planner.prompt_cache import prompt_cache
+from planner.roofline import decode, prefill, ridge_batch
+from planner.specs import GPU, ModelSpec, Scenario
+from planner.speculative import speculative
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
 CUSTOM_MODEL = "custom"
 SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab")

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import Result
-from .memory import FIXED_WORKSPACE_BYTES, LOGIT_BYTES
-from .roofline import StepCost, decode_context_tokens, prefill, step_cost
-from .speculative import draft_step_s, verify_step_s
-from .units import ACTIVATION_BYTES, GiB, KiB, MiB, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
+from planner.engine import Result
+from planner.memory import FIXED_WORKSPACE_BYTES, LOGIT_BYTES
+from planner.roofline import StepCost, decode_context_tokens, prefill, step_cost
+from planner.speculative import draft_step_s, verify_step_s
+from planner.units import ACTIVATION_BYTES, GiB, KiB, MiB, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .specs import ModelSpec
+from planner.specs import ModelSpec
 
 #: Largest config.json text accepted (real ones are 1–5 KB).
 MAX_CONFIG_BYTES = 1_000_000

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .params import (
+from planner.params import (
     activation_elements_per_token_per_layer,
     attention_dims,
     expert_params,
@@ -20,8 +20,8 @@ from .params import (
     moe_layers,
     param_counts,
 )
-from .specs import GPU, ModelSpec, Scenario
-from .units import DTYPE_BYTES, INT4_GROUP_SIZE, INT4_SCALE_BYTES_PER_GROUP
+from planner.specs import GPU, ModelSpec, Scenario
+from planner.units import DTYPE_BYTES, INT4_GROUP_SIZE, INT4_SCALE_BYTES_PER_GROUP
 
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 #: Cache-write price multipliers per TTL and the read multiplier (Anthropic prompt-caching pricing).

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from .prompt_layout import LayoutReport
-from .usage_audit import AuditReport
+from planner.prompt_layout import LayoutReport
+from planner.usage_audit import AuditReport
 
 VARIABILITY_COLORS = {
     "stable": "#54A24B",

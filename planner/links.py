@@ -20,8 +20,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from .custom_model import decode_model
-from .specs import Scenario
+from planner.custom_model import decode_model
+from planner.specs import Scenario
 
 LINK_VERSION = "1"
 VERSION_KEY = "v"

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import EngineInputs, broadcast_shape
-from .units import ACTIVATION_BYTES, MiB
+from planner.inputs import EngineInputs, broadcast_shape
+from planner.units import ACTIVATION_BYTES, MiB
 
 #: CUDA context aside, what a serving process allocates outside weights and KV
 #: regardless of load (cuBLAS/NCCL workspaces, CUDA-graph pools).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .specs import ModelSpec
+from planner.specs import ModelSpec
 
 
 def _attention_params(m: ModelSpec) -> float:

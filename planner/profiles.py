@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .specs import GPU, GpuProfileFile, ModelSpec
+from planner.specs import GPU, GpuProfileFile, ModelSpec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HARDWARE_DIR = REPO_ROOT / "hardware_profiles"

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import EngineInputs
-from .roofline import prefill
+from planner.inputs import EngineInputs
+from planner.roofline import prefill
 
 
 def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> np.ndarray:

@@ -45,10 +45,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .engine import compute
-from .inputs import CACHE_WRITE_MULTIPLIER, TTL_SECONDS, EngineInputs
-from .prompt_cache import break_even_hit_rate, ttl_hit_rate
-from .roofline import prefill
+from planner.engine import compute
+from planner.inputs import CACHE_WRITE_MULTIPLIER, TTL_SECONDS, EngineInputs
+from planner.prompt_cache import break_even_hit_rate, ttl_hit_rate
+from planner.roofline import prefill
 
 Kind = Literal["tools", "system", "messages"]
 Variability = Literal["stable", "per_day", "per_user", "per_request"]

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inputs import EngineInputs
-from .memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer
-from .units import ACTIVATION_BYTES
+from planner.inputs import EngineInputs
+from planner.memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer
+from planner.units import ACTIVATION_BYTES
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .charts import COLORS, _BASE_LAYOUT, _axis, _vline
-from .simulate import SimResult
-from .units import MS_PER_S
+from planner.charts import COLORS, _BASE_LAYOUT, _axis, _vline
+from planner.simulate import SimResult
+from planner.units import MS_PER_S
 
 CDF_POINTS = 400
 

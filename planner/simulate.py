@@ -43,13 +43,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .engine import Resolved, inputs_for, resolve
-from .inputs import EngineInputs
-from .memory import memory_plan
-from .profiles import Catalog
-from .specs import Scenario
-from .step_time import RooflineStepTime, StepTime
-from .workload import Workload, scenario_workload
+from planner.engine import Resolved, inputs_for, resolve
+from planner.inputs import EngineInputs
+from planner.memory import memory_plan
+from planner.profiles import Catalog
+from planner.specs import Scenario
+from planner.step_time import RooflineStepTime, StepTime
+from planner.workload import Workload, scenario_workload
 
 #: Longest run of decode steps advanced in one jump (bounds the arrays per jump).
 MAX_JUMP_STEPS = 4096

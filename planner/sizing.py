@@ -31,15 +31,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .engine import ScenarioError
-from .memory import memory_plan
-from .profiles import Catalog
-from .simulate import SimConfig, SimResult, sim_inputs, simulate
-from .specs import Scenario
-from .speculative import expected_tokens_per_step
-from .step_time import RooflineStepTime
-from .units import S_PER_HOUR, TOKENS_PER_MTOK
-from .workload import Workload, scenario_workload, split_round_robin
+from planner.engine import ScenarioError
+from planner.memory import memory_plan
+from planner.profiles import Catalog
+from planner.simulate import SimConfig, SimResult, sim_inputs, simulate
+from planner.specs import Scenario
+from planner.speculative import expected_tokens_per_step
+from planner.step_time import RooflineStepTime
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
+from planner.workload import Workload, scenario_workload, split_round_robin
 
 TP_OPTIONS = (1, 2, 4, 8)
 SIZING_MAX_REQUESTS = 1000

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .units import GB, GiB, TERA
+from planner.units import GB, GiB, TERA
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 KvDtype = Literal["bf16", "fp16", "fp8", "int8"]

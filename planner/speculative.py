@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import EngineInputs
-from .roofline import decode, decode_context_tokens, overlapped_s, step_cost, weight_bytes_touched_per_gpu
+from planner.inputs import EngineInputs
+from planner.roofline import decode, decode_context_tokens, overlapped_s, step_cost, weight_bytes_touched_per_gpu
 
 GAMMA_GRID = np.arange(0, 13, dtype=float)
 

@@ -30,11 +30,11 @@ from typing import Protocol
 
 import numpy as np
 
-from .inputs import EngineInputs
-from .memory import kv_bytes_per_token_per_layer
-from .roofline import overlapped_s
-from .speculative import draft_model_inputs
-from .units import ACTIVATION_BYTES
+from planner.inputs import EngineInputs
+from planner.memory import kv_bytes_per_token_per_layer
+from planner.roofline import overlapped_s
+from planner.speculative import draft_model_inputs
+from planner.units import ACTIVATION_BYTES
 
 
 class StepTime(Protocol):

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from .engine import ScenarioError, compute, inputs_for, resolve
-from .links import FIELDS, _coerce, _field_ok, allowed_range
-from .profiles import Catalog, format_validation_error
-from .specs import Scenario
+from planner.engine import ScenarioError, compute, inputs_for, resolve
+from planner.links import FIELDS, _coerce, _field_ok, allowed_range
+from planner.profiles import Catalog, format_validation_error
+from planner.specs import Scenario
 
 #: Scenario key → (EngineInputs field, scale from the key's unit to SI).
 NUMERIC_KEYS: dict[str, tuple[str, float]] = {

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from .inputs import CACHE_READ_MULTIPLIER
+from planner.inputs import CACHE_READ_MULTIPLIER
 
 MAX_FILE_BYTES = 50 * 2**20
 MAX_TOKENS = 100_000_000  # per field per request; far above any context window

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .specs import LengthDist, Scenario
+from planner.specs import LengthDist, Scenario
 
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 MAX_TRACE_ROWS = 200_000

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..specs import GPU, Scenario
-from .results import BenchResults
+from planner.specs import GPU, Scenario
+from planner.bench.results import BenchResults
 
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..units import MS_PER_S
-from .results import BenchResults, CaseResult
+from planner.units import MS_PER_S
+from planner.bench.results import BenchResults, CaseResult
 
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..profiles import Catalog
-from .backend import cuda_available, torch_available
+from planner.profiles import Catalog
+from planner.bench.backend import cuda_available, torch_available
 
 EXIT_BAD_INPUT = 2
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
@@ -58,7 +58,7 @@ def resolve_target(device: str | None, backend: str) -> tuple[str, str, list[str
 
 
 def cmd_bench(args, catalog: Catalog, out, err) -> int:
-    from .run import ridge_text, run_bench, write_results
+    from planner.bench.run import ridge_text, run_bench, write_results
 
     device, backend, problems = resolve_target(args.device, args.backend)
     out_dir = Path(args.out or (QUICK_OUT if args.quick else RESULTS_OUT))

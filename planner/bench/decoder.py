@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..params import param_counts
-from ..specs import ModelSpec
+from planner.params import param_counts
+from planner.specs import ModelSpec
 
 ROPE_THETA = 10_000.0
 

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..units import MiB, GiB
-from .decoder import DecoderShape
+from planner.units import MiB, GiB
+from planner.bench.decoder import DecoderShape
 
 Phase = Literal["prefill", "decode", "mixed", "verify"]
 PHASES: tuple[Phase, ...] = ("prefill", "decode", "mixed", "verify")

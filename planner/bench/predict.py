@@ -33,11 +33,11 @@ from statistics import median
 
 import numpy as np
 
-from ..inputs import EngineInputs, from_specs
-from ..roofline import StepCost, ridge_batch, step_cost
-from ..specs import GPU, ModelSpec, Scenario
-from ..units import ACTIVATION_BYTES, DTYPE_BYTES
-from .plan import Case
+from planner.inputs import EngineInputs, from_specs
+from planner.roofline import StepCost, ridge_batch, step_cost
+from planner.specs import GPU, ModelSpec, Scenario
+from planner.units import ACTIVATION_BYTES, DTYPE_BYTES
+from planner.bench.plan import Case
 
 
 def engine_inputs(gpu: GPU, model: ModelSpec, bytes_per_element: float, mfu: float, mbu: float) -> EngineInputs:

@@ -20,10 +20,10 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..export import frame_to_csv, present_frame
-from ..profiles import format_validation_error
-from ..specs import GpuProfileFile, ModelSpec
-from .plan import PHASES, Phase
+from planner.export import frame_to_csv, present_frame
+from planner.profiles import format_validation_error
+from planner.specs import GpuProfileFile, ModelSpec
+from planner.bench.plan import PHASES, Phase
 
 SCHEMA_VERSION = 2
 #: Largest results file accepted (a full run is ~60 KB).

@@ -32,14 +32,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 
-from ..profiles import Catalog
-from ..specs import GPU, GpuProfileFile, Scenario
-from ..units import GB, GiB, MiB, TERA
-from . import host
-from .backend import make_backend
-from .threads import tune_malloc
-from .decoder import Decoder, KVCache
-from .micro import (
+from planner.profiles import Catalog
+from planner.specs import GPU, GpuProfileFile, Scenario
+from planner.units import GB, GiB, MiB, TERA
+from planner.bench import host
+from planner.bench.backend import make_backend
+from planner.bench.threads import tune_malloc
+from planner.bench.decoder import Decoder, KVCache
+from planner.bench.micro import (
     AttentionSample,
     BandwidthSample,
     CalibrationRound,
@@ -51,8 +51,8 @@ from .micro import (
     measure_overlap,
     ridge_rows,
 )
-from .plan import PHASES, Case, Plan, make_plan
-from .predict import (
+from planner.bench.plan import PHASES, Case, Plan, make_plan
+from planner.bench.predict import (
     engine_inputs,
     error_frac,
     ridge_batch_fit,
@@ -60,7 +60,7 @@ from .predict import (
     predict_cases,
     predicted_ridge_batch,
 )
-from .results import (
+from planner.bench.results import (
     SCHEMA_VERSION,
     AttentionRow,
     BandwidthRow,
