@@ -16,18 +16,21 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-import ui.registry
-from planner.__main__ import scenario_frame
-from planner.charts import TABS, Chart, tab_charts
-from planner.compare import compare_gpus
-from planner.engine import Result, ScenarioError, evaluate
-from planner.explain import ExplainItem, explain
+import ui.tabs.registry
+from planner.engine.evaluate import Result, evaluate
+from planner.errors import ScenarioError
 from planner.export import frame_to_csv
-from planner.profiles import Catalog, load_catalog
-from planner.specs import Scenario
-from ui import core_tabs, headline, link_state, sidebar
-from ui.context import PageContext
+from planner.model.catalog import Catalog, load_catalog
+from planner.model.scenario import Scenario
+from planner.studies.compare import compare_gpus
+from planner.studies.explain import ExplainItem, explain
+from planner.studies.sweep import scenario_frame
+from ui import headline, sidebar
+from ui import state as link_state
+from ui.figures.core import TABS, Chart, tab_charts
 from ui.headline import md_escape
+from ui.page import PageContext
+from ui.tabs import core as core_tabs
 
 LOG = logging.getLogger("kvplan.app")
 COMPARE_TAB = "Compare GPUs"
@@ -154,9 +157,9 @@ def main() -> None:
         headline.render(st, headline.headline_items(result, mha), headline.notices(result))
 
     ctx = PageContext(st, scenario, result, cat)
-    for panel in ui.registry.TOP_PANELS:
+    for panel in ui.tabs.registry.TOP_PANELS:
         guarded(panel.__module__.rsplit(".", 1)[-1].replace("_", " "), panel, ctx)
-    entries = tab_entries(key) + list(ui.registry.EXTRA_TABS)
+    entries = tab_entries(key) + list(ui.tabs.registry.EXTRA_TABS)
     containers = st.tabs([title for title, _ in entries], key=TAB_KEY, on_change="rerun")
     for container, (title, render) in zip(containers, entries):
         if container.open is False:  # lazy: only the selected tab runs

@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.usage_audit import audit, parse_usage_log  # noqa: E402
+from planner.prompts.usage_audit import audit, parse_usage_log  # noqa: E402
 
 FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 

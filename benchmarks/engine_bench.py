@@ -15,9 +15,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.engine import compute, inputs_for, resolve  # noqa: E402
-from planner.profiles import load_catalog  # noqa: E402
-from planner.specs import Scenario  # noqa: E402
+from planner.engine.evaluate import compute, inputs_for, resolve  # noqa: E402
+from planner.model.catalog import load_catalog  # noqa: E402
+from planner.model.scenario import Scenario  # noqa: E402
 
 
 def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:

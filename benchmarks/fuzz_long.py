@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from planner.__main__ import main as cli  # noqa: E402
+from planner.cli.main import main as cli  # noqa: E402
 from planner.links import FIELDS, from_query  # noqa: E402
 from tests.test_fuzz_links import keys, values  # noqa: E402  (the suite's strategies)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.profiles import load_catalog  # noqa: E402
-from planner.simulate import simulate_scenario  # noqa: E402
-from planner.sizing import size_fleet  # noqa: E402
-from planner.specs import Scenario  # noqa: E402
+from planner.model.catalog import load_catalog  # noqa: E402
+from planner.model.scenario import Scenario  # noqa: E402
+from planner.serving.simulate import simulate_scenario  # noqa: E402
+from planner.serving.sizing import size_fleet  # noqa: E402
 
 
 def timed(fn):

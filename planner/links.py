@@ -12,16 +12,17 @@ reported with its key, the value and the allowed range while the rest loads.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, get_args
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from planner.custom_model import decode_model
-from planner.specs import Scenario
+from planner.model.custom_model import decode_model
+from planner.model.scenario import Scenario
+from planner.model.specs import KEY_RULE
 
 LINK_VERSION = "1"
 VERSION_KEY = "v"
@@ -91,7 +92,7 @@ def allowed_range(name: str) -> str:
             if getattr(m, attr, None) is not None:
                 hi, hi_strict = getattr(m, attr), strict
         if getattr(m, "pattern", None):
-            return "a lower-case key of letters, digits, '.', '_' or '-' (≤ 64 chars)"
+            return KEY_RULE
     types = {a for a in (get_args(ann) or (ann,)) if a is not type(None)}
     kind = "an integer" if int in types else "a number" if float in types else "0 or 1" if bool in types else "text"
     if lo is None and hi is None:

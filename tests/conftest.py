@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.profiles import load_catalog
+from planner.model.catalog import load_catalog
 
 
 @pytest.fixture(scope="session")

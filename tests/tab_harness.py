@@ -5,15 +5,16 @@ from __future__ import annotations
 
 
 def tab_page(tab_module: str) -> None:
-    """AppTest.from_function target: ``AppTest.from_function(tab_page, args=("ui.simulate_tab",))``."""
+    """AppTest.from_function target: ``AppTest.from_function(tab_page, args=("ui.tabs.simulate",))``."""
     import importlib
 
     import streamlit as st
 
-    from planner.engine import ScenarioError, evaluate
-    from planner.profiles import load_catalog
-    from planner.specs import Scenario
-    from ui.context import PageContext
+    from planner.engine.evaluate import evaluate
+    from planner.errors import ScenarioError
+    from planner.model.catalog import load_catalog
+    from planner.model.scenario import Scenario
+    from ui.page import PageContext
 
     render = importlib.import_module(tab_module).render
     ss = st.session_state

@@ -14,8 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.__main__ import main
-from planner.advisor import (
+from planner.cli.main import main
+from planner.engine.evaluate import evaluate
+from planner.engine.speculative import speedup
+from planner.export import frame_to_csv
+from planner.links import from_query
+from planner.model.scenario import Scenario
+from planner.studies.advisor import (
     FRAME_COLUMNS,
     KV_ROOM_MIN_FRAC,
     SEVERITY_RANK,
@@ -27,11 +32,6 @@ from planner.advisor import (
     meets_slos,
     metric_value,
 )
-from planner.engine import evaluate
-from planner.export import frame_to_csv
-from planner.links import from_query
-from planner.specs import Scenario
-from planner.speculative import speedup
 
 
 def scenario(catalog, query: str) -> Scenario:
@@ -307,11 +307,11 @@ def test_property_effects_reproduce_and_rank(catalog, gpu, model, tp, batch, pro
 def _panel_app(query: str, evaluable: bool = True):
     import streamlit as st
 
-    from planner.engine import evaluate
+    from planner.engine.evaluate import evaluate
     from planner.links import from_query
-    from planner.profiles import load_catalog
-    from ui.context import PageContext
-    from ui.findings_panel import render
+    from planner.model.catalog import load_catalog
+    from ui.page import PageContext
+    from ui.tabs.findings import render
 
     catalog = load_catalog()
     s, _ = from_query(query, set(catalog.gpus), set(catalog.models))
@@ -321,7 +321,7 @@ def _panel_app(query: str, evaluable: bool = True):
 def test_panel_renders_collapsed_findings_and_applies_a_change(catalog):
     from streamlit.testing.v1 import AppTest
 
-    from ui.findings_panel import SEVERITY_BADGE
+    from ui.tabs.findings import SEVERITY_BADGE
 
     items = findings(scenario(catalog, "batch=512"), catalog)
     at = AppTest.from_function(_panel_app, args=("batch=512",)).run(timeout=30)
@@ -345,7 +345,7 @@ def test_panel_is_empty_when_the_scenario_cannot_be_evaluated():
 
 
 def test_panel_escapes_markdown_and_html():
-    from ui.findings_panel import escape
+    from ui.tabs.findings import escape
 
     text = escape("<img src=x onerror=alert(1)> **bold** [link](http://x) $x$")
     assert "<" not in text.replace("\\<", "") and "**" not in text and "](" not in text and "$x$" not in text

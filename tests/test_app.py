@@ -16,17 +16,20 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui.registry
-from planner.charts import TABS
-from planner.compare import compare_gpus
-from planner.custom_model import decode_model, encode_model
-from planner.engine import evaluate
-from planner.explain import explain
+import ui.tabs.registry
+from planner.cli.main import main as cli_main
+from planner.engine.evaluate import evaluate
 from planner.export import frame_to_csv
 from planner.links import FIELDS, from_query, to_query, to_query_string
-from planner.__main__ import main as cli_main, scenario_frame
-from planner.specs import Scenario
-from ui import core_tabs, headline, link_state, sidebar
+from planner.model.custom_model import decode_model, encode_model
+from planner.model.scenario import Scenario
+from planner.studies.compare import compare_gpus
+from planner.studies.explain import explain
+from planner.studies.sweep import scenario_frame
+from ui import headline, sidebar
+from ui import state as link_state
+from ui.figures.core import TABS
+from ui.tabs import core as core_tabs
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CORE_TABS = (*TABS, "Compare GPUs", "Explain")
@@ -300,8 +303,8 @@ def test_a_failing_tab_shows_an_error_and_the_page_survives(monkeypatch):
     def broken(ctx):
         raise ValueError("boom <b>")
 
-    monkeypatch.setattr(ui.registry, "EXTRA_TABS", [*ui.registry.EXTRA_TABS, ("Broken", broken)])
-    monkeypatch.setattr(ui.registry, "TOP_PANELS", [broken, *ui.registry.TOP_PANELS])
+    monkeypatch.setattr(ui.tabs.registry, "EXTRA_TABS", [*ui.tabs.registry.EXTRA_TABS, ("Broken", broken)])
+    monkeypatch.setattr(ui.tabs.registry, "TOP_PANELS", [broken, *ui.tabs.registry.TOP_PANELS])
     at = run_app(tab="Broken")
     errors = [e.value for e in at.error]
     assert len(errors) == 2 and all("boom" in e and "\\<b\\>" in e for e in errors)

@@ -14,15 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.__main__ import main
-from planner.bench import host
-from planner.bench import backend
+from planner.bench import backend, host
 from planner.bench.backend import LINEAR_KERNELS, NumpyBackend
 from planner.bench.calibrate import scenario_calibration
-from planner.bench.charts import decode_figure, prefill_figure
 from planner.bench.decoder import Decoder
 from planner.bench.plan import GAMMA, QUICK_SHAPE, make_plan
-from planner.bench.predict import engine_inputs, predict_cases, predicted_ridge_batch, ridge_batch_fit
+from planner.bench.predict import (
+    engine_inputs,
+    predict_cases,
+    predicted_ridge_batch,
+    ridge_batch_fit,
+)
 from planner.bench.results import (
     BenchResults,
     cases_frame,
@@ -33,8 +35,10 @@ from planner.bench.results import (
     ridge_frame,
 )
 from planner.bench.run import run_bench, write_results
-from planner.profiles import load_catalog, load_gpus, parse_gpu_toml
-from planner.roofline import step_cost
+from planner.cli.main import main
+from planner.engine.roofline import step_cost
+from planner.model.catalog import load_catalog, load_gpus, parse_gpu_toml
+from ui.figures.bench import decode_figure, prefill_figure
 
 
 @pytest.fixture(scope="module")
@@ -388,7 +392,7 @@ def test_write_results_names_files_after_the_device(quick, tmp_path):
 def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    import ui.crosscheck_tab as tab
+    import ui.tabs.crosscheck as tab
 
     h100 = catalog.gpus["h100-sxm"]
     on_h100 = quick.model_copy(update=dict(
@@ -422,7 +426,7 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
 def test_committed_results_parse_and_their_profiles_load():
     """Every results file shipped under benchmarks/results/ passes the gate the dashboard uses,
     and its TOML is the calibrated profile in the JSON."""
-    from ui.crosscheck_tab import RESULTS_DIR
+    from ui.tabs.crosscheck import RESULTS_DIR
 
     files = sorted(RESULTS_DIR.glob("*.json"))
     assert files, "no committed benchmark results"
@@ -448,5 +452,5 @@ def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
     quick_dir = tmp_path / "benchmarks" / "results" / "quick"
     assert sorted(p.suffix for p in quick_dir.iterdir()) == [".csv", ".json", ".toml"]
     assert not list((tmp_path / "benchmarks" / "results").glob("*.toml"))  # the measured-profile folder's top level
-    from planner.profiles import load_measured
+    from planner.model.catalog import load_measured
     assert load_measured(tmp_path / "benchmarks" / "results", set()) == ({}, [])

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from planner.engine import evaluate
+from planner.engine.evaluate import evaluate
 from planner.links import from_query
 from ui import headline
 

@@ -1,4 +1,4 @@
-"""Dashboard figures (planner.charts): every tab builds for every GPU × model preset,
+"""Dashboard figures (ui.figures.core): every tab builds for every GPU × model preset,
 frames are finite, hovers carry units, and the marks the issue asks for are drawn."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from planner import charts
-from planner.charts import TABS, Chart, tab_charts
-from planner.engine import evaluate
-from planner.profiles import load_catalog
-from planner.specs import Scenario
+from planner.engine.evaluate import evaluate
+from planner.model.catalog import load_catalog
+from planner.model.scenario import Scenario
+from ui.figures import core as charts
+from ui.figures.core import TABS, Chart, tab_charts
 
 CATALOG = load_catalog()
 UNIT = re.compile(r"ms|GiB|KiB|TFLOP/s|FLOP/byte|tokens|sequences|×|\$|hit rate|batch|γ")

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from planner.__main__ import main
+from planner.cli.main import main
 
 
 def run(*argv):

@@ -1,4 +1,4 @@
-"""Compare GPUs (planner.compare): table invariants and agreement with evaluating
+"""Compare GPUs (planner.studies.compare): table invariants and agreement with evaluating
 the scenario on each GPU one at a time."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.compare import METRIC_COLUMNS, compare_gpus
-from planner.engine import ScenarioError, evaluate
-from planner.profiles import load_catalog
-from planner.specs import Scenario
+from planner.engine.evaluate import evaluate
+from planner.errors import ScenarioError
+from planner.model.catalog import load_catalog
+from planner.model.scenario import Scenario
+from planner.studies.compare import METRIC_COLUMNS, compare_gpus
 
 CATALOG = load_catalog()
 COLUMNS = [

@@ -1,4 +1,4 @@
-"""Chart data (planner.curves): shapes the physics dictates, and agreement with the
+"""Chart data (planner.studies.curves): shapes the physics dictates, and agreement with the
 engine's own metrics at the scenario's point of every curve."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import curves
-from planner.engine import evaluate
-from planner.profiles import load_catalog
-from planner.specs import Scenario
+from planner.engine.evaluate import evaluate
+from planner.model.catalog import load_catalog
+from planner.model.scenario import Scenario
+from planner.studies import curves
 
 CATALOG = load_catalog()
 GPUS = sorted(CATALOG.gpus)

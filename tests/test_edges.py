@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.__main__ import main
+from planner.cli.main import main
 
 EDGES = {
     "weights larger than memory": "model=llama-3.1-405b&gpu=l4",

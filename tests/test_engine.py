@@ -7,12 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from planner.engine import ScenarioError, compute, evaluate, inputs_for, resolve
-from planner.memory import kv_bytes_per_sequence, memory_plan
-from planner.prompt_cache import break_even_hit_rate, ttl_hit_rate
-from planner.roofline import decode, prefill, ridge_batch, step_cost
-from planner.specs import Scenario
-from planner.speculative import expected_tokens_per_step, speedup
+from planner.engine.evaluate import compute, evaluate, inputs_for, resolve
+from planner.engine.memory import kv_bytes_per_sequence, memory_plan
+from planner.engine.prompt_cache import break_even_hit_rate, ttl_hit_rate
+from planner.engine.roofline import decode, prefill, ridge_batch, step_cost
+from planner.engine.speculative import expected_tokens_per_step, speedup
+from planner.errors import ScenarioError
+from planner.model.scenario import Scenario
 from planner.units import GiB
 
 
@@ -369,8 +370,8 @@ def test_inconsistent_shape_override_is_named(catalog):
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"])
 def test_verify_grid_equals_direct_step_cost(catalog, model):
-    from planner.roofline import decode_context_tokens
-    from planner.speculative import verify_step_s
+    from planner.engine.roofline import decode_context_tokens
+    from planner.engine.speculative import verify_step_s
 
     x = x_for(catalog, model=model, gpu="b200", tp=8, batch=24).as_arrays()
     q = np.arange(1.0, 14.0)
@@ -391,7 +392,11 @@ def test_mla_baselines_use_expanded_heads(catalog):
 
 @pytest.mark.parametrize("kw", [dict(model="llama-3.1-70b", gpu="h200", tp=2), dict(model="llama-3.1-8b", chunk=64), dict(model="qwen2.5-7b", gpu="l4")])
 def test_max_concurrency_is_a_batch_that_really_fits(catalog, kw):
-    from planner.memory import kv_budget_raw_bytes, kv_bytes_per_sequence, paged_context_tokens
+    from planner.engine.memory import (
+        kv_budget_raw_bytes,
+        kv_bytes_per_sequence,
+        paged_context_tokens,
+    )
 
     n = metrics(catalog, **kw)["max_concurrent_sequences"]
     assert n >= 1

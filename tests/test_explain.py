@@ -1,4 +1,4 @@
-"""Explain tab (planner.explain): every item's substituted arithmetic, typed into a
+"""Explain tab (planner.studies.explain): every item's substituted arithmetic, typed into a
 calculator, gives the engine's metric, and its value states that metric."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine import evaluate
-from planner.explain import ExplainItem, exact, explain, num
-from planner.profiles import load_catalog
-from planner.specs import Scenario
+from planner.engine.evaluate import evaluate
+from planner.model.catalog import load_catalog
+from planner.model.scenario import Scenario
+from planner.studies.explain import ExplainItem, exact, explain, num
 
 CATALOG = load_catalog()
 

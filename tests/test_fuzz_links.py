@@ -10,9 +10,9 @@ from urllib.parse import quote, urlencode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.__main__ import main
+from planner.cli.main import main
 from planner.links import FIELDS, from_query
-from planner.specs import Scenario
+from planner.model.scenario import Scenario
 
 GPUS = {"h100-sxm", "h200"}
 MODELS = {"llama-3.1-8b"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.profiles import HARDWARE_DIR, load_gpus
+from planner.model.catalog import HARDWARE_DIR, load_gpus
 from planner.units import GB, TERA
 
 EXPECTED_KEYS = {

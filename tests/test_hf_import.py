@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from planner.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
-from planner.params import param_counts
-from planner.profiles import load_models
+from planner.model.catalog import load_models
+from planner.model.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.model.params import param_counts
 
 PRESETS, _ = load_models()
 

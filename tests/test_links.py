@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.links import DEFAULTS, FIELDS, from_query, to_query, to_query_string
-from planner.specs import Scenario
+from planner.model.scenario import Scenario
 
 GPUS = {"h100-sxm", "h200"}
 MODELS = {"llama-3.1-8b", "llama-2-7b"}
@@ -116,7 +116,7 @@ def test_link_keys_are_stable():
 
 
 def test_custom_model_travels_exactly_and_bad_codes_are_named(catalog):
-    from planner.custom_model import encode_model
+    from planner.model.custom_model import encode_model
 
     code = encode_model(catalog.models["mixtral-8x7b"])
     s, issues = from_query(f"model=custom&custom={code}", GPUS, MODELS)

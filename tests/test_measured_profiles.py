@@ -11,12 +11,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.__main__ import main
-from planner.advisor import findings
-from planner.compare import compare_gpus
-from planner.engine import ScenarioError, evaluate
-from planner.profiles import HARDWARE_DIR, MEASURED_DIR, load_catalog, load_measured
-from planner.specs import Scenario
+from planner.cli.main import main
+from planner.engine.evaluate import evaluate
+from planner.errors import ScenarioError
+from planner.model.catalog import (
+    HARDWARE_DIR,
+    MEASURED_DIR,
+    load_catalog,
+    load_measured,
+)
+from planner.model.scenario import Scenario
+from planner.studies.advisor import findings
+from planner.studies.compare import compare_gpus
 from ui import headline
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

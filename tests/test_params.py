@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.params import param_counts
-from planner.profiles import MODEL_DIR, load_models
+from planner.model.catalog import MODEL_DIR, load_models
+from planner.model.params import param_counts
 
 MODELS, PROBLEMS = load_models()
 

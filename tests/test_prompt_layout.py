@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine import evaluate
-from planner.inputs import DEFAULT_MIN_CACHEABLE_TOKENS
-from planner.prompt_layout import (
+from planner.engine.evaluate import evaluate
+from planner.errors import LayoutError
+from planner.model.api_pricing import DEFAULT_MIN_CACHEABLE_TOKENS
+from planner.model.scenario import Scenario
+from planner.prompts.layout import (
     DEFAULT_LAYOUT,
     KINDS,
     MAX_BREAKPOINTS,
@@ -21,7 +23,6 @@ from planner.prompt_layout import (
     VARIABILITIES,
     Block,
     Layout,
-    LayoutError,
     LayoutSettings,
     Traffic,
     analyse,
@@ -32,7 +33,6 @@ from planner.prompt_layout import (
     layout_from_frame,
     suggest,
 )
-from planner.specs import Scenario
 
 P_IN = 5e-6  # Scenario defaults: $5 / $25 per million tokens
 P_OUT = 25e-6

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from planner.model.scenario import Scenario
+from planner.prompts.layout import DEFAULT_LAYOUT, decode, encode
 from tests.tab_harness import tab_page
-
-from planner.prompt_layout import DEFAULT_LAYOUT, decode, encode
-from planner.specs import Scenario
 
 
 def app(scenario: Scenario | None = None) -> AppTest:
-    at = AppTest.from_function(tab_page, args=("ui.prompt_layout_tab",), default_timeout=30)
+    at = AppTest.from_function(tab_page, args=("ui.tabs.prompt_layout",), default_timeout=30)
     if scenario is not None:
         at.session_state["scenario"] = scenario.model_dump_json()
     return at.run()
@@ -80,7 +79,7 @@ def test_example_usage_log_end_to_end():
 
 
 def test_tab_is_registered():
-    import ui.registry
-    from ui.prompt_layout_tab import render
+    import ui.tabs.registry
+    from ui.tabs.prompt_layout import render
 
-    assert ("Prompt layout", render) in ui.registry.EXTRA_TABS
+    assert ("Prompt layout", render) in ui.tabs.registry.EXTRA_TABS

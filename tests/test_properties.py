@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.engine import compute, inputs_for, resolve
-from planner.profiles import load_catalog
-from planner.specs import Scenario
+from planner.engine.evaluate import compute, inputs_for, resolve
+from planner.model.catalog import load_catalog
+from planner.model.scenario import Scenario
 
 CATALOG = load_catalog()
 GPUS = sorted(CATALOG.gpus)
@@ -103,7 +103,7 @@ refinements = st.fixed_dictionaries(dict(
 def test_measured_refinements_only_slow_the_roofline_and_keep_it_monotonic(s, ref):
     # o ≤ 1 and attention shares ≤ 1 can only add time to the plain roofline; more overlap
     # never costs time; latency and throughput still never fall with batch.
-    from planner.roofline import decode
+    from planner.engine.roofline import decode
 
     x = x_of(s)
     b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])

@@ -7,8 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.roofline import decode, decode_context_tokens, prefill, step_cost
-from planner.simulate import (
+from planner.engine.roofline import decode, decode_context_tokens, prefill, step_cost
+from planner.engine.speculative import expected_tokens_per_step, spec_step_s
+from planner.engine.step_time import Roofline, RooflineStepTime
+from planner.model.scenario import Scenario
+from planner.serving.simulate import (
     MAX_TIMELINE_POINTS,
     REJECTED_CONTEXT,
     REJECTED_KV,
@@ -20,10 +23,7 @@ from planner.simulate import (
     simulate,
     simulate_scenario,
 )
-from planner.specs import Scenario
-from planner.speculative import expected_tokens_per_step, spec_step_s
-from planner.step_time import Roofline, RooflineStepTime
-from planner.workload import Workload, poisson_workload
+from planner.serving.workload import Workload, poisson_workload
 
 # a dense GQA model, an MoE, sliding windows, MLA; tp 1 and tp > 1
 SHAPES = [

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from planner.model.scenario import Scenario
 from tests.tab_harness import tab_page
-
-from planner.specs import Scenario
 
 
 def app(scenario: Scenario) -> AppTest:
-    at = AppTest.from_function(tab_page, args=("ui.simulate_tab",), default_timeout=60)
+    at = AppTest.from_function(tab_page, args=("ui.tabs.simulate",), default_timeout=60)
     at.session_state["scenario"] = scenario.model_dump_json()
     return at.run()
 

@@ -9,12 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.memory import memory_plan
-from planner.simulate import SimConfig, sim_inputs, simulate
-from planner.sizing import _config_scenario, _replica_workload, fewest_passing, size_fleet
-from planner.specs import Scenario
-from planner.step_time import RooflineStepTime
-from planner.workload import parse_trace
+from planner.engine.memory import memory_plan
+from planner.engine.step_time import RooflineStepTime
+from planner.model.scenario import Scenario
+from planner.serving.simulate import SimConfig, sim_inputs, simulate
+from planner.serving.sizing import (
+    _config_scenario,
+    _replica_workload,
+    fewest_passing,
+    size_fleet,
+)
+from planner.serving.workload import parse_trace
 
 REQUESTS = 300
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planner.engine import evaluate
-from planner.specs import Scenario
-from planner.sweep import SweepError, parse_axis, sweep
+from planner.engine.evaluate import evaluate
+from planner.errors import SweepError
+from planner.model.scenario import Scenario
+from planner.studies.sweep import parse_axis, sweep
 
 
 def test_parse_axis_forms():

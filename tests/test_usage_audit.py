@@ -12,8 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from planner import usage_audit
-from planner.usage_audit import COUNT_FIELDS, MAX_TOKENS, UsageRow, audit, parse_usage_log
+from planner.prompts import usage_audit
+from planner.prompts.usage_audit import (
+    COUNT_FIELDS,
+    MAX_TOKENS,
+    UsageRow,
+    audit,
+    parse_usage_log,
+)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "usage_log_example.jsonl"
 P_IN, P_OUT, W, R = 5e-6, 25e-6, 1.25, 0.1

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.specs import Scenario
-from planner.workload import (
+from planner.errors import TraceError
+from planner.model.scenario import Scenario
+from planner.serving.workload import (
     MAX_REPORTED_ROWS,
-    TraceError,
     lengths,
     parse_trace,
     poisson_workload,

@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from planner.engine import Result
-from planner.specs import ModelSpec, Scenario
+from planner.engine.evaluate import Result
+from planner.model.scenario import Scenario
+from planner.model.specs import ModelSpec
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")

@@ -14,15 +14,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.custom_model import decode_model, encode_model
-from planner.engine import CUSTOM_MODEL, SHAPE_KEYS, ScenarioError, resolve
-from planner.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.engine.evaluate import CUSTOM_MODEL, SHAPE_KEYS, resolve
+from planner.errors import ScenarioError, format_validation_error
 from planner.links import DEFAULTS, FIELDS
-from planner.profiles import Catalog, format_validation_error
-from planner.specs import ModelSpec, Scenario
-from planner.units import GiB, KV_DTYPES, WEIGHT_DTYPES
+from planner.model.catalog import Catalog
+from planner.model.custom_model import decode_model, encode_model
+from planner.model.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.model.scenario import Scenario
+from planner.model.specs import ModelSpec
+from planner.units import KV_DTYPES, WEIGHT_DTYPES, GiB
 from ui.headline import md_escape
-from ui.link_state import SCENARIO_KEY
+from ui.state import SCENARIO_KEY
 
 CHUNK_OPTIONS = tuple(2**k for k in range(4, 21))  # 16 … 1,048,576 tokens
 HF_MESSAGE_KEY = "_hf_message"

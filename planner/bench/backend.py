@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.units import MiB
 from planner.bench.threads import pin_numpy_blas_threads, shorten_blas_spin
+from planner.units import MiB
 
 #: Query rows per attention block on the CPU: a block's scores, (h · block × keys)
 #: fp32, stay near the last-level cache instead of a (h · T × T) matrix in DRAM.

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.specs import GPU, Scenario
 from planner.bench.results import BenchResults
-
+from planner.model.scenario import Scenario
+from planner.model.specs import GPU
 
 
 def _bounds(name: str) -> tuple[float, float]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from planner.profiles import Catalog
 from planner.bench.backend import cuda_available, torch_available
+from planner.model.catalog import Catalog
 
 EXIT_BAD_INPUT = 2
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.params import param_counts
-from planner.specs import ModelSpec
+from planner.model.params import param_counts
+from planner.model.specs import ModelSpec
 
 ROPE_THETA = 10_000.0
 

@@ -14,7 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from planner.units import KiB, MiB, GiB
+from planner.units import GiB, KiB, MiB
 
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 _SIZE_UNITS = {"": 1, "K": KiB, "M": MiB, "G": GiB}

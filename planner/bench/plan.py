@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.units import MiB, GiB
 from planner.bench.decoder import DecoderShape
+from planner.units import GiB, MiB
 
 Phase = Literal["prefill", "decode", "mixed", "verify"]
 PHASES: tuple[Phase, ...] = ("prefill", "decode", "mixed", "verify")

@@ -33,11 +33,12 @@ from statistics import median
 
 import numpy as np
 
-from planner.inputs import EngineInputs, from_specs
-from planner.roofline import StepCost, ridge_batch, step_cost
-from planner.specs import GPU, ModelSpec, Scenario
-from planner.units import ACTIVATION_BYTES, DTYPE_BYTES
 from planner.bench.plan import Case
+from planner.engine.inputs import EngineInputs, from_specs
+from planner.engine.roofline import StepCost, ridge_batch, step_cost
+from planner.model.scenario import Scenario
+from planner.model.specs import GPU, ModelSpec
+from planner.units import ACTIVATION_BYTES, DTYPE_BYTES
 
 
 def engine_inputs(gpu: GPU, model: ModelSpec, bytes_per_element: float, mfu: float, mbu: float) -> EngineInputs:

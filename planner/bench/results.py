@@ -20,15 +20,14 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planner.export import frame_to_csv, present_frame
-from planner.profiles import format_validation_error
-from planner.specs import GpuProfileFile, ModelSpec
 from planner.bench.plan import PHASES, Phase
+from planner.errors import format_validation_error
+from planner.export import frame_to_csv, present_frame
+from planner.model.specs import KEY_PATTERN, GpuProfileFile, ModelSpec
 
 SCHEMA_VERSION = 2
 #: Largest results file accepted (a full run is ~60 KB).
 MAX_RESULTS_BYTES = 5 * 2**20
-_KEY = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 ProfileLabel = Literal["datasheet", "calibrated"]
@@ -39,7 +38,7 @@ class DeviceInfo(BaseModel):
 
     kind: Literal["cpu", "cuda"]
     name: str = Field(min_length=1, max_length=200)
-    slug: str = Field(pattern=_KEY, description="file stem of the results and the calibrated profile key")
+    slug: str = Field(pattern=KEY_PATTERN, description="file stem of the results and the calibrated profile key")
     backend: Literal["numpy", "torch"]
     dtype: Literal["fp32", "bf16"]
     bytes_per_element: float = Field(gt=0, le=8)
@@ -52,7 +51,7 @@ class DeviceInfo(BaseModel):
     host: str = Field(max_length=200)
     date_utc: str = Field(max_length=40)
     load_average: tuple[float, float] = Field(description="1-minute load average before and after the run")
-    profile_key: str | None = Field(pattern=_KEY, description="matching datasheet profile in hardware_profiles/")
+    profile_key: str | None = Field(pattern=KEY_PATTERN, description="matching datasheet profile in hardware_profiles/")
     versions: dict[str, str]
     quick: bool
 
@@ -118,7 +117,7 @@ class ProfileUsed(BaseModel):
     model_config = _STRICT
 
     label: ProfileLabel
-    key: str = Field(pattern=_KEY)
+    key: str = Field(pattern=KEY_PATTERN)
     peak_flop_per_s: float = Field(gt=0)
     bandwidth_bytes_per_s: float = Field(gt=0)
     mfu: float = Field(gt=0, le=1)

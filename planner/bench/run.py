@@ -32,12 +32,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 
-from planner.profiles import Catalog
-from planner.specs import GPU, GpuProfileFile, Scenario
-from planner.units import GB, GiB, MiB, TERA
 from planner.bench import host
 from planner.bench.backend import make_backend
-from planner.bench.threads import tune_malloc
 from planner.bench.decoder import Decoder, KVCache
 from planner.bench.micro import (
     AttentionSample,
@@ -55,10 +51,10 @@ from planner.bench.plan import PHASES, Case, Plan, make_plan
 from planner.bench.predict import (
     engine_inputs,
     error_frac,
-    ridge_batch_fit,
     median_abs_error,
     predict_cases,
     predicted_ridge_batch,
+    ridge_batch_fit,
 )
 from planner.bench.results import (
     SCHEMA_VERSION,
@@ -78,6 +74,11 @@ from planner.bench.results import (
     results_csv,
     results_json,
 )
+from planner.bench.threads import tune_malloc
+from planner.model.catalog import Catalog
+from planner.model.scenario import Scenario
+from planner.model.specs import GPU, GpuProfileFile
+from planner.units import GB, TERA, GiB, MiB
 
 #: share of the memory free at the start that weights + KV caches may take: a host's RAM is
 #: shared with everything else running; a GPU's memory is the benchmark's own

@@ -1,0 +1,150 @@
+"""The engine: validated Scenario → every metric, in one vectorised call.
+
+``compute`` is pure and broadcasts over arrays (a sweep of a million scenarios
+is one call).  ``resolve`` looks the scenario's GPU, model and draft up in a
+``Catalog`` and applies the shape overrides; ``evaluate`` does both for one
+scenario and returns plain Python scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import ValidationError
+
+from planner.engine.chunked import chunked_prefill
+from planner.engine.inputs import EngineInputs, from_specs
+from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
+from planner.engine.prompt_cache import prompt_cache
+from planner.engine.roofline import decode, prefill, ridge_batch
+from planner.engine.speculative import speculative
+from planner.errors import ScenarioError, format_validation_error
+from planner.model.catalog import Catalog
+from planner.model.custom_model import decode_model
+from planner.model.scenario import Scenario
+from planner.model.specs import GPU, ModelSpec
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
+
+CUSTOM_MODEL = "custom"
+SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab")
+
+
+
+
+@dataclass(frozen=True)
+class Resolved:
+    scenario: Scenario
+    gpu: GPU
+    model: ModelSpec
+    draft: ModelSpec | None
+
+
+def apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
+    """The preset with the scenario's shape overrides; ScenarioError names the keys if inconsistent."""
+    changes = {k: getattr(s, k) for k in SHAPE_KEYS if getattr(s, k) is not None}
+    if not changes:
+        return model
+    if model.is_mla and {"kv_heads", "head_dim"} & changes.keys():
+        raise ScenarioError([f"{k}: not applicable to an MLA model ({model.name})" for k in ("kv_heads", "head_dim") if k in changes])
+    data = model.model_dump()
+    data.update(changes)
+    data["name"] = f"{model.name} (custom)"
+    data["published_params"] = 0.0
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError([f"shape override: {format_validation_error(exc)}"]) from None
+
+
+def resolve(s: Scenario, catalog: Catalog) -> Resolved:
+    problems = []
+    gpu = catalog.profile(s.gpu)
+    if gpu is None:
+        problems.append(f"gpu={s.gpu!r}: unknown GPU profile; choose one of {', '.join(catalog.profile_keys())}")
+    model = catalog.models.get(s.model)
+    if s.model == CUSTOM_MODEL:
+        try:
+            model = decode_model(s.custom)
+        except ValueError as exc:
+            problems.append(str(exc))
+    elif model is None:
+        problems.append(f"model={s.model!r}: unknown model preset; choose one of {', '.join(sorted(catalog.models))}")
+    draft = None
+    if s.draft:
+        draft = catalog.models.get(s.draft)
+        if draft is None:
+            problems.append(f"draft={s.draft!r}: unknown model preset")
+    if problems:
+        raise ScenarioError(problems)
+    return Resolved(s, gpu, apply_overrides(model, s), draft)  # type: ignore[arg-type]
+
+
+def inputs_for(r: Resolved) -> EngineInputs:
+    return from_specs(r.gpu, r.model, r.scenario, r.draft)
+
+
+def compute(x: EngineInputs) -> dict[str, np.ndarray]:
+    """Every metric for every scenario in ``x`` (arrays broadcast).  Pure."""
+    x = x.as_arrays()
+    out: dict[str, np.ndarray] = {}
+    out.update(memory_plan(x))
+    out["kv_bytes_per_token_mha"] = kv_bytes_per_token_for_heads(x, x.heads)
+    out["kv_bytes_per_token_mqa"] = kv_bytes_per_token_for_heads(x, 1.0)
+
+    pre = prefill(x)
+    out.update(
+        ttft_s=pre.time_s,
+        prefill_compute_bound=pre.compute_bound,
+        prefill_flop=pre.flop,
+        prefill_bytes=pre.bytes,
+        prefill_compute_s=pre.compute_s,
+        prefill_memory_s=pre.memory_s,
+        prefill_comm_s=pre.comm_s,
+    )
+    dec = decode(x)
+    plain_tpot = dec.time_s
+    out.update(
+        plain_tpot_s=plain_tpot,
+        decode_compute_bound=dec.compute_bound,
+        decode_flop=dec.flop,
+        decode_bytes=dec.bytes,
+        decode_compute_s=dec.compute_s,
+        decode_memory_s=dec.memory_s,
+        decode_comm_s=dec.comm_s,
+        ridge_batch=ridge_batch(x),
+    )
+    out.update(chunked_prefill(x))
+    spec = speculative(x, plain_step_s=plain_tpot)
+    out.update(spec)
+    tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
+    tokens_per_s = x.batch / tpot
+    out.update(
+        tpot_s=tpot,
+        decode_tokens_per_s=tokens_per_s,
+        decode_tokens_per_s_per_gpu=tokens_per_s / x.tp,
+        price_usd_per_hour_per_replica=x.price_usd_per_gpu_hour * x.tp,
+        cost_per_million_output_tokens_usd=x.price_usd_per_gpu_hour * x.tp / S_PER_HOUR / tokens_per_s * TOKENS_PER_MTOK,
+        request_latency_s=pre.time_s + x.output_tokens * tpot,
+    )
+    out.update(prompt_cache(x, request_duration_s=out["request_latency_s"]))
+    return out
+
+
+@dataclass(frozen=True)
+class Result:
+    resolved: Resolved
+    inputs: EngineInputs
+    metrics: dict[str, float | bool]
+
+
+def _scalar(v: np.ndarray) -> float | bool:
+    v = np.asarray(v)
+    return bool(v) if v.dtype == bool else float(v)
+
+
+def evaluate(s: Scenario, catalog: Catalog) -> Result:
+    r = resolve(s, catalog)
+    x = inputs_for(r)
+    metrics = {k: _scalar(v) for k, v in compute(x).items()}
+    return Result(r, x, metrics)

@@ -1,0 +1,234 @@
+"""The engine's flat numeric input: one array (or scalar) per quantity, SI units.
+
+``EngineInputs`` is what every formula module reads.  Any field may be a numpy
+array; all fields broadcast against each other, so a sweep of a million
+scenarios is one call.  ``from_specs`` builds it from validated specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from planner.model.api_pricing import (
+    CACHE_READ_MULTIPLIER,
+    CACHE_WRITE_MULTIPLIER,
+    DEFAULT_MIN_CACHEABLE_TOKENS,
+    TTL_SECONDS,
+)
+from planner.model.params import (
+    activation_elements_per_token_per_layer,
+    attention_dims,
+    expert_params,
+    kv_elements_per_token_per_layer,
+    moe_layers,
+    param_counts,
+)
+from planner.model.scenario import Scenario
+from planner.model.specs import GPU, ModelSpec
+from planner.units import DTYPE_BYTES, INT4_GROUP_SIZE, INT4_SCALE_BYTES_PER_GROUP
+
+
+def weight_bytes_per_param(wdtype: str) -> float:
+    """Bytes per weight: the dtype's size; int4 adds one fp16 scale + zero per 128 weights."""
+    b = DTYPE_BYTES[wdtype]
+    if wdtype == "int4":
+        b += INT4_SCALE_BYTES_PER_GROUP / INT4_GROUP_SIZE
+    return b
+
+
+def compute_dtype(wdtype: str, gpu: GPU) -> str:
+    """Tensor-core dtype of the matmuls: fp8/int8/fp4 weights run in that dtype where
+    the chip has it; weight-only int4 (W4A16) and everything else run in bf16."""
+    if wdtype in ("fp8", "int8", "fp4") and wdtype in gpu.peak_flop_per_s:
+        return wdtype
+    return "bf16"
+
+
+@dataclass(frozen=True)
+class EngineInputs:
+    # hardware (per GPU)
+    memory_bytes: Any
+    bandwidth_bytes_per_s: Any
+    peak_flop_per_s: Any
+    link_bytes_per_s: Any
+    collective_latency_s: Any
+    price_usd_per_gpu_hour: Any
+    compute_memory_overlap: Any  # o: per operator group max(c, m) + (1 − o)·min(c, m)
+    attention_compute_frac: Any  # attention FLOP/s ÷ peak′
+    attention_bandwidth_frac: Any  # attention bytes/s ÷ bw′
+    # model shape
+    layers: Any
+    hidden: Any
+    heads: Any
+    kv_heads: Any
+    head_dim: Any  # MLA: (k_nope + k_rope + k_v) / 2, for the MHA/MQA comparison only
+    vocab: Any
+    kv_elements_per_token_per_layer: Any  # 2·g·k, or r_kv + k_rope (MLA)
+    kv_sharded: Any  # 1 if KV heads split across TP ranks (not MLA)
+    full_attention_layers: Any
+    window_layers: Any
+    window_tokens: Any
+    context_window_tokens: Any
+    total_params: Any
+    matmul_params: Any  # active params a token multiplies through (LM head included)
+    lm_head_params: Any  # v·d: run only for tokens that need logits
+    lookup_params: Any  # v·d for an untied input embedding (a lookup: T rows read), else 0
+    expert_params: Any  # one routed expert, one layer
+    moe_layers: Any
+    experts: Any
+    experts_per_token: Any
+    attention_dim_prefill: Any  # d_qk + d_v per head
+    attention_dim_decode: Any
+    activation_elements_per_token_per_layer: Any
+    # dtypes
+    weight_bytes_per_param: Any
+    kv_bytes_per_element: Any
+    # deployment and workload
+    tp: Any
+    batch: Any
+    prompt_tokens: Any
+    output_tokens: Any
+    chunk_tokens: Any
+    block_tokens: Any
+    mfu: Any
+    mbu: Any
+    mem_util: Any
+    # speculative decoding
+    spec_on: Any
+    gamma: Any
+    alpha: Any
+    draft_ratio: Any
+    has_draft_model: Any
+    draft_total_params: Any
+    draft_matmul_params: Any
+    draft_lm_head_params: Any
+    draft_lookup_params: Any
+    draft_layers: Any
+    draft_hidden: Any
+    draft_heads: Any
+    draft_kv_elements_per_token_per_layer: Any
+    draft_attention_dim: Any
+    draft_activation_elements_per_token_per_layer: Any
+    # prompt caching
+    hit_rate: Any
+    prefix_tokens: Any
+    min_cacheable_tokens: Any
+    requests_per_min_per_prefix: Any
+    ttl_s: Any
+    cache_write_multiplier: Any
+    cache_read_multiplier: Any
+    price_in_usd_per_token: Any
+    price_out_usd_per_token: Any
+
+    def with_(self, **changes: Any) -> "EngineInputs":
+        return replace(self, **changes)
+
+    def as_arrays(self) -> "EngineInputs":
+        """Every field as a float64 numpy array (broadcasting untouched)."""
+        return replace(self, **{f.name: np.asarray(getattr(self, f.name), dtype=float) for f in fields(self)})
+
+
+def broadcast_shape(x: EngineInputs) -> tuple[int, ...]:
+    """The shape every field broadcasts to."""
+    return np.broadcast_shapes(*(np.shape(getattr(x, f.name)) for f in fields(x)))
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(EngineInputs))
+
+
+def _model_fields(m: ModelSpec) -> dict[str, float]:
+    pc = param_counts(m)
+    win_layers = m.sliding_window_layers if m.sliding_window_tokens else 0
+    prefill_dim, decode_dim = attention_dims(m)
+    return dict(
+        layers=m.layers,
+        hidden=m.hidden,
+        heads=m.heads,
+        kv_heads=m.kv_heads,
+        head_dim=(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2 if m.is_mla else m.head_dim,
+        vocab=m.vocab,
+        kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(m),
+        kv_sharded=0.0 if m.is_mla else 1.0,
+        full_attention_layers=m.layers - win_layers,
+        window_layers=win_layers,
+        window_tokens=m.sliding_window_tokens or 1.0,
+        context_window_tokens=m.context_window_tokens,
+        total_params=pc.total,
+        matmul_params=pc.matmul_active,
+        lm_head_params=float(m.vocab * m.hidden),
+        lookup_params=0.0 if m.tied_embeddings else float(m.vocab * m.hidden),
+        expert_params=expert_params(m),
+        moe_layers=moe_layers(m),
+        experts=m.experts,
+        experts_per_token=m.experts_per_token,
+        attention_dim_prefill=prefill_dim,
+        attention_dim_decode=decode_dim,
+        activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(m),
+    )
+
+
+def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> EngineInputs:
+    """Flatten validated specs into SI engine inputs (scalars).
+
+    MFU and MBU derate a datasheet profile's peaks; a calibrated profile (measured by
+    ``python -m planner bench``) already holds achieved rates, so it runs at MFU = MBU = 1
+    whatever the scenario says (the scenario's values still apply to the datasheet GPUs
+    it is compared with)."""
+    mf = _model_fields(model)
+    d = draft or model
+    dpc = param_counts(d)
+    min_cache = s.min_prefix if s.min_prefix is not None else (
+        model.min_cacheable_prompt_tokens or DEFAULT_MIN_CACHEABLE_TOKENS
+    )
+    price = s.gpu_price if s.gpu_price is not None else gpu.price_usd_per_hour
+    return EngineInputs(
+        memory_bytes=gpu.memory_bytes,
+        bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
+        peak_flop_per_s=gpu.peak_for(compute_dtype(s.wdtype, gpu)),
+        link_bytes_per_s=gpu.interconnect_bytes_per_s,
+        collective_latency_s=gpu.collective_latency_s,
+        price_usd_per_gpu_hour=price,
+        compute_memory_overlap=gpu.compute_memory_overlap,
+        attention_compute_frac=gpu.attention_compute_frac,
+        attention_bandwidth_frac=gpu.attention_bandwidth_frac,
+        **mf,
+        weight_bytes_per_param=weight_bytes_per_param(s.wdtype),
+        kv_bytes_per_element=DTYPE_BYTES[s.kvdtype],
+        tp=s.tp,
+        batch=s.batch,
+        prompt_tokens=s.prompt,
+        output_tokens=s.output,
+        chunk_tokens=s.chunk,
+        block_tokens=s.block,
+        mfu=1.0 if gpu.calibrated else s.mfu,  # a calibrated profile's rates are achieved ones: no derating
+        mbu=1.0 if gpu.calibrated else s.mbu,
+        mem_util=s.mem_util,
+        spec_on=1.0 if s.spec else 0.0,
+        gamma=s.gamma,
+        alpha=s.alpha,
+        draft_ratio=s.draft_ratio,
+        has_draft_model=1.0 if draft is not None else 0.0,
+        draft_total_params=dpc.total,
+        draft_matmul_params=dpc.matmul_active,
+        draft_lm_head_params=float(d.vocab * d.hidden),
+        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
+        draft_layers=d.layers,
+        draft_hidden=d.hidden,
+        draft_heads=d.heads,
+        draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
+        draft_attention_dim=attention_dims(d)[1],
+        draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
+        hit_rate=s.hit,
+        prefix_tokens=s.prefix,
+        min_cacheable_tokens=min_cache,
+        requests_per_min_per_prefix=s.rpm,
+        ttl_s=TTL_SECONDS[s.ttl],
+        cache_write_multiplier=CACHE_WRITE_MULTIPLIER[s.ttl],
+        cache_read_multiplier=CACHE_READ_MULTIPLIER,
+        price_in_usd_per_token=s.price_in / 1e6,
+        price_out_usd_per_token=s.price_out / 1e6,
+    )

@@ -1,0 +1,146 @@
+"""Edge module: read GPU profiles and model presets from TOML files.
+
+The shipped profiles and presets are package data (``planner/data/``), read
+through ``importlib.resources`` so an installed ``kvplan`` works from any
+directory.  Measured (calibrated) profiles are read from the source checkout's
+``benchmarks/results/`` when it exists: they describe the machine the benchmark
+ran on, so they are not shipped.
+
+Every file is validated by pydantic.  A malformed file is reported by name and
+skipped; it never stops the others from loading.  Nothing is read at import time.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from planner.errors import format_validation_error
+from planner.model.specs import GPU, KEY_RE, KEY_RULE, GpuProfileFile, ModelSpec
+
+DATA: Traversable = files("planner.data")
+HARDWARE_DIR: Traversable = DATA / "hardware_profiles"
+MODEL_DIR: Traversable = DATA / "model_presets"
+#: calibrated profiles written by ``python -m planner bench`` and committed with their results
+#: (``planner/`` sits in the checkout's root; in an installed package this folder does not exist)
+MEASURED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+T = TypeVar("T")
+
+#: Largest profile or preset file we read (a TOML of this kind is ~2 KB).
+MAX_FILE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """GPU profiles and model presets by key, plus the problems met loading them.
+
+    ``gpus``: the datasheet profiles (``hardware_profiles/``) — what comparisons, the
+    advisor's GPU switches and fleet sizing range over.  ``measured``: calibrated profiles
+    of machines the benchmark measured (``benchmarks/results/*.toml``), selectable as a
+    scenario's ``gpu`` (``profile``) but never offered as an alternative.
+    """
+
+    gpus: dict[str, GPU]
+    models: dict[str, ModelSpec]
+    problems: tuple[str, ...] = field(default=())
+    measured: dict[str, GPU] = field(default_factory=dict)
+
+    def profile(self, key: str) -> GPU | None:
+        """The datasheet or measured profile named ``key``."""
+        return self.gpus.get(key) or self.measured.get(key)
+
+    def profile_keys(self) -> list[str]:
+        """Every selectable profile: datasheet ones, then measured ones, each sorted."""
+        return sorted(self.gpus) + sorted(self.measured)
+
+
+
+def parse_gpu_toml(text: str, key: str) -> GPU:
+    """Validate one profile's TOML text; raises ValueError naming the bad fields."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from None
+    try:
+        return GpuProfileFile.model_validate(data).to_gpu(key)
+    except ValidationError as exc:
+        raise ValueError(format_validation_error(exc)) from None
+
+
+def parse_model_toml(text: str) -> ModelSpec:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from None
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(format_validation_error(exc)) from None
+
+
+def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[dict[str, T], list[str]]:
+    """Every ``*.toml`` in ``directory`` parsed by ``parse(text, key)``; problems name the file.
+
+    The file stem is the profile's link key, so it must match the link-key pattern
+    (lower-case letters, digits, '.', '_' or '-'); a file of another name is skipped."""
+    items: dict[str, T] = {}
+    problems: list[str] = []
+    if not directory.is_dir():
+        return items, [f"{directory}: folder not found"]
+    for entry in sorted((e for e in directory.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name):
+        key = entry.name.removesuffix(".toml")
+        try:
+            if not KEY_RE.fullmatch(key):
+                raise ValueError(f"the file name must be a link key: {KEY_RULE}")
+            with entry.open("rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise ValueError(f"file larger than {MAX_FILE_BYTES} bytes")
+            items[key] = parse(data.decode("utf-8"), key)
+        except RecursionError:
+            problems.append(f"{entry.name}: nested too deeply to read")
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{entry.name}: {exc}")
+    return items, problems
+
+
+def load_gpus(directory: Traversable = HARDWARE_DIR) -> tuple[dict[str, GPU], list[str]]:
+    return _read_dir(directory, parse_gpu_toml)
+
+
+def load_models(directory: Traversable = MODEL_DIR) -> tuple[dict[str, ModelSpec], list[str]]:
+    return _read_dir(directory, lambda text, _key: parse_model_toml(text))
+
+
+def load_measured(directory: Traversable, datasheet_keys: set[str]) -> tuple[dict[str, GPU], list[str]]:
+    """Calibrated profiles in ``directory`` (a missing folder is no problem: nothing measured yet).
+    Each must say ``calibrated = true`` and must not reuse a datasheet profile's key."""
+    if not directory.is_dir():
+        return {}, []
+    found, problems = _read_dir(directory, parse_gpu_toml)
+    measured = {}
+    for key, gpu in found.items():
+        if not gpu.calibrated:
+            problems.append(f"{key}.toml: calibrated must be true for a measured profile")
+        elif key in datasheet_keys:
+            problems.append(f"{key}.toml: the key {key!r} is a datasheet profile's")
+        else:
+            measured[key] = gpu
+    return measured, problems
+
+
+def load_catalog(
+    hardware_dir: Traversable = HARDWARE_DIR, model_dir: Traversable = MODEL_DIR, measured_dir: Traversable = MEASURED_DIR
+) -> Catalog:
+    gpus, p1 = load_gpus(hardware_dir)
+    models, p2 = load_models(model_dir)
+    measured, p3 = load_measured(measured_dir, set(gpus))
+    return Catalog(gpus=gpus, models=models, problems=tuple(p1 + p2 + p3), measured=measured)

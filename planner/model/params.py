@@ -1,0 +1,119 @@
+"""Parameter counts of a decoder-only transformer, from its config shape.
+
+Per layer (d = hidden, h = heads, g = kv_heads, k = head_dim, f = ffn):
+  attention (MHA/GQA/MQA)  d·h·k (Q) + 2·d·g·k (K, V) + h·k·d (O)  [+ (h+2g)·k biases]
+  attention (MLA)          d·r_q + r_q·h·(k_nope+k_rope)  (or d·h·(k_nope+k_rope) without q-LoRA)
+                           + d·(r_kv + k_rope) + r_kv·h·(k_nope + k_v) + h·k_v·d
+  dense MLP                3·d·f if gated (SwiGLU/GeGLU) else 2·d·f
+  MoE MLP                  (E + S)·3·d·f_e + d·E (router)
+  norms                    2·d
+Plus the embedding v·d, an untied LM head v·d, and the final norm d.
+Active parameters count only the k routed + S shared experts of each MoE layer.
+Biases outside Q/K/V and positional tables are ignored (< 0.2 % for the presets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.model.specs import ModelSpec
+
+
+def _attention_params(m: ModelSpec) -> float:
+    d, h = m.hidden, m.heads
+    if m.is_mla:
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = (d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk) if m.q_lora_rank else d * h * qk
+        kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank + m.kv_lora_rank * h * (
+            m.qk_nope_head_dim + m.v_head_dim
+        )
+        return float(q + kv + h * m.v_head_dim * d)
+    k, g = m.head_dim, m.kv_heads
+    bias = (h + 2 * g) * k if m.qkv_bias else 0
+    return float(d * h * k + 2 * d * g * k + h * k * d + bias)
+
+
+def _mlp_matrices(m: ModelSpec) -> int:
+    return 3 if m.gated_mlp else 2
+
+
+def expert_params(m: ModelSpec) -> float:
+    """Parameters of one routed (or shared) expert: 3·d·f_e (experts are gated)."""
+    return float(3 * m.hidden * m.moe_ffn) if m.is_moe else 0.0
+
+
+def moe_layers(m: ModelSpec) -> int:
+    return m.layers - m.dense_layers if m.is_moe else 0
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: float
+    active: float
+    embedding: float
+    lm_head: float
+
+    @property
+    def matmul_active(self) -> float:
+        """Parameters a token multiplies through: active minus the embedding lookup.
+
+        A tied embedding is still used as the LM head, so it stays in.
+        """
+        return self.active - (self.embedding if self.lm_head else 0.0)
+
+
+def param_counts(m: ModelSpec) -> ParamCounts:
+    d = m.hidden
+    attn = _attention_params(m)
+    norms = 2 * d
+    dense_mlp = _mlp_matrices(m) * d * m.ffn
+    n_moe = moe_layers(m)
+    n_dense = m.layers - n_moe
+    e = expert_params(m)
+    moe_total = (m.experts + m.shared_experts) * e + d * m.experts
+    moe_active = (m.experts_per_token + m.shared_experts) * e + d * m.experts
+    embedding = float(m.vocab * d)
+    lm_head = 0.0 if m.tied_embeddings else float(m.vocab * d)
+    common = m.layers * (attn + norms) + n_dense * dense_mlp + embedding + lm_head + d
+    return ParamCounts(
+        total=float(common + n_moe * moe_total),
+        active=float(common + n_moe * moe_active),
+        embedding=embedding,
+        lm_head=lm_head,
+    )
+
+
+def attention_dims(m: ModelSpec) -> tuple[float, float]:
+    """(prefill, decode) attention width per head: d_qk + d_v.
+
+    Attention FLOPs for n query tokens over c keys per layer = 2·h·(d_qk + d_v)·n·c.
+    MLA prefill uses the expanded heads (k_nope + k_rope + k_v); MLA decode uses
+    the absorbed form over the latent (r_kv + k_rope + r_kv), as vLLM and SGLang do.
+    """
+    if m.is_mla:
+        prefill = m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim
+        decode = 2 * m.kv_lora_rank + m.qk_rope_head_dim
+        return float(prefill), float(decode)
+    return float(2 * m.head_dim), float(2 * m.head_dim)
+
+
+def kv_elements_per_token_per_layer(m: ModelSpec, kv_heads: int | None = None) -> float:
+    """Cached elements per token per layer: 2·g·k (K and V), or r_kv + k_rope for MLA."""
+    if m.is_mla:
+        return float(m.kv_lora_rank + m.qk_rope_head_dim)
+    g = m.kv_heads if kv_heads is None else kv_heads
+    return float(2 * g * m.head_dim)
+
+
+def activation_elements_per_token_per_layer(m: ModelSpec) -> float:
+    """Elements each matmul reads as input and writes as output, per token per layer.
+
+    QKV: d in, (h+2g)·k out; O: h·k in, d out; MLP: d in, (2 if gated else 1)·f out,
+    f in, d out (MoE: f = (k_routed + shared)·f_e).  Used only for memory traffic.
+    """
+    d, h = m.hidden, m.heads
+    k = m.v_head_dim if m.is_mla else m.head_dim
+    g = m.heads if m.is_mla else m.kv_heads
+    f = (m.experts_per_token + m.shared_experts) * m.moe_ffn if m.is_moe else m.ffn
+    up = 2 if m.gated_mlp else 1
+    return float(d + (h + 2 * g) * k + h * k + d + d + up * f + f + d)

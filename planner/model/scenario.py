@@ -1,0 +1,110 @@
+"""The user's Scenario: every input of the dashboard, the CLI and a shared link.
+
+Each field is a link key (``planner.links``) with bounds; units are in the
+field's description.  ``with_changes`` and ``on_gpu`` are the one way to derive
+another scenario from this one (validated; the GPU-price rule in one place).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from planner.errors import ScenarioError, format_validation_error
+from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
+
+TTL = Literal["5m", "1h"]
+LengthDist = Literal["fixed", "uniform", "lognormal"]
+
+
+class Scenario(BaseModel):
+    """Everything the user can set; each field is a link key (see ``links.py``).
+
+    Shape overrides (``layers`` … ``vocab``) are ``None`` when the preset's
+    value is used.  Defaults describe a common deployment: Llama-3.1-8B in bf16
+    on one H100 SXM, 32 concurrent 2k-token prompts with 256-token answers.
+    """
+
+    model_config = FROZEN
+
+    gpu: str = Field(default="h100-sxm", pattern=KEY_PATTERN, description="GPU profile key")
+    tp: int = Field(default=1, ge=1, le=64, description="GPUs per replica (tensor parallel)")
+    model: str = Field(default="llama-3.1-8b", pattern=KEY_PATTERN, description="model preset key, or 'custom'")
+    custom: str = Field(default="", max_length=600, pattern=r"^[A-Za-z0-9-]*$", description="custom model shape (model=custom)")
+    layers: int | None = Field(default=None, ge=1, le=1000)
+    hidden: int | None = Field(default=None, ge=1, le=262_144)
+    heads: int | None = Field(default=None, ge=1, le=4096)
+    kv_heads: int | None = Field(default=None, ge=1, le=4096)
+    head_dim: int | None = Field(default=None, ge=1, le=4096)
+    ffn: int | None = Field(default=None, ge=1, le=1_048_576)
+    vocab: int | None = Field(default=None, ge=1, le=4_000_000)
+    wdtype: Dtype = Field(default="bf16", description="weight dtype")
+    kvdtype: KvDtype = Field(default="bf16", description="KV-cache dtype")
+    batch: int = Field(default=32, ge=1, le=4096, description="concurrent decoding sequences")
+    prompt: int = Field(default=2048, ge=1, le=10_000_000, description="prompt tokens")
+    output: int = Field(default=256, ge=1, le=1_000_000, description="output tokens")
+    chunk: int = Field(default=2048, ge=16, le=10_000_000, description="prefill tokens per step")
+    hit: float = Field(default=0.5, ge=0.0, le=1.0, description="prompt-cache hit rate")
+    prefix: int = Field(default=1024, ge=0, le=10_000_000, description="cacheable prefix tokens")
+    rpm: float = Field(default=0.0, ge=0.0, le=1e6, description="requests/min sharing one prefix; >0 derives the hit rate from the TTL")
+    ttl: TTL = Field(default="5m", description="cache TTL: 5m (write 1.25x) or 1h (write 2x)")
+    min_prefix: int | None = Field(default=None, ge=0, le=1_000_000, description="minimum cacheable prefix tokens")
+    price_in: float = Field(default=5.0, ge=0.0, le=10_000.0, description="USD per million input tokens")
+    price_out: float = Field(default=25.0, ge=0.0, le=10_000.0, description="USD per million output tokens")
+    spec: bool = Field(default=False, description="speculative decoding on")
+    gamma: int = Field(default=4, ge=0, le=16, description="draft tokens per step")
+    alpha: float = Field(default=0.7, ge=0.0, le=1.0, description="draft token acceptance rate")
+    draft: str = Field(default="", pattern=r"^$|" + KEY_PATTERN, description="draft model preset ('' = cost ratio)")
+    draft_ratio: float = Field(default=0.05, ge=0.0, le=1.0, description="draft step cost / target step cost")
+    gpu_price: float | None = Field(default=None, ge=0.0, le=1000.0, description="USD per GPU-hour")
+    mfu: float = Field(default=0.5, ge=0.01, le=1.0, description="achieved / peak FLOP/s")
+    mbu: float = Field(default=0.7, ge=0.01, le=1.0, description="achieved / peak memory bandwidth")
+    mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
+    block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
+    slo_ttft_s: float = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
+    slo_tpot_s: float = Field(default=0.05, gt=0.0, le=60.0, description="time-per-output-token (p99 inter-token) target, seconds")
+    rate: float = Field(default=2.0, gt=0.0, le=100_000.0, description="simulated arrivals, requests/s (Poisson)")
+    dist: LengthDist = Field(default="lognormal", description="prompt/output length distribution")
+    spread: float = Field(default=0.5, ge=0.0, le=5.0, description="coefficient of variation of lengths")
+    sim_requests: int = Field(default=2000, ge=10, le=100_000, description="requests simulated")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="simulation random seed")
+    layout: str = Field(default="", max_length=2000, pattern=r"^[A-Za-z0-9._~:,;|*-]*$", description="prompt layout, compact encoding")
+
+    @model_validator(mode="after")
+    def _prefix_within_prompt(self) -> Scenario:
+        if self.prefix > self.prompt:
+            raise ValueError(f"prefix={self.prefix} must be ≤ prompt={self.prompt}")
+        return self
+
+    def with_changes(self, **changes: Any) -> Scenario:
+        """This scenario with ``changes`` (field name → value), validated as a whole.
+
+        Raises ``ScenarioError`` naming each unknown key or bad value."""
+        unknown = [k for k in changes if k not in type(self).model_fields]
+        if unknown:
+            raise ScenarioError([f"{k}: not a scenario key" for k in unknown])
+        if not changes:
+            return self
+        try:
+            return type(self).model_validate({**self.model_dump(), **changes})
+        except ValidationError as exc:
+            raise ScenarioError([format_validation_error(exc)]) from None
+
+    def gpu_switch(self, gpu: str, tp: int | None = None) -> dict[str, Any]:
+        """The changes that move this scenario to GPU profile ``gpu`` (and ``tp``).
+
+        The one home of the price rule: a ``gpu_price`` override is the user's price for
+        *their* GPU, so it is dropped on any other profile (which then costs its catalog price)."""
+        changes: dict[str, Any] = {}
+        if gpu != self.gpu:
+            changes["gpu"] = gpu
+            if self.gpu_price is not None:
+                changes["gpu_price"] = None
+        if tp is not None and tp != self.tp:
+            changes["tp"] = tp
+        return changes
+
+    def on_gpu(self, gpu: str, tp: int | None = None) -> Scenario:
+        """This scenario on GPU profile ``gpu`` at ``tp`` (``gpu_switch``'s price rule)."""
+        return self.with_changes(**self.gpu_switch(gpu, tp))

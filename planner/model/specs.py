@@ -1,0 +1,224 @@
+"""Validated, frozen input models: GPU, model shape, and the user's Scenario.
+
+Every field has bounds.  Inside the engine the values are trusted; these
+models are the boundary where URLs, CLI arguments, uploaded files and profile
+files are checked.  Units are in every field name, SI inside.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.units import GB, TERA, GiB
+
+Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+KvDtype = Literal["bf16", "fp16", "fp8", "int8"]
+ComputeDtype = Literal["bf16", "fp8", "int8", "fp4"]
+
+FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+#: A catalog key (GPU profile, model preset, measured profile): the link value and the file stem.
+KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+KEY_RE = re.compile(KEY_PATTERN)
+KEY_RULE = "a lower-case key of letters, digits, '.', '_' or '-' (≤ 64 chars)"
+
+
+class GPU(BaseModel):
+    """One accelerator, SI units.  Built from a ``GpuProfileFile``."""
+
+    model_config = FROZEN
+
+    key: str = Field(min_length=1, max_length=64, description="file stem, used in links")
+    name: str = Field(min_length=1, max_length=120)
+    vendor: str = Field(min_length=1, max_length=40)
+    memory_bytes: float = Field(gt=0, le=10 * 2**40, description="HBM/GDDR capacity")
+    memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100e12)
+    peak_flop_per_s: dict[ComputeDtype, float] = Field(
+        description="dense (not 2:4-sparse) peak per compute dtype"
+    )
+    interconnect_bytes_per_s: float = Field(
+        gt=0, le=10e12, description="GPU-to-GPU bandwidth per GPU, one direction"
+    )
+    collective_latency_s: float = Field(ge=0, le=1e-3, description="fixed cost per all-reduce")
+    price_usd_per_hour: float = Field(ge=0, le=1000)
+    source: str = Field(min_length=1)
+    calibrated: bool = False
+    compute_memory_overlap: float = Field(
+        default=1.0, ge=-1, le=1,
+        description="o in max(c, m) + (1 − o)·min(c, m) per operator group: 1 = roofline (full overlap)",
+    )
+    attention_compute_frac: float = Field(
+        default=1.0, gt=0, le=1, description="share of the matmul peak the attention kernels reach"
+    )
+    attention_bandwidth_frac: float = Field(
+        default=1.0, gt=0, le=1, description="share of the weight-streaming bandwidth the attention kernels reach"
+    )
+
+    def peak_for(self, compute_dtype: str) -> float:
+        """Dense peak for ``compute_dtype``; falls back to bf16 when the chip lacks it."""
+        return self.peak_flop_per_s.get(compute_dtype, self.peak_flop_per_s["bf16"])  # type: ignore[arg-type]
+
+    @model_validator(mode="after")
+    def _needs_bf16(self) -> "GPU":
+        if "bf16" not in self.peak_flop_per_s:
+            raise ValueError("peak_flop_per_s must include bf16")
+        for dt, v in self.peak_flop_per_s.items():
+            if not (0 < v <= 50e15):
+                raise ValueError(f"peak_flop_per_s[{dt}]={v} outside (0, 5e16]")
+        return self
+
+
+class GpuProfileFile(BaseModel):
+    """Schema of ``hardware_profiles/*.toml`` (human units, unit in every name).
+
+    Capacity may be given in decimal GB *or* binary GiB, never both, so the
+    unit is always explicit.  TFLOP/s figures are **dense**: a datasheet's
+    "with sparsity" figure must be halved before it is written here.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=120)
+    vendor: str = Field(min_length=1, max_length=40)
+    memory_capacity_gb: float | None = Field(default=None, gt=0, le=10_000)
+    memory_capacity_gib: float | None = Field(default=None, gt=0, le=10_000)
+    memory_bandwidth_tb_per_s: float = Field(gt=0, le=100)
+    dense_tflops_bf16: float = Field(gt=0, le=50_000)
+    dense_tflops_fp8: float | None = Field(default=None, gt=0, le=50_000)
+    dense_tops_int8: float | None = Field(default=None, gt=0, le=50_000)
+    dense_tflops_fp4: float | None = Field(default=None, gt=0, le=50_000)
+    interconnect_gb_per_s: float = Field(gt=0, le=10_000, description="per GPU, one direction")
+    interconnect_name: str = Field(default="", max_length=80)
+    collective_latency_us: float = Field(default=8.0, ge=0, le=1000)
+    price_usd_per_gpu_hour: float = Field(ge=0, le=1000)
+    price_source: str = Field(default="", max_length=500)
+    source: str = Field(min_length=1, max_length=2000)
+    notes: str = Field(default="", max_length=4000)
+    calibrated: bool = False
+    # Measured refinements of the roofline (``python -m planner bench`` writes them; datasheet
+    # profiles leave the defaults, the plain roofline).  docs/model.md §4.
+    compute_memory_overlap: float = Field(
+        default=1.0, ge=-1, le=1,
+        description="per operator group, time = max(c, m) + (1 − o)·min(c, m): 1 full overlap (roofline), "
+        "0 none (c + m), below 0 slower than back to back",
+    )
+    attention_compute_frac: float = Field(default=1.0, gt=0, le=1, description="attention FLOP/s ÷ matmul peak")
+    attention_bandwidth_frac: float = Field(
+        default=1.0, gt=0, le=1, description="attention KV bytes/s ÷ weight-streaming bytes/s"
+    )
+
+    @model_validator(mode="after")
+    def _one_capacity_unit(self) -> "GpuProfileFile":
+        if (self.memory_capacity_gb is None) == (self.memory_capacity_gib is None):
+            raise ValueError("give exactly one of memory_capacity_gb or memory_capacity_gib")
+        return self
+
+    def to_gpu(self, key: str) -> GPU:
+        mem = (
+            self.memory_capacity_gb * GB
+            if self.memory_capacity_gb is not None
+            else self.memory_capacity_gib * GiB  # type: ignore[operator]
+        )
+        peaks: dict[str, float] = {"bf16": self.dense_tflops_bf16 * TERA}
+        for dt, v in (("fp8", self.dense_tflops_fp8), ("int8", self.dense_tops_int8), ("fp4", self.dense_tflops_fp4)):
+            if v is not None:
+                peaks[dt] = v * TERA
+        return GPU(
+            key=key,
+            name=self.name,
+            vendor=self.vendor,
+            memory_bytes=mem,
+            memory_bandwidth_bytes_per_s=self.memory_bandwidth_tb_per_s * TERA,
+            peak_flop_per_s=peaks,
+            interconnect_bytes_per_s=self.interconnect_gb_per_s * GB,
+            collective_latency_s=self.collective_latency_us * 1e-6,
+            price_usd_per_hour=self.price_usd_per_gpu_hour,
+            source=self.source,
+            calibrated=self.calibrated,
+            compute_memory_overlap=self.compute_memory_overlap,
+            attention_compute_frac=self.attention_compute_frac,
+            attention_bandwidth_frac=self.attention_bandwidth_frac,
+        )
+
+
+class ModelSpec(BaseModel):
+    """A decoder-only transformer's shape, as in its published config.json.
+
+    ``ffn`` is the dense MLP intermediate size; ``moe_ffn`` the per-expert one.
+    MoE: ``experts`` routed experts of which ``experts_per_token`` are used per
+    token, plus ``shared_experts`` always used; the first ``dense_layers``
+    layers are dense.  MLA (DeepSeek-V2/V3): ``kv_lora_rank`` > 0 switches the
+    KV cache to the compressed latent plus the decoupled RoPE key.
+    """
+
+    model_config = FROZEN
+
+    name: str = Field(min_length=1, max_length=120)
+    layers: int = Field(ge=1, le=1000)
+    hidden: int = Field(ge=1, le=262_144)
+    heads: int = Field(ge=1, le=4096)
+    kv_heads: int = Field(ge=1, le=4096)
+    head_dim: int = Field(ge=1, le=4096)
+    ffn: int = Field(ge=1, le=1_048_576)
+    vocab: int = Field(ge=1, le=4_000_000)
+    tied_embeddings: bool = False
+    gated_mlp: bool = True
+    qkv_bias: bool = False
+    experts: int = Field(default=0, ge=0, le=4096, description="routed experts; 0 = dense")
+    experts_per_token: int = Field(default=0, ge=0, le=4096)
+    shared_experts: int = Field(default=0, ge=0, le=64)
+    moe_ffn: int = Field(default=0, ge=0, le=1_048_576)
+    dense_layers: int = Field(default=0, ge=0, le=1000, description="leading dense layers in an MoE")
+    kv_lora_rank: int = Field(default=0, ge=0, le=65_536)
+    q_lora_rank: int = Field(default=0, ge=0, le=65_536)
+    qk_rope_head_dim: int = Field(default=0, ge=0, le=4096)
+    qk_nope_head_dim: int = Field(default=0, ge=0, le=4096)
+    v_head_dim: int = Field(default=0, ge=0, le=4096)
+    sliding_window_tokens: int = Field(default=0, ge=0, le=100_000_000)
+    sliding_window_layers: int = Field(default=0, ge=0, le=1000)
+    context_window_tokens: int = Field(ge=1, le=100_000_000)
+    min_cacheable_prompt_tokens: int = Field(default=0, ge=0, le=1_000_000)
+    published_params: float = Field(default=0, ge=0, le=1e14)
+    source: str = Field(default="", max_length=2000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelSpec":
+        if self.kv_heads > self.heads:
+            raise ValueError(f"kv_heads={self.kv_heads} must be ≤ heads={self.heads}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads={self.heads} must be divisible by kv_heads={self.kv_heads}")
+        if self.experts:
+            if not (1 <= self.experts_per_token <= self.experts):
+                raise ValueError("experts_per_token must be in [1, experts]")
+            if self.moe_ffn < 1:
+                raise ValueError("moe_ffn must be ≥ 1 for an MoE model")
+            if self.dense_layers > self.layers:
+                raise ValueError("dense_layers must be ≤ layers")
+        if self.sliding_window_layers > self.layers:
+            raise ValueError("sliding_window_layers must be ≤ layers")
+        if self.sliding_window_layers and not self.sliding_window_tokens:
+            raise ValueError("sliding_window_layers needs sliding_window_tokens > 0")
+        if self.kv_lora_rank and not (self.qk_nope_head_dim and self.v_head_dim):
+            raise ValueError("MLA needs qk_nope_head_dim and v_head_dim")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def attention_kind(self) -> str:
+        if self.is_mla:
+            return "MLA"
+        if self.kv_heads == self.heads:
+            return "MHA"
+        if self.kv_heads == 1:
+            return "MQA"
+        return "GQA"

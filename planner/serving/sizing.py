@@ -1,0 +1,345 @@
+"""Fleet sizing: the fewest replicas per GPU profile and tp that meet the latency SLOs.
+
+Colocated (every replica prefills and decodes, as simulated):
+  for each GPU profile and tp in 1, 2, 4, 8 whose memory plan fits, replicas r is the
+  smallest count for which one replica, fed rate / r (Poisson thinning; a trace is split
+  round-robin), meets p99 TTFT ≤ slo_ttft_s and p99 ITL ≤ slo_tpot_s in ``simulate``.
+  Search: from the analytic guess r₀ = ⌈rate / capacity⌉, capacity = 1 / (O·t_dec(B)/B +
+  t_prefill(P)) with B = min(batch, KV concurrency), exponential steps then bisection;
+  the answer r was simulated to pass and r − 1 to fail (or r = 1).  A configuration that
+  fails even at ≤ 1 % of its estimated capacity is reported as infeasible.
+  GPUs = r·tp;  $/h = GPUs · price;  $/Mtok = $/h / 3600 / (rate · mean output) · 10⁶.
+  The search simulates at most ``SIZING_MAX_REQUESTS`` requests per run.
+
+Disaggregated estimate (prefill and decode pools, DistServe-style; KV transfer ignored):
+  prefill: one prompt takes S = t_prefill(P − cached) on a replica; as an M/M/1 queue its
+           p99 time in system is ln(100)/(μ − λ), μ = 1/S, so a replica takes at most
+           λ_p = 1/S − ln(100)/slo_ttft requests/s (its prompt tokens/s at the TTFT target
+           is λ_p·P); prefill GPUs = ⌈rate / λ_p⌉·tp.
+  decode:  streams per replica B* = the largest batch with t_dec(B)/E ≤ slo_tpot and
+           B ≤ KV concurrency (paged); concurrent streams = rate·O·t_dec(B*)/E (Little's law);
+           decode GPUs = ⌈streams / B*⌉·tp.
+  Each pool uses the tp that needs the fewest GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.engine.memory import memory_plan
+from planner.engine.speculative import expected_tokens_per_step
+from planner.engine.step_time import RooflineStepTime
+from planner.errors import ScenarioError
+from planner.model.catalog import Catalog
+from planner.model.scenario import Scenario
+from planner.serving.simulate import SimConfig, SimResult, sim_inputs, simulate
+from planner.serving.workload import Workload, scenario_workload, split_round_robin
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
+
+TP_OPTIONS = (1, 2, 4, 8)
+SIZING_MAX_REQUESTS = 1000
+#: Requests per run while bracketing the answer, and for the low-load feasibility check.
+COARSE_REQUESTS = 250
+IDLE_REQUESTS = 200
+#: An SLO missed at this share of the estimated capacity is treated as unreachable.
+IDLE_LOAD_FRAC = 0.01
+MAX_DECODE_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class Sizing:
+    table: pd.DataFrame  # one row per GPU × tp, cheapest first
+    best: int | None  # row of the cheapest configuration meeting the SLOs
+    reason: str
+    disaggregated: pd.DataFrame  # one row per GPU profile
+    rate_per_s: float
+    mean_output_tokens: float
+    requests_per_simulation: int
+
+
+def fewest_passing(check: Callable[[int], bool], guess: int, limit: int) -> int | None:
+    """Smallest r in [1, limit] with check(r), assuming check is monotone; None if check(limit) fails.
+
+    Tests the guess, then steps 1, 2, 4 … away from it, then bisects; the answer was
+    tested to pass and r − 1 to fail (unless r = 1).
+    """
+    guess = min(max(guess, 1), limit)
+    if check(guess):
+        lo, hi, step = 0, guess, 1
+        while hi > 1:
+            c = max(hi - step, 1)
+            if check(c):
+                hi, step = c, step * 2
+            else:
+                lo = c
+                break
+        if hi == 1:
+            return 1
+    else:
+        lo, step = guess, 1
+        while True:
+            c = min(lo + step, limit)
+            if check(c):
+                hi = c
+                break
+            if c == limit:
+                return None
+            lo, step = c, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if check(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _capacity_per_s(timer: RooflineStepTime, s: Scenario, concurrency: int, cached_tokens: float) -> float:
+    """Analytic requests/s one replica sustains (the search's starting point, module doc)."""
+    e = float(expected_tokens_per_step(s.alpha, timer.gamma))
+    b = max(concurrency, 1)
+    decode_s = float(timer.decode_steps_s(b, np.array([s.prompt + s.output / 2.0]))[0]) / e
+    prefill_s = timer.step_s(0, 0.0, [max(s.prompt - cached_tokens, 1.0)], [min(cached_tokens, s.prompt - 1.0)])
+    return 1.0 / (s.output * decode_s / b + prefill_s)
+
+
+def _replica_workload(s: Scenario, trace: Workload | None, replicas: int, max_requests: int) -> Workload:
+    n = min(s.sim_requests, max_requests)
+    if trace is None:
+        return scenario_workload(s, rate_per_s=s.rate / replicas, n=n)
+    return split_round_robin(trace, replicas).take(slice(0, max_requests))
+
+
+def _config_scenario(s: Scenario, gpu: str, tp: int) -> Scenario:
+    """The scenario on another GPU and tp; a GPU price override applies to its own GPU only."""
+    return s.model_copy(update={"gpu": gpu, "tp": tp, "gpu_price": s.gpu_price if gpu == s.gpu else None})
+
+
+def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
+    """Fewest replicas for one GPU × tp (a row of the table, before pricing)."""
+    r, x = sim_inputs(s, catalog)
+    row = dict(gpu=s.gpu, name=r.gpu.name, tp=s.tp, price_usd_per_gpu_hour=float(np.asarray(x.price_usd_per_gpu_hour)))
+    plan = memory_plan(x)
+    if not bool(plan["fits"]):
+        return row | dict(fits=False, status="does not fit: weights and reserve exceed memory")
+    cfg = SimConfig.from_inputs(x, s)
+    timer = RooflineStepTime.from_inputs(x)
+    concurrency = int(min(s.batch, float(plan["max_concurrent_sequences"])))
+    rate = s.rate if trace is None else trace.rate_per_s
+    cached = s.hit * s.prefix if trace is None else float(np.mean(trace.prefix_hit_tokens))
+    capacity = _capacity_per_s(timer, s, concurrency, cached)
+    n_full = min(s.sim_requests, max_requests)
+    results: dict[tuple[int, int], SimResult] = {}
+
+    def run(replicas: int, n: int) -> SimResult:
+        if (replicas, n) not in results:
+            w = _replica_workload(s, trace, replicas, n)
+            results[replicas, n] = simulate(w, cfg, timer, stop_on_slo_miss=True, detail=False)
+        return results[replicas, n]
+
+    def passes(n: int) -> Callable[[int], bool]:
+        return lambda replicas: bool(run(replicas, n).summary["slo_met"])
+
+    idle = max(1, math.ceil(rate / (IDLE_LOAD_FRAC * capacity))) if math.isfinite(rate) else 1
+    if trace is not None:
+        idle = min(idle, len(trace))
+    idle_run = run(idle, min(n_full, IDLE_REQUESTS))
+    if not idle_run.summary["slo_met"]:
+        sm = idle_run.summary
+        if sm["rejected_kv"] > 0:
+            why = "some requests need more KV blocks than one replica holds"
+        else:
+            why = f"misses the SLOs even at low load (p99 TTFT {sm['ttft_p99_s']:.3g} s, p99 ITL {sm['itl_p99_s']:.3g} s)"
+        return row | dict(fits=True, status=why, simulations=len(results))
+    guess = max(1, math.ceil(rate / capacity)) if math.isfinite(rate) else 1
+    coarse = fewest_passing(passes(min(n_full, COARSE_REQUESTS)), min(guess, idle), idle)
+    best = fewest_passing(passes(n_full), coarse or idle, max(idle, coarse or 1) * 4)
+    if best is None:
+        return row | dict(fits=True, status="misses the SLOs at every replica count tried", simulations=len(results))
+    res = results[best, n_full]
+    return row | dict(
+        fits=True,
+        status="meets SLOs",
+        replicas=best,
+        ttft_p99_s=res.summary["ttft_p99_s"],
+        itl_p99_s=res.summary["itl_p99_s"],
+        goodput_frac=res.summary["goodput_frac"],
+        kv_used_mean_frac=res.summary["kv_used_mean_frac"],
+        simulations=len(results),
+    )
+
+
+COLUMNS = (
+    "gpu", "name", "tp", "fits", "status", "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens",
+    "ttft_p99_s", "itl_p99_s", "goodput_frac", "kv_used_mean_frac", "price_usd_per_gpu_hour", "simulations", "best",
+)
+
+
+def size_fleet(
+    s: Scenario,
+    catalog: Catalog,
+    trace: Workload | None = None,
+    gpus: Sequence[str] | None = None,
+    tps: Sequence[int] = TP_OPTIONS,
+    max_requests: int = SIZING_MAX_REQUESTS,
+    progress: Callable[[float], None] | None = None,
+) -> Sizing:
+    """The sizing table (module doc) for every GPU profile (or ``gpus``) × ``tps``."""
+    keys = list(catalog.gpus) if gpus is None else list(gpus)
+    rate = s.rate if trace is None else trace.rate_per_s
+    mean_out = float(s.output) if trace is None else float(np.mean(trace.output_tokens))
+    rows = []
+    combos = [(g, t) for g in keys for t in tps]
+    for k, (g, t) in enumerate(combos):
+        try:
+            rows.append(_size_one(_config_scenario(s, g, t), catalog, trace, max_requests))
+        except ScenarioError as exc:
+            rows.append(dict(gpu=g, tp=t, fits=False, status="; ".join(exc.problems)))
+        if progress is not None:
+            progress((k + 1) / len(combos))
+    table = pd.DataFrame(rows).reindex(columns=[c for c in COLUMNS if c not in ("gpus", "usd_per_hour", "usd_per_million_output_tokens", "best")])
+    table["gpus"] = table["replicas"] * table["tp"]
+    table["usd_per_hour"] = table["gpus"] * table["price_usd_per_gpu_hour"]
+    tokens_per_hour = rate * mean_out * S_PER_HOUR
+    table["usd_per_million_output_tokens"] = table["usd_per_hour"] / tokens_per_hour * TOKENS_PER_MTOK if tokens_per_hour > 0 else np.nan
+    table = table.sort_values(["usd_per_hour", "gpus", "ttft_p99_s"], na_position="last", kind="stable").reset_index(drop=True)
+    ok = table.index[table["status"] == "meets SLOs"]
+    table["best"] = False
+    best = int(ok[0]) if len(ok) else None
+    if best is not None:
+        table.loc[best, "best"] = True
+    table = table.reindex(columns=list(COLUMNS))
+    return Sizing(
+        table=table,
+        best=best,
+        reason=best_reason(table, best, s, rate),
+        disaggregated=disaggregated(s, catalog, keys, tps, table, rate, mean_out),
+        rate_per_s=rate,
+        mean_output_tokens=mean_out,
+        requests_per_simulation=min(s.sim_requests, max_requests),
+    )
+
+
+def _describe(row) -> str:
+    gpus = int(row["gpus"])
+    return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({gpus} GPU{'' if gpus == 1 else 's'}, ${row['usd_per_hour']:,.2f}/h)"
+
+
+def best_reason(table: pd.DataFrame, best: int | None, s: Scenario, rate: float) -> str:
+    targets = f"p99 TTFT ≤ {s.slo_ttft_s:g} s and p99 inter-token latency ≤ {s.slo_tpot_s * 1e3:g} ms at {rate:.3g} requests/s"
+    if best is None:
+        return f"No configuration meets {targets}."
+    row = table.loc[best]
+    text = f"Cheapest way to meet {targets}: {_describe(row)}, ${row['usd_per_million_output_tokens']:,.3g} per million output tokens."
+    others = table[(table["status"] == "meets SLOs") & (table.index != best)]
+    if len(others):
+        nxt = others.iloc[0]
+        extra = nxt["usd_per_hour"] / row["usd_per_hour"] - 1.0 if row["usd_per_hour"] > 0 else float("nan")
+        text += f" Next: {_describe(nxt)}, {extra:+.0%}."
+    return text
+
+
+def _decode_streams(timer: RooflineStepTime, s: Scenario, kv_limit: int) -> tuple[int, float]:
+    """B* and its time per output token (module doc); (0, nan) when even one stream misses the target."""
+    top = int(min(max(kv_limit, 0), MAX_DECODE_BATCH))
+    if top < 1:
+        return 0, float("nan")
+    batches = np.arange(1, top + 1, dtype=float)
+    e = float(expected_tokens_per_step(s.alpha, timer.gamma))
+    tpot = np.asarray(timer.decode_steps_s(batches, s.prompt + s.output / 2.0), dtype=float) / e
+    ok = np.flatnonzero(tpot <= s.slo_tpot_s)
+    if ok.size == 0:
+        return 0, float("nan")
+    return int(batches[ok[-1]]), float(tpot[ok[-1]])
+
+
+def disaggregated(
+    s: Scenario, catalog: Catalog, keys: Sequence[str], tps: Sequence[int], table: pd.DataFrame, rate: float, mean_out: float
+) -> pd.DataFrame:
+    """Prefill and decode pools per GPU profile against the colocated answer (module doc)."""
+    cached = s.hit * s.prefix
+    rows = []
+    for g in keys:
+        prefill_best = decode_best = None
+        fits = False
+        for t in tps:
+            try:
+                _, x = sim_inputs(_config_scenario(s, g, t), catalog)
+            except ScenarioError:
+                continue
+            plan = memory_plan(x)
+            if not bool(plan["fits"]):
+                continue
+            fits = True
+            timer = RooflineStepTime.from_inputs(x)
+            service_s = timer.step_s(0, 0.0, [max(s.prompt - cached, 1.0)], [min(cached, s.prompt - 1.0)])
+            per_replica = 1.0 / service_s - math.log(100.0) / s.slo_ttft_s
+            if per_replica > 0:
+                n_gpus = math.ceil(rate / per_replica) * t
+                if prefill_best is None or n_gpus < prefill_best[0]:
+                    prefill_best = (n_gpus, t, per_replica * s.prompt / t)
+            streams, tpot = _decode_streams(timer, s, int(plan["max_concurrent_sequences"]))
+            if streams:
+                n_gpus = math.ceil(rate * mean_out * tpot / streams) * t
+                if decode_best is None or n_gpus < decode_best[0]:
+                    decode_best = (n_gpus, t, streams / t)
+        price = float(np.asarray(sim_inputs(_config_scenario(s, g, 1), catalog)[1].price_usd_per_gpu_hour))
+        colo = table[(table["gpu"] == g) & (table["status"] == "meets SLOs")]
+        colo_gpus = float(colo["gpus"].min()) if len(colo) else float("nan")
+        row = dict(gpu=g, name=catalog.gpus[g].name, price_usd_per_gpu_hour=price, colocated_gpus=colo_gpus)
+        if prefill_best and decode_best:
+            total = prefill_best[0] + decode_best[0]
+            row |= dict(
+                prefill_tp=prefill_best[1],
+                prefill_gpus=prefill_best[0],
+                prefill_tokens_per_s_per_gpu=prefill_best[2],
+                decode_tp=decode_best[1],
+                decode_gpus=decode_best[0],
+                decode_streams_per_gpu=decode_best[2],
+                disaggregated_gpus=total,
+                disaggregated_usd_per_hour=total * price,
+                colocated_usd_per_hour=colo_gpus * price,
+                gpu_saving_frac=1.0 - total / colo_gpus if colo_gpus > 0 else float("nan"),
+                status="estimated",
+            )
+        else:
+            row["status"] = _pool_status(fits, prefill_best is not None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _pool_status(fits: bool, prefill: bool) -> str:
+    if not fits:
+        return "does not fit at any tp"
+    return "decode misses the ITL target at every tp" if prefill else "prefill misses the TTFT target at every tp"
+
+
+def sizing_text(z: Sizing) -> str:
+    """The sizing table and the disaggregated estimate for a terminal."""
+    lines = [z.reason, "", f"{'GPU':<16}{'tp':>3}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}{'p99 TTFT':>10}{'p99 ITL':>9}  status"]
+    for _, row in z.table.iterrows():
+        if row["status"] == "meets SLOs":
+            nums = (
+                f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['usd_per_hour']:>10,.2f}{row['usd_per_million_output_tokens']:>9.3g}"
+                f"{row['ttft_p99_s'] * 1e3:>8.0f}ms{row['itl_p99_s'] * 1e3:>7.1f}ms"
+            )
+        else:
+            nums = " " * 50
+        lines.append(f"{row['gpu']:<16}{int(row['tp']):>3}{nums}  {row['status']}{'  ← best' if row['best'] else ''}")
+    lines += ["", "Disaggregated prefill/decode pools (estimate):"]
+    for _, row in z.disaggregated.iterrows():
+        if row["status"] == "estimated":
+            lines.append(
+                f"{row['gpu']:<16}prefill {int(row['prefill_gpus'])} GPUs (tp {int(row['prefill_tp'])}) + decode "
+                f"{int(row['decode_gpus'])} GPUs (tp {int(row['decode_tp'])}) = {int(row['disaggregated_gpus'])} GPUs"
+                + (f" vs {int(row['colocated_gpus'])} colocated" if np.isfinite(row["colocated_gpus"]) else "")
+            )
+        else:
+            lines.append(f"{row['gpu']:<16}{row['status']}")
+    lines.append(f"(each search run simulates {z.requests_per_simulation:,} requests)")
+    return "\n".join(lines) + "\n"

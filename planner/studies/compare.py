@@ -1,0 +1,107 @@
+"""The scenario on every GPU profile: one table for the "Compare GPUs" tab.
+
+All profiles are stacked into one ``EngineInputs`` (one array element per GPU)
+and evaluated in two ``engine.compute`` calls: first at the scenario's tp (does
+it fit? smallest tp that fits?), then at ``tp_used`` — the scenario's tp where
+it fits, otherwise the smallest tp that does — so an unfit GPU is shown at the
+tp where it would run.  A GPU that fits at no tp ≤ 64 keeps empty metrics and a
+``note``; no cell is NaN or inf.
+
+meets_slo            = ttft_s ≤ slo_ttft_s and tpot_s ≤ slo_tpot_s, and memory holds the batch
+                       (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
+                       one the GPU can deliver)
+cheapest_meeting_slo = the lowest $/M output tokens among the priced rows meeting the SLO
+Price: each profile's own $/GPU-hour; the scenario's ``gpu_price`` override applies
+only to the scenario's own GPU.  A profile priced at 0 (a measured machine,
+``price_source`` "not priced") has no cost: its cost cell is empty and it is never
+the cheapest.  A measured profile is a row only when it is the scenario's GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+import pandas as pd
+
+from planner.engine.evaluate import compute, resolve
+from planner.engine.inputs import EngineInputs, from_specs
+from planner.model.catalog import Catalog
+from planner.model.scenario import Scenario
+
+METRIC_COLUMNS = (
+    "max_concurrent_sequences",
+    "ttft_s",
+    "tpot_s",
+    "decode_tokens_per_s_per_gpu",
+    "cost_per_million_output_tokens_usd",
+)
+
+
+def stack_inputs(xs: list[EngineInputs]) -> EngineInputs:
+    """One EngineInputs whose every field is a 1-D array, element i from ``xs[i]``."""
+    return EngineInputs(**{f.name: np.array([float(getattr(x, f.name)) for x in xs]) for f in fields(EngineInputs)})
+
+
+def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
+    """One row per GPU profile (catalog order); see the module doc for the columns' meaning.
+
+    Raises ``engine.ScenarioError`` when the scenario's model cannot be resolved.
+    """
+    r = resolve(scenario, catalog)
+    keys = list(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
+    own_price = scenario.model_copy(update={"gpu_price": None})
+    xs = [from_specs(catalog.profile(k), r.model, scenario if k == scenario.gpu else own_price, r.draft) for k in keys]
+    x = stack_inputs(xs)
+    at_tp = compute(x)
+    fits = np.asarray(at_tp["fits"], dtype=bool)
+    min_tp = np.asarray(at_tp["min_tp_that_fits"])
+    tp_used = np.where(fits, float(scenario.tp), min_tp)
+    runs = tp_used > 0
+    out = compute(x.with_(tp=np.where(runs, tp_used, float(scenario.tp))))
+    price = np.asarray(x.price_usd_per_gpu_hour)
+
+    priced = price > 0
+
+    def metric(name: str, dtype: str) -> pd.array:
+        v = np.asarray(out[name], dtype=float)
+        ok = runs & np.isfinite(v) & (priced if name == "cost_per_million_output_tokens_usd" else True)
+        return pd.array([v[i] if ok[i] else None for i in range(len(keys))], dtype=dtype)
+
+    frame = pd.DataFrame(
+        {
+            "gpu": keys,
+            "name": [catalog.profile(k).name for k in keys],
+            "fits": fits,
+            "min_tp_that_fits": pd.array([int(t) if t > 0 else None for t in min_tp], dtype="Int64"),
+            "tp_used": pd.array([int(t) if t > 0 else None for t in tp_used], dtype="Int64"),
+            "max_concurrent_sequences": metric("max_concurrent_sequences", "Int64"),
+            "ttft_s": metric("ttft_s", "Float64"),
+            "tpot_s": metric("tpot_s", "Float64"),
+            "decode_tokens_per_s_per_gpu": metric("decode_tokens_per_s_per_gpu", "Float64"),
+            "cost_per_million_output_tokens_usd": metric("cost_per_million_output_tokens_usd", "Float64"),
+            "price_usd_per_gpu_hour": price,
+        }
+    )
+    batch_fits = runs & np.asarray(out["batch_fits_memory"], dtype=bool)
+    frame["batch_fits_memory"] = batch_fits
+    meets = batch_fits & (np.asarray(out["ttft_s"]) <= scenario.slo_ttft_s) & (np.asarray(out["tpot_s"]) <= scenario.slo_tpot_s)
+    frame["meets_slo"] = meets
+    cheapest = np.zeros(len(keys), dtype=bool)
+    if (meets & priced).any():
+        cost = np.where(meets & priced, np.asarray(out["cost_per_million_output_tokens_usd"], dtype=float), np.inf)
+        cheapest[int(np.argmin(cost))] = True
+    frame["cheapest_meeting_slo"] = cheapest
+    frame["note"] = [_note(scenario, fits[i], tp_used[i], out, i, bool(priced[i])) for i in range(len(keys))]
+    return frame
+
+
+def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int, priced: bool = True) -> str:
+    if tp_used == 0:
+        return "does not fit at any tp up to 64"
+    notes = [] if fits else [f"does not fit at tp={s.tp}; shown at tp={int(tp_used)}"]
+    if not priced:
+        notes.append("not priced (set a GPU price)")
+    if not bool(np.asarray(out["batch_fits_memory"])[i]):
+        notes.append(f"batch {s.batch} exceeds the {int(np.asarray(out['max_concurrent_sequences'])[i])} sequences that fit")
+    return "; ".join(notes)

@@ -1,0 +1,398 @@
+"""The formulas behind every headline figure, with this scenario's numbers substituted.
+
+``explain(result)`` returns one ``ExplainItem`` per figure: the formula in
+symbols, the same formula with the scenario's numbers (plain arithmetic a reader
+can type into a calculator: ``·`` multiply, ``^`` power, ``⌊⌋``/``⌈⌉`` floor and
+ceiling, ``min``/``max``/``exp``; ``,`` between digits groups thousands), and the
+engine's value with its unit.  The numbers come from the same engine functions
+the metrics do, so the substituted arithmetic reproduces each metric (tests
+check it).  Formulas and sources: ``docs/model.md``; this module: ``docs/dashboard.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.engine.evaluate import Result
+from planner.engine.memory import FIXED_WORKSPACE_BYTES, LOGIT_BYTES
+from planner.engine.roofline import StepCost, decode_context_tokens, prefill, step_cost
+from planner.engine.speculative import draft_step_s, verify_step_s
+from planner.units import (
+    ACTIVATION_BYTES,
+    MS_PER_S,
+    S_PER_HOUR,
+    TOKENS_PER_MTOK,
+    GiB,
+    KiB,
+    MiB,
+)
+
+
+@dataclass(frozen=True)
+class ExplainItem:
+    title: str
+    formula: str
+    substituted: str
+    value: str
+
+
+def num(v: float, sig: int = 6) -> str:
+    """A number a reader can retype: exact integers with thousands commas (or a short
+    e-notation when that is exact), otherwise ``sig`` significant digits (more where a
+    difference of near-equal numbers follows, so the rounding does not cancel out)."""
+    v = float(v)
+    if v.is_integer() and abs(v) < 1e7:
+        return f"{int(v):,}"
+    short = f"{v:.{sig}g}".replace("e+", "e").replace("e0", "e").replace("e-0", "e-")
+    if v.is_integer() and float(short) != v:
+        return f"{int(v):,}"
+    return short
+
+
+def exact(v: float) -> str:
+    """Shortest text that reads back as exactly ``v`` (for inputs to a floor)."""
+    v = float(v)
+    return num(v) if v.is_integer() else repr(v)
+
+
+def _human(v: float) -> str:
+    """Display rounding for the parenthesised human-unit figure."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _value(v: float, unit: str, human: str = "") -> str:
+    return f"{num(v)} {unit}" + (f" ({human})" if human else "")
+
+
+def _bytes_value(v: float) -> str:
+    human = f"{_human(v / GiB)} GiB" if v >= GiB else f"{_human(v / MiB)} MiB" if v >= MiB else f"{_human(v / KiB)} KiB"
+    return _value(v, "B", human)
+
+
+def _seconds_value(v: float, bound: bool | None = None) -> str:
+    extra = "" if bound is None else (", compute-bound" if bound else ", memory-bound")
+    return _value(v, "s", f"{_human(v * MS_PER_S)} ms{extra}")
+
+
+class _Scenario:
+    """Scalars of one evaluated scenario, named as in the formulas."""
+
+    def __init__(self, r: Result):
+        x = r.inputs
+        self.r, self.x, self.m, self.model = r, x, r.metrics, r.resolved.model
+        f = lambda v: float(np.asarray(v))  # noqa: E731
+        self.L, self.h, self.g = f(x.layers), f(x.heads), f(x.kv_heads)
+        self.tp, self.B, self.P, self.O = f(x.tp), f(x.batch), f(x.prompt_tokens), f(x.output_tokens)
+        self.C, self.block = f(x.chunk_tokens), f(x.block_tokens)
+        self.full, self.win, self.W = f(x.full_attention_layers), f(x.window_layers), f(x.window_tokens)
+        self.peak, self.mfu, self.bw, self.mbu = f(x.peak_flop_per_s), f(x.mfu), f(x.bandwidth_bytes_per_s), f(x.mbu)
+        self.a = f(x.activation_elements_per_token_per_layer)
+        self.kv_b = f(x.kv_bytes_per_element)
+        self.per_layer = f(x.kv_elements_per_token_per_layer) * self.kv_b
+        self.ctx = f(decode_context_tokens(x.as_arrays()))
+        self.o, self.a_c, self.a_m = f(x.compute_memory_overlap), f(x.attention_compute_frac), f(x.attention_bandwidth_frac)
+        #: a measured (calibrated) profile's refinements of the roofline are in use
+        self.refined = (self.o, self.a_c, self.a_m) != (1.0, 1.0, 1.0)
+
+    @property
+    def step_time_formula(self) -> str:
+        return STEP_TIME_REFINED if self.refined else STEP_TIME
+
+    # ------------------------------------------------------------ shared sub-expressions
+
+    def layer_tokens(self, tokens: str) -> str:
+        """Σ over layers of tokens cached/attended: L_full · n + L_window · min(n, W)."""
+        if self.win == 0:
+            return f"{num(self.full)} · {tokens}"
+        return f"({num(self.full)} · {tokens} + {num(self.win)} · min({tokens}, {num(self.W)}))"
+
+    def per_layer_gpu(self) -> str:
+        """KV bytes per token per layer on one GPU: ⌈g/tp⌉ of the g heads (the MLA latent is replicated)."""
+        if self.model.is_mla:
+            return num(self.per_layer)
+        return f"{num(self.per_layer)} · ⌈{num(self.g)} / {num(self.tp)}⌉ / {num(self.g)}"
+
+    def weights_touched(self, tokens: float) -> str:
+        x = self.x
+        bw, tp = num(float(x.weight_bytes_per_param)), num(self.tp)
+        read = float(x.total_params) - float(x.lookup_params)  # an untied embedding is a lookup, not a read
+        if float(x.moe_layers) == 0:
+            return f"{num(read)} · {bw} / {tp}"
+        e, k, ml, ep = float(x.experts), float(x.experts_per_token), float(x.moe_layers), float(x.expert_params)
+        dense = read - ml * e * ep
+        return f"({num(dense)} + {num(ml)} · {num(e)} · (1 - (1 - {num(k)} / {num(e)})^{num(tokens)}) · {num(ep)}) · {bw} / {tp}"
+
+    def comm(self, tokens: float) -> str:
+        if self.tp <= 1:
+            return "0"
+        x = self.x
+        return (
+            f"2 · {num(self.L)} · (2 · ({num(self.tp)} - 1) / {num(self.tp)} · {num(tokens)} · {num(float(x.hidden))} · 2 / "
+            f"{num(float(x.link_bytes_per_s))} + {num(float(x.collective_latency_s))})"
+        )
+
+    def step_time(self, cost: StepCost, tokens: float) -> str:
+        peak, bw = f"({num(self.peak)} · {num(self.mfu)})", f"({num(self.bw)} · {num(self.mbu)})"
+        att_peak, att_bw = peak, bw
+        if self.refined:
+            att_peak = f"({num(self.a_c)} · {num(self.peak)} · {num(self.mfu)})"
+            att_bw = f"({num(self.a_m)} · {num(self.bw)} · {num(self.mbu)})"
+
+        def part(flop, bytes_, p: str, b: str) -> str:
+            c, m = f"{num(float(flop))} / {p}", f"{num(float(bytes_))} / {b}"
+            if not self.refined:
+                return f"max({c}, {m})"
+            return f"(max({c}, {m}) + (1 - {num(self.o)}) · min({c}, {m}))"
+
+        return (
+            f"{part(cost.matmul_flop, cost.matmul_bytes, peak, bw)} + "
+            f"{part(cost.attention_flop, cost.attention_bytes, att_peak, att_bw)} + {self.comm(tokens)}"
+        )
+
+
+STEP_TIME = (
+    "max(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + max(F_att / (peak · MFU), B_att / (bandwidth · MBU)) + t_comm"
+    "  (weight matmuls, then attention: F_mm = 2 · (N_matmul − N_head) · T + 2 · N_head · T_logits, B_mm = weights + "
+    "activations; F_att = attention FLOP, B_att = KV read + written; all per GPU)"
+)
+STEP_TIME_REFINED = (
+    "R(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + R(F_att / (a_c · peak · MFU), B_att / (a_m · bandwidth · MBU)) "
+    "+ t_comm,  R(c, m) = max(c, m) + (1 − o) · min(c, m)  (o, a_c, a_m: the calibrated profile's measured overlap "
+    "and attention shares; docs/model.md §4–5)"
+)
+COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency) when tp > 1"
+
+
+def _memory_items(s: _Scenario) -> list[ExplainItem]:
+    m, M = s.m, s.model
+    L, P, O = num(s.L), num(s.P), num(s.O)
+    items = []
+    if M.is_mla:
+        items.append(ExplainItem(
+            "KV cache per token", "L · (r_kv + k_rope) · b_kv  (MLA latent, all layers)",
+            f"{L} · ({num(M.kv_lora_rank)} + {num(M.qk_rope_head_dim)}) · {num(s.kv_b)}", _bytes_value(m["kv_bytes_per_token"]),
+        ))
+    else:
+        k = num(M.head_dim)
+        items.append(ExplainItem(
+            "KV cache per token", "2 · L · g · k · b_kv  (K and V, all layers, all GPUs)",
+            f"2 · {L} · {num(s.g)} · {k} · {num(s.kv_b)}", _bytes_value(m["kv_bytes_per_token"]),
+        ))
+        items.append(ExplainItem(
+            "KV cache per token with MHA (baseline)", "2 · L · h · k · b_kv  (every query head its own K/V)",
+            f"2 · {L} · {num(s.h)} · {k} · {num(s.kv_b)}", _bytes_value(m["kv_bytes_per_token_mha"]),
+        ))
+    items.append(ExplainItem(
+        "KV cache per sequence", "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W))",
+        f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {O})')}", _bytes_value(m["kv_bytes_per_sequence"]),
+    ))
+    x = s.x
+    items.append(ExplainItem(
+        "Weights per GPU", "N · b_w / tp", f"{num(float(x.total_params))} · {num(float(x.weight_bytes_per_param))} / {num(s.tp)}",
+        _bytes_value(m["weight_bytes_per_gpu"]),
+    ))
+    items.append(ExplainItem(
+        "Activation and workspace reserve per GPU", "512 MiB + max(C, B) · a / tp · 2 B + B · vocab · 4 B",
+        f"{num(FIXED_WORKSPACE_BYTES)} + max({num(s.C)}, {num(s.B)}) · {num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)} + "
+        f"{num(s.B)} · {num(float(x.vocab))} · {num(LOGIT_BYTES)}",
+        _bytes_value(m["reserve_bytes_per_gpu"]),
+    ))
+    items.append(ExplainItem(
+        "KV budget per GPU", "max(capacity · mem_util − weights per GPU − reserve, 0)",
+        f"max({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {exact(m['reserve_bytes_per_gpu'])}, 0)",
+        _bytes_value(m["kv_budget_bytes_per_gpu"]),
+    ))
+    paged = f"⌈({P} + {O}) / {num(s.block)}⌉ · {num(s.block)}"
+    contiguous = f"max({num(float(x.context_window_tokens))}, {P} + {O})"
+    avail = f"({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {num(FIXED_WORKSPACE_BYTES)})"
+    act = f"{num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)}"
+    logit = f"{num(float(x.vocab))} · {num(LOGIT_BYTES)}"
+    for title, key, reserved, rule in (
+        ("Max concurrent sequences (paged)", "max_concurrent_sequences", paged, "⌈(P + O) / block⌉ · block"),
+        ("Max concurrent sequences (contiguous)", "max_concurrent_sequences_contiguous", contiguous, "max(window, P + O)"),
+    ):
+        seq = f"{s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')}"
+        n1 = f"⌊({avail} - {num(s.C)} · {act}) / ({seq} + {logit})⌋"
+        n2 = f"⌊{avail} / ({seq} + {act} + {logit})⌋"
+        small = m[key] <= s.C
+        items.append(ExplainItem(
+            title,
+            "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  (s = KV per sequence reserved, "
+            f"reserved = {rule}; a = reserve per step token; ℓ = logits per sequence): "
+            + ("N = ⌊(A − C·a) / (s + ℓ)⌋ since N ≤ C" if small else "N = ⌊A / (s + a + ℓ)⌋ since N > C"),
+            f"max({n1 if small else n2}, 0)",
+            _value(m[key], "sequences"),
+        ))
+    return items
+
+
+def _roofline_items(s: _Scenario) -> list[ExplainItem]:
+    m, x = s.m, s.x
+    xa = x.as_arrays()
+    P, B, tp = num(s.P), num(s.B), num(s.tp)
+    nb, nh, h = num(float(x.matmul_params - x.lm_head_params)), num(float(x.lm_head_params)), num(s.h)
+    d_pre, d_dec = num(float(x.attention_dim_prefill)), num(float(x.attention_dim_decode))
+    kv_tok = exact(m["kv_bytes_per_token_per_gpu"])
+    act = f"{num(s.L)} · {num(s.a)} / {tp} · 2"
+    ctx = f"({P} + {num(s.O)} / 2)"
+    pre = prefill(xa)
+    dec = step_cost(xa, seqs=s.B, ctx=s.ctx)
+    items = [
+        ExplainItem(
+            "Prefill FLOP per GPU",
+            "(2 · (N_matmul − N_head) · P + 2 · N_head · 1 + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp  (logits for the last token only)",
+            f"(2 · {nb} · {P} + 2 · {nh} · 1 + 2 · {h} · {d_pre} · {P} · {s.layer_tokens(f'({P} + 1) / 2')}) / {tp}", _value(m["prefill_flop"], "FLOP"),
+        ),
+        ExplainItem(
+            "Prefill bytes per GPU",
+            "weights read (all but an untied embedding table) + P · KV per token per GPU (written) + P · L · a / tp · 2 B (activations)",
+            f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}", _bytes_value(m["prefill_bytes"]),
+        ),
+        ExplainItem(
+            "Time to first token (TTFT)", f"{s.step_time_formula};  {COMM}", s.step_time(pre, s.P),
+            _seconds_value(m["ttft_s"], m["prefill_compute_bound"]),
+        ),
+        ExplainItem(
+            "Decode FLOP per GPU", "(2 · N_matmul · B + 2 · h · d_att · B · Σ_layers ctx) / tp,  ctx = P + O/2 (LM head included)",
+            f"(2 · ({nb} + {nh}) · {B} + 2 · {h} · {d_dec} · {B} · {s.layer_tokens(ctx)}) / {tp}", _value(m["decode_flop"], "FLOP"),
+        ),
+        ExplainItem(
+            "Decode bytes per GPU",
+            "weights read + B · KV(ctx) per GPU + B · KV per token per GPU (written) + B · L · a / tp · 2 B",
+            f"{s.weights_touched(s.B)} + {B} · {s.per_layer_gpu()} · {s.layer_tokens(ctx)} + {B} · {kv_tok} + {B} · {act}",
+            _bytes_value(m["decode_bytes"]),
+        ),
+        ExplainItem(
+            "Decode step time (plain)", f"{s.step_time_formula};  {COMM}", s.step_time(dec, s.B),
+            _seconds_value(m["plain_tpot_s"], m["decode_compute_bound"]),
+        ),
+    ]
+    # ridge: the decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline
+    w = float((xa.total_params - xa.lookup_params) * xa.weight_bytes_per_param / xa.tp)
+    ridge = m["ridge_batch"]
+    items.append(ExplainItem(
+        "Compute-bound turn (ridge batch)",
+        "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); the batch where the weight matmuls turn "
+        "compute-bound (attention, a separate memory-bound roofline, does not move it); W = weights per GPU, "
+        "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
+        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
+        f"{act} / ({num(s.bw)} · {num(s.mbu)}))",
+        _value(ridge, "sequences") if math.isfinite(ridge) else "never (activation traffic outweighs the matmul FLOP at every batch)",
+    ))
+    if s.r.resolved.scenario.spec:
+        tpot_formula, tpot_sub = "speculative step time / E(α, γ)", f"{num(m['spec_step_s'])} / {num(m['spec_expected_tokens_per_step'])}"
+    else:
+        tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
+    items += [
+        ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
+        ExplainItem(
+            "Decode tokens/s per GPU", "B / TPOT / tp", f"{B} / {num(m['tpot_s'])} / {tp}",
+            _value(m["decode_tokens_per_s_per_gpu"], "tokens/s"),
+        ),
+        ExplainItem(
+            "Cost per million output tokens", "price per GPU-hour · tp / 3600 / (B / TPOT) · 10^6",
+            f"{num(float(x.price_usd_per_gpu_hour))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} · {num(TOKENS_PER_MTOK)}",
+            _value(m["cost_per_million_output_tokens_usd"], "USD"),
+        ),
+    ]
+    return items
+
+
+def _chunked_items(s: _Scenario) -> list[ExplainItem]:
+    m = s.m
+    xa = s.x.as_arrays()
+    P, C = s.P, s.C
+    n_full = math.floor(P / C)
+    rest = P - n_full * C
+    full = step_cost(xa, seqs=s.B, ctx=s.ctx, n=min(C, P), past=max(n_full - 1, 0) * C / 2)
+    last = step_cost(xa, seqs=s.B, ctx=s.ctx, n=rest, past=n_full * C)
+    biggest = step_cost(xa, seqs=s.B, ctx=s.ctx, n=min(C, P), past=max(P - C, 0.0))
+    t_last = num(float(last.time_s)) if rest > 0 else "0"
+    return [
+        ExplainItem(
+            "Chunked prefill: newcomer TTFT",
+            "⌊P/C⌋ · t_step(B decodes + C prefill tokens, mean past) + t_step(B decodes + remainder r = P − ⌊P/C⌋·C)  (0 when r = 0)",
+            f"⌊{num(P)} / {num(C)}⌋ · {num(float(full.time_s))} + {t_last}", _seconds_value(m["chunked_ttft_s"]),
+        ),
+        ExplainItem(
+            "Chunked prefill: running streams' max inter-token latency",
+            f"the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; {s.step_time_formula}",
+            s.step_time(biggest, s.B + min(C, P)), _seconds_value(m["chunked_max_itl_s"]),
+        ),
+        ExplainItem(
+            "No chunking: running streams' max inter-token latency", "t_prefill(P) + t_decode(B)",
+            f"{num(m['ttft_s'])} + {num(m['plain_tpot_s'])}", _seconds_value(m["nochunk_max_itl_s"]),
+        ),
+    ]
+
+
+def _speculative_items(s: _Scenario) -> list[ExplainItem]:
+    m = s.m
+    xa = s.x.as_arrays()
+    a, g = float(xa.alpha), float(xa.gamma)
+    # α that prints as 1 uses the α → 1 limit, γ + 1 (the printed formula would divide by 0)
+    e_sub = f"{num(g)} + 1" if float(num(a)) >= 1.0 else f"(1 - {num(a)}^({num(g)} + 1)) / (1 - {num(a)})"
+    plain = m["plain_tpot_s"]
+    if float(xa.has_draft_model) > 0:
+        draft_formula, draft_sub = "t_draft = the draft model's own decode step", num(float(draft_step_s(xa, target_step_s=plain)))
+    else:
+        draft_formula, draft_sub = "t_draft = c · t_decode", f"{num(float(xa.draft_ratio))} · {num(plain)}"
+    verify = float(verify_step_s(xa, g + 1.0))
+    return [
+        ExplainItem("Speculative: expected tokens per step E", "E(α, γ) = (1 − α^(γ+1)) / (1 − α)  (γ + 1 when α = 1)", e_sub,
+                    _value(m["spec_expected_tokens_per_step"], "tokens")),
+        ExplainItem("Speculative step time", f"γ · t_draft + t_verify(B sequences × (γ + 1) tokens);  {draft_formula}",
+                    f"{num(g)} · {draft_sub} + {num(verify)}", _seconds_value(m["spec_step_s"])),
+        ExplainItem("Speculative speedup", "E · t_decode(B) / step time  (< 1: speculation loses)",
+                    f"{num(m['spec_expected_tokens_per_step'])} · {num(plain)} / {num(m['spec_step_s'])}",
+                    _value(m["spec_speedup"], "×", "loses" if m["spec_speedup"] < 1 else "wins")),
+    ]
+
+
+def _cache_items(s: _Scenario) -> list[ExplainItem]:
+    m, xa = s.m, s.x.as_arrays()
+    f = lambda v: float(np.asarray(v))  # noqa: E731
+    h, w, r = m["cache_hit_rate"], f(xa.cache_write_multiplier), f(xa.cache_read_multiplier)
+    X = f(xa.prefix_tokens) if m["cache_applies"] else 0.0
+    p, o = f(xa.price_in_usd_per_token), f(xa.price_out_usd_per_token)
+    P, O = num(s.P), num(s.O)
+    rpm = f(xa.requests_per_min_per_prefix)
+    if rpm > 0:
+        hit = ExplainItem(
+            "Cache hit rate (from traffic and TTL)", "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60, D = request duration",
+            f"1 - exp(-{num(rpm)} / 60 · max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))", f"{num(h)} ({h:.1%})",
+        )
+    else:
+        hit = ExplainItem("Cache hit rate", "the hit-rate input", num(h), f"{num(h)} ({h:.1%})")
+    below = "" if m["cache_applies"] else f"  (the {num(f(xa.prefix_tokens))}-token prefix is below the {num(f(xa.min_cacheable_tokens))}-token minimum: X = 0)"
+    without = m["nocache_cost_per_request_usd"]
+    ttft_hit = f(prefill(xa, tokens=max(s.P - X, 1.0), past=min(X, s.P - 1.0)).time_s)
+    return [
+        hit,
+        ExplainItem(
+            "Prompt cache: cost per request", "(h · r + (1 − h) · w) · X · p + (P − X) · p + O · o" + below,
+            f"({num(h)} · {num(r)} + (1 - {num(h)}) · {num(w)}) · {num(X)} · {num(p)} + ({P} - {num(X)}) · {num(p)} + {O} · {num(o)}",
+            _value(m["cache_cost_per_request_usd"], "USD"),
+        ),
+        ExplainItem("No cache: cost per request", "P · p + O · o", f"{P} · {num(p)} + {O} · {num(o)}", _value(without, "USD")),
+        ExplainItem(
+            "Prompt cache saving", "1 − cost with cache / cost without",
+            f"1 - {num(m['cache_cost_per_request_usd'], 10)} / {num(without, 10)}" if without > 0 else "0",
+            f"{num(m['cache_saving_frac'])} ({m['cache_saving_frac']:.1%})",
+        ),
+        ExplainItem("Prompt cache break-even hit rate", "h* = (w − 1) / (w − r)  (caching pays above it)",
+                    f"({num(w)} - 1) / ({num(w)} - {num(r)})", num(m["cache_break_even_hit_rate"])),
+        ExplainItem(
+            "TTFT with prompt cache", "h · t_prefill(P − X new tokens after X cached) + (1 − h) · t_prefill(P)",
+            f"{num(h)} · {num(ttft_hit)} + (1 - {num(h)}) · {num(m['ttft_s'])}", _seconds_value(m["cached_ttft_s"]),
+        ),
+    ]
+
+
+def explain(result: Result) -> list[ExplainItem]:
+    """Every headline figure of ``result`` with its formula and substituted numbers."""
+    s = _Scenario(result)
+    return _memory_items(s) + _roofline_items(s) + _chunked_items(s) + _speculative_items(s) + _cache_items(s)

@@ -1,0 +1,140 @@
+"""Sweeps: a base Scenario plus value lists per key → one long-form DataFrame.
+
+Numeric keys broadcast as arrays into one ``compute`` call per combination of
+categorical keys (GPU, model, dtypes, TTL, …).  Each row holds the scenario's
+inputs (link keys) followed by every metric: the CSV schema shared by the CLI
+and the dashboard.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from planner.engine.evaluate import compute, inputs_for, resolve
+from planner.errors import ScenarioError, SweepError, format_validation_error
+from planner.export import present_frame
+from planner.links import FIELDS, _coerce, _field_ok, allowed_range
+from planner.model.catalog import Catalog
+from planner.model.scenario import Scenario
+
+#: Scenario key → (EngineInputs field, scale from the key's unit to SI).
+NUMERIC_KEYS: dict[str, tuple[str, float]] = {
+    "tp": ("tp", 1.0),
+    "batch": ("batch", 1.0),
+    "prompt": ("prompt_tokens", 1.0),
+    "output": ("output_tokens", 1.0),
+    "chunk": ("chunk_tokens", 1.0),
+    "hit": ("hit_rate", 1.0),
+    "prefix": ("prefix_tokens", 1.0),
+    "rpm": ("requests_per_min_per_prefix", 1.0),
+    "gamma": ("gamma", 1.0),
+    "alpha": ("alpha", 1.0),
+    "draft_ratio": ("draft_ratio", 1.0),
+    "mfu": ("mfu", 1.0),
+    "mbu": ("mbu", 1.0),
+    "mem_util": ("mem_util", 1.0),
+    "block": ("block_tokens", 1.0),
+    "price_in": ("price_in_usd_per_token", 1e-6),
+    "price_out": ("price_out_usd_per_token", 1e-6),
+    "gpu_price": ("price_usd_per_gpu_hour", 1.0),
+}
+MAX_SWEEP_ROWS = 5_000_000
+
+
+
+
+def parse_axis(key: str, spec: str) -> list:
+    """Values for one key: ``a,b,c``; ``start:stop:step`` (inclusive); ``start:stop:xF`` (geometric)."""
+    if key not in FIELDS:
+        raise SweepError([f"{key!r}: unknown key; allowed keys: {', '.join(FIELDS)}"])
+    parts = spec.split(":")
+    if len(parts) == 3 and key in NUMERIC_KEYS:
+        try:
+            start, stop = float(parts[0]), float(parts[1])
+            geometric = parts[2].startswith("x")
+            step = float(parts[2][1:] if geometric else parts[2])
+        except ValueError:
+            raise SweepError([f"{key}={spec!r}: range must be start:stop:step or start:stop:xFACTOR"]) from None
+        if not all(np.isfinite([start, stop, step])) or (step <= 1 if geometric else step <= 0) or start > stop or (geometric and start <= 0):
+            raise SweepError([f"{key}={spec!r}: need start ≤ stop, step > 0 (or factor > 1 with start > 0)"])
+        n = int(np.floor(np.log(stop / start) / np.log(step) + 1e-9)) + 1 if geometric else int(np.floor((stop - start) / step + 1e-9)) + 1
+        if n > MAX_SWEEP_ROWS:
+            raise SweepError([f"{key}={spec!r}: {n} values; at most {MAX_SWEEP_ROWS}"])
+        raws = [repr(start * step**i) if geometric else repr(start + i * step) for i in range(n)]
+        if FIELDS[key].annotation in (int, int | None):
+            raws = [str(int(round(float(r)))) for r in raws]
+    else:
+        raws = [p.strip() for p in spec.split(",")]
+    values, problems = [], []
+    for raw in raws:
+        try:
+            v = _coerce(key, raw)
+        except ValueError as exc:
+            problems.append(f"{key}={raw!r}: {exc}; allowed: {allowed_range(key)}")
+            continue
+        reason = _field_ok(key, v)
+        if reason:
+            problems.append(f"{key}={raw!r}: {reason.lower()}; allowed: {allowed_range(key)}")
+            continue
+        values.append(v)
+    if problems:
+        raise SweepError(problems)
+    return list(dict.fromkeys(values))
+
+
+def input_columns() -> list[str]:
+    return list(FIELDS)
+
+
+def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.DataFrame:
+    """Every combination of ``axes`` values over ``base``: inputs + metrics, one row each."""
+    numeric = {k: np.asarray(v, dtype=float) for k, v in axes.items() if k in NUMERIC_KEYS}
+    categorical = {k: list(v) for k, v in axes.items() if k not in NUMERIC_KEYS}
+    n_rows = int(np.prod([len(v) for v in axes.values()])) if axes else 1
+    if n_rows > MAX_SWEEP_ROWS:
+        raise SweepError([f"sweep has {n_rows} rows; at most {MAX_SWEEP_ROWS}"])
+    grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
+    flat = {k: g.ravel() for k, g in zip(numeric, grids)}
+    frames = []
+    problems: list[str] = []
+    for combo in itertools.product(*categorical.values()):
+        update = dict(zip(categorical, combo))
+        try:
+            s = Scenario.model_validate({**base.model_dump(), **update, **({"prefix": 0} if "prefix" in flat else {})})
+            r = resolve(s, catalog)
+        except ValidationError as exc:
+            problems.append(f"{update}: {format_validation_error(exc)}")
+            continue
+        except ScenarioError as exc:
+            problems.extend(exc.problems)
+            continue
+        x = inputs_for(r)
+        changes = {NUMERIC_KEYS[k][0]: v * NUMERIC_KEYS[k][1] for k, v in flat.items()}
+        if "prefix" in flat or "prompt" in flat:
+            prompt = flat.get("prompt", s.prompt)
+            prefix = flat.get("prefix", base.prefix)
+            changes["prefix_tokens"] = np.minimum(prefix, prompt)
+        x = x.with_(**changes)
+        metrics = compute(x)
+        n = max([len(v) for v in flat.values()], default=1)
+        cols = {k: np.broadcast_to(np.asarray(getattr(s, k), dtype=object), (n,)) for k in FIELDS}
+        for k, v in flat.items():
+            cols[k] = v.astype(int) if FIELDS[k].annotation in (int, int | None) else v
+        if "prefix" in flat or "prompt" in flat:
+            cols["prefix"] = changes["prefix_tokens"].astype(int)
+        for k, v in metrics.items():
+            cols[k] = np.broadcast_to(v, (n,))
+        frames.append(pd.DataFrame(cols))
+    if problems:
+        raise SweepError(problems)
+    return pd.concat(frames, ignore_index=True)
+
+
+def scenario_frame(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
+    """The one-row inputs + metrics table, presented (the CSV the CLI and the dashboard export)."""
+    return present_frame(sweep(scenario, {}, catalog))

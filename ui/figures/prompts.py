@@ -1,0 +1,87 @@
+"""Plotly figures of the prompt-layout checker and the usage-log audit (no streamlit).
+
+``layout_figure``: each layout as one horizontal bar of its blocks in render
+order, coloured by how widely each block is shared, with a diamond at every
+breakpoint (green: it pays, red: it does not).  ``audit_figure``: input tokens per
+time bin (or per run of requests), stacked: cache reads, cache writes, uncached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from planner.prompts.layout import LayoutReport
+from planner.prompts.usage_audit import AuditReport
+
+VARIABILITY_COLORS = {
+    "stable": "#54A24B",
+    "per_day": "#EECA3B",
+    "per_user": "#F58518",
+    "per_request": "#E45756",
+}
+PAYS_COLOR = "#2E7D32"
+LOSES_COLOR = "#C62828"
+
+
+def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
+    """One bar per (label, report); x in tokens."""
+    traces: list[dict] = []
+    shown: set[str] = set()
+    for label, rep in layouts:
+        for row in rep.blocks_frame.itertuples(index=False):
+            traces.append(dict(
+                type="bar", orientation="h", y=[label], x=[row.tokens],
+                marker=dict(color=VARIABILITY_COLORS[row.variability], line=dict(color="white", width=1)),
+                name=row.variability.replace("_", " "), legendgroup=row.variability,
+                showlegend=row.variability not in shown,
+                hovertemplate=f"block {row.block}: {row.kind}, {row.tokens:,} tokens, "
+                f"{row.variability.replace('_', ' ')}<extra></extra>",
+            ))
+            shown.add(row.variability)
+        bp = rep.breakpoints_frame
+        if len(bp):
+            traces.append(dict(
+                type="scatter", mode="markers", y=[label] * len(bp), x=bp["prefix_tokens"].tolist(),
+                marker=dict(symbol="diamond", size=14, line=dict(color="white", width=1),
+                            color=[PAYS_COLOR if p else LOSES_COLOR for p in bp["pays"]]),
+                name="breakpoint", legendgroup="breakpoint", showlegend="breakpoint" not in shown,
+                customdata=[[b, f"{h * 100:.1f} %"] for b, h in zip(bp["block"], bp["hit_rate_frac"])],
+                hovertemplate="breakpoint after block %{customdata[0]}: prefix %{x:,} tokens, "
+                "hit rate %{customdata[1]}<extra></extra>",
+            ))
+            shown.add("breakpoint")
+    return go.Figure(dict(data=traces, layout=dict(
+        barmode="stack", height=140 + 60 * len(layouts), margin=dict(l=10, r=10, t=30, b=40),
+        xaxis=dict(title="tokens (rendered order: tools → system → messages)"),
+        yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=1.15),
+    )))
+
+
+def audit_figure(report: AuditReport) -> go.Figure:
+    """Input tokens per bin, stacked: cache reads, cache writes, uncached input."""
+    s = report.series
+    x = (s["bin_start"] if report.series_axis == "time" else s["first_request"]).tolist()
+    series = (
+        ("cache_read_input_tokens", "cache reads", PAYS_COLOR),
+        ("cache_creation_input_tokens", "cache writes", LOSES_COLOR),
+        ("input_tokens", "uncached input", "#9E9E9E"),
+    )
+    traces = [
+        dict(type="bar", x=x, y=s[col].tolist(), name=name, marker=dict(color=color),
+             hovertemplate=f"{name}: %{{y:,}} tokens<extra></extra>")
+        for col, name, color in series
+    ]
+    if report.series_axis == "time":
+        width = int(report.bin_width_s or 60)
+        unit = f"{width // 60}-minute" if width < 3600 else f"{width // 3600}-hour" if width < 86_400 else (
+            f"{width // 86_400}-day")
+        xtitle = f"time (UTC), {unit} bins"
+        xaxis = dict(title=xtitle)
+    else:
+        xaxis = dict(title="request (file order; the log has no timestamps)")
+    return go.Figure(dict(data=traces, layout=dict(
+        barmode="stack", bargap=0.1, height=320, margin=dict(l=10, r=10, t=30, b=40), xaxis=xaxis,
+        yaxis=dict(title="input tokens per bin", rangemode="tozero"), legend=dict(orientation="h", y=1.15),
+    )))
