@@ -3,15 +3,13 @@ is named in a warning, and link text is never rendered as HTML (issue 6)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from planner.links import FIELDS
+from tests.paths import APP
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 NASTY = ["", "nan", "inf", "-1", "1e400", "<script>alert(1)</script>", "<b>x</b>", "=1+1", "x" * 5000,
          "\u202e", "0", "99999999999", "custom", "L1-H1-A1-G1-D1-F1-V1-C1", "L32-H4096-Q7"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,8 +19,9 @@ from planner.prompts.usage_audit import (
     audit,
     parse_usage_log,
 )
+from tests.paths import DATA
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "usage_log_example.jsonl"
+EXAMPLE = DATA / "examples" / "usage_log_example.jsonl"
 P_IN, P_OUT, W, R = 5e-6, 25e-6, 1.25, 0.1
 
 

@@ -4,12 +4,12 @@ inf or a negative count, and the dashboard draws them without an exception."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.cli.main import main
+from tests.paths import APP
 
 EDGES = {
     "weights larger than memory": "model=llama-3.1-405b&gpu=l4",
@@ -40,7 +40,7 @@ def test_csv_cells_are_finite_or_words(link):
             assert value >= 0, (key, value)
 
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
 
 
 @pytest.mark.parametrize("link", [EDGES["weights larger than memory"], EDGES["ten million tokens"], EDGES["alpha 0"]])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import shutil
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -23,9 +22,9 @@ from planner.model.catalog import (
 from planner.model.scenario import Scenario
 from planner.studies.advisor import findings
 from planner.studies.compare import compare_gpus
+from tests.paths import APP
 from ui import headline
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 COMMITTED = sorted(p.stem for p in MEASURED_DIR.glob("*.toml"))
 
 

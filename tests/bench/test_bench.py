@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,6 +37,7 @@ from planner.bench.run import run_bench, write_results
 from planner.cli.main import main
 from planner.engine.roofline import step_cost
 from planner.model.catalog import load_catalog, load_gpus, parse_gpu_toml
+from tests.paths import APP
 from ui.figures.bench import decode_figure, prefill_figure
 
 
@@ -404,7 +404,7 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
     (tmp_path / "zz-broken.json").write_text('{"schema_version": 1}', encoding="utf-8")
     monkeypatch.setattr(tab, "RESULTS_DIR", tmp_path)
 
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=60)
     at.session_state["_tab"] = "Cross-check"
     at.run()
     assert not at.exception, [e.message for e in at.exception]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -26,12 +25,12 @@ from planner.model.scenario import Scenario
 from planner.studies.compare import compare_gpus
 from planner.studies.explain import explain
 from planner.studies.sweep import scenario_frame
+from tests.paths import APP
 from ui import headline, sidebar
 from ui import state as link_state
 from ui.figures.core import TABS
 from ui.tabs import core as core_tabs
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CORE_TABS = (*TABS, "Compare GPUs", "Explain")
 
 

@@ -23,9 +23,9 @@ import pytest
 
 from planner.engine.evaluate import evaluate
 from planner.links import from_query
+from tests.paths import ROOT
 from ui import headline
 
-ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
