@@ -96,10 +96,18 @@ def tab_entries(key: str) -> list[tuple[str, Callable[[PageContext], None]]]:
         return wrapped
 
     tabs = [(tab, needs_result(chart_tab(tab))) for tab in TABS]
-    tabs.append((COMPARE_TAB, needs_result(lambda ctx: core_tabs.compare_tab(st, compare_frame(key), ctx.scenario.slo_ttft_s, ctx.scenario.slo_tpot_s))))
+    tabs.append(
+        (
+            COMPARE_TAB,
+            needs_result(
+                lambda ctx: core_tabs.compare_tab(
+                    st, compare_frame(key), ctx.scenario.slo_ttft_s, ctx.scenario.slo_tpot_s
+                )
+            ),
+        )
+    )
     tabs.append((EXPLAIN_TAB, needs_result(lambda ctx: core_tabs.explain_tab(st, explain_items(key)))))
     return tabs
-
 
 
 def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:

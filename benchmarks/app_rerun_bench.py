@@ -55,13 +55,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30, help="timed reruns per tab")
     args = parser.parse_args()
     medians = []
-    print(f"{'tab open':<24} {'median ms':>10} {'p90 ms':>8}   (AppTest rerun after a new batch value, {args.runs} runs)")
+    print(
+        f"{'tab open':<24} {'median ms':>10} {'p90 ms':>8}   (AppTest rerun after a new batch value, {args.runs} runs)"
+    )
     for i, tab in enumerate(tab_titles()):
         times = time_reruns(tab, args.runs, first_batch=10 + 100 * i)
         medians.append(statistics.median(times))
         print(f"{tab:<24} {1e3 * medians[-1]:>10.1f} {1e3 * p90(times):>8.1f}")
     worst = max(medians)
-    print(f"worst median {1e3 * worst:.1f} ms; target ≤ {1e3 * TARGET_MEDIAN_S:.0f} ms: {'met' if worst <= TARGET_MEDIAN_S else 'NOT met'}")
+    print(
+        f"worst median {1e3 * worst:.1f} ms; target ≤ {1e3 * TARGET_MEDIAN_S:.0f} ms: {'met' if worst <= TARGET_MEDIAN_S else 'NOT met'}"
+    )
     return 0
 
 

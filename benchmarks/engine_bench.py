@@ -45,14 +45,23 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
 
     t0 = time.perf_counter()
     for i in range(loop_n):
-        compute(x.with_(batch=float(grid.batch[i]), prompt_tokens=float(prompt[i]),
-                        output_tokens=float(grid.output_tokens[i]), chunk_tokens=float(grid.chunk_tokens[i]),
-                        hit_rate=float(grid.hit_rate[i]), prefix_tokens=float(grid.prefix_tokens[i]),
-                        alpha=float(grid.alpha[i])))
+        compute(
+            x.with_(
+                batch=float(grid.batch[i]),
+                prompt_tokens=float(prompt[i]),
+                output_tokens=float(grid.output_tokens[i]),
+                chunk_tokens=float(grid.chunk_tokens[i]),
+                hit_rate=float(grid.hit_rate[i]),
+                prefix_tokens=float(grid.prefix_tokens[i]),
+                alpha=float(grid.alpha[i]),
+            )
+        )
     loop_rate = loop_n / (time.perf_counter() - t0)
     print(f"vectorised: {n:,} scenarios in {best:.3f} s = {vec_rate:,.0f} scenarios/s (best of 3)")
     print(f"loop:       {loop_n:,} scenarios one by one = {loop_rate:,.0f} scenarios/s")
-    print(f"ratio:      {vec_rate / loop_rate:,.0f}x; target >= 1,000,000 scenarios/s: {'met' if vec_rate >= 1e6 else 'NOT met'}")
+    print(
+        f"ratio:      {vec_rate / loop_rate:,.0f}x; target >= 1,000,000 scenarios/s: {'met' if vec_rate >= 1e6 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,10 @@ def count_run(name: str, n: int, strategy, check) -> None:
 
     t0 = time.perf_counter()
     run()
-    print(f"{name:<22} {stats['cases']:>7,} cases  {stats['failures']} failures  {time.perf_counter() - t0:6.1f} s"
-          + (f"  first: {stats['first']}" if stats["first"] else ""))
+    print(
+        f"{name:<22} {stats['cases']:>7,} cases  {stats['failures']} failures  {time.perf_counter() - t0:6.1f} s"
+        + (f"  first: {stats['first']}" if stats["first"] else "")
+    )
 
 
 def check_link(pairs) -> None:
@@ -74,7 +76,12 @@ def main() -> None:
     pairs = st.lists(st.tuples(keys, values), max_size=12)
     count_run("link decoder", args.links, pairs, check_link)
     count_run("CLI evaluate", args.cli, pairs, check_cli)
-    count_run("app (AppTest)", args.app, st.dictionaries(st.sampled_from(list(FIELDS)), values, min_size=1, max_size=5), check_app)
+    count_run(
+        "app (AppTest)",
+        args.app,
+        st.dictionaries(st.sampled_from(list(FIELDS)), values, min_size=1, max_size=5),
+        check_app,
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
 ]
 
 
@@ -49,9 +55,24 @@ def rss_mib(pid: int) -> float:
 def start_server(port: int, log_path: Path) -> subprocess.Popen:
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -87,7 +108,9 @@ async def drive(page, until: float, rng: random.Random, stats: dict) -> None:
                 await page.keyboard.press(rng.choice(["ArrowRight", "ArrowLeft", "PageUp", "PageDown"]))
             elif action in ("prompt", "output"):
                 box = page.get_by_role("spinbutton", name="Prompt tokens" if action == "prompt" else "Output tokens")
-                await box.fill(str(rng.choice([128, 512, 2048, 8192, 32768] if action == "prompt" else [16, 128, 512, 2048])))
+                await box.fill(
+                    str(rng.choice([128, 512, 2048, 8192, 32768] if action == "prompt" else [16, 128, 512, 2048]))
+                )
                 await box.press("Enter")
             else:
                 tabs = page.get_by_role("tab")
@@ -150,9 +173,13 @@ def main() -> int:
     tracebacks = server_log.count("Traceback")
     rss = stats["rss_mib"]
     print(f"sessions: {args.sessions}, duration: {args.seconds:.0f} s (wall {wall:.0f} s)")
-    print(f"all {args.sessions} pages loaded in {max(stats['load_s']):.0f} s (median {statistics.median(stats['load_s']):.1f} s)")
+    print(
+        f"all {args.sessions} pages loaded in {max(stats['load_s']):.0f} s (median {statistics.median(stats['load_s']):.1f} s)"
+    )
     print(f"widget changes: {stats['actions']}, failed/timed-out actions: {len(stats['action_failures'])}")
-    print(f"exception boxes seen: {stats['exceptions']}, page errors: {len(stats['page_errors'])}, server tracebacks: {tracebacks}")
+    print(
+        f"exception boxes seen: {stats['exceptions']}, page errors: {len(stats['page_errors'])}, server tracebacks: {tracebacks}"
+    )
     if rss:
         print(f"server RSS MiB: first {rss[0]}, max {max(rss)}, last {rss[-1]}, median {statistics.median(rss)}")
     for line in (stats["page_errors"] + stats["action_failures"])[:5]:

@@ -164,7 +164,9 @@ def from_query(
     """Decode a link.  Returns the scenario and one issue per problem; never raises."""
     warnings: list[LinkIssue] = []
     if isinstance(query, str) and len(query.strip()) > MAX_QUERY_CHARS:
-        warnings.append(LinkIssue("", f"link: longer than {MAX_QUERY_CHARS:,} characters; only the start was read", False))
+        warnings.append(
+            LinkIssue("", f"link: longer than {MAX_QUERY_CHARS:,} characters; only the start was read", False)
+        )
     values: dict[str, str] = {}
     counts: dict[str, int] = {}
     for key, raw in parse_query(query):
@@ -175,7 +177,9 @@ def from_query(
             warnings.append(LinkIssue(key[:64], f"{_show(key)}: given {n} times; the last value is used", False))
     version = values.pop(VERSION_KEY, LINK_VERSION)
     if version != LINK_VERSION:
-        warnings.append(LinkIssue(VERSION_KEY, f"v={_show(version)}: unknown link version; read as version {LINK_VERSION}", False))
+        warnings.append(
+            LinkIssue(VERSION_KEY, f"v={_show(version)}: unknown link version; read as version {LINK_VERSION}", False)
+        )
     good: dict[str, Any] = {}
     for key, raw in values.items():
         if key not in FIELDS:
@@ -190,13 +194,17 @@ def from_query(
         if reason is not None and reason.startswith("String should match pattern"):
             reason = "contains characters that are not allowed"
         if reason is not None:
-            warnings.append(LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True))
+            warnings.append(
+                LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True)
+            )
             continue
         good[key] = value
     for key, known in (("gpu", gpus), ("model", None if models is None else models | {"custom"}), ("draft", models)):
         if known is not None and key in good and good[key] and good[key] not in known:
             bad = str(good.pop(key))
-            warnings.append(LinkIssue(key, f"{key}={_show(bad)}: unknown; allowed: one of {', '.join(sorted(known))}", True))
+            warnings.append(
+                LinkIssue(key, f"{key}={_show(bad)}: unknown; allowed: one of {', '.join(sorted(known))}", True)
+            )
     if good.get("model", DEFAULTS.model) == "custom":
         try:
             decode_model(good.get("custom", ""))

@@ -18,9 +18,33 @@ GPUS = {"h100-sxm", "h200"}
 MODELS = {"llama-3.1-8b"}
 
 NASTY_VALUES = [
-    "", "nan", "NaN", "inf", "-inf", "1e400", "-1", "0", "-0", "1e-400", "99999999999999999999999",
-    "<script>alert(1)</script>", "=HYPERLINK(\"http://x\")", "+1", "@SUM(A1)", "\u202e\u0000\ufeff",
-    "x" * 100_000, "１２", "0x10", "1_000", " 5 ", "true", "[]", "{}", "None", "%00", "../../etc/passwd",
+    "",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "1e400",
+    "-1",
+    "0",
+    "-0",
+    "1e-400",
+    "99999999999999999999999",
+    "<script>alert(1)</script>",
+    '=HYPERLINK("http://x")',
+    "+1",
+    "@SUM(A1)",
+    "\u202e\u0000\ufeff",
+    "x" * 100_000,
+    "１２",
+    "0x10",
+    "1_000",
+    " 5 ",
+    "true",
+    "[]",
+    "{}",
+    "None",
+    "%00",
+    "../../etc/passwd",
 ]
 keys = st.sampled_from(list(FIELDS) + ["v", "", "zz", "<b>", "batch[]", "gpu\x00"])
 values = st.one_of(st.sampled_from(NASTY_VALUES), st.text(max_size=50), st.integers().map(str), st.floats().map(repr))
@@ -70,5 +94,7 @@ def test_cli_never_prints_a_traceback(pairs):
     else:
         header, row = out.getvalue().splitlines()[:2]
         cells = dict(zip(header.split(","), row.split(",")))
-        metrics = {k: v for k, v in cells.items() if k.endswith(("_s", "_bytes", "_usd", "_tokens", "_frac", "_sequences"))}
+        metrics = {
+            k: v for k, v in cells.items() if k.endswith(("_s", "_bytes", "_usd", "_tokens", "_frac", "_sequences"))
+        }
         assert metrics and not {v.lower() for v in metrics.values()} & {"nan", "inf", "-inf"}

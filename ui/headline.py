@@ -181,8 +181,11 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
 def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
     m = result.metrics
     if float(m["price_usd_per_hour_per_replica"]) <= 0:  # a measured machine carries no price
-        return Headline("Cost per M output tokens", "not priced",
-                        help="This profile has no price (a machine measured by the benchmark): set a GPU price under Advanced.")
+        return Headline(
+            "Cost per M output tokens",
+            "not priced",
+            help="This profile has no price (a machine measured by the benchmark): set a GPU price under Advanced.",
+        )
     return Headline(
         "Cost per M output tokens",
         fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
@@ -295,4 +298,3 @@ def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
     for note in notes:
         draw = st.caption if note.level == "info" else getattr(st, note.level)
         draw(md_text(note.text))
-

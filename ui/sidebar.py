@@ -127,7 +127,13 @@ def enforce_cross_field_rules(ss: Any, base: ModelSpec | None) -> list[str]:
 def _int_input(st: Any, key: str, label: str, help: str, step: int = 1, max_value: int | None = None, **kw: Any) -> Any:
     lo, hi, _ = field_bounds(key)
     return st.number_input(
-        label, min_value=int(lo), max_value=int(hi if max_value is None else max_value), step=step, key=key, help=help, **kw
+        label,
+        min_value=int(lo),
+        max_value=int(hi if max_value is None else max_value),
+        step=step,
+        key=key,
+        help=help,
+        **kw,
     )
 
 
@@ -208,10 +214,12 @@ def _hardware(st: Any, catalog: Catalog) -> None:
         key="gpu",
         format_func=lambda k: f"{catalog.profile(k).name} · {catalog.profile(k).memory_bytes / GiB:.0f} GiB",
         help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour. "
-             "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
-             "their rates are achieved ones, so MFU and MBU do not derate them).",
+        "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
+        "their rates are achieved ones, so MFU and MBU do not derate them).",
     )
-    _int_input(st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count.")
+    _int_input(
+        st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count."
+    )
 
 
 def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str | None) -> None:
@@ -247,7 +255,12 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
     elif base is not None:
         st.caption(f"{base.name} uses MLA: its KV cache is a compressed latent, so there is no KV-heads choice.")
     c1, c2 = st.columns(2)
-    c1.selectbox("Weight dtype", WEIGHT_DTYPES, key="wdtype", help="Storage type of the weights: bytes per parameter (int4 adds group scales).")
+    c1.selectbox(
+        "Weight dtype",
+        WEIGHT_DTYPES,
+        key="wdtype",
+        help="Storage type of the weights: bytes per parameter (int4 adds group scales).",
+    )
     c2.selectbox("KV dtype", KV_DTYPES, key="kvdtype", help="Storage type of the KV cache: bytes per cached element.")
     with st.expander("Shape overrides"):
         for key, (label, help) in _OVERRIDE_LABELS.items():
@@ -263,7 +276,11 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
             )
     with st.expander("Import a Hugging Face config.json"):
         st.file_uploader(
-            "config.json", type=["json"], key="_hf_file", on_change=_on_import_config, args=(st, "file"),
+            "config.json",
+            type=["json"],
+            key="_hf_file",
+            on_change=_on_import_config,
+            args=(st, "file"),
             help="The model's config.json (≤ 1 MB), read as JSON only; loads on upload.",
         )
         st.text_area("…or paste its text", key="_hf_text", height=120, help="The JSON text of a config.json (≤ 1 MB).")
@@ -302,20 +319,50 @@ def _prompt_cache(st: Any, base: ModelSpec | None) -> None:
     ss = st.session_state
     st.header("Prompt caching")
     _slider(
-        st, "hit", "Cache hit rate", "Share of requests whose prefix is already cached; fraction 0–1 (unused while requests/min is set).",
+        st,
+        "hit",
+        "Cache hit rate",
+        "Share of requests whose prefix is already cached; fraction 0–1 (unused while requests/min is set).",
         disabled=ss.get("rpm", 0) > 0,
     )
     c1, c2 = st.columns(2)
     with c1:
-        _int_input(st, "prefix", "Cacheable prefix", "Shared prompt prefix that can be cached, ≤ prompt; tokens.", step=256, max_value=int(ss.get("prompt", DEFAULTS.prompt)))
+        _int_input(
+            st,
+            "prefix",
+            "Cacheable prefix",
+            "Shared prompt prefix that can be cached, ≤ prompt; tokens.",
+            step=256,
+            max_value=int(ss.get("prompt", DEFAULTS.prompt)),
+        )
     with c2:
-        st.radio("Cache TTL", ("5m", "1h"), key="ttl", horizontal=True, help="Cache lifetime: 5 minutes (write 1.25× input price) or 1 hour (write 2×).")
+        st.radio(
+            "Cache TTL",
+            ("5m", "1h"),
+            key="ttl",
+            horizontal=True,
+            help="Cache lifetime: 5 minutes (write 1.25× input price) or 1 hour (write 2×).",
+        )
     c1, c2 = st.columns(2)
     with c1:
-        _float_input(st, "rpm", "Requests/min per prefix", "Traffic sharing one prefix; > 0 derives the hit rate from the TTL; requests per minute.", step=1.0)
+        _float_input(
+            st,
+            "rpm",
+            "Requests/min per prefix",
+            "Traffic sharing one prefix; > 0 derives the hit rate from the TTL; requests per minute.",
+            step=1.0,
+        )
     with c2:
         minimum = (base.min_cacheable_prompt_tokens or 1024) if base is not None else 1024
-        _int_input(st, "min_prefix", "Minimum cacheable", "Shortest prefix the provider caches; tokens; blank = the model's.", step=256, value=None, placeholder=f"model: {minimum:,}")
+        _int_input(
+            st,
+            "min_prefix",
+            "Minimum cacheable",
+            "Shortest prefix the provider caches; tokens; blank = the model's.",
+            step=256,
+            value=None,
+            placeholder=f"model: {minimum:,}",
+        )
     c1, c2 = st.columns(2)
     with c1:
         _float_input(st, "price_in", "Input price", "API price of input tokens; USD per million tokens.", step=0.5)
@@ -326,7 +373,11 @@ def _prompt_cache(st: Any, base: ModelSpec | None) -> None:
 def _speculative(st: Any, catalog: Catalog) -> None:
     ss = st.session_state
     st.header("Speculative decoding")
-    st.toggle("Speculative decoding", key="spec", help="A draft proposes γ tokens; the target verifies them in one pass (on/off).")
+    st.toggle(
+        "Speculative decoding",
+        key="spec",
+        help="A draft proposes γ tokens; the target verifies them in one pass (on/off).",
+    )
     st.selectbox(
         "Draft",
         [""] + sorted(catalog.models),
@@ -335,11 +386,24 @@ def _speculative(st: Any, catalog: Catalog) -> None:
         help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
     )
     if not ss.get("draft"):
-        _slider(st, "draft_ratio", "Draft cost ratio", "Draft step time / target step time; fraction 0–1.", step=0.005, fmt="%.3f")
+        _slider(
+            st,
+            "draft_ratio",
+            "Draft cost ratio",
+            "Draft step time / target step time; fraction 0–1.",
+            step=0.005,
+            fmt="%.3f",
+        )
     c1, c2 = st.columns(2)
     with c1:
         lo, hi, _ = field_bounds("gamma")
-        st.slider("γ (draft tokens)", min_value=int(lo), max_value=int(hi), key="gamma", help="Tokens the draft proposes per step; count.")
+        st.slider(
+            "γ (draft tokens)",
+            min_value=int(lo),
+            max_value=int(hi),
+            key="gamma",
+            help="Tokens the draft proposes per step; count.",
+        )
     with c2:
         _slider(st, "alpha", "α (acceptance)", "Probability each draft token is accepted; fraction 0–1.")
 
@@ -355,18 +419,30 @@ def _advanced(st: Any, catalog: Catalog) -> None:
                 "The selected profile was measured (its rates are achieved ones), so it runs at MFU = MBU = 1; "
                 "these two apply to the datasheet GPUs it is compared with."
             )
-        _slider(st, "mem_util", "Memory utilisation", "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.")
+        _slider(
+            st,
+            "mem_util",
+            "Memory utilisation",
+            "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.",
+        )
         _int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
         gpu = catalog.profile(ss.get("gpu", ""))
         _float_input(
-            st, "gpu_price", "GPU price", "Rental price; USD per GPU-hour; blank = the profile's.", step=0.1,
-            value=None, placeholder=f"profile: ${gpu.price_usd_per_hour:,.2f}" if gpu else "profile",
+            st,
+            "gpu_price",
+            "GPU price",
+            "Rental price; USD per GPU-hour; blank = the profile's.",
+            step=0.1,
+            value=None,
+            placeholder=f"profile: ${gpu.price_usd_per_hour:,.2f}" if gpu else "profile",
         )
         c1, c2 = st.columns(2)
         with c1:
             _float_input(st, "slo_ttft_s", "TTFT target", "Time-to-first-token SLO; seconds.", step=0.1, floor=0.001)
         with c2:
-            _float_input(st, "slo_tpot_s", "TPOT target", "Time-per-output-token SLO; seconds.", step=0.005, floor=0.0001)
+            _float_input(
+                st, "slo_tpot_s", "TPOT target", "Time-per-output-token SLO; seconds.", step=0.005, floor=0.0001
+            )
 
 
 def render(st: Any, catalog: Catalog) -> tuple[Scenario, list[str]]:

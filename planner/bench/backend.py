@@ -157,7 +157,9 @@ class NumpyBackend:
         parallel = self.threads is not None and self.threads > 1
         self._pool = ThreadPoolExecutor(self.threads - 1) if parallel else None
         if parallel:
-            self.thread_note += f"; attention of several sequences split over {self.threads} threads; {shorten_blas_spin()}"
+            self.thread_note += (
+                f"; attention of several sequences split over {self.threads} threads; {shorten_blas_spin()}"
+            )
 
     def versions(self) -> dict[str, str]:
         return {"numpy": np.__version__}
@@ -210,8 +212,12 @@ class NumpyBackend:
         tuned = ", ".join(f"{t}: {k}" for t, k in sorted(self.linear_kernels.items()))
         self.linear_note = (
             "linear: weights stored (out × in); 1 row: BLAS sgemv; "
-            + (f"rows 2–{PANEL_MAX_ROWS} timed at load, sgemm vs per-row sgemv over {PANEL_BYTES // MiB} MiB panels "
-               f"({tuned}); " if tuned else "")
+            + (
+                f"rows 2–{PANEL_MAX_ROWS} timed at load, sgemm vs per-row sgemv over {PANEL_BYTES // MiB} MiB panels "
+                f"({tuned}); "
+                if tuned
+                else ""
+            )
             + "more rows: BLAS sgemm"
         )
         return dict(self.linear_kernels)
@@ -295,8 +301,9 @@ class TorchBackend:
         self._gen = torch.Generator(device=device)
         self._gen.manual_seed(seed)
         self.linear_note = (
-            "linear: x @ w (cuBLAS)" if device == "cuda" else
-            "linear: oneDNN inner product (torch.ops.mkldnn._linear_pointwise), weights reordered once "
+            "linear: x @ w (cuBLAS)"
+            if device == "cuda"
+            else "linear: oneDNN inner product (torch.ops.mkldnn._linear_pointwise), weights reordered once "
             f"(_reorder_linear_weight, {PACK_ROWS_HINT}-row hint: oneDNN's blocked layout)"
         )
 
@@ -431,7 +438,7 @@ class TorchBackend:
         src = t.empty(int(nbytes), dtype=t.uint8, pin_memory=True)
         dst = t.empty(int(nbytes), dtype=t.uint8, device=self.device)
         med, _ = self.time(lambda: dst.copy_(src, non_blocking=True), warmup, repeats)
-        del src, dst
+        src = dst = None  # free the buffers (closures above captured them)
         self.release()
         return nbytes / med
 

@@ -26,13 +26,22 @@ QUICK_OUT = "benchmarks/results/quick"
 
 def add_bench_parser(sub) -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="measure this machine and compare with the engine's prediction")
-    b.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when torch sees one, else cpu")
-    b.add_argument("--backend", choices=("auto", "numpy", "torch"), default="auto",
-                   help="CPU array library (auto: torch when installed, else numpy); CUDA always uses torch")
+    b.add_argument(
+        "--device", choices=("cuda", "cpu"), default=None, help="default: cuda when torch sees one, else cpu"
+    )
+    b.add_argument(
+        "--backend",
+        choices=("auto", "numpy", "torch"),
+        default="auto",
+        help="CPU array library (auto: torch when installed, else numpy); CUDA always uses torch",
+    )
     b.add_argument("--quick", action="store_true", help="tiny shapes, a few seconds (for tests)")
-    b.add_argument("--out", default=None,
-                   help=f"folder for the JSON, CSV and calibrated TOML (default {RESULTS_OUT}; with --quick {QUICK_OUT}, "
-                        "which the dashboard and the catalog do not read: quick numbers mean nothing)")
+    b.add_argument(
+        "--out",
+        default=None,
+        help=f"folder for the JSON, CSV and calibrated TOML (default {RESULTS_OUT}; with --quick {QUICK_OUT}, "
+        "which the dashboard and the catalog do not read: quick numbers mean nothing)",
+    )
     return b
 
 
@@ -79,20 +88,28 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     rounds = f"median of {len(r.rounds)} rounds"
     out.write(f"matmul     {r.measured_peak_flop_per_s / 1e9:.1f} GFLOP/s (best of {len(r.matmul)} sizes; {rounds})\n")
     others = ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.1f}" for b in r.bandwidth)
-    out.write(f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (the decoder's weight-streaming kernel; {others} GB/s; {rounds})\n")
+    out.write(
+        f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (the decoder's weight-streaming kernel; {others} GB/s; {rounds})\n"
+    )
     spread = [x.bandwidth_bytes_per_s / 1e9 for x in r.rounds]
     out.write(f"rounds     bandwidth {min(spread):.1f} … {max(spread):.1f} GB/s over the run\n")
     rows = ", ".join(str(o.rows) for o in r.overlap)
-    out.write(f"overlap    {r.measured_compute_memory_overlap:+.2f} (linear kernel at {rows} rows; 1 = roofline, 0 = back to back)\n")
-    out.write(f"attention  {r.measured_attention_compute_frac:.2f} of the peak (prefill), "
-              f"{r.measured_attention_bandwidth_frac:.2f} of the bandwidth (decode)\n")
+    out.write(
+        f"overlap    {r.measured_compute_memory_overlap:+.2f} (linear kernel at {rows} rows; 1 = roofline, 0 = back to back)\n"
+    )
+    out.write(
+        f"attention  {r.measured_attention_compute_frac:.2f} of the peak (prefill), "
+        f"{r.measured_attention_bandwidth_frac:.2f} of the bandwidth (decode)\n"
+    )
     batch1 = sorted((c for c in r.cases if c.phase == "decode" and c.seqs == 1), key=lambda c: c.ctx)
     if batch1:
         rates = " / ".join(f"{c.predictions['calibrated'].bytes / c.measured_s / 1e9:.1f}" for c in batch1)
         ctxs = " / ".join(str(c.ctx) for c in batch1)
         out.write(f"batch 1    decode streams {rates} GB/s at ctx {ctxs} (bytes the engine counts / measured time)\n")
     for s in r.summary:
-        out.write(f"{s.profile:<10} {s.phase:<8} median |error| {100 * s.median_abs_error_frac:5.1f} %  ({s.cases} cases)\n")
+        out.write(
+            f"{s.profile:<10} {s.phase:<8} median |error| {100 * s.median_abs_error_frac:5.1f} %  ({s.cases} cases)\n"
+        )
     for line in ridge_text(r):
         out.write(f"ridge      {line}\n")
     for line in r.skipped:

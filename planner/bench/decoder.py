@@ -141,7 +141,9 @@ class Decoder:
         o = self.be.attend(qh, cache.k[layer][:seqs, :, :end], cache.v[layer][:seqs, :, :end], start)
         return o.swapaxes(1, 2).reshape(seqs * length, s.heads * s.head_dim)
 
-    def step(self, ids, seqs: int, q: int, ctx: int, n: int, past: int, running: KVCache | None, prompt: KVCache | None):
+    def step(
+        self, ids, seqs: int, q: int, ctx: int, n: int, past: int, running: KVCache | None, prompt: KVCache | None
+    ):
         """One scheduler step (see module doc); ``ids`` holds seqs·q + n token ids. → logits."""
         s, be = self.shape, self.be
         hk, gk = s.heads * s.head_dim, s.kv_heads * s.head_dim

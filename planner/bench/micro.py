@@ -68,12 +68,14 @@ def measure_matmul(be, sizes, warmup: int, repeats: int, target_s: float = 0.0) 
         a, b = be.randn((n, n)), be.weight(be.randn((n, n)))
         med, _ = be.time(lambda a=a, b=b: be.mm(a, b), warmup, repeats, target_s)
         out.append(MatmulSample(size=n, flop=2.0 * n**3, median_s=med))
-        del a, b
+        a = b = None  # free the buffers (closures above captured them)
         be.release()
     return out
 
 
-def measure_bandwidth(be, buffer_bytes: float, warmup: int, repeats: int, target_s: float = 0.0) -> list[BandwidthSample]:
+def measure_bandwidth(
+    be, buffer_bytes: float, warmup: int, repeats: int, target_s: float = 0.0
+) -> list[BandwidthSample]:
     elems = int(buffer_bytes // be.bytes_per_element)
     rows = max(elems // GEMV_COLS, 1)
     elems = rows * GEMV_COLS
@@ -87,17 +89,17 @@ def measure_bandwidth(be, buffer_bytes: float, warmup: int, repeats: int, target
 
     med, _ = be.time(copy, warmup, repeats, target_s)
     out.append(BandwidthSample("copy", nbytes, 2.0 * nbytes, med))
-    del dst
+    dst = None  # free the buffers (closures above captured them)
     med, _ = be.time(lambda: be.total(src), warmup, repeats, target_s)
     out.append(BandwidthSample("sum", nbytes, nbytes, med))
 
-    del src
+    src = None  # free the buffers (closures above captured them)
     m = be.weight(be.filled((rows, GEMV_COLS), 1.0))  # read through the decoder's own matmul path
     x = be.filled((1, rows), 1.0)
     med, _ = be.time(lambda: be.mm(x, m), warmup, repeats, target_s)
     vec_bytes = (rows + GEMV_COLS) * be.bytes_per_element
     out.append(BandwidthSample("gemv", nbytes, nbytes + vec_bytes, med))
-    del m, x
+    m = x = None  # free the buffers (closures above captured them)
     be.release()
     return out
 
@@ -134,8 +136,8 @@ def measure_overlap(
         elements = inner * GEMV_COLS
         nbytes = (elements + r * (inner + GEMV_COLS)) * be.bytes_per_element
         out.append(OverlapSample(rows=r, flop=2.0 * r * elements, bytes=nbytes, median_s=med))
-        del x
-    del m
+        x = None  # free the buffers (closures above captured them)
+    m = None  # free the buffers (closures above captured them)
     be.release()
     return out
 
@@ -152,8 +154,16 @@ class AttentionSample:
 
 
 def measure_attention(
-    be, heads: int, kv_heads: int, head_dim: int, kv_bytes: float, decode_keys: int, prompt_tokens: int,
-    warmup: int, repeats: int, target_s: float = 0.0,
+    be,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    kv_bytes: float,
+    decode_keys: int,
+    prompt_tokens: int,
+    warmup: int,
+    repeats: int,
+    target_s: float = 0.0,
 ) -> list[AttentionSample]:
     """The decoder's ``attend`` at a decode shape (≥ ``kv_bytes`` of K + V) and a prefill shape."""
     per_seq = 2.0 * kv_heads * decode_keys * head_dim * be.bytes_per_element
@@ -162,9 +172,12 @@ def measure_attention(
     k = be.filled((seqs, kv_heads, decode_keys, head_dim), 0.01)
     v = be.filled((seqs, kv_heads, decode_keys, head_dim), 0.01)
     med, _ = be.time(lambda: be.attend(q, k, v, decode_keys - 1), warmup, repeats, target_s)
-    out = [AttentionSample("decode", seqs, 1, decode_keys, 2.0 * heads * 2 * head_dim * seqs * decode_keys,
-                           seqs * per_seq, med)]
-    del q, k, v
+    out = [
+        AttentionSample(
+            "decode", seqs, 1, decode_keys, 2.0 * heads * 2 * head_dim * seqs * decode_keys, seqs * per_seq, med
+        )
+    ]
+    q = k = v = None  # free the buffers (closures above captured them)
     be.release()
     p = prompt_tokens
     q = be.randn((1, heads, p, head_dim))
@@ -172,7 +185,7 @@ def measure_attention(
     med, _ = be.time(lambda: be.attend(q, k, v, 0), warmup, repeats, target_s)
     flop = 2.0 * heads * 2 * head_dim * p * (p + 1) / 2.0
     out.append(AttentionSample("prefill", 1, p, p, flop, 2.0 * p * kv_heads * head_dim * be.bytes_per_element, med))
-    del q, k, v
+    q = k = v = None  # free the buffers (closures above captured them)
     be.release()
     return out
 

@@ -158,7 +158,7 @@ class CaseResult(BaseModel):
     predictions: dict[ProfileLabel, Prediction]
 
     @model_validator(mode="after")
-    def _shape_matches_phase(self) -> "CaseResult":
+    def _shape_matches_phase(self) -> CaseResult:
         if self.tokens != self.seqs * self.q + self.n:
             raise ValueError(f"tokens={self.tokens} must equal seqs·q + n = {self.seqs * self.q + self.n}")
         rules = {
@@ -199,7 +199,9 @@ class BenchResults(BaseModel):
     model: ModelSpec
     weight_bytes: float = Field(gt=0)
     matmul: list[MatmulRow] = Field(min_length=1, max_length=100, description="median over the rounds, per size")
-    bandwidth: list[BandwidthRow] = Field(min_length=1, max_length=100, description="median over the rounds, per kernel")
+    bandwidth: list[BandwidthRow] = Field(
+        min_length=1, max_length=100, description="median over the rounds, per kernel"
+    )
     overlap: list[OverlapRow] = Field(min_length=1, max_length=100, description="median over the rounds, per row count")
     attention: list[AttentionRow] = Field(min_length=1, max_length=10, description="median over the rounds, per shape")
     rounds: list[RoundRow] = Field(min_length=1, max_length=1000)
@@ -217,13 +219,15 @@ class BenchResults(BaseModel):
     wall_s: float = Field(gt=0)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "BenchResults":
+    def _consistent(self) -> BenchResults:
         labels = {p.label for p in self.profiles}
         if "calibrated" not in labels:
             raise ValueError("profiles must include the calibrated profile")
         for i, c in enumerate(self.cases):
             if set(c.predictions) != labels:
-                raise ValueError(f"cases.{i}: predictions for {sorted(c.predictions)} but profiles are {sorted(labels)}")
+                raise ValueError(
+                    f"cases.{i}: predictions for {sorted(c.predictions)} but profiles are {sorted(labels)}"
+                )
         if not self.calibrated_profile.calibrated:
             raise ValueError("calibrated_profile.calibrated must be true")
         return self
@@ -249,8 +253,10 @@ def parse_results(data: str | bytes) -> BenchResults:
         raise ValueError("expected a JSON object at the top level")
     found = raw.get("schema_version")
     if isinstance(found, int) and not isinstance(found, bool) and 1 <= found < SCHEMA_VERSION:
-        raise ValueError(f"schema_version: {found} is an older benchmark's format (this version reads {SCHEMA_VERSION}: "
-                         "calibration rounds, overlap and attention); run `python -m planner bench` again")
+        raise ValueError(
+            f"schema_version: {found} is an older benchmark's format (this version reads {SCHEMA_VERSION}: "
+            "calibration rounds, overlap and attention); run `python -m planner bench` again"
+        )
     if found != SCHEMA_VERSION:
         raise ValueError(f"schema_version: expected {SCHEMA_VERSION}, found {found!r}")
     try:
@@ -310,8 +316,13 @@ def summary_frame(r: BenchResults) -> pd.DataFrame:
     rows = sorted(r.summary, key=lambda s: (s.profile, order[s.phase]))
     return pd.DataFrame(
         [
-            dict(profile=s.profile, phase=s.phase, cases=s.cases, median_abs_error_pct=100 * s.median_abs_error_frac,
-                 median_abs_serial_error_pct=100 * s.median_abs_serial_error_frac)
+            dict(
+                profile=s.profile,
+                phase=s.phase,
+                cases=s.cases,
+                median_abs_error_pct=100 * s.median_abs_error_frac,
+                median_abs_serial_error_pct=100 * s.median_abs_serial_error_frac,
+            )
             for s in rows
         ]
     )

@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
 
@@ -117,8 +117,14 @@ def _device(be, kind: str, catalog: Catalog) -> Device:
     if kind == "cuda":
         f = be.cuda_facts()
         name = str(f["name"])
-        return Device(kind, name, float(f["l2_bytes"]) or None, float(f["memory_bytes"]), float(f["free_bytes"]),
-                      host.match_profile_key(name, frozenset(catalog.gpus)))
+        return Device(
+            kind,
+            name,
+            float(f["l2_bytes"]) or None,
+            float(f["memory_bytes"]),
+            float(f["free_bytes"]),
+            host.match_profile_key(name, frozenset(catalog.gpus)),
+        )
     free = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
     name = f"{host.cpu_model_name()} ({host.usable_cores()} cores)"
     return Device(kind, name, host.llc_bytes(), host.host_memory_bytes(), free, None)
@@ -130,7 +136,11 @@ def kv_cache_bytes(plan: Plan, seqs: int, tokens: int, bytes_per_element: float)
 
 
 def measure_cases(
-    decoder: Decoder, plan: Plan, budget_bytes: float, log: Log, between: Callable[[], None] = lambda: None,
+    decoder: Decoder,
+    plan: Plan,
+    budget_bytes: float,
+    log: Log,
+    between: Callable[[], None] = lambda: None,
 ) -> tuple[dict[Case, Timing], list[str]]:
     """Time every case that fits ``budget_bytes`` of KV cache; the others are listed as skipped.
     ``between`` runs after the prefill steps and after each context's steps (a calibration round)."""
@@ -151,7 +161,9 @@ def measure_cases(
         sp, med, samples = min(tries, key=lambda t: t[0])
         note = f"; {len(tries)} attempts, samples spread {100 * sp:.0f} %" if len(tries) > 1 else ""
         done[case] = Timing(med, samples, how + note)
-        log(f"  {case.phase:<7} seqs={case.seqs:<4} q={case.q} ctx={case.ctx:<5} n={case.n:<5} past={case.past:<5} {med * 1e3:9.2f} ms")
+        log(
+            f"  {case.phase:<7} seqs={case.seqs:<4} q={case.q} ctx={case.ctx:<5} n={case.n:<5} past={case.past:<5} {med * 1e3:9.2f} ms"
+        )
         del fn
         be.release()
 
@@ -169,7 +181,9 @@ def measure_cases(
         for c in at_ctx:
             if c not in fits:
                 need = kv_cache_bytes(plan, c.seqs, length, bpe)
-                skipped.append(f"{c.phase} seqs={c.seqs} ctx={ctx}: KV cache {need / GiB:.1f} GiB > budget {budget_bytes / GiB:.1f} GiB")
+                skipped.append(
+                    f"{c.phase} seqs={c.seqs} ctx={ctx}: KV cache {need / GiB:.1f} GiB > budget {budget_bytes / GiB:.1f} GiB"
+                )
         if not fits:
             continue
         cache = decoder.cache(max(c.seqs for c in fits), length)
@@ -237,7 +251,13 @@ MIN_FRAC = 0.001
 
 
 def calibrated_profile(
-    dev: Device, be, plan: Plan, cal: Calibration, datasheet: GPU | None, host_link_bytes_per_s: float | None, when: str,
+    dev: Device,
+    be,
+    plan: Plan,
+    cal: Calibration,
+    datasheet: GPU | None,
+    host_link_bytes_per_s: float | None,
+    when: str,
 ) -> GpuProfileFile:
     """The measured peaks in ``hardware_profiles/`` form (see module doc)."""
     bandwidth = cal.bandwidth
@@ -250,7 +270,8 @@ def calibrated_profile(
         "the engine reads the bf16 field for bf16 weights.",
         f"Bandwidth: gemv, the decoder's linear kernel at one token row, over a "
         f"{plan.bandwidth_buffer_bytes / MiB:.0f} MiB weight ({be.linear_note}); "
-        + ", ".join(f"{b.kernel} {b.bytes_per_s / GB:.1f} GB/s" for b in bandwidth) + ".",
+        + ", ".join(f"{b.kernel} {b.bytes_per_s / GB:.1f} GB/s" for b in bandwidth)
+        + ".",
         f"compute_memory_overlap: the same kernel and weight at {ov} token rows (around its ridge).",
         "attention_compute_frac / attention_bandwidth_frac: the decoder's attention kernel on one causal prompt "
         "(FLOP/s ÷ peak) and on one decode token per sequence over a KV cache (bytes/s ÷ bandwidth).",
@@ -258,9 +279,14 @@ def calibrated_profile(
     extra: dict = {}
     if datasheet is not None:
         link = datasheet.interconnect_bytes_per_s / GB
-        extra = dict(collective_latency_us=datasheet.collective_latency_s * 1e6, price_usd_per_gpu_hour=datasheet.price_usd_per_hour,
-                     price_source=f"from the datasheet profile {datasheet.key}")
-        notes.append(f"Interconnect, collective latency and price copied from the datasheet profile {datasheet.key} (not measured).")
+        extra = dict(
+            collective_latency_us=datasheet.collective_latency_s * 1e6,
+            price_usd_per_gpu_hour=datasheet.price_usd_per_hour,
+            price_source=f"from the datasheet profile {datasheet.key}",
+        )
+        notes.append(
+            f"Interconnect, collective latency and price copied from the datasheet profile {datasheet.key} (not measured)."
+        )
     elif host_link_bytes_per_s is not None:
         link = host_link_bytes_per_s / GB
         extra = dict(price_usd_per_gpu_hour=0.0, price_source="not priced: a measured machine")
@@ -268,8 +294,10 @@ def calibrated_profile(
     else:
         link = bw / GB
         extra = dict(price_usd_per_gpu_hour=0.0, price_source="not priced: a measured machine")
-        notes.append("CPU: there is one device, so tp = 1; interconnect = the measured memory bandwidth "
-                     "(shared-memory collectives between processes on one host go through DRAM).")
+        notes.append(
+            "CPU: there is one device, so tp = 1; interconnect = the measured memory bandwidth "
+            "(shared-memory collectives between processes on one host go through DRAM)."
+        )
     return GpuProfileFile(
         name=f"{dev.name} (measured, {be.name} {be.dtype_name})"[:120],
         vendor=(dev.name.split() or ["unknown"])[0][:40],
@@ -293,11 +321,19 @@ def _prediction_rows(x, cases: list[Case], measured: list[float]) -> list[Predic
     for i, m in enumerate(measured):
         t = float(cost.time_s[i])
         serial = float(cost.compute_s[i] + cost.memory_s[i] + cost.comm_s[i])
-        out.append(Prediction(
-            time_s=t, compute_s=float(cost.compute_s[i]), memory_s=float(cost.memory_s[i]),
-            flop=float(cost.flop[i]), bytes=float(cost.bytes[i]), compute_bound=bool(cost.compute_bound[i]),
-            error_frac=error_frac(t, m), serial_s=serial, serial_error_frac=error_frac(serial, m),
-        ))
+        out.append(
+            Prediction(
+                time_s=t,
+                compute_s=float(cost.compute_s[i]),
+                memory_s=float(cost.memory_s[i]),
+                flop=float(cost.flop[i]),
+                bytes=float(cost.bytes[i]),
+                compute_bound=bool(cost.compute_bound[i]),
+                error_frac=error_frac(t, m),
+                serial_s=serial,
+                serial_error_frac=error_frac(serial, m),
+            )
+        )
     return out
 
 
@@ -315,26 +351,40 @@ def calibration_round(be, plan: Plan, log: Log, rows: tuple[int, ...] | None = N
         rows = tuple(sorted({max(2, r // 2), r, 2 * r}))
     ov = measure_overlap(be, plan.bandwidth_buffer_bytes, list(rows), plan.warmup, plan.repeats, t)
     s = plan.shape
-    att = measure_attention(be, s.heads, s.kv_heads, s.head_dim, plan.bandwidth_buffer_bytes, plan.attention_keys,
-                            plan.attention_prompt_tokens, plan.warmup, plan.repeats, t)
+    att = measure_attention(
+        be,
+        s.heads,
+        s.kv_heads,
+        s.head_dim,
+        plan.bandwidth_buffer_bytes,
+        plan.attention_keys,
+        plan.attention_prompt_tokens,
+        plan.warmup,
+        plan.repeats,
+        t,
+    )
     rnd = CalibrationRound(mm, bw, ov, att)
-    log(f"calibration round: peak {rnd.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth {rnd.bandwidth_bytes_per_s / 1e9:.1f} GB/s "
+    log(
+        f"calibration round: peak {rnd.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth {rnd.bandwidth_bytes_per_s / 1e9:.1f} GB/s "
         f"(copy {bw[0].bytes_per_s / 1e9:.1f}, sum {bw[1].bytes_per_s / 1e9:.1f}), overlap {rnd.compute_memory_overlap:+.2f} "
         f"at rows {', '.join(map(str, rows))}, attention {rnd.attention_compute_frac:.2f} of peak / "
-        f"{rnd.attention_bandwidth_frac:.2f} of bandwidth")
+        f"{rnd.attention_bandwidth_frac:.2f} of bandwidth"
+    )
     return rnd
 
 
 def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log = lambda _m: None) -> BenchResults:
     t_start = time.perf_counter()
     load_before = os.getloadavg()[0]
-    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    when = datetime.now(UTC).isoformat(timespec="seconds")
     malloc_note = tune_malloc()
     be = make_backend(backend, device, host.usable_cores())
     dev = _device(be, device, catalog)
     plan = make_plan(device, quick, dev.llc_bytes, be.bytes_per_element)
-    log(f"{dev.name}: {be.name} {be.dtype_name}, {be.thread_note}; {malloc_note}; LLC {dev.llc_bytes or 0:.0f} B; "
-        f"1-min load average {load_before:.2f}")
+    log(
+        f"{dev.name}: {be.name} {be.dtype_name}, {be.thread_note}; {malloc_note}; LLC {dev.llc_bytes or 0:.0f} B; "
+        f"1-min load average {load_before:.2f}"
+    )
 
     link = None
     if device == "cuda" and dev.profile_key is None:
@@ -349,29 +399,50 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
     rounds = [calibration_round(be, plan, log)]
     rows = tuple(o.rows for o in rounds[0].overlap)
     budget = KV_MEMORY_SHARE[device] * dev.free_bytes - weight_bytes
-    measured, skipped = measure_cases(decoder, plan, budget, log, lambda: rounds.append(calibration_round(be, plan, log, rows)))
+    measured, skipped = measure_cases(
+        decoder, plan, budget, log, lambda: rounds.append(calibration_round(be, plan, log, rows))
+    )
     del decoder
     be.release()
     cal = Calibration(rounds)
-    log(f"calibration (median of {len(rounds)} rounds): peak {cal.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth "
+    log(
+        f"calibration (median of {len(rounds)} rounds): peak {cal.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth "
         f"{cal.bandwidth_bytes_per_s / 1e9:.1f} GB/s, overlap {cal.compute_memory_overlap:+.2f}, attention "
-        f"{cal.attention_compute_frac:.2f} of peak / {cal.attention_bandwidth_frac:.2f} of bandwidth")
+        f"{cal.attention_compute_frac:.2f} of peak / {cal.attention_bandwidth_frac:.2f} of bandwidth"
+    )
 
     slug = host.slug(dev.name, 40) + f"-{be.name}" + ("-quick" if quick else "")
     datasheet = catalog.gpus.get(dev.profile_key) if dev.profile_key else None
     cal_file = calibrated_profile(dev, be, plan, cal, datasheet, link, when)
     cal_gpu = cal_file.to_gpu(slug)
-    profiles = [ProfileUsed(label="calibrated", key=slug, peak_flop_per_s=cal_gpu.peak_for("bf16"),
-                            bandwidth_bytes_per_s=cal_gpu.memory_bandwidth_bytes_per_s, mfu=1.0, mbu=1.0,
-                            compute_memory_overlap=cal_gpu.compute_memory_overlap,
-                            attention_compute_frac=cal_gpu.attention_compute_frac,
-                            attention_bandwidth_frac=cal_gpu.attention_bandwidth_frac, source=cal_file.source)]
+    profiles = [
+        ProfileUsed(
+            label="calibrated",
+            key=slug,
+            peak_flop_per_s=cal_gpu.peak_for("bf16"),
+            bandwidth_bytes_per_s=cal_gpu.memory_bandwidth_bytes_per_s,
+            mfu=1.0,
+            mbu=1.0,
+            compute_memory_overlap=cal_gpu.compute_memory_overlap,
+            attention_compute_frac=cal_gpu.attention_compute_frac,
+            attention_bandwidth_frac=cal_gpu.attention_bandwidth_frac,
+            source=cal_file.source,
+        )
+    ]
     gpus = {"calibrated": cal_gpu}
     if datasheet is not None:
         d = Scenario()
-        profiles.append(ProfileUsed(label="datasheet", key=datasheet.key, peak_flop_per_s=datasheet.peak_for("bf16"),
-                                    bandwidth_bytes_per_s=datasheet.memory_bandwidth_bytes_per_s, mfu=d.mfu, mbu=d.mbu,
-                                    source=datasheet.source[:2000]))
+        profiles.append(
+            ProfileUsed(
+                label="datasheet",
+                key=datasheet.key,
+                peak_flop_per_s=datasheet.peak_for("bf16"),
+                bandwidth_bytes_per_s=datasheet.memory_bandwidth_bytes_per_s,
+                mfu=d.mfu,
+                mbu=d.mbu,
+                source=datasheet.source[:2000],
+            )
+        )
         gpus["datasheet"] = datasheet
 
     cases = [c for c in plan.cases if c in measured]
@@ -379,9 +450,19 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
     inputs = {p.label: engine_inputs(gpus[p.label], model, be.bytes_per_element, p.mfu, p.mbu) for p in profiles}
     preds = {label: _prediction_rows(x, cases, times) for label, x in inputs.items()}
     case_rows = [
-        CaseResult(phase=c.phase, seqs=c.seqs, q=c.q, ctx=c.ctx, n=c.n, past=c.past, tokens=c.tokens,
-                   measured_s=measured[c].median_s, samples_s=measured[c].samples_s, timing=measured[c].how,
-                   predictions={label: preds[label][i] for label in preds})
+        CaseResult(
+            phase=c.phase,
+            seqs=c.seqs,
+            q=c.q,
+            ctx=c.ctx,
+            n=c.n,
+            past=c.past,
+            tokens=c.tokens,
+            measured_s=measured[c].median_s,
+            samples_s=measured[c].samples_s,
+            timing=measured[c].how,
+            predictions={label: preds[label][i] for label in preds},
+        )
         for i, c in enumerate(cases)
     ]
     summary = []
@@ -389,43 +470,97 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
         for phase in PHASES:
             rows = [r.predictions[label] for r in case_rows if r.phase == phase]
             if rows:
-                summary.append(PhaseSummary(
-                    profile=label, phase=phase, cases=len(rows),
-                    median_abs_error_frac=median_abs_error([p.error_frac for p in rows]),
-                    median_abs_serial_error_frac=median_abs_error([p.serial_error_frac for p in rows]),
-                ))
+                summary.append(
+                    PhaseSummary(
+                        profile=label,
+                        phase=phase,
+                        cases=len(rows),
+                        median_abs_error_frac=median_abs_error([p.error_frac for p in rows]),
+                        median_abs_serial_error_frac=median_abs_error([p.serial_error_frac for p in rows]),
+                    )
+                )
     ridge = []
     for ctx in sorted({r.ctx for r in case_rows if r.phase == "decode"}):
         dec = [r for r in case_rows if r.phase == "decode" and r.ctx == ctx]
         batches = [r.seqs for r in dec]
-        ridge.append(RidgeRow(
-            ctx=ctx,
-            measured_batch=ridge_batch_fit(batches, [r.measured_s for r in dec]),
-            predicted_batch={label: ridge_batch_fit(batches, [r.predictions[label].time_s for r in dec]) for label in inputs},
-            engine_batch={label: predicted_ridge_batch(x, ctx) for label, x in inputs.items()},
-        ))
+        ridge.append(
+            RidgeRow(
+                ctx=ctx,
+                measured_batch=ridge_batch_fit(batches, [r.measured_s for r in dec]),
+                predicted_batch={
+                    label: ridge_batch_fit(batches, [r.predictions[label].time_s for r in dec]) for label in inputs
+                },
+                engine_batch={label: predicted_ridge_batch(x, ctx) for label, x in inputs.items()},
+            )
+        )
 
     return BenchResults(
         schema_version=SCHEMA_VERSION,
         device=DeviceInfo(
-            kind=device, name=dev.name[:200], slug=slug, backend=be.name, dtype=be.dtype_name,
-            bytes_per_element=be.bytes_per_element, threads=be.threads, thread_note=be.thread_note[:300], malloc_note=malloc_note,
+            kind=device,
+            name=dev.name[:200],
+            slug=slug,
+            backend=be.name,
+            dtype=be.dtype_name,
+            bytes_per_element=be.bytes_per_element,
+            threads=be.threads,
+            thread_note=be.thread_note[:300],
+            malloc_note=malloc_note,
             linear_note=be.linear_note[:400],
-            llc_bytes=dev.llc_bytes, memory_bytes=dev.memory_bytes, host=host.host_name()[:200], date_utc=when,
-            load_average=(load_before, os.getloadavg()[0]), profile_key=dev.profile_key, versions=be.versions(), quick=quick,
+            llc_bytes=dev.llc_bytes,
+            memory_bytes=dev.memory_bytes,
+            host=host.host_name()[:200],
+            date_utc=when,
+            load_average=(load_before, os.getloadavg()[0]),
+            profile_key=dev.profile_key,
+            versions=be.versions(),
+            quick=quick,
         ),
         model=model,
         weight_bytes=weight_bytes,
         matmul=[MatmulRow(size=m.size, flop=m.flop, median_s=m.median_s, flop_per_s=m.flop_per_s) for m in cal.matmul],
-        bandwidth=[BandwidthRow(kernel=b.kernel, buffer_bytes=b.buffer_bytes, bytes_moved=b.bytes_moved,
-                                median_s=b.median_s, bytes_per_s=b.bytes_per_s) for b in cal.bandwidth],
-        overlap=[OverlapRow(rows=o.rows, flop=o.flop, bytes=o.bytes, median_s=o.median_s,
-                            overlap=o.overlap(cal.peak_flop_per_s, cal.bandwidth_bytes_per_s)) for o in cal.overlap],
-        attention=[AttentionRow(kind=a.kind, seqs=a.seqs, queries=a.queries, keys=a.keys, flop=a.flop, bytes=a.bytes,
-                                median_s=a.median_s) for a in cal.attention],
-        rounds=[RoundRow(peak_flop_per_s=r.peak_flop_per_s, bandwidth_bytes_per_s=r.bandwidth_bytes_per_s,
-                         compute_memory_overlap=r.compute_memory_overlap, attention_compute_frac=r.attention_compute_frac,
-                         attention_bandwidth_frac=r.attention_bandwidth_frac) for r in cal.rounds],
+        bandwidth=[
+            BandwidthRow(
+                kernel=b.kernel,
+                buffer_bytes=b.buffer_bytes,
+                bytes_moved=b.bytes_moved,
+                median_s=b.median_s,
+                bytes_per_s=b.bytes_per_s,
+            )
+            for b in cal.bandwidth
+        ],
+        overlap=[
+            OverlapRow(
+                rows=o.rows,
+                flop=o.flop,
+                bytes=o.bytes,
+                median_s=o.median_s,
+                overlap=o.overlap(cal.peak_flop_per_s, cal.bandwidth_bytes_per_s),
+            )
+            for o in cal.overlap
+        ],
+        attention=[
+            AttentionRow(
+                kind=a.kind,
+                seqs=a.seqs,
+                queries=a.queries,
+                keys=a.keys,
+                flop=a.flop,
+                bytes=a.bytes,
+                median_s=a.median_s,
+            )
+            for a in cal.attention
+        ],
+        rounds=[
+            RoundRow(
+                peak_flop_per_s=r.peak_flop_per_s,
+                bandwidth_bytes_per_s=r.bandwidth_bytes_per_s,
+                compute_memory_overlap=r.compute_memory_overlap,
+                attention_compute_frac=r.attention_compute_frac,
+                attention_bandwidth_frac=r.attention_bandwidth_frac,
+            )
+            for r in cal.rounds
+        ],
         measured_peak_flop_per_s=cal.peak_flop_per_s,
         measured_bandwidth_bytes_per_s=cal.bandwidth_bytes_per_s,
         measured_compute_memory_overlap=cal.compute_memory_overlap,
@@ -457,7 +592,9 @@ def ridge_text(r: BenchResults) -> list[str]:
     for row in r.ridge:
         pred = ", ".join(f"{k} {_fmt_batch(v)}" for k, v in row.predicted_batch.items())
         eng = ", ".join(f"{k} {_fmt_batch(v)}" for k, v in row.engine_batch.items())
-        lines.append(f"ctx {row.ctx}: measured {_fmt_batch(row.measured_batch)}; same fit on predicted {pred}; ridge_batch {eng}")
+        lines.append(
+            f"ctx {row.ctx}: measured {_fmt_batch(row.measured_batch)}; same fit on predicted {pred}; ridge_batch {eng}"
+        )
     return lines
 
 

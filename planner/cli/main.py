@@ -28,8 +28,6 @@ from planner.studies.sweep import parse_axis, scenario_frame, sweep
 EXIT_BAD_INPUT = 2
 
 
-
-
 def scenario_from_link(link: str, catalog: Catalog, err) -> Scenario:
     """Decode ``link``; notices go to ``err``; rejected values raise BadInput."""
     scenario, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models))
@@ -163,10 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
     fi = sub.add_parser("findings", help="ranked plain-language findings for one scenario")
     fi.add_argument("link", nargs="?", default="", help="query string or full link")
     fi.add_argument("--format", choices=("text", "json", "csv"), default="text")
-    for name, text in (("simulate", "simulate one replica serving the scenario's traffic"), ("size", "fewest GPUs per profile and tp meeting the SLOs")):
+    for name, text in (
+        ("simulate", "simulate one replica serving the scenario's traffic"),
+        ("size", "fewest GPUs per profile and tp meeting the SLOs"),
+    ):
         sp = sub.add_parser(name, help=text)
-        sp.add_argument("link", nargs="?", default="", help="query string or full link (rate, dist, slo_ttft_s, … are link keys)")
-        sp.add_argument("--trace", metavar="CSV", help="replay a trace: arrival_s,prompt_tokens,output_tokens[,prefix_id]")
+        sp.add_argument(
+            "link", nargs="?", default="", help="query string or full link (rate, dist, slo_ttft_s, … are link keys)"
+        )
+        sp.add_argument(
+            "--trace", metavar="CSV", help="replay a trace: arrival_s,prompt_tokens,output_tokens[,prefix_id]"
+        )
         sp.add_argument("--format", choices=("text", "json", "csv"), default="text")
     sub.add_parser("gpus", help="list GPU profiles")
     sub.add_parser("models", help="list model presets")
@@ -174,7 +179,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-COMMANDS = {"evaluate": _cmd_evaluate, "sweep": _cmd_sweep, "findings": _cmd_findings, "simulate": _cmd_simulate, "size": _cmd_size, "gpus": _cmd_list, "models": _cmd_list, "bench": cmd_bench}
+COMMANDS = {
+    "evaluate": _cmd_evaluate,
+    "sweep": _cmd_sweep,
+    "findings": _cmd_findings,
+    "simulate": _cmd_simulate,
+    "size": _cmd_size,
+    "gpus": _cmd_list,
+    "models": _cmd_list,
+    "bench": cmd_bench,
+}
 
 
 def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:

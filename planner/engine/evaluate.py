@@ -30,8 +30,6 @@ CUSTOM_MODEL = "custom"
 SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab")
 
 
-
-
 @dataclass(frozen=True)
 class Resolved:
     scenario: Scenario
@@ -46,7 +44,9 @@ def apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
     if not changes:
         return model
     if model.is_mla and {"kv_heads", "head_dim"} & changes.keys():
-        raise ScenarioError([f"{k}: not applicable to an MLA model ({model.name})" for k in ("kv_heads", "head_dim") if k in changes])
+        raise ScenarioError(
+            [f"{k}: not applicable to an MLA model ({model.name})" for k in ("kv_heads", "head_dim") if k in changes]
+        )
     data = model.model_dump()
     data.update(changes)
     data["name"] = f"{model.name} (custom)"
@@ -124,7 +124,11 @@ def compute(x: EngineInputs) -> dict[str, np.ndarray]:
         decode_tokens_per_s=tokens_per_s,
         decode_tokens_per_s_per_gpu=tokens_per_s / x.tp,
         price_usd_per_hour_per_replica=x.price_usd_per_gpu_hour * x.tp,
-        cost_per_million_output_tokens_usd=x.price_usd_per_gpu_hour * x.tp / S_PER_HOUR / tokens_per_s * TOKENS_PER_MTOK,
+        cost_per_million_output_tokens_usd=x.price_usd_per_gpu_hour
+        * x.tp
+        / S_PER_HOUR
+        / tokens_per_s
+        * TOKENS_PER_MTOK,
         request_latency_s=pre.time_s + x.output_tokens * tpot,
     )
     out.update(prompt_cache(x, request_duration_s=out["request_latency_s"]))

@@ -123,10 +123,10 @@ class EngineInputs:
     price_in_usd_per_token: Any
     price_out_usd_per_token: Any
 
-    def with_(self, **changes: Any) -> "EngineInputs":
+    def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
 
-    def as_arrays(self) -> "EngineInputs":
+    def as_arrays(self) -> EngineInputs:
         """Every field as a float64 numpy array (broadcasting untouched)."""
         return replace(self, **{f.name: np.asarray(getattr(self, f.name), dtype=float) for f in fields(self)})
 
@@ -181,8 +181,10 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
     mf = _model_fields(model)
     d = draft or model
     dpc = param_counts(d)
-    min_cache = s.min_prefix if s.min_prefix is not None else (
-        model.min_cacheable_prompt_tokens or DEFAULT_MIN_CACHEABLE_TOKENS
+    min_cache = (
+        s.min_prefix
+        if s.min_prefix is not None
+        else (model.min_cacheable_prompt_tokens or DEFAULT_MIN_CACHEABLE_TOKENS)
     )
     price = s.gpu_price if s.gpu_price is not None else gpu.price_usd_per_hour
     return EngineInputs(

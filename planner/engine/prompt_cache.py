@@ -43,9 +43,8 @@ def request_cost_usd(x: EngineInputs, hit_rate, write_multiplier=None) -> np.nda
     cached = cacheable_prefix_tokens(x)
     prefix_price = hit_rate * x.cache_read_multiplier + (1.0 - hit_rate) * w
     return (
-        (prefix_price * cached + (x.prompt_tokens - cached)) * x.price_in_usd_per_token
-        + x.output_tokens * x.price_out_usd_per_token
-    )
+        prefix_price * cached + (x.prompt_tokens - cached)
+    ) * x.price_in_usd_per_token + x.output_tokens * x.price_out_usd_per_token
 
 
 def nocache_cost_usd(x: EngineInputs) -> np.ndarray:
@@ -63,7 +62,9 @@ def prompt_cache(x: EngineInputs, request_duration_s) -> dict[str, np.ndarray]:
     cached = cacheable_prefix_tokens(x)
     with_cache = request_cost_usd(x, h)
     without = nocache_cost_usd(x)
-    ttft_hit = prefill(x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0)).time_s
+    ttft_hit = prefill(
+        x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0)
+    ).time_s
     ttft_miss = prefill(x).time_s
     return {
         "cache_applies": cached > 0,

@@ -78,14 +78,40 @@ class Roofline:
     comm_s_per_token: float
 
     @classmethod
-    def from_inputs(cls, x: EngineInputs) -> "Roofline":
-        f = {k: _scalar(getattr(x, k)) for k in (
-            "matmul_params", "lm_head_params", "lookup_params", "tp", "heads", "attention_dim_decode", "attention_dim_prefill", "full_attention_layers",
-            "window_layers", "window_tokens", "layers", "activation_elements_per_token_per_layer", "total_params",
-            "moe_layers", "experts", "expert_params", "experts_per_token", "weight_bytes_per_param",
-            "peak_flop_per_s", "mfu", "bandwidth_bytes_per_s", "mbu", "collective_latency_s", "hidden", "link_bytes_per_s",
-            "compute_memory_overlap", "attention_compute_frac", "attention_bandwidth_frac",
-        )}
+    def from_inputs(cls, x: EngineInputs) -> Roofline:
+        f = {
+            k: _scalar(getattr(x, k))
+            for k in (
+                "matmul_params",
+                "lm_head_params",
+                "lookup_params",
+                "tp",
+                "heads",
+                "attention_dim_decode",
+                "attention_dim_prefill",
+                "full_attention_layers",
+                "window_layers",
+                "window_tokens",
+                "layers",
+                "activation_elements_per_token_per_layer",
+                "total_params",
+                "moe_layers",
+                "experts",
+                "expert_params",
+                "experts_per_token",
+                "weight_bytes_per_param",
+                "peak_flop_per_s",
+                "mfu",
+                "bandwidth_bytes_per_s",
+                "mbu",
+                "collective_latency_s",
+                "hidden",
+                "link_bytes_per_s",
+                "compute_memory_overlap",
+                "attention_compute_frac",
+                "attention_bandwidth_frac",
+            )
+        }
         tp = f["tp"]
         kv_layer = _scalar(kv_bytes_per_token_per_layer(x))
         experts = f["moe_layers"] * f["experts"] * f["expert_params"]
@@ -110,7 +136,16 @@ class Roofline:
             att_s_per_byte=1.0 / (f["attention_bandwidth_frac"] * f["bandwidth_bytes_per_s"] * f["mbu"]),
             overlap=f["compute_memory_overlap"],
             comm_fixed_s=2.0 * f["layers"] * f["collective_latency_s"] if multi else 0.0,
-            comm_s_per_token=2.0 * f["layers"] * 2.0 * (tp - 1.0) / tp * f["hidden"] * ACTIVATION_BYTES / f["link_bytes_per_s"] if multi else 0.0,
+            comm_s_per_token=2.0
+            * f["layers"]
+            * 2.0
+            * (tp - 1.0)
+            / tp
+            * f["hidden"]
+            * ACTIVATION_BYTES
+            / f["link_bytes_per_s"]
+            if multi
+            else 0.0,
         )
 
     def _keys(self, k):
@@ -133,7 +168,9 @@ class Roofline:
         )
         return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
 
-    def scalar_time_s(self, seqs: float, q: float, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()) -> float:
+    def scalar_time_s(
+        self, seqs: float, q: float, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()
+    ) -> float:
         """One mixed step's time (module doc) in plain Python floats: the simulator's per-step path."""
         full, win, w = self.full_layers, self.window_layers, self.window_tokens
         tokens = seqs * q + sum(new)
@@ -168,7 +205,7 @@ class RooflineStepTime:
     draft_ratio: float
 
     @classmethod
-    def from_inputs(cls, x: EngineInputs) -> "RooflineStepTime":
+    def from_inputs(cls, x: EngineInputs) -> RooflineStepTime:
         spec = _scalar(x.spec_on) > 0 and _scalar(x.gamma) > 0
         gamma = _scalar(x.gamma) if spec else 0.0
         own_draft = spec and _scalar(x.has_draft_model) > 0
@@ -188,7 +225,11 @@ class RooflineStepTime:
     def step_s(self, seqs: int, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()) -> float:
         t = self.target.scalar_time_s(seqs, self.q if seqs else 1.0, ctx, new, past)
         if self.gamma and seqs:
-            d = self.draft.scalar_time_s(seqs, 1.0, ctx) if self.draft is not None else self.draft_ratio * self.target.scalar_time_s(seqs, 1.0, ctx)
+            d = (
+                self.draft.scalar_time_s(seqs, 1.0, ctx)
+                if self.draft is not None
+                else self.draft_ratio * self.target.scalar_time_s(seqs, 1.0, ctx)
+            )
             t += self.gamma * d
         return t
 

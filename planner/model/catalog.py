@@ -62,7 +62,6 @@ class Catalog:
         return sorted(self.gpus) + sorted(self.measured)
 
 
-
 def parse_gpu_toml(text: str, key: str) -> GPU:
     """Validate one profile's TOML text; raises ValueError naming the bad fields."""
     try:
@@ -138,7 +137,9 @@ def load_measured(directory: Traversable, datasheet_keys: set[str]) -> tuple[dic
 
 
 def load_catalog(
-    hardware_dir: Traversable = HARDWARE_DIR, model_dir: Traversable = MODEL_DIR, measured_dir: Traversable = MEASURED_DIR
+    hardware_dir: Traversable = HARDWARE_DIR,
+    model_dir: Traversable = MODEL_DIR,
+    measured_dir: Traversable = MEASURED_DIR,
 ) -> Catalog:
     gpus, p1 = load_gpus(hardware_dir)
     models, p2 = load_models(model_dir)

@@ -126,21 +126,15 @@ class _Reader:
         if spec_field:
             self.origin[spec_field] = key
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.problems.append(
-                f"config.json field '{key}' must be an integer, got {_describe(value)}"
-            )
+            self.problems.append(f"config.json field '{key}' must be an integer, got {_describe(value)}")
             return default
         if isinstance(value, float):
             if not (math.isfinite(value) and value.is_integer()):
-                self.problems.append(
-                    f"config.json field '{key}' must be an integer, got {value!r}"
-                )
+                self.problems.append(f"config.json field '{key}' must be an integer, got {value!r}")
                 return default
             value = int(value)
         if value < minimum:
-            self.problems.append(
-                f"config.json field '{key}' must be an integer >= {minimum}, got {value}"
-            )
+            self.problems.append(f"config.json field '{key}' must be an integer >= {minimum}, got {value}")
             return default
         return value
 
@@ -149,9 +143,7 @@ class _Reader:
         if value is None:
             return default
         if not isinstance(value, bool):
-            self.problems.append(
-                f"config.json field '{key}' must be true or false, got {_describe(value)}"
-            )
+            self.problems.append(f"config.json field '{key}' must be true or false, got {_describe(value)}")
             return default
         return value
 
@@ -160,9 +152,7 @@ class _Reader:
         if value is None:
             return None
         if not isinstance(value, str):
-            self.problems.append(
-                f"config.json field '{key}' must be a string, got {_describe(value)}"
-            )
+            self.problems.append(f"config.json field '{key}' must be a string, got {_describe(value)}")
             return None
         return value
 
@@ -174,23 +164,19 @@ def _parse(config: str | bytes | bytearray | dict) -> dict[str, Any]:
         # Characters <= UTF-8 bytes, so the cheap length check is safe to do first.
         if len(config) > MAX_CONFIG_BYTES or len(config.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
             raise ValueError(
-                f"config.json is too large: more than {MAX_CONFIG_BYTES} bytes "
-                f"(limit {MAX_CONFIG_BYTES} bytes, 1 MB)"
+                f"config.json is too large: more than {MAX_CONFIG_BYTES} bytes (limit {MAX_CONFIG_BYTES} bytes, 1 MB)"
             )
         text = config
     elif isinstance(config, (bytes, bytearray)):
         if len(config) > MAX_CONFIG_BYTES:
-            raise ValueError(
-                f"config.json is too large: {len(config)} bytes (limit {MAX_CONFIG_BYTES} bytes, 1 MB)"
-            )
+            raise ValueError(f"config.json is too large: {len(config)} bytes (limit {MAX_CONFIG_BYTES} bytes, 1 MB)")
         try:
             text = bytes(config).decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ValueError(f"config.json is not valid JSON: not UTF-8 text ({exc})") from None
     else:
         raise TypeError(
-            f"config must be the config.json text (str or bytes) or a parsed dict, "
-            f"not {type(config).__name__}"
+            f"config must be the config.json text (str or bytes) or a parsed dict, not {type(config).__name__}"
         )
 
     def _no_constants(name: str) -> Any:
@@ -203,9 +189,7 @@ def _parse(config: str | bytes | bytearray | dict) -> dict[str, Any]:
     except ValueError as exc:  # JSONDecodeError, NaN/Infinity, over-long integers
         raise ValueError(f"config.json is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError(
-            f"config.json must be a JSON object {{...}}, got {type(data).__name__}"
-        )
+        raise ValueError(f"config.json must be a JSON object {{...}}, got {type(data).__name__}")
     return data
 
 
@@ -244,9 +228,7 @@ def _sliding(r: _Reader, model_type: str, layers: int) -> tuple[int, int]:
             )
             return 0, 0
         if len(layer_types) != layers:
-            r.problems.append(
-                f"config.json field 'layer_types' has {len(layer_types)} entries for {layers} layers"
-            )
+            r.problems.append(f"config.json field 'layer_types' has {len(layer_types)} entries for {layers} layers")
             return 0, 0
         return (window, n) if n else (0, 0)
 
@@ -284,8 +266,9 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
     hidden = r.integer(_HIDDEN, required=True, spec_field="hidden")
     heads = r.integer(_HEADS, required=True, spec_field="heads")
     vocab = r.integer("vocab_size", required=True, spec_field="vocab")
-    context = r.integer(_CONTEXT, required=not is_falcon, default=2048 if is_falcon else None,
-                    spec_field="context_window_tokens")
+    context = r.integer(
+        _CONTEXT, required=not is_falcon, default=2048 if is_falcon else None, spec_field="context_window_tokens"
+    )
 
     # --- attention -----------------------------------------------------------
     kv_lora_rank = r.integer("kv_lora_rank", minimum=0, default=0, spec_field="kv_lora_rank") or 0
@@ -306,8 +289,9 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
             else:
                 kv_heads = 1 if multi_query else heads
         else:
-            kv_heads = r.integer(("num_key_value_heads", "num_kv_heads", "n_head_kv"), default=heads,
-                             spec_field="kv_heads")
+            kv_heads = r.integer(
+                ("num_key_value_heads", "num_kv_heads", "n_head_kv"), default=heads, spec_field="kv_heads"
+            )
         if head_dim is None and hidden and heads:
             if hidden % heads:
                 r.problems.append(
@@ -359,8 +343,7 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
             n_moe = sum(1 for i in range(layers) if i not in only_mlp and (i + 1) % step == 0)
             moe["dense_layers"] = layers - n_moe
     else:
-        ffn = r.integer(("intermediate_size", "n_inner", "ffn_dim"), required=model_type != "gpt2",
-                    spec_field="ffn")
+        ffn = r.integer(("intermediate_size", "n_inner", "ffn_dim"), required=model_type != "gpt2", spec_field="ffn")
         if ffn is None and model_type == "gpt2" and hidden:
             ffn = 4 * hidden
     if moe["experts"] == 0:

@@ -24,8 +24,10 @@ def _attention_params(m: ModelSpec) -> float:
     if m.is_mla:
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = (d * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * h * qk) if m.q_lora_rank else d * h * qk
-        kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank + m.kv_lora_rank * h * (
-            m.qk_nope_head_dim + m.v_head_dim
+        kv = (
+            d * (m.kv_lora_rank + m.qk_rope_head_dim)
+            + m.kv_lora_rank
+            + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
         )
         return float(q + kv + h * m.v_head_dim * d)
     k, g = m.head_dim, m.kv_heads

@@ -31,7 +31,9 @@ class Scenario(BaseModel):
     gpu: str = Field(default="h100-sxm", pattern=KEY_PATTERN, description="GPU profile key")
     tp: int = Field(default=1, ge=1, le=64, description="GPUs per replica (tensor parallel)")
     model: str = Field(default="llama-3.1-8b", pattern=KEY_PATTERN, description="model preset key, or 'custom'")
-    custom: str = Field(default="", max_length=600, pattern=r"^[A-Za-z0-9-]*$", description="custom model shape (model=custom)")
+    custom: str = Field(
+        default="", max_length=600, pattern=r"^[A-Za-z0-9-]*$", description="custom model shape (model=custom)"
+    )
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden: int | None = Field(default=None, ge=1, le=262_144)
     heads: int | None = Field(default=None, ge=1, le=4096)
@@ -47,7 +49,9 @@ class Scenario(BaseModel):
     chunk: int = Field(default=2048, ge=16, le=10_000_000, description="prefill tokens per step")
     hit: float = Field(default=0.5, ge=0.0, le=1.0, description="prompt-cache hit rate")
     prefix: int = Field(default=1024, ge=0, le=10_000_000, description="cacheable prefix tokens")
-    rpm: float = Field(default=0.0, ge=0.0, le=1e6, description="requests/min sharing one prefix; >0 derives the hit rate from the TTL")
+    rpm: float = Field(
+        default=0.0, ge=0.0, le=1e6, description="requests/min sharing one prefix; >0 derives the hit rate from the TTL"
+    )
     ttl: TTL = Field(default="5m", description="cache TTL: 5m (write 1.25x) or 1h (write 2x)")
     min_prefix: int | None = Field(default=None, ge=0, le=1_000_000, description="minimum cacheable prefix tokens")
     price_in: float = Field(default=5.0, ge=0.0, le=10_000.0, description="USD per million input tokens")
@@ -63,13 +67,17 @@ class Scenario(BaseModel):
     mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
     block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
     slo_ttft_s: float = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
-    slo_tpot_s: float = Field(default=0.05, gt=0.0, le=60.0, description="time-per-output-token (p99 inter-token) target, seconds")
+    slo_tpot_s: float = Field(
+        default=0.05, gt=0.0, le=60.0, description="time-per-output-token (p99 inter-token) target, seconds"
+    )
     rate: float = Field(default=2.0, gt=0.0, le=100_000.0, description="simulated arrivals, requests/s (Poisson)")
     dist: LengthDist = Field(default="lognormal", description="prompt/output length distribution")
     spread: float = Field(default=0.5, ge=0.0, le=5.0, description="coefficient of variation of lengths")
     sim_requests: int = Field(default=2000, ge=10, le=100_000, description="requests simulated")
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="simulation random seed")
-    layout: str = Field(default="", max_length=2000, pattern=r"^[A-Za-z0-9._~:,;|*-]*$", description="prompt layout, compact encoding")
+    layout: str = Field(
+        default="", max_length=2000, pattern=r"^[A-Za-z0-9._~:,;|*-]*$", description="prompt layout, compact encoding"
+    )
 
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> Scenario:

@@ -36,18 +36,16 @@ class GPU(BaseModel):
     vendor: str = Field(min_length=1, max_length=40)
     memory_bytes: float = Field(gt=0, le=10 * 2**40, description="HBM/GDDR capacity")
     memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100e12)
-    peak_flop_per_s: dict[ComputeDtype, float] = Field(
-        description="dense (not 2:4-sparse) peak per compute dtype"
-    )
-    interconnect_bytes_per_s: float = Field(
-        gt=0, le=10e12, description="GPU-to-GPU bandwidth per GPU, one direction"
-    )
+    peak_flop_per_s: dict[ComputeDtype, float] = Field(description="dense (not 2:4-sparse) peak per compute dtype")
+    interconnect_bytes_per_s: float = Field(gt=0, le=10e12, description="GPU-to-GPU bandwidth per GPU, one direction")
     collective_latency_s: float = Field(ge=0, le=1e-3, description="fixed cost per all-reduce")
     price_usd_per_hour: float = Field(ge=0, le=1000)
     source: str = Field(min_length=1)
     calibrated: bool = False
     compute_memory_overlap: float = Field(
-        default=1.0, ge=-1, le=1,
+        default=1.0,
+        ge=-1,
+        le=1,
         description="o in max(c, m) + (1 − o)·min(c, m) per operator group: 1 = roofline (full overlap)",
     )
     attention_compute_frac: float = Field(
@@ -62,7 +60,7 @@ class GPU(BaseModel):
         return self.peak_flop_per_s.get(compute_dtype, self.peak_flop_per_s["bf16"])  # type: ignore[arg-type]
 
     @model_validator(mode="after")
-    def _needs_bf16(self) -> "GPU":
+    def _needs_bf16(self) -> GPU:
         if "bf16" not in self.peak_flop_per_s:
             raise ValueError("peak_flop_per_s must include bf16")
         for dt, v in self.peak_flop_per_s.items():
@@ -101,7 +99,9 @@ class GpuProfileFile(BaseModel):
     # Measured refinements of the roofline (``python -m planner bench`` writes them; datasheet
     # profiles leave the defaults, the plain roofline).  docs/model.md §4.
     compute_memory_overlap: float = Field(
-        default=1.0, ge=-1, le=1,
+        default=1.0,
+        ge=-1,
+        le=1,
         description="per operator group, time = max(c, m) + (1 − o)·min(c, m): 1 full overlap (roofline), "
         "0 none (c + m), below 0 slower than back to back",
     )
@@ -111,16 +111,14 @@ class GpuProfileFile(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _one_capacity_unit(self) -> "GpuProfileFile":
+    def _one_capacity_unit(self) -> GpuProfileFile:
         if (self.memory_capacity_gb is None) == (self.memory_capacity_gib is None):
             raise ValueError("give exactly one of memory_capacity_gb or memory_capacity_gib")
         return self
 
     def to_gpu(self, key: str) -> GPU:
         mem = (
-            self.memory_capacity_gb * GB
-            if self.memory_capacity_gb is not None
-            else self.memory_capacity_gib * GiB  # type: ignore[operator]
+            self.memory_capacity_gb * GB if self.memory_capacity_gb is not None else self.memory_capacity_gib * GiB  # type: ignore[operator]
         )
         peaks: dict[str, float] = {"bf16": self.dense_tflops_bf16 * TERA}
         for dt, v in (("fp8", self.dense_tflops_fp8), ("int8", self.dense_tops_int8), ("fp4", self.dense_tflops_fp4)):
@@ -185,7 +183,7 @@ class ModelSpec(BaseModel):
     source: str = Field(default="", max_length=2000)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelSpec":
+    def _consistent(self) -> ModelSpec:
         if self.kv_heads > self.heads:
             raise ValueError(f"kv_heads={self.kv_heads} must be ≤ heads={self.heads}")
         if self.heads % self.kv_heads:

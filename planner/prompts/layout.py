@@ -105,7 +105,7 @@ class Layout(BaseModel):
     settings: LayoutSettings = LayoutSettings()
 
     @model_validator(mode="after")
-    def _total_bounded(self) -> "Layout":
+    def _total_bounded(self) -> Layout:
         total = sum(b.tokens for b in self.blocks)
         if total > MAX_PROMPT_TOKENS:
             raise ValueError(f"total tokens {total:,} exceed {MAX_PROMPT_TOKENS:,}")
@@ -119,8 +119,6 @@ class Layout(BaseModel):
     def breakpoint_count(self) -> int:
         """Breakpoint slots used: explicit markers plus one for automatic caching."""
         return sum(b.breakpoint for b in self.blocks) + int(self.settings.auto)
-
-
 
 
 # ---------------------------------------------------------------- encoding
@@ -445,22 +443,32 @@ def _findings(
     min_tok = int(x.min_cacheable_tokens)
     if len(slots) > MAX_BREAKPOINTS:
         auto_note = " (automatic caching uses one)" if any(s == "auto" for _, s in slots) else ""
-        out.append(Finding(
-            "too_many_breakpoints", "error",
-            f"{len(slots)} breakpoints{auto_note}: the API accepts at most {MAX_BREAKPOINTS} and rejects the request.",
-            f"Keep at most {MAX_BREAKPOINTS}: one at the end of each differently shared prefix (see the suggestion).",
-        ))
+        out.append(
+            Finding(
+                "too_many_breakpoints",
+                "error",
+                f"{len(slots)} breakpoints{auto_note}: the API accepts at most {MAX_BREAKPOINTS} and rejects the request.",
+                f"Keep at most {MAX_BREAKPOINTS}: one at the end of each differently shared prefix (see the suggestion).",
+            )
+        )
     if traffic.rpm <= 0:
-        out.append(Finding(
-            "no_traffic", "info",
-            "The request rate is 0, so no prefix is ever reused: every cached token is a write.",
-            "Set the requests per minute of the workload.",
-        ))
+        out.append(
+            Finding(
+                "no_traffic",
+                "info",
+                "The request rate is 0, so no prefix is ever reused: every cached token is a write.",
+                "Set the requests per minute of the workload.",
+            )
+        )
     if not slots:
-        out.append(Finding(
-            "no_breakpoint", "info", "No breakpoint and automatic caching off: nothing is cached.",
-            "Mark the end of the longest stable prefix (see the suggestion).",
-        ))
+        out.append(
+            Finding(
+                "no_breakpoint",
+                "info",
+                "No breakpoint and automatic caching off: nothing is cached.",
+                "Mark the end of the longest stable prefix (see the suggestion).",
+            )
+        )
     prev_cached = 0.0
     explicit = {i for i, source in slots if source == "explicit"}
     for i in sorted({i for i, _ in slots}):
@@ -470,49 +478,68 @@ def _findings(
         narrow = [j for j in range(i + 1) if blocks[j].variability in ("per_day", "per_user")]
         if varying:
             j = varying[0]
-            out.append(Finding(
-                "breakpoint_after_varying", "error",
-                f"The {where} covers block {j + 1} ({blocks[j].kind}, {blocks[j].tokens:,} tokens), which changes on "
-                f"every request: its prefix hash is new each time, so all {int(ends[i]):,} tokens are written at "
-                f"{CACHE_WRITE_MULTIPLIER[ttl]:g}× and never read. "
-                + (f"Only the first {int(starts[j]):,} tokens are reusable." if starts[j] else "No token is reusable."),
-                f"Move block {j + 1} after the last stable block (e.g. into the user message) and put the breakpoint "
-                f"on the block just before it.",
-                n,
-            ))
+            out.append(
+                Finding(
+                    "breakpoint_after_varying",
+                    "error",
+                    f"The {where} covers block {j + 1} ({blocks[j].kind}, {blocks[j].tokens:,} tokens), which changes on "
+                    f"every request: its prefix hash is new each time, so all {int(ends[i]):,} tokens are written at "
+                    f"{CACHE_WRITE_MULTIPLIER[ttl]:g}× and never read. "
+                    + (
+                        f"Only the first {int(starts[j]):,} tokens are reusable."
+                        if starts[j]
+                        else "No token is reusable."
+                    ),
+                    f"Move block {j + 1} after the last stable block (e.g. into the user message) and put the breakpoint "
+                    f"on the block just before it.",
+                    n,
+                )
+            )
         elif narrow:
             j = narrow[0]
-            out.append(Finding(
-                "narrow_prefix", "info",
-                f"The {where} covers block {j + 1}, which varies {blocks[j].variability.replace('_', ' ')}: its prefix "
-                f"is shared only by {SHARED_BY[blocks[j].variability]} (hit rate {_pct(prefix_h[i])}).",
-                "Keep blocks shared by all requests first, with their own breakpoint.",
-                n,
-            ))
+            out.append(
+                Finding(
+                    "narrow_prefix",
+                    "info",
+                    f"The {where} covers block {j + 1}, which varies {blocks[j].variability.replace('_', ' ')}: its prefix "
+                    f"is shared only by {SHARED_BY[blocks[j].variability]} (hit rate {_pct(prefix_h[i])}).",
+                    "Keep blocks shared by all requests first, with their own breakpoint.",
+                    n,
+                )
+            )
         if ends[i] < min_tok:
-            out.append(Finding(
-                "below_minimum", "warning",
-                f"The {where} caches a {int(ends[i]):,}-token prefix, below the model's minimum of {min_tok:,}: "
-                f"it is silently ignored (no write, no read).",
-                f"Move the breakpoint later so its prefix holds at least {min_tok:,} tokens, or drop it.",
-                n,
-            ))
+            out.append(
+                Finding(
+                    "below_minimum",
+                    "warning",
+                    f"The {where} caches a {int(ends[i]):,}-token prefix, below the model's minimum of {min_tok:,}: "
+                    f"it is silently ignored (no write, no read).",
+                    f"Move the breakpoint later so its prefix holds at least {min_tok:,} tokens, or drop it.",
+                    n,
+                )
+            )
             continue
         if not varying and prefix_h[i] < be and ends[i] > prev_cached:
-            out.append(Finding(
-                "below_break_even", "warning",
-                f"The {where} hits {_pct(prefix_h[i])} of the time, below the break-even {_pct(be)} for a "
-                f"{ttl} TTL: caching these tokens costs more than sending them uncached.",
-                "Drop this breakpoint, share the prefix across more requests, or pick the TTL the traffic supports.",
-                n,
-            ))
+            out.append(
+                Finding(
+                    "below_break_even",
+                    "warning",
+                    f"The {where} hits {_pct(prefix_h[i])} of the time, below the break-even {_pct(be)} for a "
+                    f"{ttl} TTL: caching these tokens costs more than sending them uncached.",
+                    "Drop this breakpoint, share the prefix across more requests, or pick the TTL the traffic supports.",
+                    n,
+                )
+            )
         prev_cached = max(prev_cached, float(ends[i]))
     if not in_order:
-        out.append(Finding(
-            "render_order", "info",
-            "Blocks are listed out of the API's render order; they are analysed as rendered: tools → system → messages.",
-            "List tools first, then system, then messages.",
-        ))
+        out.append(
+            Finding(
+                "render_order",
+                "info",
+                "Blocks are listed out of the API's render order; they are analysed as rendered: tools → system → messages.",
+                "List tools first, then system, then messages.",
+            )
+        )
     return out
 
 
@@ -567,12 +594,31 @@ def analyse(layout: Layout, x: EngineInputs, ttl: str, traffic: Traffic | None =
         }
     )
     common = dict(
-        blocks=blocks, traffic=traffic, auto=layout.settings.auto, valid=valid, min_cacheable_tokens=min_tok,
-        total_tokens=int(total), blocks_frame=blocks_frame, breakpoints_frame=pd.DataFrame(
-            bp_rows, columns=["breakpoint", "block", "source", "prefix_tokens", "reusable_prefix_tokens",
-                              "shared_by", "above_minimum", "hit_rate_frac", "pays"]),
-        break_even_hit_rate_frac=be, nocache_cost_per_request_usd=nocache,
-        nocache_cost_per_month_usd=nocache * month, ttft_nocache_s=ttft_nocache,
+        blocks=blocks,
+        traffic=traffic,
+        auto=layout.settings.auto,
+        valid=valid,
+        min_cacheable_tokens=min_tok,
+        total_tokens=int(total),
+        blocks_frame=blocks_frame,
+        breakpoints_frame=pd.DataFrame(
+            bp_rows,
+            columns=[
+                "breakpoint",
+                "block",
+                "source",
+                "prefix_tokens",
+                "reusable_prefix_tokens",
+                "shared_by",
+                "above_minimum",
+                "hit_rate_frac",
+                "pays",
+            ],
+        ),
+        break_even_hit_rate_frac=be,
+        nocache_cost_per_request_usd=nocache,
+        nocache_cost_per_month_usd=nocache * month,
+        ttft_nocache_s=ttft_nocache,
     )
     if not valid:
         return LayoutReport(findings=tuple(findings), **common)
@@ -582,16 +628,21 @@ def analyse(layout: Layout, x: EngineInputs, ttl: str, traffic: Traffic | None =
     c_other = _cost(ends, _prefix_hit_rates(blocks, traffic, other), [i for i, _ in slots], x, other)
     if len(c.positions) and ttl_is_better(other, c_other.cost_usd, c.cost_usd):
         if ttl == "1h":
-            why = ("the traffic keeps a 5-minute cache warm, so the hour buys no extra reads and each write costs 2× "
-                   "instead of 1.25×.")
+            why = (
+                "the traffic keeps a 5-minute cache warm, so the hour buys no extra reads and each write costs 2× "
+                "instead of 1.25×."
+            )
         else:
             why = "requests are too sparse for a 5-minute window; the 1-hour TTL turns many writes into reads."
-        findings.append(Finding(
-            "ttl_mismatch", "warning",
-            f"At {traffic.rpm:g} requests/min this layout costs ${c_other.cost_usd * month:,.2f}/month with a "
-            f"{other} TTL against ${c.cost_usd * month:,.2f} with {ttl}: {why}",
-            f"Use the {other} TTL.",
-        ))
+        findings.append(
+            Finding(
+                "ttl_mismatch",
+                "warning",
+                f"At {traffic.rpm:g} requests/min this layout costs ${c_other.cost_usd * month:,.2f}/month with a "
+                f"{other} TTL against ${c.cost_usd * month:,.2f} with {ttl}: {why}",
+                f"Use the {other} TTL.",
+            )
+        )
     # Expected TTFT: the longest hit decides how much prefill is skipped.
     p_longest = c.hits - np.append(c.hits[1:], 0.0)
     new = np.maximum(total - c.positions, 1.0)
@@ -685,8 +736,10 @@ def _describe(blocks, moved, subset, auto, was_auto, ttl, was_ttl) -> list[str]:
         out.append("New order of the blocks: " + ", ".join(str(old + 1) for old in order) + ".")
     for old, b in moved:
         if b.kind != blocks[old].kind:
-            out.append(f"Block {old + 1} ({blocks[old].tokens:,} tokens, {b.variability}) moves from system into the "
-                       "messages (e.g. the start of the user turn).")
+            out.append(
+                f"Block {old + 1} ({blocks[old].tokens:,} tokens, {b.variability}) moves from system into the "
+                "messages (e.g. the start of the user turn)."
+            )
     if subset:
         out.append("Breakpoints on block(s) " + ", ".join(str(i + 1) for i in subset) + ".")
     else:

@@ -358,12 +358,14 @@ def parse_usage_log(data: bytes, name: str = "") -> ParsedLog:
 
 
 def _empty_rows() -> pd.DataFrame:
-    return pd.DataFrame({
-        "line": pd.Series(dtype=np.int64),
-        **{f: pd.Series(dtype=float) for f in COUNT_FIELDS},
-        "timestamp": pd.Series(dtype="datetime64[ns, UTC]"),
-        "group": pd.Series(dtype=object),
-    })
+    return pd.DataFrame(
+        {
+            "line": pd.Series(dtype=np.int64),
+            **{f: pd.Series(dtype=float) for f in COUNT_FIELDS},
+            "timestamp": pd.Series(dtype="datetime64[ns, UTC]"),
+            "group": pd.Series(dtype=object),
+        }
+    )
 
 
 def _validate(frame: pd.DataFrame, lines: np.ndarray) -> tuple[pd.DataFrame, list[RowProblem], int]:
@@ -469,9 +471,12 @@ def audit(
     """Measured hit rate, paid vs no-caching vs ideal cost, invalidated groups, reads vs writes
     over time (module doc).  Rows are taken in time order (file order where untimed)."""
     df = parsed.rows.sort_values(["timestamp", "line"], na_position="last", kind="stable").reset_index(drop=True)
-    paid, nocache, ideal = _costs(df, price_in_usd_per_token, price_out_usd_per_token, write_multiplier, read_multiplier)
-    df = df.assign(paid_usd=paid, ideal_usd=ideal, nocache_usd=nocache,
-                   writes=(df["cache_creation_input_tokens"] > 0).astype(int))
+    paid, nocache, ideal = _costs(
+        df, price_in_usd_per_token, price_out_usd_per_token, write_multiplier, read_multiplier
+    )
+    df = df.assign(
+        paid_usd=paid, ideal_usd=ideal, nocache_usd=nocache, writes=(df["cache_creation_input_tokens"] > 0).astype(int)
+    )
     g = df.groupby("group", sort=True).agg(
         requests=("line", "size"),
         input_tokens=("input_tokens", "sum"),

@@ -59,7 +59,12 @@ MAX_TIMELINE_POINTS = 2000
 PERCENTILES = (50, 90, 99)
 
 SERVED, REJECTED_CONTEXT, REJECTED_KV, NOT_RUN = 0, 1, 2, 3
-STATUS_NAMES = {SERVED: "served", REJECTED_CONTEXT: "rejected: longer than the context window", REJECTED_KV: "rejected: larger than the KV cache", NOT_RUN: "not run (stopped early)"}
+STATUS_NAMES = {
+    SERVED: "served",
+    REJECTED_CONTEXT: "rejected: longer than the context window",
+    REJECTED_KV: "rejected: larger than the KV cache",
+    NOT_RUN: "not run (stopped early)",
+}
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class SimConfig:
     slo_tpot_s: float
 
     @classmethod
-    def from_inputs(cls, x: EngineInputs, s: Scenario) -> "SimConfig":
+    def from_inputs(cls, x: EngineInputs, s: Scenario) -> SimConfig:
         plan = memory_plan(x)
         blocks = int(np.asarray(plan["kv_capacity_tokens"]).reshape(()) // s.block)
         return cls(
@@ -166,7 +171,9 @@ class _Draws:
     def take(self, rows: int, cols: int) -> np.ndarray:
         m = rows * cols
         if self.pos + m > self.buf.size:
-            self.buf = np.concatenate([self.buf[self.pos :], _spec_draws(self.rng, self.alpha, self.q, (max(self.SIZE, m), 1)).ravel()])
+            self.buf = np.concatenate(
+                [self.buf[self.pos :], _spec_draws(self.rng, self.alpha, self.q, (max(self.SIZE, m), 1)).ravel()]
+            )
             self.pos = 0
         out = self.buf[self.pos : self.pos + m].reshape(rows, cols)
         self.pos += m
@@ -477,7 +484,9 @@ def simulate(
         if scalar:
             itl_w = np.repeat(np.array([wt for _, wt in itl_pieces], dtype=float), [v.shape[0] for v, _ in itl_pieces])
         else:
-            itl_w = np.concatenate([wt if isinstance(wt, np.ndarray) else np.full(v.shape[0], float(wt)) for v, wt in itl_pieces]).astype(float)
+            itl_w = np.concatenate(
+                [wt if isinstance(wt, np.ndarray) else np.full(v.shape[0], float(wt)) for v, wt in itl_pieces]
+            ).astype(float)
     else:
         itl_s = itl_w = np.zeros(0)
     t_arr = np.array(tl_t)
@@ -604,15 +613,23 @@ def summary_text(r: SimResult) -> str:
     sm = r.summary
     served = f"{int(sm['served_requests'])} served of {int(sm['requests'])}"
     if sm["rejected_context"] or sm["rejected_kv"]:
-        served += f" ({int(sm['rejected_context'])} over the context window, {int(sm['rejected_kv'])} over the KV cache)"
+        served += (
+            f" ({int(sm['rejected_context'])} over the context window, {int(sm['rejected_kv'])} over the KV cache)"
+        )
     rows = [("requests", served)]
     for name, label in (("ttft", "TTFT"), ("itl", "inter-token latency"), ("e2e", "end-to-end latency")):
         rows.append((f"{label} (ms)", "  ".join(f"p{p} {sm[f'{name}_p{p}_s'] * 1e3:,.1f}" for p in PERCENTILES)))
     rows += [
         ("throughput", f"{sm['output_tokens_per_s']:,.0f} output tokens/s, {sm['requests_per_s']:.3g} requests/s"),
-        ("goodput", f"{sm['goodput_frac']:.1%} of requests meet TTFT ≤ {r.config.slo_ttft_s:g} s and TPOT ≤ {r.config.slo_tpot_s * 1e3:g} ms"),
+        (
+            "goodput",
+            f"{sm['goodput_frac']:.1%} of requests meet TTFT ≤ {r.config.slo_ttft_s:g} s and TPOT ≤ {r.config.slo_tpot_s * 1e3:g} ms",
+        ),
         ("p99 SLOs met", "yes" if sm["slo_met"] else "no"),
-        ("KV cache used", f"mean {sm['kv_used_mean_frac']:.1%}, max {sm['kv_used_max_frac']:.1%} of {int(sm['kv_capacity_blocks']):,} blocks"),
+        (
+            "KV cache used",
+            f"mean {sm['kv_used_mean_frac']:.1%}, max {sm['kv_used_max_frac']:.1%} of {int(sm['kv_capacity_blocks']):,} blocks",
+        ),
         ("queue", f"max {int(sm['queue_max'])} waiting; {int(sm['preemptions'])} preemptions"),
     ]
     return "".join(f"{k:<26}{v}\n" for k, v in rows)

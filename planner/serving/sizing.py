@@ -154,7 +154,9 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
         if sm["rejected_kv"] > 0:
             why = "some requests need more KV blocks than one replica holds"
         else:
-            why = f"misses the SLOs even at low load (p99 TTFT {sm['ttft_p99_s']:.3g} s, p99 ITL {sm['itl_p99_s']:.3g} s)"
+            why = (
+                f"misses the SLOs even at low load (p99 TTFT {sm['ttft_p99_s']:.3g} s, p99 ITL {sm['itl_p99_s']:.3g} s)"
+            )
         return row | dict(fits=True, status=why, simulations=len(results))
     guess = max(1, math.ceil(rate / capacity)) if math.isfinite(rate) else 1
     coarse = fewest_passing(passes(min(n_full, COARSE_REQUESTS)), min(guess, idle), idle)
@@ -175,8 +177,22 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
 
 
 COLUMNS = (
-    "gpu", "name", "tp", "fits", "status", "replicas", "gpus", "usd_per_hour", "usd_per_million_output_tokens",
-    "ttft_p99_s", "itl_p99_s", "goodput_frac", "kv_used_mean_frac", "price_usd_per_gpu_hour", "simulations", "best",
+    "gpu",
+    "name",
+    "tp",
+    "fits",
+    "status",
+    "replicas",
+    "gpus",
+    "usd_per_hour",
+    "usd_per_million_output_tokens",
+    "ttft_p99_s",
+    "itl_p99_s",
+    "goodput_frac",
+    "kv_used_mean_frac",
+    "price_usd_per_gpu_hour",
+    "simulations",
+    "best",
 )
 
 
@@ -202,12 +218,18 @@ def size_fleet(
             rows.append(dict(gpu=g, tp=t, fits=False, status="; ".join(exc.problems)))
         if progress is not None:
             progress((k + 1) / len(combos))
-    table = pd.DataFrame(rows).reindex(columns=[c for c in COLUMNS if c not in ("gpus", "usd_per_hour", "usd_per_million_output_tokens", "best")])
+    table = pd.DataFrame(rows).reindex(
+        columns=[c for c in COLUMNS if c not in ("gpus", "usd_per_hour", "usd_per_million_output_tokens", "best")]
+    )
     table["gpus"] = table["replicas"] * table["tp"]
     table["usd_per_hour"] = table["gpus"] * table["price_usd_per_gpu_hour"]
     tokens_per_hour = rate * mean_out * S_PER_HOUR
-    table["usd_per_million_output_tokens"] = table["usd_per_hour"] / tokens_per_hour * TOKENS_PER_MTOK if tokens_per_hour > 0 else np.nan
-    table = table.sort_values(["usd_per_hour", "gpus", "ttft_p99_s"], na_position="last", kind="stable").reset_index(drop=True)
+    table["usd_per_million_output_tokens"] = (
+        table["usd_per_hour"] / tokens_per_hour * TOKENS_PER_MTOK if tokens_per_hour > 0 else np.nan
+    )
+    table = table.sort_values(["usd_per_hour", "gpus", "ttft_p99_s"], na_position="last", kind="stable").reset_index(
+        drop=True
+    )
     ok = table.index[table["status"] == "meets SLOs"]
     table["best"] = False
     best = int(ok[0]) if len(ok) else None
@@ -259,7 +281,13 @@ def _decode_streams(timer: RooflineStepTime, s: Scenario, kv_limit: int) -> tupl
 
 
 def disaggregated(
-    s: Scenario, catalog: Catalog, keys: Sequence[str], tps: Sequence[int], table: pd.DataFrame, rate: float, mean_out: float
+    s: Scenario,
+    catalog: Catalog,
+    keys: Sequence[str],
+    tps: Sequence[int],
+    table: pd.DataFrame,
+    rate: float,
+    mean_out: float,
 ) -> pd.DataFrame:
     """Prefill and decode pools per GPU profile against the colocated answer (module doc)."""
     cached = s.hit * s.prefix
@@ -321,7 +349,11 @@ def _pool_status(fits: bool, prefill: bool) -> str:
 
 def sizing_text(z: Sizing) -> str:
     """The sizing table and the disaggregated estimate for a terminal."""
-    lines = [z.reason, "", f"{'GPU':<16}{'tp':>3}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}{'p99 TTFT':>10}{'p99 ITL':>9}  status"]
+    lines = [
+        z.reason,
+        "",
+        f"{'GPU':<16}{'tp':>3}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}{'p99 TTFT':>10}{'p99 ITL':>9}  status",
+    ]
     for _, row in z.table.iterrows():
         if row["status"] == "meets SLOs":
             nums = (

@@ -37,8 +37,6 @@ REQUIRED_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 OPTIONAL_COLUMNS = ("prefix_id",)
 
 
-
-
 @dataclass(frozen=True)
 class Workload:
     """Requests sorted by arrival.  ``prefix_hit_tokens``: prompt tokens found in the prefix cache
@@ -53,9 +51,13 @@ class Workload:
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
 
-    def take(self, index) -> "Workload":
+    def take(self, index) -> Workload:
         return Workload(
-            self.arrival_s[index], self.prompt_tokens[index], self.output_tokens[index], self.prefix_hit_tokens[index], self.source
+            self.arrival_s[index],
+            self.prompt_tokens[index],
+            self.output_tokens[index],
+            self.prefix_hit_tokens[index],
+            self.source,
         )
 
     @property
@@ -166,7 +168,12 @@ def parse_trace(
     header = [h.strip() for h in next(reader, [])]
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
-        raise TraceError([f"trace header: missing column {c!r} (need {', '.join(REQUIRED_COLUMNS)}; optional prefix_id)" for c in missing])
+        raise TraceError(
+            [
+                f"trace header: missing column {c!r} (need {', '.join(REQUIRED_COLUMNS)}; optional prefix_id)"
+                for c in missing
+            ]
+        )
     wanted = [(i, name) for i, name in enumerate(header) if name in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
     rows: list[TraceRow] = []
     problems: list[str] = []

@@ -257,7 +257,19 @@ def _finding(
     before = metric_value(c.m, metric)
     if chosen is None:
         return Finding(id, severity, title, explanation, no_change, effect, metric, before, before, {}, alternatives)
-    return Finding(id, severity, title, explanation, chosen.action, effect, metric, before, chosen.after, dict(chosen.changed_keys), alternatives)
+    return Finding(
+        id,
+        severity,
+        title,
+        explanation,
+        chosen.action,
+        effect,
+        metric,
+        before,
+        chosen.after,
+        dict(chosen.changed_keys),
+        alternatives,
+    )
 
 
 def _others(chosen: Option, options: list[Option]) -> tuple[Option, ...]:
@@ -288,17 +300,32 @@ def _weights_fit(c: _Ctx) -> Finding | None:
     options: list[Option] = []
     min_tp = int(m["min_tp_that_fits"])
     if 0 < min_tp <= MAX_TP and min_tp != s.tp:
-        got = c.option(f"Run each replica on {min_tp} GPUs (tp={min_tp}), the smallest tensor-parallel size that fits.", {"tp": min_tp}, "max_concurrent_sequences")
+        got = c.option(
+            f"Run each replica on {min_tp} GPUs (tp={min_tp}), the smallest tensor-parallel size that fits.",
+            {"tp": min_tp},
+            "max_concurrent_sequences",
+        )
         if got:
             options.append(got[0])
-    switch = c.cheapest_gpu_switch(lambda mm, _s: mm["fits"], "max_concurrent_sequences", lambda _o, res: bool(res.metrics["fits"]))
+    switch = c.cheapest_gpu_switch(
+        lambda mm, _s: mm["fits"], "max_concurrent_sequences", lambda _o, res: bool(res.metrics["fits"])
+    )
     if switch:
         options.append(switch)
     chosen = options[0] if options else None
-    effect = "; ".join(f"{o.action.rstrip('.')}: {_count(o.after, 'sequence')} fit" for o in options) or "No change tried fits."
+    effect = (
+        "; ".join(f"{o.action.rstrip('.')}: {_count(o.after, 'sequence')} fit" for o in options)
+        or "No change tried fits."
+    )
     return _finding(
-        c, "weights-dont-fit", "high", "The model does not fit on this GPU setup", explanation, "max_concurrent_sequences",
-        chosen, effect,
+        c,
+        "weights-dont-fit",
+        "high",
+        "The model does not fit on this GPU setup",
+        explanation,
+        "max_concurrent_sequences",
+        chosen,
+        effect,
         no_change="No GPU profile in the catalog holds this model at tp ≤ 64: quantise the weights (wdtype) or shorten the context.",
         alternatives=_others(chosen, options) if chosen else (),
     )
@@ -350,15 +377,39 @@ def _kv_concurrency(c: _Ctx) -> Finding | None:
     if not c.model.is_mla:
         g = _next_kv_heads_down(c.model.heads, c.model.kv_heads)
         if g is not None:
-            tries.append((f"Use a model variant with {g} KV heads instead of {c.model.kv_heads} (kv_heads={g}).", {"kv_heads": g}))
+            tries.append(
+                (
+                    f"Use a model variant with {g} KV heads instead of {c.model.kv_heads} (kv_heads={g}).",
+                    {"kv_heads": g},
+                )
+            )
     options = [got[0] for action, ch in tries if (got := c.option(action, ch, metric))]
     if not options:
-        return _finding(c, "kv-caps-concurrency", "high", f"The KV cache caps concurrency at {_count(k, 'sequence')}", explanation, metric, None, "No change tried.", "Lower the batch.")
+        return _finding(
+            c,
+            "kv-caps-concurrency",
+            "high",
+            f"The KV cache caps concurrency at {_count(k, 'sequence')}",
+            explanation,
+            metric,
+            None,
+            "No change tried.",
+            "Lower the batch.",
+        )
     chosen = next((o for o in options if o.after >= s.batch), max(options, key=lambda o: o.after))
-    effect = "; ".join(f"{o.action.rstrip('.')}: {_count(o.after, 'sequence')} fit" for o in [chosen, *_others(chosen, options)])
+    effect = "; ".join(
+        f"{o.action.rstrip('.')}: {_count(o.after, 'sequence')} fit" for o in [chosen, *_others(chosen, options)]
+    )
     return _finding(
-        c, "kv-caps-concurrency", "high", f"The KV cache caps concurrency at {_count(k, 'sequence')}, below the batch of {_n(s.batch)}",
-        explanation, metric, chosen, effect, alternatives=_others(chosen, options),
+        c,
+        "kv-caps-concurrency",
+        "high",
+        f"The KV cache caps concurrency at {_count(k, 'sequence')}, below the batch of {_n(s.batch)}",
+        explanation,
+        metric,
+        chosen,
+        effect,
+        alternatives=_others(chosen, options),
     )
 
 
@@ -386,10 +437,20 @@ def _kv_room(c: _Ctx) -> Finding | None:
     if switch:
         options.append(switch)
     chosen = options[0] if options else None
-    effect = "; ".join(f"{o.action.rstrip('.')}: {_pct(o.after)} of usable memory for KV" for o in options) or "No change tried reaches the threshold."
+    effect = (
+        "; ".join(f"{o.action.rstrip('.')}: {_pct(o.after)} of usable memory for KV" for o in options)
+        or "No change tried reaches the threshold."
+    )
     return _finding(
-        c, "weights-leave-little-kv", "medium", f"Weights leave only {_pct(frac)} of memory for the KV cache", explanation, metric,
-        chosen, effect, no_change="No tp ≤ 64 or GPU profile in the catalog changes this: quantise the weights (wdtype).",
+        c,
+        "weights-leave-little-kv",
+        "medium",
+        f"Weights leave only {_pct(frac)} of memory for the KV cache",
+        explanation,
+        metric,
+        chosen,
+        effect,
+        no_change="No tp ≤ 64 or GPU profile in the catalog changes this: quantise the weights (wdtype).",
         alternatives=_others(chosen, options) if chosen else (),
     )
 
@@ -433,17 +494,31 @@ def _decode_regime(c: _Ctx) -> Finding | None:
             reason = "the KV cache holds no more sequences"
         else:
             reason = f"a larger batch would push TPOT past the {_time(s.slo_tpot_s)} target"
-        return _finding(c, "decode-regime", "info", regime_title, where + ".", metric, None,
-                        f"Throughput stays at {_rate(now)}.", no_change=f"No change: {reason}.")
+        return _finding(
+            c,
+            "decode-regime",
+            "info",
+            regime_title,
+            where + ".",
+            metric,
+            None,
+            f"Throughput stays at {_rate(now)}.",
+            no_change=f"No change: {reason}.",
+        )
     opt, res = got
     limit = (
-        f"the KV-cache limit of {_n(k)} sequences" if target == k
-        else "the ridge" if target == ridge_cap and not math.isinf(ridge)
-        else "the largest batch a scenario allows" if target == MAX_BATCH
+        f"the KV-cache limit of {_n(k)} sequences"
+        if target == k
+        else "the ridge"
+        if target == ridge_cap and not math.isinf(ridge)
+        else "the largest batch a scenario allows"
+        if target == MAX_BATCH
         else f"the {_time(s.slo_tpot_s)} TPOT target"
     )
     gain = opt.after / now
-    severity: Severity = "medium" if gain >= THROUGHPUT_MEDIUM_GAIN else "low" if gain >= THROUGHPUT_LOW_GAIN else "info"
+    severity: Severity = (
+        "medium" if gain >= THROUGHPUT_MEDIUM_GAIN else "low" if gain >= THROUGHPUT_LOW_GAIN else "info"
+    )
     opt = Option(f"Raise the batch to {_n(target)} (limited by {limit}).", opt.changed_keys, metric, opt.after)
     effect = f"{_rate(opt.after)} ({gain:.2f}× now) at a TPOT of {_time(res.metrics['tpot_s'])}."
     title = f"{gain:.1f}× decode throughput left on the table" if severity != "info" else regime_title
@@ -505,7 +580,16 @@ def _chunk_balance(c: _Ctx) -> Finding | None:
         return None
     opt, res = got
     effect = f"TTFT under load {_time(res.metrics['chunked_ttft_s'])}, worst inter-token gap {_time(res.metrics['chunked_max_itl_s'])}."
-    return _finding(c, "chunk-imbalance", severity, f"Chunk size favours {side} at the cost of the other target", explanation, metric, opt, effect)
+    return _finding(
+        c,
+        "chunk-imbalance",
+        severity,
+        f"Chunk size favours {side} at the cost of the other target",
+        explanation,
+        metric,
+        opt,
+        effect,
+    )
 
 
 def _speculative(c: _Ctx) -> Finding | None:
@@ -547,8 +631,17 @@ def _speculative(c: _Ctx) -> Finding | None:
             options.append(got[0])
     chosen = options[0] if options else None
     effect = f"TPOT {_time(chosen.after)} instead of {_time(m['tpot_s'])}." if chosen else ""
-    return _finding(c, "spec-decoding-loses", "medium", f"Speculative decoding is slower here ({sp:.2f}×)", explanation, metric,
-                    chosen, effect, alternatives=_others(chosen, options) if chosen else ())
+    return _finding(
+        c,
+        "spec-decoding-loses",
+        "medium",
+        f"Speculative decoding is slower here ({sp:.2f}×)",
+        explanation,
+        metric,
+        chosen,
+        effect,
+        alternatives=_others(chosen, options) if chosen else (),
+    )
 
 
 def _prompt_cache(c: _Ctx) -> Finding | None:
@@ -559,18 +652,46 @@ def _prompt_cache(c: _Ctx) -> Finding | None:
     min_tokens = int(c.r.inputs.min_cacheable_tokens)
     if s.prefix > 0 and not m["cache_applies"]:
         if min_tokens > s.prompt:
-            return _finding(c, "cache-prefix-below-minimum", "info", "Prompts are too short to cache",
-                            f"The {_n(s.prompt)}-token prompts are shorter than the {_n(min_tokens)}-token minimum cacheable prefix, so nothing is cached.",
-                            metric, None, "Requests are billed as uncached.", no_change="No change: caching cannot apply to prompts this short.")
-        got = c.option(f"Grow the shared prefix to {_n(min_tokens)} tokens (move stable instructions and documents to the front).", {"prefix": min_tokens}, metric)
+            return _finding(
+                c,
+                "cache-prefix-below-minimum",
+                "info",
+                "Prompts are too short to cache",
+                f"The {_n(s.prompt)}-token prompts are shorter than the {_n(min_tokens)}-token minimum cacheable prefix, so nothing is cached.",
+                metric,
+                None,
+                "Requests are billed as uncached.",
+                no_change="No change: caching cannot apply to prompts this short.",
+            )
+        got = c.option(
+            f"Grow the shared prefix to {_n(min_tokens)} tokens (move stable instructions and documents to the front).",
+            {"prefix": min_tokens},
+            metric,
+        )
         explanation = f"The {_n(s.prefix)}-token prefix is below the {_n(min_tokens)}-token minimum, so it is never cached and every request pays full input price."
         if got is None or got[0].after >= before:
-            return _finding(c, "cache-prefix-below-minimum", "info", "The prefix is too short to be cached", explanation, metric, None,
-                            f"At a {_pct(h)} hit rate (break-even {_pct(h_star)}) a longer cached prefix would not pay either.",
-                            no_change="No change: caching would not pay at this hit rate.")
+            return _finding(
+                c,
+                "cache-prefix-below-minimum",
+                "info",
+                "The prefix is too short to be cached",
+                explanation,
+                metric,
+                None,
+                f"At a {_pct(h)} hit rate (break-even {_pct(h_star)}) a longer cached prefix would not pay either.",
+                no_change="No change: caching would not pay at this hit rate.",
+            )
         opt = got[0]
-        return _finding(c, "cache-prefix-below-minimum", "low", "The prefix is too short to be cached", explanation, metric, opt,
-                        f"${opt.after:.5f} per request instead of ${before:.5f}.")
+        return _finding(
+            c,
+            "cache-prefix-below-minimum",
+            "low",
+            "The prefix is too short to be cached",
+            explanation,
+            metric,
+            opt,
+            f"${opt.after:.5f} per request instead of ${before:.5f}.",
+        )
     if not m["cache_applies"] or m["cache_saving_frac"] >= 0:
         return None
     surcharge = -float(m["cache_saving_frac"])
@@ -592,8 +713,17 @@ def _prompt_cache(c: _Ctx) -> Finding | None:
         return None
     chosen = min(options, key=lambda o: o.after)
     severity: Severity = "medium" if surcharge > CACHE_MEDIUM_SURCHARGE_FRAC else "low"
-    return _finding(c, "cache-surcharge", severity, f"Prompt caching is a {_pct(surcharge)} surcharge at this hit rate", explanation, metric,
-                    chosen, f"${chosen.after:.5f} per request instead of ${before:.5f}.", alternatives=_others(chosen, options))
+    return _finding(
+        c,
+        "cache-surcharge",
+        severity,
+        f"Prompt caching is a {_pct(surcharge)} surcharge at this hit rate",
+        explanation,
+        metric,
+        chosen,
+        f"${chosen.after:.5f} per request instead of ${before:.5f}.",
+        alternatives=_others(chosen, options),
+    )
 
 
 def _tp_comm(c: _Ctx) -> Finding | None:
@@ -617,7 +747,11 @@ def _tp_comm(c: _Ctx) -> Finding | None:
     for key, g in sorted(c.catalog.gpus.items()):
         if key == s.gpu or g.interconnect_bytes_per_s <= c.gpu.interconnect_bytes_per_s:
             continue
-        got = c.option(f"Switch to {g.name} ({g.interconnect_bytes_per_s / 1e9:,.0f} GB/s interconnect) at tp={s.tp}.", c.gpu_changes(key), metric)
+        got = c.option(
+            f"Switch to {g.name} ({g.interconnect_bytes_per_s / 1e9:,.0f} GB/s interconnect) at tp={s.tp}.",
+            c.gpu_changes(key),
+            metric,
+        )
         if got and _fits(got[1].metrics):
             comm = metric_value(got[1].metrics, "decode_comm_frac")
             if best is None or comm < best[0]:
@@ -628,9 +762,18 @@ def _tp_comm(c: _Ctx) -> Finding | None:
     now = float(m[metric])
     effect = "; ".join(f"{o.action.rstrip('.')}: {_rate(o.after)} per GPU (now {_rate(now)})" for o in options) or ""
     severity: Severity = "medium" if share > COMM_MEDIUM_FRAC else "low"
-    return _finding(c, "tp-communication", severity, f"Tensor-parallel communication takes {_pct(share)} of each decode step", explanation, metric,
-                    chosen, effect, no_change="No smaller tp fits the batch and no profile has a faster interconnect.",
-                    alternatives=_others(chosen, options) if chosen else ())
+    return _finding(
+        c,
+        "tp-communication",
+        severity,
+        f"Tensor-parallel communication takes {_pct(share)} of each decode step",
+        explanation,
+        metric,
+        chosen,
+        effect,
+        no_change="No smaller tp fits the batch and no profile has a faster interconnect.",
+        alternatives=_others(chosen, options) if chosen else (),
+    )
 
 
 def _cheaper_gpu(c: _Ctx) -> Finding | None:
@@ -641,7 +784,12 @@ def _cheaper_gpu(c: _Ctx) -> Finding | None:
         return None  # the weights-dont-fit finding proposes GPUs that hold the model
 
     def serves(mm, s2):
-        return mm["fits"] & mm["batch_fits_memory"] & (mm["chunked_ttft_s"] <= s2.slo_ttft_s) & (mm["tpot_s"] <= s2.slo_tpot_s)
+        return (
+            mm["fits"]
+            & mm["batch_fits_memory"]
+            & (mm["chunked_ttft_s"] <= s2.slo_ttft_s)
+            & (mm["tpot_s"] <= s2.slo_tpot_s)
+        )
 
     best: Option | None = None
     for key in sorted(c.catalog.gpus):
@@ -651,14 +799,21 @@ def _cheaper_gpu(c: _Ctx) -> Finding | None:
         if tp is None:
             continue
         got = c.option(f"Switch to {c.catalog.gpus[key].name} at tp={tp}.", c.gpu_changes(key, tp), metric)
-        if got and _fits(got[1].metrics) and meets_slos(got[1].metrics, s) and (best is None or got[0].after < best.after):
+        if (
+            got
+            and _fits(got[1].metrics)
+            and meets_slos(got[1].metrics, s)
+            and (best is None or got[0].after < best.after)
+        ):
             best = got[0]
     if best is None or best.after > (1.0 - CHEAPER_MIN_SAVING_FRAC) * now:
         return None
     saving = 1.0 - best.after / now
     note = (
-        "" if _fits(m) and meets_slos(m, s)
-        else " (and, unlike the current setup, holds the whole batch and meets the TTFT and TPOT targets)" if not _fits(m)
+        ""
+        if _fits(m) and meets_slos(m, s)
+        else " (and, unlike the current setup, holds the whole batch and meets the TTFT and TPOT targets)"
+        if not _fits(m)
         else " (and, unlike the current setup, meets the TTFT and TPOT targets)"
     )
     explanation = (
@@ -666,8 +821,16 @@ def _cheaper_gpu(c: _Ctx) -> Finding | None:
         f"{best.action.removeprefix('Switch to ').rstrip('.')} serves the same batch for ${best.after:,.3f}{note}."
     )
     severity: Severity = "medium" if saving >= CHEAPER_MEDIUM_SAVING_FRAC else "low"
-    return _finding(c, "cheaper-gpu", severity, f"Another GPU is {_pct(saving)} cheaper per token", explanation, metric, best,
-                    f"${best.after:,.3f} per million output tokens instead of ${now:,.3f}.")
+    return _finding(
+        c,
+        "cheaper-gpu",
+        severity,
+        f"Another GPU is {_pct(saving)} cheaper per token",
+        explanation,
+        metric,
+        best,
+        f"${best.after:,.3f} per million output tokens instead of ${now:,.3f}.",
+    )
 
 
 CHECKS: tuple[Callable[[_Ctx], Finding | None], ...] = (
@@ -694,15 +857,23 @@ def findings(scenario: Scenario, catalog: Catalog) -> list[Finding]:
     return rank([f for check in CHECKS if (f := check(c)) is not None])
 
 
-FRAME_COLUMNS = ("rank", "id", "severity", "title", "explanation", "action", "predicted_effect", "metric", "before", "after")
+FRAME_COLUMNS = (
+    "rank",
+    "id",
+    "severity",
+    "title",
+    "explanation",
+    "action",
+    "predicted_effect",
+    "metric",
+    "before",
+    "after",
+)
 
 
 def findings_frame(items: list[Finding]) -> pd.DataFrame:
     """One row per finding in rank order (the findings CSV; export with ``export.frame_to_csv``)."""
-    rows = [
-        {"rank": i, **{k: getattr(f, k) for k in FRAME_COLUMNS[1:]}}
-        for i, f in enumerate(items, start=1)
-    ]
+    rows = [{"rank": i, **{k: getattr(f, k) for k in FRAME_COLUMNS[1:]}} for i, f in enumerate(items, start=1)]
     return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
 
 

@@ -85,7 +85,11 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     )
     batch_fits = runs & np.asarray(out["batch_fits_memory"], dtype=bool)
     frame["batch_fits_memory"] = batch_fits
-    meets = batch_fits & (np.asarray(out["ttft_s"]) <= scenario.slo_ttft_s) & (np.asarray(out["tpot_s"]) <= scenario.slo_tpot_s)
+    meets = (
+        batch_fits
+        & (np.asarray(out["ttft_s"]) <= scenario.slo_ttft_s)
+        & (np.asarray(out["tpot_s"]) <= scenario.slo_tpot_s)
+    )
     frame["meets_slo"] = meets
     cheapest = np.zeros(len(keys), dtype=bool)
     if (meets & priced).any():
@@ -103,5 +107,7 @@ def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int, priced: bo
     if not priced:
         notes.append("not priced (set a GPU price)")
     if not bool(np.asarray(out["batch_fits_memory"])[i]):
-        notes.append(f"batch {s.batch} exceeds the {int(np.asarray(out['max_concurrent_sequences'])[i])} sequences that fit")
+        notes.append(
+            f"batch {s.batch} exceeds the {int(np.asarray(out['max_concurrent_sequences'])[i])} sequences that fit"
+        )
     return "; ".join(notes)

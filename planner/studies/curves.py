@@ -100,7 +100,9 @@ def concurrency_vs_context(result: Result) -> pd.DataFrame:
     x = result.inputs
     window = _f(x.context_window_tokens)
     ctx_now = _f(context_tokens(x.as_arrays()))
-    grid = log_grid(CONTEXT_MIN_TOKENS, max(2 * window, 2 * ctx_now, 2 * CONTEXT_MIN_TOKENS), CONTEXT_POINTS, window, ctx_now)
+    grid = log_grid(
+        CONTEXT_MIN_TOKENS, max(2 * window, 2 * ctx_now, 2 * CONTEXT_MIN_TOKENS), CONTEXT_POINTS, window, ctx_now
+    )
     plan = memory_plan(x.with_(prompt_tokens=grid, output_tokens=0.0).as_arrays())
     n = len(grid)
     return pd.DataFrame(
@@ -108,7 +110,10 @@ def concurrency_vs_context(result: Result) -> pd.DataFrame:
             "context_tokens": np.tile(grid, 2).astype(int),
             "scheme": np.repeat(["paged", "contiguous"], n),
             "max_concurrent_sequences": np.concatenate(
-                [np.broadcast_to(plan["max_concurrent_sequences"], n), np.broadcast_to(plan["max_concurrent_sequences_contiguous"], n)]
+                [
+                    np.broadcast_to(plan["max_concurrent_sequences"], n),
+                    np.broadcast_to(plan["max_concurrent_sequences_contiguous"], n),
+                ]
             ).astype(int),
             "within_context_window": np.tile(grid <= window, 2),
         }
@@ -123,9 +128,18 @@ def kv_per_token_by_attention(result: Result) -> pd.DataFrame:
     m = result.metrics
     if model.is_mla:
         return pd.DataFrame(
-            {"attention": ["MLA"], "kv_heads": [model.kv_heads], "kv_bytes_per_token": [m["kv_bytes_per_token"]], "current": [True]}
+            {
+                "attention": ["MLA"],
+                "kv_heads": [model.kv_heads],
+                "kv_bytes_per_token": [m["kv_bytes_per_token"]],
+                "current": [True],
+            }
         )
-    kinds = [("MHA", model.heads, m["kv_bytes_per_token_mha"]), (model.attention_kind, model.kv_heads, m["kv_bytes_per_token"]), ("MQA", 1, m["kv_bytes_per_token_mqa"])]
+    kinds = [
+        ("MHA", model.heads, m["kv_bytes_per_token_mha"]),
+        (model.attention_kind, model.kv_heads, m["kv_bytes_per_token"]),
+        ("MQA", 1, m["kv_bytes_per_token_mqa"]),
+    ]
     rows = {}
     for name, heads, value in kinds:  # three fixed bars, de-duplicated when the model is itself MHA or MQA
         rows.setdefault(heads, (name, value))

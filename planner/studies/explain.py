@@ -93,7 +93,11 @@ class _Scenario:
         self.kv_b = f(x.kv_bytes_per_element)
         self.per_layer = f(x.kv_elements_per_token_per_layer) * self.kv_b
         self.ctx = f(decode_context_tokens(x.as_arrays()))
-        self.o, self.a_c, self.a_m = f(x.compute_memory_overlap), f(x.attention_compute_frac), f(x.attention_bandwidth_frac)
+        self.o, self.a_c, self.a_m = (
+            f(x.compute_memory_overlap),
+            f(x.attention_compute_frac),
+            f(x.attention_bandwidth_frac),
+        )
         #: a measured (calibrated) profile's refinements of the roofline are in use
         self.refined = (self.o, self.a_c, self.a_m) != (1.0, 1.0, 1.0)
 
@@ -171,40 +175,66 @@ def _memory_items(s: _Scenario) -> list[ExplainItem]:
     L, P, O = num(s.L), num(s.P), num(s.O)
     items = []
     if M.is_mla:
-        items.append(ExplainItem(
-            "KV cache per token", "L · (r_kv + k_rope) · b_kv  (MLA latent, all layers)",
-            f"{L} · ({num(M.kv_lora_rank)} + {num(M.qk_rope_head_dim)}) · {num(s.kv_b)}", _bytes_value(m["kv_bytes_per_token"]),
-        ))
+        items.append(
+            ExplainItem(
+                "KV cache per token",
+                "L · (r_kv + k_rope) · b_kv  (MLA latent, all layers)",
+                f"{L} · ({num(M.kv_lora_rank)} + {num(M.qk_rope_head_dim)}) · {num(s.kv_b)}",
+                _bytes_value(m["kv_bytes_per_token"]),
+            )
+        )
     else:
         k = num(M.head_dim)
-        items.append(ExplainItem(
-            "KV cache per token", "2 · L · g · k · b_kv  (K and V, all layers, all GPUs)",
-            f"2 · {L} · {num(s.g)} · {k} · {num(s.kv_b)}", _bytes_value(m["kv_bytes_per_token"]),
-        ))
-        items.append(ExplainItem(
-            "KV cache per token with MHA (baseline)", "2 · L · h · k · b_kv  (every query head its own K/V)",
-            f"2 · {L} · {num(s.h)} · {k} · {num(s.kv_b)}", _bytes_value(m["kv_bytes_per_token_mha"]),
-        ))
-    items.append(ExplainItem(
-        "KV cache per sequence", "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W))",
-        f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {O})')}", _bytes_value(m["kv_bytes_per_sequence"]),
-    ))
+        items.append(
+            ExplainItem(
+                "KV cache per token",
+                "2 · L · g · k · b_kv  (K and V, all layers, all GPUs)",
+                f"2 · {L} · {num(s.g)} · {k} · {num(s.kv_b)}",
+                _bytes_value(m["kv_bytes_per_token"]),
+            )
+        )
+        items.append(
+            ExplainItem(
+                "KV cache per token with MHA (baseline)",
+                "2 · L · h · k · b_kv  (every query head its own K/V)",
+                f"2 · {L} · {num(s.h)} · {k} · {num(s.kv_b)}",
+                _bytes_value(m["kv_bytes_per_token_mha"]),
+            )
+        )
+    items.append(
+        ExplainItem(
+            "KV cache per sequence",
+            "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W))",
+            f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {O})')}",
+            _bytes_value(m["kv_bytes_per_sequence"]),
+        )
+    )
     x = s.x
-    items.append(ExplainItem(
-        "Weights per GPU", "N · b_w / tp", f"{num(float(x.total_params))} · {num(float(x.weight_bytes_per_param))} / {num(s.tp)}",
-        _bytes_value(m["weight_bytes_per_gpu"]),
-    ))
-    items.append(ExplainItem(
-        "Activation and workspace reserve per GPU", "512 MiB + max(C, B) · a / tp · 2 B + B · vocab · 4 B",
-        f"{num(FIXED_WORKSPACE_BYTES)} + max({num(s.C)}, {num(s.B)}) · {num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)} + "
-        f"{num(s.B)} · {num(float(x.vocab))} · {num(LOGIT_BYTES)}",
-        _bytes_value(m["reserve_bytes_per_gpu"]),
-    ))
-    items.append(ExplainItem(
-        "KV budget per GPU", "max(capacity · mem_util − weights per GPU − reserve, 0)",
-        f"max({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {exact(m['reserve_bytes_per_gpu'])}, 0)",
-        _bytes_value(m["kv_budget_bytes_per_gpu"]),
-    ))
+    items.append(
+        ExplainItem(
+            "Weights per GPU",
+            "N · b_w / tp",
+            f"{num(float(x.total_params))} · {num(float(x.weight_bytes_per_param))} / {num(s.tp)}",
+            _bytes_value(m["weight_bytes_per_gpu"]),
+        )
+    )
+    items.append(
+        ExplainItem(
+            "Activation and workspace reserve per GPU",
+            "512 MiB + max(C, B) · a / tp · 2 B + B · vocab · 4 B",
+            f"{num(FIXED_WORKSPACE_BYTES)} + max({num(s.C)}, {num(s.B)}) · {num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)} + "
+            f"{num(s.B)} · {num(float(x.vocab))} · {num(LOGIT_BYTES)}",
+            _bytes_value(m["reserve_bytes_per_gpu"]),
+        )
+    )
+    items.append(
+        ExplainItem(
+            "KV budget per GPU",
+            "max(capacity · mem_util − weights per GPU − reserve, 0)",
+            f"max({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {exact(m['reserve_bytes_per_gpu'])}, 0)",
+            _bytes_value(m["kv_budget_bytes_per_gpu"]),
+        )
+    )
     paged = f"⌈({P} + {O}) / {num(s.block)}⌉ · {num(s.block)}"
     contiguous = f"max({num(float(x.context_window_tokens))}, {P} + {O})"
     avail = f"({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {num(FIXED_WORKSPACE_BYTES)})"
@@ -212,20 +242,27 @@ def _memory_items(s: _Scenario) -> list[ExplainItem]:
     logit = f"{num(float(x.vocab))} · {num(LOGIT_BYTES)}"
     for title, key, reserved, rule in (
         ("Max concurrent sequences (paged)", "max_concurrent_sequences", paged, "⌈(P + O) / block⌉ · block"),
-        ("Max concurrent sequences (contiguous)", "max_concurrent_sequences_contiguous", contiguous, "max(window, P + O)"),
+        (
+            "Max concurrent sequences (contiguous)",
+            "max_concurrent_sequences_contiguous",
+            contiguous,
+            "max(window, P + O)",
+        ),
     ):
         seq = f"{s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')}"
         n1 = f"⌊({avail} - {num(s.C)} · {act}) / ({seq} + {logit})⌋"
         n2 = f"⌊{avail} / ({seq} + {act} + {logit})⌋"
         small = m[key] <= s.C
-        items.append(ExplainItem(
-            title,
-            "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  (s = KV per sequence reserved, "
-            f"reserved = {rule}; a = reserve per step token; ℓ = logits per sequence): "
-            + ("N = ⌊(A − C·a) / (s + ℓ)⌋ since N ≤ C" if small else "N = ⌊A / (s + a + ℓ)⌋ since N > C"),
-            f"max({n1 if small else n2}, 0)",
-            _value(m[key], "sequences"),
-        ))
+        items.append(
+            ExplainItem(
+                title,
+                "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  (s = KV per sequence reserved, "
+                f"reserved = {rule}; a = reserve per step token; ℓ = logits per sequence): "
+                + ("N = ⌊(A − C·a) / (s + ℓ)⌋ since N ≤ C" if small else "N = ⌊A / (s + a + ℓ)⌋ since N > C"),
+                f"max({n1 if small else n2}, 0)",
+                _value(m[key], "sequences"),
+            )
+        )
     return items
 
 
@@ -244,20 +281,26 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Prefill FLOP per GPU",
             "(2 · (N_matmul − N_head) · P + 2 · N_head · 1 + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp  (logits for the last token only)",
-            f"(2 · {nb} · {P} + 2 · {nh} · 1 + 2 · {h} · {d_pre} · {P} · {s.layer_tokens(f'({P} + 1) / 2')}) / {tp}", _value(m["prefill_flop"], "FLOP"),
+            f"(2 · {nb} · {P} + 2 · {nh} · 1 + 2 · {h} · {d_pre} · {P} · {s.layer_tokens(f'({P} + 1) / 2')}) / {tp}",
+            _value(m["prefill_flop"], "FLOP"),
         ),
         ExplainItem(
             "Prefill bytes per GPU",
             "weights read (all but an untied embedding table) + P · KV per token per GPU (written) + P · L · a / tp · 2 B (activations)",
-            f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}", _bytes_value(m["prefill_bytes"]),
+            f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}",
+            _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
-            "Time to first token (TTFT)", f"{s.step_time_formula};  {COMM}", s.step_time(pre, s.P),
+            "Time to first token (TTFT)",
+            f"{s.step_time_formula};  {COMM}",
+            s.step_time(pre, s.P),
             _seconds_value(m["ttft_s"], m["prefill_compute_bound"]),
         ),
         ExplainItem(
-            "Decode FLOP per GPU", "(2 · N_matmul · B + 2 · h · d_att · B · Σ_layers ctx) / tp,  ctx = P + O/2 (LM head included)",
-            f"(2 · ({nb} + {nh}) · {B} + 2 · {h} · {d_dec} · {B} · {s.layer_tokens(ctx)}) / {tp}", _value(m["decode_flop"], "FLOP"),
+            "Decode FLOP per GPU",
+            "(2 · N_matmul · B + 2 · h · d_att · B · Σ_layers ctx) / tp,  ctx = P + O/2 (LM head included)",
+            f"(2 · ({nb} + {nh}) · {B} + 2 · {h} · {d_dec} · {B} · {s.layer_tokens(ctx)}) / {tp}",
+            _value(m["decode_flop"], "FLOP"),
         ),
         ExplainItem(
             "Decode bytes per GPU",
@@ -266,34 +309,46 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
             _bytes_value(m["decode_bytes"]),
         ),
         ExplainItem(
-            "Decode step time (plain)", f"{s.step_time_formula};  {COMM}", s.step_time(dec, s.B),
+            "Decode step time (plain)",
+            f"{s.step_time_formula};  {COMM}",
+            s.step_time(dec, s.B),
             _seconds_value(m["plain_tpot_s"], m["decode_compute_bound"]),
         ),
     ]
     # ridge: the decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline
     w = float((xa.total_params - xa.lookup_params) * xa.weight_bytes_per_param / xa.tp)
     ridge = m["ridge_batch"]
-    items.append(ExplainItem(
-        "Compute-bound turn (ridge batch)",
-        "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); the batch where the weight matmuls turn "
-        "compute-bound (attention, a separate memory-bound roofline, does not move it); W = weights per GPU, "
-        "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
-        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
-        f"{act} / ({num(s.bw)} · {num(s.mbu)}))",
-        _value(ridge, "sequences") if math.isfinite(ridge) else "never (activation traffic outweighs the matmul FLOP at every batch)",
-    ))
+    items.append(
+        ExplainItem(
+            "Compute-bound turn (ridge batch)",
+            "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); the batch where the weight matmuls turn "
+            "compute-bound (attention, a separate memory-bound roofline, does not move it); W = weights per GPU, "
+            "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
+            f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
+            f"{act} / ({num(s.bw)} · {num(s.mbu)}))",
+            _value(ridge, "sequences")
+            if math.isfinite(ridge)
+            else "never (activation traffic outweighs the matmul FLOP at every batch)",
+        )
+    )
     if s.r.resolved.scenario.spec:
-        tpot_formula, tpot_sub = "speculative step time / E(α, γ)", f"{num(m['spec_step_s'])} / {num(m['spec_expected_tokens_per_step'])}"
+        tpot_formula, tpot_sub = (
+            "speculative step time / E(α, γ)",
+            f"{num(m['spec_step_s'])} / {num(m['spec_expected_tokens_per_step'])}",
+        )
     else:
         tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
     items += [
         ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
         ExplainItem(
-            "Decode tokens/s per GPU", "B / TPOT / tp", f"{B} / {num(m['tpot_s'])} / {tp}",
+            "Decode tokens/s per GPU",
+            "B / TPOT / tp",
+            f"{B} / {num(m['tpot_s'])} / {tp}",
             _value(m["decode_tokens_per_s_per_gpu"], "tokens/s"),
         ),
         ExplainItem(
-            "Cost per million output tokens", "price per GPU-hour · tp / 3600 / (B / TPOT) · 10^6",
+            "Cost per million output tokens",
+            "price per GPU-hour · tp / 3600 / (B / TPOT) · 10^6",
             f"{num(float(x.price_usd_per_gpu_hour))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} · {num(TOKENS_PER_MTOK)}",
             _value(m["cost_per_million_output_tokens_usd"], "USD"),
         ),
@@ -315,16 +370,20 @@ def _chunked_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Chunked prefill: newcomer TTFT",
             "⌊P/C⌋ · t_step(B decodes + C prefill tokens, mean past) + t_step(B decodes + remainder r = P − ⌊P/C⌋·C)  (0 when r = 0)",
-            f"⌊{num(P)} / {num(C)}⌋ · {num(float(full.time_s))} + {t_last}", _seconds_value(m["chunked_ttft_s"]),
+            f"⌊{num(P)} / {num(C)}⌋ · {num(float(full.time_s))} + {t_last}",
+            _seconds_value(m["chunked_ttft_s"]),
         ),
         ExplainItem(
             "Chunked prefill: running streams' max inter-token latency",
             f"the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; {s.step_time_formula}",
-            s.step_time(biggest, s.B + min(C, P)), _seconds_value(m["chunked_max_itl_s"]),
+            s.step_time(biggest, s.B + min(C, P)),
+            _seconds_value(m["chunked_max_itl_s"]),
         ),
         ExplainItem(
-            "No chunking: running streams' max inter-token latency", "t_prefill(P) + t_decode(B)",
-            f"{num(m['ttft_s'])} + {num(m['plain_tpot_s'])}", _seconds_value(m["nochunk_max_itl_s"]),
+            "No chunking: running streams' max inter-token latency",
+            "t_prefill(P) + t_decode(B)",
+            f"{num(m['ttft_s'])} + {num(m['plain_tpot_s'])}",
+            _seconds_value(m["nochunk_max_itl_s"]),
         ),
     ]
 
@@ -337,18 +396,32 @@ def _speculative_items(s: _Scenario) -> list[ExplainItem]:
     e_sub = f"{num(g)} + 1" if float(num(a)) >= 1.0 else f"(1 - {num(a)}^({num(g)} + 1)) / (1 - {num(a)})"
     plain = m["plain_tpot_s"]
     if float(xa.has_draft_model) > 0:
-        draft_formula, draft_sub = "t_draft = the draft model's own decode step", num(float(draft_step_s(xa, target_step_s=plain)))
+        draft_formula, draft_sub = (
+            "t_draft = the draft model's own decode step",
+            num(float(draft_step_s(xa, target_step_s=plain))),
+        )
     else:
         draft_formula, draft_sub = "t_draft = c · t_decode", f"{num(float(xa.draft_ratio))} · {num(plain)}"
     verify = float(verify_step_s(xa, g + 1.0))
     return [
-        ExplainItem("Speculative: expected tokens per step E", "E(α, γ) = (1 − α^(γ+1)) / (1 − α)  (γ + 1 when α = 1)", e_sub,
-                    _value(m["spec_expected_tokens_per_step"], "tokens")),
-        ExplainItem("Speculative step time", f"γ · t_draft + t_verify(B sequences × (γ + 1) tokens);  {draft_formula}",
-                    f"{num(g)} · {draft_sub} + {num(verify)}", _seconds_value(m["spec_step_s"])),
-        ExplainItem("Speculative speedup", "E · t_decode(B) / step time  (< 1: speculation loses)",
-                    f"{num(m['spec_expected_tokens_per_step'])} · {num(plain)} / {num(m['spec_step_s'])}",
-                    _value(m["spec_speedup"], "×", "loses" if m["spec_speedup"] < 1 else "wins")),
+        ExplainItem(
+            "Speculative: expected tokens per step E",
+            "E(α, γ) = (1 − α^(γ+1)) / (1 − α)  (γ + 1 when α = 1)",
+            e_sub,
+            _value(m["spec_expected_tokens_per_step"], "tokens"),
+        ),
+        ExplainItem(
+            "Speculative step time",
+            f"γ · t_draft + t_verify(B sequences × (γ + 1) tokens);  {draft_formula}",
+            f"{num(g)} · {draft_sub} + {num(verify)}",
+            _seconds_value(m["spec_step_s"]),
+        ),
+        ExplainItem(
+            "Speculative speedup",
+            "E · t_decode(B) / step time  (< 1: speculation loses)",
+            f"{num(m['spec_expected_tokens_per_step'])} · {num(plain)} / {num(m['spec_step_s'])}",
+            _value(m["spec_speedup"], "×", "loses" if m["spec_speedup"] < 1 else "wins"),
+        ),
     ]
 
 
@@ -362,32 +435,48 @@ def _cache_items(s: _Scenario) -> list[ExplainItem]:
     rpm = f(xa.requests_per_min_per_prefix)
     if rpm > 0:
         hit = ExplainItem(
-            "Cache hit rate (from traffic and TTL)", "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60, D = request duration",
-            f"1 - exp(-{num(rpm)} / 60 · max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))", f"{num(h)} ({h:.1%})",
+            "Cache hit rate (from traffic and TTL)",
+            "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60, D = request duration",
+            f"1 - exp(-{num(rpm)} / 60 · max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))",
+            f"{num(h)} ({h:.1%})",
         )
     else:
         hit = ExplainItem("Cache hit rate", "the hit-rate input", num(h), f"{num(h)} ({h:.1%})")
-    below = "" if m["cache_applies"] else f"  (the {num(f(xa.prefix_tokens))}-token prefix is below the {num(f(xa.min_cacheable_tokens))}-token minimum: X = 0)"
+    below = (
+        ""
+        if m["cache_applies"]
+        else f"  (the {num(f(xa.prefix_tokens))}-token prefix is below the {num(f(xa.min_cacheable_tokens))}-token minimum: X = 0)"
+    )
     without = m["nocache_cost_per_request_usd"]
     ttft_hit = f(prefill(xa, tokens=max(s.P - X, 1.0), past=min(X, s.P - 1.0)).time_s)
     return [
         hit,
         ExplainItem(
-            "Prompt cache: cost per request", "(h · r + (1 − h) · w) · X · p + (P − X) · p + O · o" + below,
+            "Prompt cache: cost per request",
+            "(h · r + (1 − h) · w) · X · p + (P − X) · p + O · o" + below,
             f"({num(h)} · {num(r)} + (1 - {num(h)}) · {num(w)}) · {num(X)} · {num(p)} + ({P} - {num(X)}) · {num(p)} + {O} · {num(o)}",
             _value(m["cache_cost_per_request_usd"], "USD"),
         ),
-        ExplainItem("No cache: cost per request", "P · p + O · o", f"{P} · {num(p)} + {O} · {num(o)}", _value(without, "USD")),
         ExplainItem(
-            "Prompt cache saving", "1 − cost with cache / cost without",
+            "No cache: cost per request", "P · p + O · o", f"{P} · {num(p)} + {O} · {num(o)}", _value(without, "USD")
+        ),
+        ExplainItem(
+            "Prompt cache saving",
+            "1 − cost with cache / cost without",
             f"1 - {num(m['cache_cost_per_request_usd'], 10)} / {num(without, 10)}" if without > 0 else "0",
             f"{num(m['cache_saving_frac'])} ({m['cache_saving_frac']:.1%})",
         ),
-        ExplainItem("Prompt cache break-even hit rate", "h* = (w − 1) / (w − r)  (caching pays above it)",
-                    f"({num(w)} - 1) / ({num(w)} - {num(r)})", num(m["cache_break_even_hit_rate"])),
         ExplainItem(
-            "TTFT with prompt cache", "h · t_prefill(P − X new tokens after X cached) + (1 − h) · t_prefill(P)",
-            f"{num(h)} · {num(ttft_hit)} + (1 - {num(h)}) · {num(m['ttft_s'])}", _seconds_value(m["cached_ttft_s"]),
+            "Prompt cache break-even hit rate",
+            "h* = (w − 1) / (w − r)  (caching pays above it)",
+            f"({num(w)} - 1) / ({num(w)} - {num(r)})",
+            num(m["cache_break_even_hit_rate"]),
+        ),
+        ExplainItem(
+            "TTFT with prompt cache",
+            "h · t_prefill(P − X new tokens after X cached) + (1 − h) · t_prefill(P)",
+            f"{num(h)} · {num(ttft_hit)} + (1 - {num(h)}) · {num(m['ttft_s'])}",
+            _seconds_value(m["cached_ttft_s"]),
         ),
     ]
 

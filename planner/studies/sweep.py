@@ -46,8 +46,6 @@ NUMERIC_KEYS: dict[str, tuple[str, float]] = {
 MAX_SWEEP_ROWS = 5_000_000
 
 
-
-
 def parse_axis(key: str, spec: str) -> list:
     """Values for one key: ``a,b,c``; ``start:stop:step`` (inclusive); ``start:stop:xF`` (geometric)."""
     if key not in FIELDS:
@@ -60,9 +58,18 @@ def parse_axis(key: str, spec: str) -> list:
             step = float(parts[2][1:] if geometric else parts[2])
         except ValueError:
             raise SweepError([f"{key}={spec!r}: range must be start:stop:step or start:stop:xFACTOR"]) from None
-        if not all(np.isfinite([start, stop, step])) or (step <= 1 if geometric else step <= 0) or start > stop or (geometric and start <= 0):
+        if (
+            not all(np.isfinite([start, stop, step]))
+            or (step <= 1 if geometric else step <= 0)
+            or start > stop
+            or (geometric and start <= 0)
+        ):
             raise SweepError([f"{key}={spec!r}: need start ≤ stop, step > 0 (or factor > 1 with start > 0)"])
-        n = int(np.floor(np.log(stop / start) / np.log(step) + 1e-9)) + 1 if geometric else int(np.floor((stop - start) / step + 1e-9)) + 1
+        n = (
+            int(np.floor(np.log(stop / start) / np.log(step) + 1e-9)) + 1
+            if geometric
+            else int(np.floor((stop - start) / step + 1e-9)) + 1
+        )
         if n > MAX_SWEEP_ROWS:
             raise SweepError([f"{key}={spec!r}: {n} values; at most {MAX_SWEEP_ROWS}"])
         raws = [repr(start * step**i) if geometric else repr(start + i * step) for i in range(n)]

@@ -67,8 +67,12 @@ def test_quick_run_schema_round_trips(quick):
     contexts = {c.ctx for c in quick.cases if c.seqs}
     assert len(quick.rounds) == 2 + len(contexts)
     assert quick.measured_peak_flop_per_s == pytest.approx(float(np.median([r.peak_flop_per_s for r in quick.rounds])))
-    assert quick.measured_bandwidth_bytes_per_s == pytest.approx(float(np.median([r.bandwidth_bytes_per_s for r in quick.rounds])))
-    assert quick.measured_compute_memory_overlap == pytest.approx(float(np.median([r.compute_memory_overlap for r in quick.rounds])))
+    assert quick.measured_bandwidth_bytes_per_s == pytest.approx(
+        float(np.median([r.bandwidth_bytes_per_s for r in quick.rounds]))
+    )
+    assert quick.measured_compute_memory_overlap == pytest.approx(
+        float(np.median([r.compute_memory_overlap for r in quick.rounds]))
+    )
     assert {k.kernel for k in quick.bandwidth} == {"copy", "sum", "gemv"}  # gemv: the decoder's weight-streaming kernel
     assert {a.kind for a in quick.attention} == {"decode", "prefill"}
     assert 1 <= len(quick.overlap) <= 3 and all(o.rows >= 2 for o in quick.overlap)
@@ -164,7 +168,14 @@ def test_cli_rejects_an_unknown_device():
 def test_cli_rejects_numpy_on_cuda_and_an_unwritable_folder(tmp_path):
     err = io.StringIO()
     out_dir = tmp_path / "never"
-    assert main(["bench", "--device", "cuda", "--backend", "numpy", "--quick", "--out", str(out_dir)], out=io.StringIO(), err=err) == 2
+    assert (
+        main(
+            ["bench", "--device", "cuda", "--backend", "numpy", "--quick", "--out", str(out_dir)],
+            out=io.StringIO(),
+            err=err,
+        )
+        == 2
+    )
     assert err.getvalue().startswith("error: ") and "Traceback" not in err.getvalue()
     assert not out_dir.exists()  # a rejected command creates nothing
     blocker = tmp_path / "file"
@@ -195,7 +206,10 @@ def _mutated(quick: BenchResults, edit) -> str:
         (lambda q: _mutated(q, lambda d: d["cases"][0].update(tokens=999)), "tokens"),
         (lambda q: _mutated(q, lambda d: d["cases"][0].update(measured_s=-1.0)), "cases.0.measured_s"),
         (lambda q: _mutated(q, lambda d: d["cases"][0]["predictions"].clear()), "predictions"),
-        (lambda q: _mutated(q, lambda d: d["cases"][0].update(phase="decode", n=5, seqs=0, tokens=5)), "not a decode step"),
+        (
+            lambda q: _mutated(q, lambda d: d["cases"][0].update(phase="decode", n=5, seqs=0, tokens=5)),
+            "not a decode step",
+        ),
         (lambda q: _mutated(q, lambda d: d["calibrated_profile"].update(calibrated=False)), "calibrated"),
         (lambda q: _mutated(q, lambda d: d.update(extra_field=1)), "extra_field"),
         (lambda q: results_json(q).replace('"wall_s": ', '"wall_s": NaN, "x": '), "NaN"),
@@ -320,11 +334,13 @@ def test_predicted_ridge_is_where_compute_meets_memory(quick):
 def test_overlap_is_read_off_the_kernel_time(t, o):
     # c = m = 1 s: the roofline says 1 s, back to back 2 s; o from t, clipped to [−1, 1]
     from planner.bench.micro import OverlapSample
+
     assert OverlapSample(rows=8, flop=10.0, bytes=20.0, median_s=t).overlap(10.0, 20.0) == pytest.approx(o)
 
 
 def test_ridge_rows_balance_arithmetic_and_streaming():
     from planner.bench.micro import ridge_rows
+
     # 500 GFLOP/s, 50 GB/s, fp32: 2·r FLOP per 4 bytes → r = 500·4 / (2·50) = 20
     assert ridge_rows(500e9, 50e9, 4.0) == 20
     assert ridge_rows(1e9, 1e12, 2.0) == 2  # never below two rows
@@ -341,11 +357,13 @@ def test_predict_cases_is_one_vectorised_call(quick):
 def test_calibration_scales_the_datasheet_to_the_measurement(quick, catalog):
     h100 = catalog.gpus["h100-sxm"]
     assert scenario_calibration(quick, h100) is None  # measured on a CPU
-    measured = quick.model_copy(update=dict(
-        device=quick.device.model_copy(update=dict(profile_key="h100-sxm")),
-        measured_peak_flop_per_s=0.6 * h100.peak_for("bf16"),
-        measured_bandwidth_bytes_per_s=1.2 * h100.memory_bandwidth_bytes_per_s,
-    ))
+    measured = quick.model_copy(
+        update=dict(
+            device=quick.device.model_copy(update=dict(profile_key="h100-sxm")),
+            measured_peak_flop_per_s=0.6 * h100.peak_for("bf16"),
+            measured_bandwidth_bytes_per_s=1.2 * h100.memory_bandwidth_bytes_per_s,
+        )
+    )
     cal = scenario_calibration(measured, h100)
     assert cal.mfu == pytest.approx(0.6) and cal.mbu == 1.0
     assert any("MBU" in n and "capped" in n for n in cal.notes)
@@ -395,11 +413,13 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
     import ui.tabs.crosscheck as tab
 
     h100 = catalog.gpus["h100-sxm"]
-    on_h100 = quick.model_copy(update=dict(
-        device=quick.device.model_copy(update=dict(profile_key="h100-sxm", slug="h100-run")),
-        measured_peak_flop_per_s=0.55 * h100.peak_for("bf16"),
-        measured_bandwidth_bytes_per_s=0.65 * h100.memory_bandwidth_bytes_per_s,
-    ))
+    on_h100 = quick.model_copy(
+        update=dict(
+            device=quick.device.model_copy(update=dict(profile_key="h100-sxm", slug="h100-run")),
+            measured_peak_flop_per_s=0.55 * h100.peak_for("bf16"),
+            measured_bandwidth_bytes_per_s=0.65 * h100.memory_bandwidth_bytes_per_s,
+        )
+    )
     (tmp_path / "h100-run.json").write_text(results_json(on_h100), encoding="utf-8")
     (tmp_path / "zz-broken.json").write_text('{"schema_version": 1}', encoding="utf-8")
     monkeypatch.setattr(tab, "RESULTS_DIR", tmp_path)
@@ -453,4 +473,5 @@ def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
     assert sorted(p.suffix for p in quick_dir.iterdir()) == [".csv", ".json", ".toml"]
     assert not list((tmp_path / "benchmarks" / "results").glob("*.toml"))  # the measured-profile folder's top level
     from planner.model.catalog import load_measured
+
     assert load_measured(tmp_path / "benchmarks" / "results", set()) == ({}, [])

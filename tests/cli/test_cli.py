@@ -16,13 +16,7 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
-REQUIRED = (
-    "kv_bytes_per_token kv_bytes_per_sequence weight_bytes_per_gpu kv_capacity_tokens "
-    "max_concurrent_sequences max_concurrent_sequences_contiguous fits ttft_s prefill_bound "
-    "tpot_s decode_bound decode_tokens_per_s ridge_batch chunked_ttft_s chunked_max_itl_s "
-    "spec_expected_tokens_per_step spec_speedup cache_cost_per_request_usd "
-    "nocache_cost_per_request_usd cache_break_even_hit_rate cost_per_million_output_tokens_usd"
-).split()
+REQUIRED = ["kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes_per_gpu", "kv_capacity_tokens", "max_concurrent_sequences", "max_concurrent_sequences_contiguous", "fits", "ttft_s", "prefill_bound", "tpot_s", "decode_bound", "decode_tokens_per_s", "ridge_batch", "chunked_ttft_s", "chunked_max_itl_s", "spec_expected_tokens_per_step", "spec_speedup", "cache_cost_per_request_usd", "nocache_cost_per_request_usd", "cache_break_even_hit_rate", "cost_per_million_output_tokens_usd"]
 
 
 def test_evaluate_json_has_every_required_metric():

@@ -27,6 +27,7 @@ def x_for(catalog, **kw):
 
 # --- KV cache ---------------------------------------------------------------
 
+
 def test_kv_per_token_opt13b_matches_vllm_paper(catalog):
     # Kwon et al., SOSP 2023 (PagedAttention), §3: OPT-13B needs 800 KB per token:
     # 2 (K,V) × 5120 (hidden) × 40 (layers) × 2 bytes (FP16) = 819,200 bytes.
@@ -75,6 +76,7 @@ def test_kv_heads_split_across_tp_and_replicated_beyond(catalog):
 
 # --- weights and memory plan ------------------------------------------------
 
+
 def test_weight_bytes_by_dtype(catalog):
     b = metrics(catalog, model="llama-2-7b")["weight_bytes_total"]
     assert metrics(catalog, model="llama-2-7b", wdtype="fp8")["weight_bytes_total"] == pytest.approx(b / 2)
@@ -120,6 +122,7 @@ def test_reserve_grows_with_tokens_per_step(catalog):
 
 
 # --- roofline -----------------------------------------------------------------
+
 
 def test_prefill_flops_are_two_per_param_per_token_plus_attention(catalog):
     # Kaplan et al. 2020: forward FLOPs ≈ 2·N per token (N = non-embedding params + LM head).
@@ -215,7 +218,11 @@ def test_measured_overlap_and_attention_fractions(catalog):
     x = x_for(catalog, model="llama-2-7b", gpu="h100-sxm", tp=1, mfu=0.5, mbu=0.7)
     plain = decode(x, batch=64.0, ctx=4096.0)
     o, a_c, a_m = 0.25, 0.4, 0.5
-    c = decode(x.with_(compute_memory_overlap=o, attention_compute_frac=a_c, attention_bandwidth_frac=a_m), batch=64.0, ctx=4096.0)
+    c = decode(
+        x.with_(compute_memory_overlap=o, attention_compute_frac=a_c, attention_bandwidth_frac=a_m),
+        batch=64.0,
+        ctx=4096.0,
+    )
     mc, mm = float(plain.matmul_compute_s), float(plain.matmul_memory_s)
     ac, am = float(plain.attention_compute_s) / a_c, float(plain.attention_memory_s) / a_m
     expected = max(mc, mm) + (1 - o) * min(mc, mm) + max(ac, am) + (1 - o) * min(ac, am)
@@ -253,6 +260,7 @@ def test_moe_decode_reads_only_touched_experts(catalog):
 
 # --- chunked prefill ----------------------------------------------------------
 
+
 def test_chunked_prefill_trades_ttft_for_itl(catalog):
     small = metrics(catalog, prompt=8192, chunk=256, prefix=0)
     big = metrics(catalog, prompt=8192, chunk=4096, prefix=0)
@@ -269,6 +277,7 @@ def test_chunk_at_least_prompt_is_one_step(catalog):
 
 
 # --- speculative decoding -------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "alpha,gamma,expected",
@@ -313,6 +322,7 @@ def test_draft_model_preset_costs_its_own_step(catalog):
 
 # --- prompt caching ---------------------------------------------------------------
 
+
 def test_break_even_hit_rates():
     # write 1.25× (5 min) → (1.25 − 1)/(1.25 − 0.1) = 0.2174; write 2× (1 h) → 1/1.9 = 0.5263
     assert float(break_even_hit_rate(1.25)) == pytest.approx(0.25 / 1.15)
@@ -346,6 +356,7 @@ def test_ttl_counts_from_request_start():
 
 
 # --- whole-engine behaviour --------------------------------------------------------
+
 
 def test_compute_broadcasts_a_sweep_in_one_call(catalog):
     x = x_for(catalog)
@@ -390,7 +401,14 @@ def test_mla_baselines_use_expanded_heads(catalog):
     assert m["kv_bytes_per_token"] < m["kv_bytes_per_token_mha"] / 50
 
 
-@pytest.mark.parametrize("kw", [dict(model="llama-3.1-70b", gpu="h200", tp=2), dict(model="llama-3.1-8b", chunk=64), dict(model="qwen2.5-7b", gpu="l4")])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(model="llama-3.1-70b", gpu="h200", tp=2),
+        dict(model="llama-3.1-8b", chunk=64),
+        dict(model="qwen2.5-7b", gpu="l4"),
+    ],
+)
 def test_max_concurrency_is_a_batch_that_really_fits(catalog, kw):
     from planner.engine.memory import (
         kv_budget_raw_bytes,

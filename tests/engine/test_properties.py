@@ -72,7 +72,9 @@ def test_monotonic_in_kv_heads(s):
     if m.is_mla:
         return
     divisors = [d for d in range(1, m.heads + 1) if m.heads % d == 0]
-    kv = [float(np.asarray(compute(x_of(s.model_copy(update={"kv_heads": d})))["kv_bytes_per_token"])) for d in divisors]
+    kv = [
+        float(np.asarray(compute(x_of(s.model_copy(update={"kv_heads": d})))["kv_bytes_per_token"])) for d in divisors
+    ]
     assert all(a < b for a, b in zip(kv, kv[1:]))
 
 
@@ -81,21 +83,30 @@ def test_monotonic_in_kv_heads(s):
 def test_decode_never_beats_weights_over_bandwidth_and_counts_are_sane(s):
     x = x_of(s)
     out = compute(x)
-    floor_s = float((x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp) / float(x.bandwidth_bytes_per_s)
+    floor_s = float((x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp) / float(
+        x.bandwidth_bytes_per_s
+    )
     if float(x.experts) == 0:
         assert float(out["plain_tpot_s"]) >= floor_s * (1 - 1e-9)
-    for k in ("max_concurrent_sequences", "max_concurrent_sequences_contiguous", "kv_capacity_tokens", "kv_budget_bytes_per_gpu"):
+    for k in (
+        "max_concurrent_sequences",
+        "max_concurrent_sequences_contiguous",
+        "kv_capacity_tokens",
+        "kv_budget_bytes_per_gpu",
+    ):
         assert float(out[k]) >= 0
     for k, v in out.items():
         if k != "ridge_batch":
             assert np.all(np.isfinite(np.asarray(v, dtype=float))), k
 
 
-refinements = st.fixed_dictionaries(dict(
-    compute_memory_overlap=st.floats(-1, 1),
-    attention_compute_frac=st.floats(0.01, 1),
-    attention_bandwidth_frac=st.floats(0.01, 1),
-))
+refinements = st.fixed_dictionaries(
+    dict(
+        compute_memory_overlap=st.floats(-1, 1),
+        attention_compute_frac=st.floats(0.01, 1),
+        attention_bandwidth_frac=st.floats(0.01, 1),
+    )
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -111,7 +122,9 @@ def test_measured_refinements_only_slow_the_roofline_and_keep_it_monotonic(s, re
     refined_x = x.with_(**ref).as_arrays()
     refined = decode(refined_x, batch=b).time_s
     assert np.all(refined >= plain * (1 - 1e-12))
-    more_overlap = decode(refined_x.with_(compute_memory_overlap=np.minimum(refined_x.compute_memory_overlap + 0.5, 1.0)), batch=b).time_s
+    more_overlap = decode(
+        refined_x.with_(compute_memory_overlap=np.minimum(refined_x.compute_memory_overlap + 0.5, 1.0)), batch=b
+    ).time_s
     assert np.all(more_overlap <= refined * (1 + 1e-12))
     assert np.all(np.diff(refined) >= -1e-15 * refined[1:])
     tokens_per_s = b / refined

@@ -185,9 +185,7 @@ def test_malformed_profile_is_reported_by_name_and_skipped(tmp_path):
 
 def test_out_of_range_value_is_reported_by_name_and_skipped(tmp_path):
     _copy_valid(tmp_path)
-    text = _good_profile_text().replace(
-        "memory_bandwidth_tb_per_s = 3.35", "memory_bandwidth_tb_per_s = -1"
-    )
+    text = _good_profile_text().replace("memory_bandwidth_tb_per_s = 3.35", "memory_bandwidth_tb_per_s = -1")
     assert "memory_bandwidth_tb_per_s = -1" in text
     (tmp_path / "negative-bw.toml").write_text(text, encoding="utf-8")
     gpus, problems = load_gpus(tmp_path)
@@ -199,9 +197,7 @@ def test_out_of_range_value_is_reported_by_name_and_skipped(tmp_path):
 
 def test_profile_without_source_is_rejected_naming_source(tmp_path):
     _copy_valid(tmp_path)
-    lines = [
-        ln for ln in _good_profile_text().splitlines() if not ln.startswith("source =")
-    ]
+    lines = [ln for ln in _good_profile_text().splitlines() if not ln.startswith("source =")]
     assert not any(ln.startswith("source") for ln in lines)
     (tmp_path / "no-source.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     gpus, problems = load_gpus(tmp_path)
@@ -226,9 +222,7 @@ def test_both_capacity_units_are_rejected(tmp_path):
 
 
 def test_neither_capacity_unit_is_rejected(tmp_path):
-    lines = [
-        ln for ln in _good_profile_text().splitlines() if not ln.startswith("memory_capacity_gb")
-    ]
+    lines = [ln for ln in _good_profile_text().splitlines() if not ln.startswith("memory_capacity_gb")]
     (tmp_path / "no-capacity.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     gpus, problems = load_gpus(tmp_path)
     assert gpus == {}
@@ -260,12 +254,15 @@ def test_missing_folder_is_reported(tmp_path):
     assert len(problems) == 1 and "folder not found" in problems[0]
 
 
-@pytest.mark.parametrize("line, field", [
-    ("compute_memory_overlap = 1.5", "compute_memory_overlap"),
-    ("compute_memory_overlap = -2", "compute_memory_overlap"),
-    ("attention_compute_frac = 0", "attention_compute_frac"),
-    ("attention_bandwidth_frac = 1.2", "attention_bandwidth_frac"),
-])
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ("compute_memory_overlap = 1.5", "compute_memory_overlap"),
+        ("compute_memory_overlap = -2", "compute_memory_overlap"),
+        ("attention_compute_frac = 0", "attention_compute_frac"),
+        ("attention_bandwidth_frac = 1.2", "attention_bandwidth_frac"),
+    ],
+)
 def test_measured_refinements_out_of_range_are_named(tmp_path, line, field):
     (tmp_path / "refined.toml").write_text(_good_profile_text() + line + "\n", encoding="utf-8")
     gpus, problems = load_gpus(tmp_path)
@@ -274,7 +271,10 @@ def test_measured_refinements_out_of_range_are_named(tmp_path, line, field):
 
 
 def test_measured_refinements_load(tmp_path):
-    text = _good_profile_text() + "compute_memory_overlap = -0.4\nattention_compute_frac = 0.25\nattention_bandwidth_frac = 0.55\n"
+    text = (
+        _good_profile_text()
+        + "compute_memory_overlap = -0.4\nattention_compute_frac = 0.25\nattention_bandwidth_frac = 0.55\n"
+    )
     (tmp_path / "refined.toml").write_text(text, encoding="utf-8")
     gpus, problems = load_gpus(tmp_path)
     assert problems == []

@@ -323,8 +323,17 @@ QWEN15_MOE = {
         (GEMMA_2_9B, "gemma-2-9b"),
         (QWEN25_7B, "qwen2.5-7b"),
     ],
-    ids=["llama-3.1-8b", "mistral-7b", "mixtral-8x7b", "deepseek-v3", "opt-13b", "falcon-40b",
-         "falcon-40b-refinedweb", "gemma-2-9b", "qwen2.5-7b"],
+    ids=[
+        "llama-3.1-8b",
+        "mistral-7b",
+        "mixtral-8x7b",
+        "deepseek-v3",
+        "opt-13b",
+        "falcon-40b",
+        "falcon-40b-refinedweb",
+        "gemma-2-9b",
+        "qwen2.5-7b",
+    ],
 )
 def test_config_reproduces_preset_shape(config: dict, preset: str) -> None:
     assert shape(model_from_hf_config(config)) == shape(PRESETS[preset])
@@ -369,7 +378,11 @@ def test_deepseek_v3_mla_and_moe() -> None:
     m = model_from_hf_config(DEEPSEEK_V3)
     assert m.attention_kind == "MLA"
     assert (m.kv_lora_rank, m.q_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim) == (
-        512, 1536, 64, 128, 128,
+        512,
+        1536,
+        64,
+        128,
+        128,
     )
     assert (m.experts, m.experts_per_token, m.shared_experts, m.moe_ffn, m.dense_layers) == (256, 8, 1, 2048, 3)
     assert m.ffn == 18432 and m.vocab == 129280 and m.layers == 61
@@ -445,8 +458,9 @@ def test_mistral_window_on_every_layer_unless_switched_off() -> None:
 
 def test_qwen2_window_only_when_enabled_and_above_max_window_layers() -> None:
     assert model_from_hf_config(QWEN25_7B).sliding_window_layers == 0  # use_sliding_window false
-    on = model_from_hf_config({**QWEN25_7B, "use_sliding_window": True, "sliding_window": 4096,
-                               "max_window_layers": 20})
+    on = model_from_hf_config(
+        {**QWEN25_7B, "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 20}
+    )
     assert (on.sliding_window_tokens, on.sliding_window_layers) == (4096, 8)
     default = {k: v for k, v in QWEN25_7B.items() if k != "use_sliding_window"}
     assert model_from_hf_config(default).sliding_window_layers == 0  # defaults to false
@@ -463,15 +477,22 @@ def test_explicit_layer_types_win() -> None:
 
 
 def test_aliases_gpt_style_names() -> None:
-    cfg = {"n_layer": 4, "n_embd": 256, "n_head": 8, "intermediate_size": 1024,
-           "vocab_size": 1000, "max_position_embeddings": 512}
+    cfg = {
+        "n_layer": 4,
+        "n_embd": 256,
+        "n_head": 8,
+        "intermediate_size": 1024,
+        "vocab_size": 1000,
+        "max_position_embeddings": 512,
+    }
     m = model_from_hf_config(cfg)
     assert (m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim) == (4, 256, 8, 8, 32)
 
 
 def test_text_config_of_a_multimodal_model() -> None:
-    m = model_from_hf_config({"model_type": "llava", "vision_config": {"hidden_size": 1024},
-                              "text_config": LLAMA_31_8B})
+    m = model_from_hf_config(
+        {"model_type": "llava", "vision_config": {"hidden_size": 1024}, "text_config": LLAMA_31_8B}
+    )
     assert shape(m) == shape(PRESETS["llama-3.1-8b"])
 
 
@@ -511,8 +532,7 @@ def test_missing_mla_and_moe_fields_are_named() -> None:
 def test_empty_object_names_the_core_fields() -> None:
     with pytest.raises(ValueError) as err:
         model_from_hf_config({})
-    for field in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size",
-                  "max_position_embeddings"):
+    for field in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "max_position_embeddings"):
         assert field in str(err.value)
 
 
@@ -558,8 +578,15 @@ def test_hidden_not_divisible_by_heads_asks_for_head_dim() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['{"num_hidden_layers": 32,', "", "not json", "{'single': 'quotes'}",
-     '{"hidden_size": NaN}', '{"hidden_size": Infinity}', "[" * 100_000],
+    [
+        '{"num_hidden_layers": 32,',
+        "",
+        "not json",
+        "{'single': 'quotes'}",
+        '{"hidden_size": NaN}',
+        '{"hidden_size": Infinity}',
+        "[" * 100_000,
+    ],
 )
 def test_invalid_json(text: str) -> None:
     with pytest.raises(ValueError, match="^config.json is not valid JSON: "):

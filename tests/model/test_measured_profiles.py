@@ -31,7 +31,7 @@ COMMITTED = sorted(p.stem for p in MEASURED_DIR.glob("*.toml"))
 def test_committed_measured_profiles_are_in_the_catalog(catalog):
     assert COMMITTED and sorted(catalog.measured) == COMMITTED
     assert not set(catalog.measured) & set(catalog.gpus)
-    assert catalog.profile_keys()[-len(COMMITTED):] == COMMITTED  # listed after the datasheet profiles
+    assert catalog.profile_keys()[-len(COMMITTED) :] == COMMITTED  # listed after the datasheet profiles
     for key in COMMITTED:
         g = catalog.profile(key)
         assert g.calibrated and g.price_usd_per_hour == 0.0 and g.compute_memory_overlap != 1.0
@@ -55,7 +55,9 @@ def test_uncalibrated_or_clashing_measured_files_are_named_and_skipped(tmp_path)
 def test_a_link_can_plan_on_a_measured_machine(catalog):
     key = COMMITTED[-1]
     out, err = io.StringIO(), io.StringIO()
-    assert main(["evaluate", f"gpu={key}&tp=1&model=qwen2.5-0.5b", "--format", "json"], out=out, err=err) == 0, err.getvalue()
+    assert main(["evaluate", f"gpu={key}&tp=1&model=qwen2.5-0.5b", "--format", "json"], out=out, err=err) == 0, (
+        err.getvalue()
+    )
     r = evaluate(Scenario(gpu=key, model="qwen2.5-0.5b"), catalog)
     assert float(r.inputs.compute_memory_overlap) == catalog.measured[key].compute_memory_overlap
     with pytest.raises(ScenarioError, match=key):  # the error lists the measured keys among the choices

@@ -55,9 +55,7 @@ def test_every_preset_file_is_covered() -> None:
     assert stems == sorted(key for key, _, _ in TOTALS)
 
 
-@pytest.mark.parametrize(
-    ("key", "tolerance"), [pytest.param(k, t, id=f"{k}: {src}") for k, t, src in TOTALS]
-)
+@pytest.mark.parametrize(("key", "tolerance"), [pytest.param(k, t, id=f"{k}: {src}") for k, t, src in TOTALS])
 def test_total_matches_published(key: str, tolerance: float) -> None:
     m = MODELS[key]
     assert m.published_params > 0, "preset must state published_params"
@@ -68,9 +66,7 @@ def test_total_matches_published(key: str, tolerance: float) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("key", "published"), [pytest.param(k, p, id=f"{k}: {src}") for k, p, src in ACTIVE]
-)
+@pytest.mark.parametrize(("key", "published"), [pytest.param(k, p, id=f"{k}: {src}") for k, p, src in ACTIVE])
 def test_active_matches_published(key: str, published: float) -> None:
     pc = param_counts(MODELS[key])
     assert pc.active == pytest.approx(published, rel=0.05)
@@ -120,10 +116,18 @@ def test_shape_details_that_are_easy_to_get_wrong() -> None:
     assert MODELS["falcon-40b"].ffn == 4 * MODELS["falcon-40b"].hidden
     ds = MODELS["deepseek-v3"]
     assert (ds.kv_lora_rank, ds.q_lora_rank, ds.qk_rope_head_dim, ds.qk_nope_head_dim, ds.v_head_dim) == (
-        512, 1536, 64, 128, 128,
+        512,
+        1536,
+        64,
+        128,
+        128,
     )
     assert (ds.experts, ds.experts_per_token, ds.shared_experts, ds.moe_ffn, ds.dense_layers) == (
-        256, 8, 1, 2048, 3,
+        256,
+        8,
+        1,
+        2048,
+        3,
     )
 
 

@@ -78,9 +78,11 @@ def test_encode_decode_round_trip(layout):
 
 def test_encoding_is_compact_and_readable():
     layout = Layout(
-        blocks=(Block(kind="tools", tokens=1500, variability="stable"),
-                Block(kind="system", tokens=4000, variability="stable", breakpoint=True),
-                Block(kind="messages", tokens=300, variability="per_request")),
+        blocks=(
+            Block(kind="tools", tokens=1500, variability="stable"),
+            Block(kind="system", tokens=4000, variability="stable", breakpoint=True),
+            Block(kind="messages", tokens=300, variability="per_request"),
+        ),
         settings=LayoutSettings(rpm=60, users=200, auto=True),
     )
     assert encode(layout) == "t:1500:s|s:4000:s:*|m:300:r;rpm:60,users:200,auto:1"
@@ -285,8 +287,12 @@ def test_suggestion_moves_varying_system_text_into_the_messages(x):
     layout = decode("s:4000:s|s:20:r|m:3000:s:*|m:200:r")
     sug = suggest(layout, x, "5m", traffic())
     got = [(b.kind, b.tokens, b.variability, b.breakpoint) for b in sug.layout.blocks]
-    assert got == [("system", 4000, "stable", False), ("messages", 3000, "stable", True),
-                   ("messages", 20, "per_request", False), ("messages", 200, "per_request", False)]
+    assert got == [
+        ("system", 4000, "stable", False),
+        ("messages", 3000, "stable", True),
+        ("messages", 20, "per_request", False),
+        ("messages", 200, "per_request", False),
+    ]
     assert any("from system into the messages" in c for c in sug.changes)
     assert sug.report.cost_per_request_usd < analyse(layout, x, "5m", traffic()).cost_per_request_usd
 

@@ -54,8 +54,10 @@ def test_example_log_end_to_end():
     created = sum(r["cache_creation_input_tokens"] for r in good)
     assert rep.hit_rate_frac == pytest.approx(read / (read + created))
     paid = sum(
-        r["input_tokens"] * P_IN + r["cache_creation_input_tokens"] * W * P_IN
-        + r["cache_read_input_tokens"] * R * P_IN + r["output_tokens"] * P_OUT
+        r["input_tokens"] * P_IN
+        + r["cache_creation_input_tokens"] * W * P_IN
+        + r["cache_read_input_tokens"] * R * P_IN
+        + r["output_tokens"] * P_OUT
         for r in good
     )
     nocache = sum(
@@ -70,7 +72,10 @@ def test_example_log_end_to_end():
         ideal += cacheable * (R if r["group"] in seen else W) * P_IN
         seen.add(r["group"])
     assert (rep.paid_usd, rep.nocache_usd, rep.ideal_usd) == (
-        pytest.approx(paid), pytest.approx(nocache), pytest.approx(ideal))
+        pytest.approx(paid),
+        pytest.approx(nocache),
+        pytest.approx(ideal),
+    )
     # the summariser's timestamp sits before its breakpoint: writes every time, never a read
     assert rep.invalidated_groups == ("doc-summariser",)
     groups = rep.groups.set_index("group")
@@ -91,19 +96,25 @@ def test_example_log_end_to_end():
 
 def test_csv_bad_rows_reported_by_line_and_field_good_rows_used():
     data = (
-        "input_tokens,output_tokens,cache_read_input_tokens,timestamp,prefix\n"
-        "10,5,,1700000000,a\n"
-        "-1,5,3,yesterday,b\n"
-        "1,2,3\n"
-        "\n"
-        "7,8,9,2024-01-01T00:00:00+02:00,\n"
-        "1.5,2,true,1e3,a\n"
-        "12.0, 4 ,0,1700000060.5,a\n"
-    ).encode()
+        b"input_tokens,output_tokens,cache_read_input_tokens,timestamp,prefix\n"
+        b"10,5,,1700000000,a\n"
+        b"-1,5,3,yesterday,b\n"
+        b"1,2,3\n"
+        b"\n"
+        b"7,8,9,2024-01-01T00:00:00+02:00,\n"
+        b"1.5,2,true,1e3,a\n"
+        b"12.0, 4 ,0,1700000060.5,a\n"
+    )
     parsed = parse_usage_log(data, "log.csv")
     got = [(p.line, p.field) for p in parsed.problems]
-    assert got == [(3, "input_tokens"), (3, "timestamp"), (4, ""), (7, "input_tokens"),
-                   (7, "cache_read_input_tokens"), (7, "timestamp")]
+    assert got == [
+        (3, "input_tokens"),
+        (3, "timestamp"),
+        (4, ""),
+        (7, "input_tokens"),
+        (7, "cache_read_input_tokens"),
+        (7, "timestamp"),
+    ]
     assert "expected 5 fields, found 3" in str(parsed.problems[2])
     assert (parsed.rows_read, parsed.rows_rejected) == (6, 3)
     rows = parsed.rows
@@ -146,7 +157,9 @@ def test_size_limit(monkeypatch):
 
 
 def test_json_lines_errors_and_constants():
-    data = b'{"input_tokens": 1, "output_tokens": 2}\n{"input_tokens": NaN, "output_tokens": 2}\n[1]\n{"input_tokens": 3'
+    data = (
+        b'{"input_tokens": 1, "output_tokens": 2}\n{"input_tokens": NaN, "output_tokens": 2}\n[1]\n{"input_tokens": 3'
+    )
     parsed = parse_usage_log(data, "x.jsonl")
     assert [p.line for p in parsed.problems] == [2, 3, 4]
     assert "NaN is not allowed" in parsed.problems[0].message
@@ -177,8 +190,12 @@ cells = st.one_of(
 records = st.fixed_dictionaries(
     {},
     optional={
-        "input_tokens": cells, "output_tokens": cells, "cache_creation_input_tokens": cells,
-        "cache_read_input_tokens": cells, "timestamp": cells, "group": cells,
+        "input_tokens": cells,
+        "output_tokens": cells,
+        "cache_creation_input_tokens": cells,
+        "cache_read_input_tokens": cells,
+        "timestamp": cells,
+        "group": cells,
     },
 )
 
@@ -209,15 +226,25 @@ def test_vectorised_checks_agree_with_the_row_model(recs):
 
 def rows_for(group, reads, writes, start=0):
     return [
-        {"timestamp": 1_700_000_000 + start + 30 * i, "group": group, "input_tokens": 10, "output_tokens": 5,
-         "cache_read_input_tokens": r, "cache_creation_input_tokens": w}
+        {
+            "timestamp": 1_700_000_000 + start + 30 * i,
+            "group": group,
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cache_read_input_tokens": r,
+            "cache_creation_input_tokens": w,
+        }
         for i, (r, w) in enumerate(zip(reads, writes))
     ]
 
 
 def test_groups_reading_nothing_while_writing_are_flagged():
-    log = rows_for("broken", [0, 0, 0], [900, 900, 900]) + rows_for("fine", [0, 900, 900], [900, 0, 0]) + rows_for(
-        "once", [0], [900]) + rows_for("uncached", [0, 0], [0, 0])
+    log = (
+        rows_for("broken", [0, 0, 0], [900, 900, 900])
+        + rows_for("fine", [0, 900, 900], [900, 0, 0])
+        + rows_for("once", [0], [900])
+        + rows_for("uncached", [0, 0], [0, 0])
+    )
     rep = audit(parse_usage_log(jsonl(*log)), P_IN, P_OUT, W)
     assert rep.invalidated_groups == ("broken",)
 
@@ -245,7 +272,9 @@ def test_untimed_rows_leave_the_time_series_but_not_the_totals():
     assert rep.cache_read_tokens == 17 and rep.series["cache_read_input_tokens"].sum() == 10
 
 
-@pytest.mark.parametrize(("span_s", "width_s"), [(59, 60), (3500, 60), (3 * 3600, 300), (12 * 3600, 900), (20 * 86_400, 86_400)])
+@pytest.mark.parametrize(
+    ("span_s", "width_s"), [(59, 60), (3500, 60), (3 * 3600, 300), (12 * 3600, 900), (20 * 86_400, 86_400)]
+)
 def test_bin_width_keeps_at_most_max_bins(span_s, width_s):
     log = [{"timestamp": 1_700_000_000 + t, "input_tokens": 1, "output_tokens": 1} for t in (0, span_s)]
     rep = audit(parse_usage_log(jsonl(*log)), P_IN, P_OUT, W)
@@ -260,15 +289,39 @@ def test_counts_are_whole_and_bounded():
     assert len(ok.rows) == 1 and len(over.rows) == 0
 
 
-csv_cells = st.sampled_from(["", " ", "0", "12", " 7 ", "3.0", "3.5", "1e3", "-4", "abc", "true",
-                             "2024-05-01T10:00:00Z", "2024-13-01", "1700000000", "1700000000.25", "x" * 201])
+csv_cells = st.sampled_from(
+    [
+        "",
+        " ",
+        "0",
+        "12",
+        " 7 ",
+        "3.0",
+        "3.5",
+        "1e3",
+        "-4",
+        "abc",
+        "true",
+        "2024-05-01T10:00:00Z",
+        "2024-13-01",
+        "1700000000",
+        "1700000000.25",
+        "x" * 201,
+    ]
+)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(csv_cells, min_size=6, max_size=6), min_size=1, max_size=6))
 def test_csv_checks_agree_with_the_row_model(rows):
-    header = ["input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-              "timestamp", "group"]
+    header = [
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "timestamp",
+        "group",
+    ]
     text = "\n".join([",".join(header)] + [",".join(r) for r in rows]) + "\n"
     parsed = parse_usage_log(text.encode(), "x.csv")
     kept = set(parsed.rows["line"].tolist())

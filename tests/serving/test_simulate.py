@@ -61,8 +61,16 @@ def _workload(arrival, prompt, output, cached=None) -> Workload:
 
 def _config(**kw) -> SimConfig:
     base = dict(
-        batch=8, chunk_tokens=512, block_tokens=16, kv_capacity_blocks=10_000, context_window_tokens=100_000,
-        gamma=0, alpha=0.7, seed=0, slo_ttft_s=1.0, slo_tpot_s=0.1,
+        batch=8,
+        chunk_tokens=512,
+        block_tokens=16,
+        kv_capacity_blocks=10_000,
+        context_window_tokens=100_000,
+        gamma=0,
+        alpha=0.7,
+        seed=0,
+        slo_ttft_s=1.0,
+        slo_tpot_s=0.1,
     )
     return SimConfig(**(base | kw))
 
@@ -108,7 +116,9 @@ def test_two_chunks_share_the_weights_and_add_their_work(catalog):
         return fast.scalar_time_s(0, 1, 0, [n], [past])
 
     # compute-bound chunks: FLOP add up, so the shared step costs the sum
-    assert fast.scalar_time_s(0, 1, 0, [1000, 1000], [0, 4000]) == pytest.approx(alone(1000, 0) + alone(1000, 4000), rel=1e-9)
+    assert fast.scalar_time_s(0, 1, 0, [1000, 1000], [0, 4000]) == pytest.approx(
+        alone(1000, 0) + alone(1000, 4000), rel=1e-9
+    )
     # memory-bound chunks: the weights are read once for both
     both = fast.scalar_time_s(0, 1, 0, [16, 16], [0, 4000])
     assert max(alone(16, 0), alone(16, 4000)) < both < 0.6 * (alone(16, 0) + alone(16, 4000))
@@ -242,7 +252,11 @@ def test_same_seed_same_result_other_seed_differs(catalog):
 def test_stop_on_slo_miss_agrees_with_the_full_run(catalog):
     s = Scenario(rate=12.0, sim_requests=600)
     _, x = sim_inputs(s, catalog)
-    args = (poisson_workload(12.0, 600, "lognormal", 0.5, 2048, 256, 0.5, 1024, 0), SimConfig.from_inputs(x, s), RooflineStepTime.from_inputs(x))
+    args = (
+        poisson_workload(12.0, 600, "lognormal", 0.5, 2048, 256, 0.5, 1024, 0),
+        SimConfig.from_inputs(x, s),
+        RooflineStepTime.from_inputs(x),
+    )
     full = simulate(*args)
     early = simulate(*args, stop_on_slo_miss=True)
     assert not full.summary["slo_met"] and not early.summary["slo_met"]
@@ -272,7 +286,11 @@ def test_invariants(n, batch, chunk, blocks, gamma, seed):
     w = _workload(
         np.sort(rng.uniform(0, 1, n)), rng.integers(1, 120, n), rng.integers(1, 60, n), rng.integers(0, 50, n)
     )
-    r = simulate(w, _config(batch=batch, chunk_tokens=chunk, kv_capacity_blocks=blocks, gamma=gamma, seed=seed), ConstantStep(0.01))
+    r = simulate(
+        w,
+        _config(batch=batch, chunk_tokens=chunk, kv_capacity_blocks=blocks, gamma=gamma, seed=seed),
+        ConstantStep(0.01),
+    )
     served = r.status == SERVED
     assert np.all((r.status == SERVED) | (r.status == REJECTED_KV))
     assert np.all(r.ttft_s[served] >= 0.01 - 1e-12)

@@ -99,7 +99,9 @@ def test_disaggregated_estimate_follows_its_formulas(sized, catalog):
     timer = RooflineStepTime.from_inputs(x)
     tpot = float(timer.decode_steps_s(streams, np.array([s.prompt + s.output / 2]))[0])
     assert tpot <= s.slo_tpot_s
-    assert float(timer.decode_steps_s(streams + 1, np.array([s.prompt + s.output / 2]))[0]) > s.slo_tpot_s or streams == float(memory_plan(x)["max_concurrent_sequences"])
+    assert float(
+        timer.decode_steps_s(streams + 1, np.array([s.prompt + s.output / 2]))[0]
+    ) > s.slo_tpot_s or streams == float(memory_plan(x)["max_concurrent_sequences"])
     assert row["disaggregated_gpus"] == row["prefill_gpus"] + row["decode_gpus"]
 
 

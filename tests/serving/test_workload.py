@@ -109,7 +109,13 @@ def test_round_robin_split():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 1e6), st.integers(1, 10**6), st.integers(1, 10**5), st.sampled_from(["", "a", "b"])), min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1e6), st.integers(1, 10**6), st.integers(1, 10**5), st.sampled_from(["", "a", "b"])),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_any_valid_trace_round_trips(rows):
     text = "arrival_s,prompt_tokens,output_tokens,prefix_id\n" + "".join(f"{a!r},{p},{o},{i}\n" for a, p, o, i in rows)
     w = parse_trace(text, prefix_tokens=50)

@@ -288,8 +288,19 @@ SMALL_MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "llama-3.1-70b", "
     hit=st.floats(0.0, 1.0),
 )
 def test_property_effects_reproduce_and_rank(catalog, gpu, model, tp, batch, prompt, output, chunk, spec, alpha, hit):
-    s = Scenario(gpu=gpu, model=model, tp=tp, batch=batch, prompt=prompt, prefix=min(1024, prompt), output=output,
-                 chunk=chunk, spec=spec, alpha=alpha, hit=hit)
+    s = Scenario(
+        gpu=gpu,
+        model=model,
+        tp=tp,
+        batch=batch,
+        prompt=prompt,
+        prefix=min(1024, prompt),
+        output=output,
+        chunk=chunk,
+        spec=spec,
+        alpha=alpha,
+        hit=hit,
+    )
     items = findings(s, catalog)
     keys = [(SEVERITY_RANK[f.severity], -f.effect_magnitude) for f in items]
     assert keys == sorted(keys)
@@ -349,4 +360,3 @@ def test_panel_escapes_markdown_and_html():
 
     text = escape("<img src=x onerror=alert(1)> **bold** [link](http://x) $x$")
     assert "<" not in text.replace("\\<", "") and "**" not in text and "](" not in text and "$x$" not in text
-

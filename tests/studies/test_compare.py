@@ -17,9 +17,21 @@ from planner.studies.compare import METRIC_COLUMNS, compare_gpus
 
 CATALOG = load_catalog()
 COLUMNS = [
-    "gpu", "name", "fits", "min_tp_that_fits", "tp_used", "max_concurrent_sequences", "ttft_s", "tpot_s",
-    "decode_tokens_per_s_per_gpu", "cost_per_million_output_tokens_usd", "price_usd_per_gpu_hour",
-    "batch_fits_memory", "meets_slo", "cheapest_meeting_slo", "note",
+    "gpu",
+    "name",
+    "fits",
+    "min_tp_that_fits",
+    "tp_used",
+    "max_concurrent_sequences",
+    "ttft_s",
+    "tpot_s",
+    "decode_tokens_per_s_per_gpu",
+    "cost_per_million_output_tokens_usd",
+    "price_usd_per_gpu_hour",
+    "batch_fits_memory",
+    "meets_slo",
+    "cheapest_meeting_slo",
+    "note",
 ]
 
 
@@ -42,7 +54,12 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
     assert not (nowhere.meets_slo | nowhere.cheapest_meeting_slo | nowhere.fits).any()
     assert df[runs][list(METRIC_COLUMNS)].notna().all().all()
     # SLO and the single cheapest row
-    ok = runs & df.batch_fits_memory & (df.ttft_s <= s.slo_ttft_s).fillna(False) & (df.tpot_s <= s.slo_tpot_s).fillna(False)
+    ok = (
+        runs
+        & df.batch_fits_memory
+        & (df.ttft_s <= s.slo_ttft_s).fillna(False)
+        & (df.tpot_s <= s.slo_tpot_s).fillna(False)
+    )
     assert (df.meets_slo == ok).all()
     assert df.cheapest_meeting_slo.sum() == (1 if df.meets_slo.any() else 0)
     if df.meets_slo.any():

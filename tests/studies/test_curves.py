@@ -76,7 +76,12 @@ def test_memory_breakdown_shows_kv_beyond_budget():
 
 
 @settings(max_examples=25, deadline=None)
-@given(gpu=st.sampled_from(GPUS), model=st.sampled_from(MODELS), block=st.sampled_from([1, 16, 64, 256, 1024]), tp=st.sampled_from([1, 8]))
+@given(
+    gpu=st.sampled_from(GPUS),
+    model=st.sampled_from(MODELS),
+    block=st.sampled_from([1, 16, 64, 256, 1024]),
+    tp=st.sampled_from([1, 8]),
+)
 def test_concurrency_paged_beats_contiguous_within_window(gpu, model, block, tp):
     r = ev(gpu=gpu, model=model, block=block, tp=tp)
     df = curves.concurrency_vs_context(r)
@@ -124,7 +129,9 @@ def test_roofline_never_exceeds_either_roof(kw):
     roof = df[df.series == "roof"]
     assert nondecreasing(roof.arithmetic_intensity_flop_per_byte) and nondecreasing(roof.attainable_flop_per_s)
     assert (df.attainable_flop_per_s <= peak * (1 + 1e-12)).where(df.series != "hardware_peak", True).all()
-    assert (df.attainable_flop_per_s <= df.arithmetic_intensity_flop_per_byte * x.bandwidth_bytes_per_s * (1 + 1e-12)).all()
+    assert (
+        df.attainable_flop_per_s <= df.arithmetic_intensity_flop_per_byte * x.bandwidth_bytes_per_s * (1 + 1e-12)
+    ).all()
     pts = df[df.series.isin(["prefill", "decode"])]
     assert len(pts) == 2
     assert (pts.achieved_flop_per_s <= pts.attainable_flop_per_s * (1 + 1e-9)).all()
@@ -173,7 +180,9 @@ def test_latency_throughput_trades_tpot_for_tokens_and_cost():
     assert nondecreasing(df.tpot_s) and nondecreasing(df.tokens_per_s_per_gpu)
     assert nondecreasing(-df.cost_per_million_output_tokens_usd)
     now = df[df.batch == 32]
-    assert now.cost_per_million_output_tokens_usd.item() == pytest.approx(r.metrics["cost_per_million_output_tokens_usd"])
+    assert now.cost_per_million_output_tokens_usd.item() == pytest.approx(
+        r.metrics["cost_per_million_output_tokens_usd"]
+    )
 
 
 def test_latency_throughput_when_nothing_fits_runs_to_the_batch_flagged():
@@ -251,7 +260,10 @@ def test_cache_costs_cross_no_cache_at_break_even():
     assert none.nunique() == 1 and none.iloc[0] == pytest.approx(r.metrics["nocache_cost_per_request_usd"])
     for policy in ("5m", "1h"):
         c = df[df.write_policy == policy].sort_values("hit_rate")
-        assert nondecreasing(-c.cost_per_request_usd) and c.cost_per_request_usd.iloc[0] > none.iloc[0] > c.cost_per_request_usd.iloc[-1]
+        assert (
+            nondecreasing(-c.cost_per_request_usd)
+            and c.cost_per_request_usd.iloc[0] > none.iloc[0] > c.cost_per_request_usd.iloc[-1]
+        )
         assert be.loc[policy, "cost_per_request_usd"] == pytest.approx(none.iloc[0], rel=1e-12)
     assert be.loc["5m", "break_even_hit_rate"] == pytest.approx(r.metrics["cache_break_even_hit_rate"])
     five = df[(df.write_policy == "5m") & (df.hit_rate == 0.4)]

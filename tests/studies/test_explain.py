@@ -54,7 +54,17 @@ METRIC = {
 }
 FLOORS = {"max_concurrent_sequences", "max_concurrent_sequences_contiguous"}
 _FUNCS = {"min": min, "max": max, "exp": math.exp, "floor": math.floor, "ceil": math.ceil}
-_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Call, ast.Name, ast.Load, ast.operator, ast.unaryop)
+_ALLOWED = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Constant,
+    ast.Call,
+    ast.Name,
+    ast.Load,
+    ast.operator,
+    ast.unaryop,
+)
 
 
 def calculate(text: str) -> float:
@@ -145,9 +155,17 @@ def test_substitution_holds_across_scenarios(**kw):
 
 def test_headline_figures_are_all_explained():
     titles = {i.title for i in explain(evaluate(Scenario(spec=True), CATALOG))}
-    for must in ("KV cache per token", "Max concurrent sequences (paged)", "Time to first token (TTFT)",
-                 "Time per output token (TPOT)", "Decode tokens/s per GPU", "Cost per million output tokens",
-                 "Speculative speedup", "Prompt cache saving", "Compute-bound turn (ridge batch)"):
+    for must in (
+        "KV cache per token",
+        "Max concurrent sequences (paged)",
+        "Time to first token (TTFT)",
+        "Time per output token (TPOT)",
+        "Decode tokens/s per GPU",
+        "Cost per million output tokens",
+        "Speculative speedup",
+        "Prompt cache saving",
+        "Compute-bound turn (ridge batch)",
+    ):
         assert must in titles
 
 
@@ -175,14 +193,19 @@ def _refined_catalog(**refinements):
     from dataclasses import replace
 
     gpus = dict(CATALOG.gpus)
-    gpus["h100-measured"] = CATALOG.gpus["h100-sxm"].model_copy(update=dict(key="h100-measured", calibrated=True, **refinements))
+    gpus["h100-measured"] = CATALOG.gpus["h100-sxm"].model_copy(
+        update=dict(key="h100-measured", calibrated=True, **refinements)
+    )
     return replace(CATALOG, gpus=gpus)
 
 
-@pytest.mark.parametrize("refinements", [
-    dict(compute_memory_overlap=0.45, attention_compute_frac=0.25, attention_bandwidth_frac=0.55),
-    dict(compute_memory_overlap=-1.0),
-])
+@pytest.mark.parametrize(
+    "refinements",
+    [
+        dict(compute_memory_overlap=0.45, attention_compute_frac=0.25, attention_bandwidth_frac=0.55),
+        dict(compute_memory_overlap=-1.0),
+    ],
+)
 @pytest.mark.parametrize("kw", [dict(), dict(model="llama-3.1-8b", batch=256, prompt=8192, chunk=1024, spec=True)])
 def test_substitution_holds_with_a_calibrated_profile(refinements, kw):
     catalog = _refined_catalog(**refinements)
@@ -190,5 +213,7 @@ def test_substitution_holds_with_a_calibrated_profile(refinements, kw):
     items = check(result)
     step = next(i for i in items if i.title == "Decode step time (plain)")
     assert "min(" in step.substituted and "(1 − o) · min(c, m)" in step.formula
-    plain = next(i for i in check(evaluate(Scenario(gpu="h100-sxm", **kw), CATALOG)) if i.title == "Decode step time (plain)")
+    plain = next(
+        i for i in check(evaluate(Scenario(gpu="h100-sxm", **kw), CATALOG)) if i.title == "Decode step time (plain)"
+    )
     assert "min(" not in plain.substituted and "R(c, m)" not in plain.formula

@@ -75,7 +75,9 @@ def test_fmt_bytes(value, text):
     assert headline.fmt_bytes(value) == text
 
 
-@pytest.mark.parametrize("value, text", [(0.0644, "64.4 ms"), (2.48, "2.48 s"), (4.2e-5, "42.0 µs"), (0.0099996, "10.0 ms")])
+@pytest.mark.parametrize(
+    "value, text", [(0.0644, "64.4 ms"), (2.48, "2.48 s"), (4.2e-5, "42.0 µs"), (0.0099996, "10.0 ms")]
+)
 def test_fmt_seconds(value, text):
     assert headline.fmt_seconds(value) == text
 
@@ -108,7 +110,9 @@ def test_scenario_from_state_keeps_the_link_minimal(catalog):
     mla = catalog.models["deepseek-v3"]
     scenario, _ = sidebar.scenario_from_state(Scenario(model="deepseek-v3").model_dump() | {"kv_heads": 4}, mla)
     assert scenario.kv_heads is None
-    _, problems = sidebar.scenario_from_state(Scenario().model_dump() | {"custom": "bad code!", "model": "custom"}, base)
+    _, problems = sidebar.scenario_from_state(
+        Scenario().model_dump() | {"custom": "bad code!", "model": "custom"}, base
+    )
     assert problems and "custom" in problems[0]
 
 
@@ -116,7 +120,9 @@ def test_share_link_round_trips(catalog):
     s = Scenario(gpu="h200", batch=64, kv_heads=4, alpha=0.123456789)
     link = link_state.share_link(s, "http://127.0.0.1:8501")
     assert link == "http://127.0.0.1:8501/?" + to_query_string(s)
-    assert link_state.share_link(s, "https://x.example/app/?old=1#top") == "https://x.example/app/?" + to_query_string(s)
+    assert link_state.share_link(s, "https://x.example/app/?old=1#top") == "https://x.example/app/?" + to_query_string(
+        s
+    )
     assert from_query(link, set(catalog.gpus), set(catalog.models)) == (s, [])
     assert link_state.share_link(s, None) == "?" + to_query_string(s)
 
@@ -178,10 +184,38 @@ def test_widgets_drive_the_metrics_and_the_link(catalog):
 
 
 LINK_SCENARIO = Scenario(
-    gpu="h200", tp=2, model="qwen2.5-7b", kv_heads=2, heads=28, layers=30, wdtype="fp8", kvdtype="fp8",
-    batch=77, prompt=3000, output=300, chunk=1000, hit=0.33, prefix=1000, rpm=2.5, ttl="1h", min_prefix=512,
-    price_in=3.5, price_out=15.25, spec=True, gamma=3, alpha=0.66, draft="qwen2.5-0.5b", gpu_price=4.25,
-    mfu=0.45, mbu=0.75, mem_util=0.85, block=32, slo_ttft_s=1.5, slo_tpot_s=0.0125, rate=3.5, seed=7,
+    gpu="h200",
+    tp=2,
+    model="qwen2.5-7b",
+    kv_heads=2,
+    heads=28,
+    layers=30,
+    wdtype="fp8",
+    kvdtype="fp8",
+    batch=77,
+    prompt=3000,
+    output=300,
+    chunk=1000,
+    hit=0.33,
+    prefix=1000,
+    rpm=2.5,
+    ttl="1h",
+    min_prefix=512,
+    price_in=3.5,
+    price_out=15.25,
+    spec=True,
+    gamma=3,
+    alpha=0.66,
+    draft="qwen2.5-0.5b",
+    gpu_price=4.25,
+    mfu=0.45,
+    mbu=0.75,
+    mem_util=0.85,
+    block=32,
+    slo_ttft_s=1.5,
+    slo_tpot_s=0.0125,
+    rate=3.5,
+    seed=7,
 )
 
 
@@ -195,7 +229,20 @@ def test_link_restores_every_widget_exactly(catalog):
                 widgets[w.key] = w.value
     for key, value in widgets.items():
         assert value == getattr(LINK_SCENARIO, key), key
-    assert {"gpu", "tp", "model", "kv_heads", "batch", "chunk", "hit", "prefix", "ttl", "alpha", "gpu_price", "slo_tpot_s"} <= widgets.keys()
+    assert {
+        "gpu",
+        "tp",
+        "model",
+        "kv_heads",
+        "batch",
+        "chunk",
+        "hit",
+        "prefix",
+        "ttl",
+        "alpha",
+        "gpu_price",
+        "slo_tpot_s",
+    } <= widgets.keys()
     assert link_of(at) == to_query(LINK_SCENARIO)
     assert shown_metrics(at) == expected_metrics(LINK_SCENARIO, catalog)
 
@@ -228,7 +275,9 @@ def test_prefix_follows_a_shorter_prompt():
 
 def test_kv_heads_slider_follows_the_head_count():
     at = run_app()
-    assert at.select_slider(key="kv_heads").options == [str(d) + o for d, o in zip([1, 2, 4, 8, 16, 32], [" MQA", " GQA", " GQA", " GQA", " GQA", " MHA"])]
+    assert at.select_slider(key="kv_heads").options == [
+        str(d) + o for d, o in zip([1, 2, 4, 8, 16, 32], [" MQA", " GQA", " GQA", " GQA", " GQA", " MHA"])
+    ]
     at.number_input(key="heads").set_value(30).run()
     assert at.select_slider(key="kv_heads").value == 10  # 8 does not divide 30: the closest divisor
     assert link_of(at)["kv_heads"] == "10"
@@ -247,8 +296,14 @@ def test_switching_to_custom_starts_from_the_shape_on_screen(catalog):
 
 
 HF_CONFIG = {
-    "model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "model_type": "llama",
+    "num_hidden_layers": 16,
+    "hidden_size": 2048,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 8192,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
     "tie_word_embeddings": True,
 }
 

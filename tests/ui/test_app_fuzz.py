@@ -10,8 +10,23 @@ from streamlit.testing.v1 import AppTest
 from planner.links import FIELDS
 from tests.paths import APP
 
-NASTY = ["", "nan", "inf", "-1", "1e400", "<script>alert(1)</script>", "<b>x</b>", "=1+1", "x" * 5000,
-         "\u202e", "0", "99999999999", "custom", "L1-H1-A1-G1-D1-F1-V1-C1", "L32-H4096-Q7"]
+NASTY = [
+    "",
+    "nan",
+    "inf",
+    "-1",
+    "1e400",
+    "<script>alert(1)</script>",
+    "<b>x</b>",
+    "=1+1",
+    "x" * 5000,
+    "\u202e",
+    "0",
+    "99999999999",
+    "custom",
+    "L1-H1-A1-G1-D1-F1-V1-C1",
+    "L32-H4096-Q7",
+]
 
 
 def run(query: dict[str, str]) -> AppTest:

@@ -59,12 +59,21 @@ def server():
     log = open(ARTIFACTS / "streamlit.log", "w")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "streamlit", "run", "app.py",
-            "--server.headless", "true",
-            "--server.address", "127.0.0.1",
-            "--server.port", str(port),
-            "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none",
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
         ],
         cwd=ROOT,
         stdout=log,
@@ -148,7 +157,9 @@ def test_shared_link_slider_csv_and_chart(server, browser, catalog, tmp_path):
         info.value.save_as(downloaded)
         cli = subprocess.run(
             [sys.executable, "-m", "planner", "evaluate", link, "--format", "csv"],
-            cwd=ROOT, capture_output=True, check=True,
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
         )
         assert downloaded.read_bytes() == cli.stdout
 

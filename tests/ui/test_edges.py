@@ -14,11 +14,16 @@ from tests.paths import APP
 EDGES = {
     "weights larger than memory": "model=llama-3.1-405b&gpu=l4",
     "zero free memory": "mem_util=0.05&model=llama-3.1-70b&gpu=h100-sxm",
-    "alpha 0": "alpha=0&spec=1", "alpha 1": "alpha=1&spec=1&gamma=16", "gamma 0": "gamma=0&spec=1",
-    "hit 0": "hit=0", "hit 1": "hit=1",
+    "alpha 0": "alpha=0&spec=1",
+    "alpha 1": "alpha=1&spec=1&gamma=16",
+    "gamma 0": "gamma=0&spec=1",
+    "hit 0": "hit=0",
+    "hit 1": "hit=1",
     "chunk above prompt": "chunk=100000&prompt=1000&prefix=0",
-    "batch 1": "batch=1", "context 1+1": "prompt=1&output=1&prefix=0",
-    "tp 64": "tp=64", "million-token context": "prompt=1000000&prefix=0&output=1",
+    "batch 1": "batch=1",
+    "context 1+1": "prompt=1&output=1&prefix=0",
+    "tp 64": "tp=64",
+    "million-token context": "prompt=1000000&prefix=0&output=1",
     "ten million tokens": "prompt=10000000&prefix=0&output=1000000",
     "zero prices": "price_in=0&price_out=0&gpu_price=0",
     "moe at batch 4096": "model=mixtral-8x7b&tp=8&batch=4096&chunk=16",
@@ -36,11 +41,10 @@ def test_csv_cells_are_finite_or_words(link):
             value = float(cell)
         except ValueError:
             continue  # a word (true/false, compute/memory, never, none, n/a) or a text input
-        if key.startswith(("max_concurrent", "kv_capacity", "min_tp", "chunked_steps")) or key.endswith(("_bytes", "_s", "_bytes_per_gpu")):
+        if key.startswith(("max_concurrent", "kv_capacity", "min_tp", "chunked_steps")) or key.endswith(
+            ("_bytes", "_s", "_bytes_per_gpu")
+        ):
             assert value >= 0, (key, value)
-
-
-
 
 
 @pytest.mark.parametrize("link", [EDGES["weights larger than memory"], EDGES["ten million tokens"], EDGES["alpha 0"]])

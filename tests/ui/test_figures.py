@@ -59,7 +59,17 @@ SPECIAL = [
     dict(model="deepseek-v3", gpu="h200", tp=8, spec=True, draft="llama-3.2-1b", alpha=0.3),
     dict(model="gemma-2-9b", tp=2, chunk=256, rpm=3.0, ttl="1h", prefix=2000),
     dict(model="mixtral-8x7b", gpu="mi300x", wdtype="int4", kvdtype="fp8", batch=4096, prompt=16, prefix=0, output=1),
-    dict(model="llama-3.1-8b", prompt=1, output=1, prefix=0, chunk=16, batch=1, price_in=0.0, price_out=0.0, gpu_price=0.0),
+    dict(
+        model="llama-3.1-8b",
+        prompt=1,
+        output=1,
+        prefix=0,
+        chunk=16,
+        batch=1,
+        price_in=0.0,
+        price_out=0.0,
+        gpu_price=0.0,
+    ),
     dict(model="llama-3.1-405b", gpu="l4", tp=64, prompt=100_000, prefix=500),
 ]
 
@@ -91,7 +101,14 @@ def test_hover_shows_units_and_log_axes_where_the_issue_says():
             template = trace.hovertemplate
             if template is not None:
                 assert UNIT.search(template), f"{c.key}: {template}"
-    log_x = ["concurrency-vs-context", "roofline", "decode-vs-batch", "ttft-vs-prompt", "chunked-prefill", "speculative-vs-batch"]
+    log_x = [
+        "concurrency-vs-context",
+        "roofline",
+        "decode-vs-batch",
+        "ttft-vs-prompt",
+        "chunked-prefill",
+        "speculative-vs-batch",
+    ]
     for key in log_x:
         assert by_key[key].figure.layout.xaxis.type == "log", key
     assert by_key["roofline"].figure.layout.yaxis.type == "log"

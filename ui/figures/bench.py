@@ -42,19 +42,63 @@ def _add_series(fig: go.Figure, rows: list[CaseResult], x: list[int], profile: s
     predicted = [r.predictions[profile].time_s * MS_PER_S for r in rows]
     error = [100.0 * r.predictions[profile].error_frac for r in rows]
     bound = ["compute" if r.predictions[profile].compute_bound else "memory" for r in rows]
-    fig.add_trace(go.Scatter(x=x, y=measured, mode="markers", name=f"{name} measured", legendgroup=name,
-                             marker=dict(color=color, size=8),
-                             hovertemplate="%{x}: measured %{y:.3g} ms<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=predicted, mode="lines", name=f"{name} predicted", legendgroup=name,
-                             line=dict(color=color, dash="dash"), customdata=bound,
-                             hovertemplate="%{x}: predicted %{y:.3g} ms (%{customdata}-bound)<extra></extra>"), row=1, col=1)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=measured,
+            mode="markers",
+            name=f"{name} measured",
+            legendgroup=name,
+            marker=dict(color=color, size=8),
+            hovertemplate="%{x}: measured %{y:.3g} ms<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=predicted,
+            mode="lines",
+            name=f"{name} predicted",
+            legendgroup=name,
+            line=dict(color=color, dash="dash"),
+            customdata=bound,
+            hovertemplate="%{x}: predicted %{y:.3g} ms (%{customdata}-bound)<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
     serial = [r.predictions[profile].serial_s * MS_PER_S for r in rows]
-    fig.add_trace(go.Scatter(x=x, y=serial, mode="lines", name=f"{name} no overlap (o = 0)", legendgroup=name,
-                             line=dict(color=color, dash="dot", width=1), opacity=0.6,
-                             hovertemplate="%{x}: no overlap (o = 0) %{y:.3g} ms<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=error, mode="lines+markers", name=f"{name} error", legendgroup=name,
-                             showlegend=False, line=dict(color=color), marker=dict(size=5),
-                             hovertemplate="%{x}: error %{y:+.1f} %<extra></extra>"), row=2, col=1)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=serial,
+            mode="lines",
+            name=f"{name} no overlap (o = 0)",
+            legendgroup=name,
+            line=dict(color=color, dash="dot", width=1),
+            opacity=0.6,
+            hovertemplate="%{x}: no overlap (o = 0) %{y:.3g} ms<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=error,
+            mode="lines+markers",
+            name=f"{name} error",
+            legendgroup=name,
+            showlegend=False,
+            line=dict(color=color),
+            marker=dict(size=5),
+            hovertemplate="%{x}: error %{y:+.1f} %<extra></extra>",
+        ),
+        row=2,
+        col=1,
+    )
 
 
 def decode_figure(r: BenchResults, profile: str = "calibrated") -> go.Figure:

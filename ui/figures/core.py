@@ -79,7 +79,7 @@ def fmt_num(v: float, sig: int = 3) -> str:
         return "never" if v > 0 else "n/a"
     if v.is_integer() and abs(v) < 1e15:
         return f"{int(v):,}"
-    if abs(v) >= 10 ** sig:
+    if abs(v) >= 10**sig:
         return f"{round(v):,}"
     return f"{v:.{sig}g}"
 
@@ -110,10 +110,20 @@ def _axis(title: str, log: bool = False, category: bool = False, **kw) -> dict:
 def _vline(x: float, text: str, log_x: bool, color: str = COLORS["mark"], y_text: float = 1.0) -> tuple[dict, dict]:
     """A dashed vertical line across the plot and its label.  Annotations on a log axis
     take log10(x); shapes take x itself (plotly.js convention)."""
-    shape = dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=color, dash="dash", width=1.5))
+    shape = dict(
+        type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=color, dash="dash", width=1.5)
+    )
     note = dict(
-        xref="x", yref="paper", x=math.log10(x) if log_x else x, y=y_text, text=text, showarrow=False,
-        xanchor="left", yanchor="top", font=dict(size=11, color=color), bgcolor="rgba(255,255,255,0.7)",
+        xref="x",
+        yref="paper",
+        x=math.log10(x) if log_x else x,
+        y=y_text,
+        text=text,
+        showarrow=False,
+        xanchor="left",
+        yanchor="top",
+        font=dict(size=11, color=color),
+        bgcolor="rgba(255,255,255,0.7)",
     )
     return shape, note
 
@@ -135,8 +145,13 @@ def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: floa
     """Stacked horizontal bar of one GPU's memory (GiB) with capacity and usable limits."""
     data = [
         dict(
-            type="bar", orientation="h", y=["per GPU"], x=[row.bytes_per_gpu / GiB], name=COMPONENT_LABELS[row.component],
-            marker=dict(color=COLORS[row.component]), customdata=[[row.bytes_per_gpu]],
+            type="bar",
+            orientation="h",
+            y=["per GPU"],
+            x=[row.bytes_per_gpu / GiB],
+            name=COMPONENT_LABELS[row.component],
+            marker=dict(color=COLORS[row.component]),
+            customdata=[[row.bytes_per_gpu]],
             hovertemplate=f"{COMPONENT_LABELS[row.component]}: %{{x:.2f}} GiB (%{{customdata[0]:,.0f}} B)<extra></extra>",
         )
         for row in frame.itertuples()
@@ -145,18 +160,31 @@ def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: floa
     cap = _vline(capacity_bytes / GiB, f"capacity {fmt_gib(capacity_bytes)}", False, color="#000000")
     use = _vline(usable_bytes / GiB, f"usable {fmt_gib(usable_bytes)}", False, y_text=0.15)
     return _figure(
-        data, barmode="stack", height=260, xaxis=_axis("GiB per GPU"), yaxis=dict(type="category", showticklabels=False),
-        shapes=[cap[0], use[0]], annotations=[cap[1], use[1]],
+        data,
+        barmode="stack",
+        height=260,
+        xaxis=_axis("GiB per GPU"),
+        yaxis=dict(type="category", showticklabels=False),
+        shapes=[cap[0], use[0]],
+        annotations=[cap[1], use[1]],
     )
 
 
 def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens: float) -> go.Figure:
     """Max concurrent sequences vs context (log–log), paged vs contiguous, window marked."""
-    scheme, ctx, conc = frame["scheme"].to_numpy(), frame["context_tokens"].to_numpy(), frame["max_concurrent_sequences"].to_numpy()
+    scheme, ctx, conc = (
+        frame["scheme"].to_numpy(),
+        frame["context_tokens"].to_numpy(),
+        frame["max_concurrent_sequences"].to_numpy(),
+    )
     data = [
         dict(
-            type="scatter", mode="lines", name=f"{name} KV allocation", x=ctx[scheme == name],
-            y=_positive_or_none(conc[scheme == name]), line=dict(color=COLORS[name]),
+            type="scatter",
+            mode="lines",
+            name=f"{name} KV allocation",
+            x=ctx[scheme == name],
+            y=_positive_or_none(conc[scheme == name]),
+            line=dict(color=COLORS[name]),
             hovertemplate=f"{name}: %{{y:,}} sequences at %{{x:,}} tokens<extra></extra>",
         )
         for name in ("paged", "contiguous")
@@ -165,28 +193,50 @@ def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens
     now = _vline(context_tokens, f"this scenario {fmt_num(context_tokens)}", True, y_text=0.15)
     notes = [win[1], now[1]]
     if not (frame["max_concurrent_sequences"] > 0).any():
-        notes.append(dict(xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False, font=dict(size=14, color=COLORS["lose"]),
-                          text="no sequence fits at any context length: the weights and reserve fill the GPU"))
+        notes.append(
+            dict(
+                xref="paper",
+                yref="paper",
+                x=0.5,
+                y=0.5,
+                showarrow=False,
+                font=dict(size=14, color=COLORS["lose"]),
+                text="no sequence fits at any context length: the weights and reserve fill the GPU",
+            )
+        )
     return _figure(
-        data, xaxis=_axis("context length (tokens per sequence)", log=True), yaxis=_axis("max concurrent sequences", log=True),
-        shapes=[win[0], now[0]], annotations=notes,
+        data,
+        xaxis=_axis("context length (tokens per sequence)", log=True),
+        yaxis=_axis("max concurrent sequences", log=True),
+        shapes=[win[0], now[0]],
+        annotations=notes,
     )
 
 
 def kv_attention_figure(frame: pd.DataFrame) -> go.Figure:
     """KV bytes per token (KiB) for MHA, the chosen K/V head count and MQA."""
     labels = [
-        "MLA (compressed latent)" if a == "MLA" else f"{a} ({h} KV heads)" for a, h in zip(frame["attention"], frame["kv_heads"])
+        "MLA (compressed latent)" if a == "MLA" else f"{a} ({h} KV heads)"
+        for a, h in zip(frame["attention"], frame["kv_heads"])
     ]
     data = [
         dict(
-            type="bar", x=labels, y=(frame["kv_bytes_per_token"] / KiB).to_numpy(), customdata=frame[["kv_bytes_per_token"]].to_numpy(),
+            type="bar",
+            x=labels,
+            y=(frame["kv_bytes_per_token"] / KiB).to_numpy(),
+            customdata=frame[["kv_bytes_per_token"]].to_numpy(),
             marker=dict(color=[COLORS["kv_cache_in_use"] if c else COLORS["not_usable"] for c in frame["current"]]),
-            text=["this model" if c else "" for c in frame["current"]], textposition="outside",
+            text=["this model" if c else "" for c in frame["current"]],
+            textposition="outside",
             hovertemplate="%{x}: %{y:,.1f} KiB per token (%{customdata[0]:,.0f} B)<extra></extra>",
         )
     ]
-    return _figure(data, showlegend=False, yaxis=_axis("KV cache per token, KiB (all layers, all GPUs)"), xaxis=_axis("attention", category=True))
+    return _figure(
+        data,
+        showlegend=False,
+        yaxis=_axis("KV cache per token, KiB (all layers, all GPUs)"),
+        xaxis=_axis("attention", category=True),
+    )
 
 
 # ---------------------------------------------------------------- latency & throughput
@@ -201,7 +251,11 @@ def roofline_figure(frame: pd.DataFrame) -> go.Figure:
         part = frame[frame["series"] == series]
         data.append(
             dict(
-                type="scatter", mode="lines", name=names[series], line=line, x=part["arithmetic_intensity_flop_per_byte"].to_numpy(),
+                type="scatter",
+                mode="lines",
+                name=names[series],
+                line=line,
+                x=part["arithmetic_intensity_flop_per_byte"].to_numpy(),
                 y=(part["attainable_flop_per_s"] / TERA).to_numpy(),
                 hovertemplate="%{x:.3g} FLOP/byte → %{y:.4g} TFLOP/s<extra>" + names[series] + "</extra>",
             )
@@ -210,14 +264,21 @@ def roofline_figure(frame: pd.DataFrame) -> go.Figure:
         part = frame[frame["series"] == series]
         data.append(
             dict(
-                type="scatter", mode="markers+text", name=series, text=[series], textposition="top center",
-                marker=dict(size=12, color=COLORS[series]), x=part["arithmetic_intensity_flop_per_byte"].to_numpy(),
+                type="scatter",
+                mode="markers+text",
+                name=series,
+                text=[series],
+                textposition="top center",
+                marker=dict(size=12, color=COLORS[series]),
+                x=part["arithmetic_intensity_flop_per_byte"].to_numpy(),
                 y=(part["achieved_flop_per_s"] / TERA).to_numpy(),
                 hovertemplate=f"{series}: %{{x:.3g}} FLOP/byte, %{{y:.4g}} TFLOP/s achieved<extra></extra>",
             )
         )
     return _figure(
-        data, xaxis=_axis("arithmetic intensity (FLOP per byte moved)", log=True), yaxis=_axis("TFLOP/s per GPU", log=True)
+        data,
+        xaxis=_axis("arithmetic intensity (FLOP per byte moved)", log=True),
+        yaxis=_axis("TFLOP/s per GPU", log=True),
     )
 
 
@@ -230,13 +291,27 @@ def decode_batch_figure(frame: pd.DataFrame, ridge_batch: float, memory_limit: f
     bound = ["compute-bound" if c else "memory-bound" for c in frame["compute_bound"]]
     data = [
         dict(
-            type="scatter", mode="lines+markers", name="decode step time", x=x, y=(frame["decode_step_s"] * MS_PER_S).to_numpy(),
-            marker=dict(color=colors), line=dict(color=COLORS["decode"]), customdata=[[b] for b in bound],
-            hovertemplate="batch %{x:,}: %{y:.3f} ms per step (%{customdata[0]})<extra></extra>", yaxis="y",
+            type="scatter",
+            mode="lines+markers",
+            name="decode step time",
+            x=x,
+            y=(frame["decode_step_s"] * MS_PER_S).to_numpy(),
+            marker=dict(color=colors),
+            line=dict(color=COLORS["decode"]),
+            customdata=[[b] for b in bound],
+            hovertemplate="batch %{x:,}: %{y:.3f} ms per step (%{customdata[0]})<extra></extra>",
+            yaxis="y",
         ),
         dict(
-            type="scatter", mode="lines+markers", name="tokens/s per GPU", x=x, y=frame["tokens_per_s_per_gpu"].to_numpy(),
-            marker=dict(color=colors), line=dict(color=COLORS["kv_cache_free"]), xaxis="x", yaxis="y2",
+            type="scatter",
+            mode="lines+markers",
+            name="tokens/s per GPU",
+            x=x,
+            y=frame["tokens_per_s_per_gpu"].to_numpy(),
+            marker=dict(color=colors),
+            line=dict(color=COLORS["kv_cache_free"]),
+            xaxis="x",
+            yaxis="y2",
             hovertemplate="batch %{x:,}: %{y:,.0f} tokens/s per GPU<extra></extra>",
         ),
     ]
@@ -247,15 +322,39 @@ def decode_batch_figure(frame: pd.DataFrame, ridge_batch: float, memory_limit: f
         shapes.append(s), notes.append(n)
     if memory_limit < hi:
         shapes.append(
-            dict(type="rect", xref="x", yref="paper", x0=max(memory_limit, lo), x1=hi, y0=0, y1=1,
-                 fillcolor=COLORS["lose"], opacity=0.08, line=dict(width=0), layer="below")
+            dict(
+                type="rect",
+                xref="x",
+                yref="paper",
+                x0=max(memory_limit, lo),
+                x1=hi,
+                y0=0,
+                y1=1,
+                fillcolor=COLORS["lose"],
+                opacity=0.08,
+                line=dict(width=0),
+                layer="below",
+            )
         )
-        notes.append(dict(xref="x", yref="paper", x=math.log10(max(memory_limit, lo)), y=0.45, text="KV memory full", showarrow=False,
-                          xanchor="left", font=dict(size=11, color=COLORS["lose"])))
+        notes.append(
+            dict(
+                xref="x",
+                yref="paper",
+                x=math.log10(max(memory_limit, lo)),
+                y=0.45,
+                text="KV memory full",
+                showarrow=False,
+                xanchor="left",
+                font=dict(size=11, color=COLORS["lose"]),
+            )
+        )
     s, n = _vline(batch, f"batch {fmt_num(batch)}", True, y_text=0.98 if not notes else 0.8)
     shapes.append(s), notes.append(n)
     return _figure(
-        data, height=520, shapes=shapes, annotations=notes,
+        data,
+        height=520,
+        shapes=shapes,
+        annotations=notes,
         xaxis=_axis("batch (concurrent decoding sequences)", log=True, anchor="y2", **_pow2_ticks(x)),
         yaxis=_axis("decode step, ms", domain=[0.55, 1.0]),
         yaxis2=_axis("tokens/s per GPU", domain=[0.0, 0.45], anchor="x"),
@@ -266,8 +365,13 @@ def latency_throughput_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
     """TPOT (ms) vs output tokens/s per GPU along batch; hover adds batch and $/M tokens."""
     data = [
         dict(
-            type="scatter", mode="lines+markers+text", name="batch 1 … max concurrency", x=frame["tokens_per_s_per_gpu"].to_numpy(),
-            y=(frame["tpot_s"] * MS_PER_S).to_numpy(), text=[fmt_num(b) for b in frame["batch"]], textposition="top left",
+            type="scatter",
+            mode="lines+markers+text",
+            name="batch 1 … max concurrency",
+            x=frame["tokens_per_s_per_gpu"].to_numpy(),
+            y=(frame["tpot_s"] * MS_PER_S).to_numpy(),
+            text=[fmt_num(b) for b in frame["batch"]],
+            textposition="top left",
             customdata=frame[["batch", "cost_per_million_output_tokens_usd"]].to_numpy(),
             line=dict(color=COLORS["decode"]),
             hovertemplate="batch %{customdata[0]:,}: TPOT %{y:.3f} ms, %{x:,.0f} tokens/s per GPU, $%{customdata[1]:.4g} per M output tokens<extra></extra>",
@@ -276,8 +380,15 @@ def latency_throughput_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
     now = frame[frame["batch"] == int(batch)]
     if len(now):
         data.append(
-            dict(type="scatter", mode="markers", name=f"batch {fmt_num(batch)}", x=now["tokens_per_s_per_gpu"].to_numpy(),
-                 y=(now["tpot_s"] * MS_PER_S).to_numpy(), marker=dict(size=14, symbol="star", color=COLORS["prefill"]), hoverinfo="skip")
+            dict(
+                type="scatter",
+                mode="markers",
+                name=f"batch {fmt_num(batch)}",
+                x=now["tokens_per_s_per_gpu"].to_numpy(),
+                y=(now["tpot_s"] * MS_PER_S).to_numpy(),
+                marker=dict(size=14, symbol="star", color=COLORS["prefill"]),
+                hoverinfo="skip",
+            )
         )
     return _figure(data, xaxis=_axis("output tokens/s per GPU", log=True), yaxis=_axis("time per output token, ms"))
 
@@ -286,16 +397,25 @@ def ttft_prompt_figure(frame: pd.DataFrame, prompt_tokens: float, window_tokens:
     """TTFT (ms) vs prompt length on an idle replica, log–log, prompt and window marked."""
     data = [
         dict(
-            type="scatter", mode="lines", name="TTFT", x=frame["prompt_tokens"].to_numpy(), y=(frame["ttft_s"] * MS_PER_S).to_numpy(),
-            customdata=[["compute-bound" if c else "memory-bound"] for c in frame["compute_bound"]], line=dict(color=COLORS["prefill"]),
+            type="scatter",
+            mode="lines",
+            name="TTFT",
+            x=frame["prompt_tokens"].to_numpy(),
+            y=(frame["ttft_s"] * MS_PER_S).to_numpy(),
+            customdata=[["compute-bound" if c else "memory-bound"] for c in frame["compute_bound"]],
+            line=dict(color=COLORS["prefill"]),
             hovertemplate="%{x:,} prompt tokens: TTFT %{y:.4g} ms (%{customdata[0]})<extra></extra>",
         )
     ]
     p = _vline(prompt_tokens, f"prompt {fmt_num(prompt_tokens)}", True, y_text=0.6)
     w = _vline(window_tokens, f"window {fmt_num(window_tokens)}", True)
     return _figure(
-        data, showlegend=False, xaxis=_axis("prompt length (tokens)", log=True), yaxis=_axis("time to first token, ms", log=True),
-        shapes=[p[0], w[0]], annotations=[p[1], w[1]],
+        data,
+        showlegend=False,
+        xaxis=_axis("prompt length (tokens)", log=True),
+        yaxis=_axis("time to first token, ms", log=True),
+        shapes=[p[0], w[0]],
+        annotations=[p[1], w[1]],
     )
 
 
@@ -313,18 +433,36 @@ def chunked_figure(frame: pd.DataFrame, chunk_tokens: float) -> go.Figure:
     data = []
     for axis, col, base, label, color in panels:
         data.append(
-            dict(type="scatter", mode="lines+markers", name=f"{label}, chunked", x=x, y=(frame[col] * MS_PER_S).to_numpy(),
-                 yaxis=axis, line=dict(color=color), customdata=frame[["chunked_steps"]].to_numpy(),
-                 hovertemplate=f"chunk %{{x:,}} tokens ({'%{customdata[0]:,}'} steps): {label} %{{y:.4g}} ms<extra></extra>")
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                name=f"{label}, chunked",
+                x=x,
+                y=(frame[col] * MS_PER_S).to_numpy(),
+                yaxis=axis,
+                line=dict(color=color),
+                customdata=frame[["chunked_steps"]].to_numpy(),
+                hovertemplate=f"chunk %{{x:,}} tokens ({'%{customdata[0]:,}'} steps): {label} %{{y:.4g}} ms<extra></extra>",
+            )
         )
         data.append(
-            dict(type="scatter", mode="lines", name=f"{label}, no chunking", x=[x[0], x[-1]], yaxis=axis,
-                 y=[float(frame[base].iloc[0] * MS_PER_S)] * 2, line=dict(color=color, dash="dash"),
-                 hovertemplate=f"no chunking: {label} %{{y:.4g}} ms<extra></extra>")
+            dict(
+                type="scatter",
+                mode="lines",
+                name=f"{label}, no chunking",
+                x=[x[0], x[-1]],
+                yaxis=axis,
+                y=[float(frame[base].iloc[0] * MS_PER_S)] * 2,
+                line=dict(color=color, dash="dash"),
+                hovertemplate=f"no chunking: {label} %{{y:.4g}} ms<extra></extra>",
+            )
         )
     s, n = _vline(chunk_tokens, f"chunk {fmt_num(chunk_tokens)}", True)
     return _figure(
-        data, height=560, shapes=[s], annotations=[n],
+        data,
+        height=560,
+        shapes=[s],
+        annotations=[n],
         xaxis=_axis("chunk size (prefill tokens per step)", log=True, anchor="y2", **_pow2_ticks(x)),
         yaxis=_axis("newcomer TTFT, ms", domain=[0.55, 1.0]),
         yaxis2=_axis("running max ITL, ms", domain=[0.0, 0.45], anchor="x"),
@@ -354,20 +492,44 @@ def speculative_heatmap_figure(frame: pd.DataFrame, alpha: float, gamma: float) 
     z_min, z_max = float(z.min()), float(z.max())
     data = [
         dict(
-            type="heatmap", x=gammas, y=alphas, z=z, zmin=z_min, zmax=z_max, colorscale=speedup_colorscale(z_min, z_max),
+            type="heatmap",
+            x=gammas,
+            y=alphas,
+            z=z,
+            zmin=z_min,
+            zmax=z_max,
+            colorscale=speedup_colorscale(z_min, z_max),
             colorbar=dict(title=dict(text="speedup ×")),
             hovertemplate="γ %{x}, α %{y:.2f}: %{z:.3f}× <extra></extra>",
         ),
-        dict(type="scatter", mode="markers", x=[gamma], y=[alpha], name="this scenario",
-             marker=dict(symbol="star", size=16, color="#FFFFFF", line=dict(color="#000000", width=1.5)),
-             hovertemplate="this scenario: γ %{x}, α %{y:.2f}<extra></extra>"),
+        dict(
+            type="scatter",
+            mode="markers",
+            x=[gamma],
+            y=[alpha],
+            name="this scenario",
+            marker=dict(symbol="star", size=16, color="#FFFFFF", line=dict(color="#000000", width=1.5)),
+            hovertemplate="this scenario: γ %{x}, α %{y:.2f}<extra></extra>",
+        ),
     ]
     if z_min < 1.0 < z_max:
-        data.insert(1, dict(
-            type="contour", x=gammas, y=alphas, z=z, showscale=False, hoverinfo="skip", name="speedup = 1",
-            contours=dict(start=1.0, end=1.0, size=1.0, coloring="none", showlabels=True), line=dict(color="#000000", width=2),
-        ))
-    return _figure(data, showlegend=False, xaxis=_axis("γ (draft tokens per step)", dtick=1), yaxis=_axis("α (acceptance rate)"))
+        data.insert(
+            1,
+            dict(
+                type="contour",
+                x=gammas,
+                y=alphas,
+                z=z,
+                showscale=False,
+                hoverinfo="skip",
+                name="speedup = 1",
+                contours=dict(start=1.0, end=1.0, size=1.0, coloring="none", showlabels=True),
+                line=dict(color="#000000", width=2),
+            ),
+        )
+    return _figure(
+        data, showlegend=False, xaxis=_axis("γ (draft tokens per step)", dtick=1), yaxis=_axis("α (acceptance rate)")
+    )
 
 
 def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
@@ -376,7 +538,12 @@ def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
     y = frame["speedup"].to_numpy()
     data = [
         dict(
-            type="scatter", mode="lines+markers", name="speedup", x=x, y=y, line=dict(color=COLORS["decode"]),
+            type="scatter",
+            mode="lines+markers",
+            name="speedup",
+            x=x,
+            y=y,
+            line=dict(color=COLORS["decode"]),
             marker=dict(size=8, color=[COLORS["lose"] if lose else COLORS["win"] for lose in frame["loses"]]),
             customdata=[["loses: slower than plain decoding" if lose else "wins"] for lose in frame["loses"]],
             hovertemplate="batch %{x:,}: %{y:.3f}× (%{customdata[0]})<extra></extra>",
@@ -384,14 +551,42 @@ def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
     ]
     y_lo = min(min(y), 1.0) * 0.95
     shapes = [
-        dict(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=y_lo, y1=1.0, fillcolor=COLORS["lose"], opacity=0.12, line=dict(width=0), layer="below"),
-        dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=1.0, y1=1.0, line=dict(color=COLORS["lose"], width=1.5)),
+        dict(
+            type="rect",
+            xref="paper",
+            yref="y",
+            x0=0,
+            x1=1,
+            y0=y_lo,
+            y1=1.0,
+            fillcolor=COLORS["lose"],
+            opacity=0.12,
+            line=dict(width=0),
+            layer="below",
+        ),
+        dict(
+            type="line", xref="paper", yref="y", x0=0, x1=1, y0=1.0, y1=1.0, line=dict(color=COLORS["lose"], width=1.5)
+        ),
     ]
-    notes = [dict(xref="paper", yref="y", x=0.01, y=1.0, text="below 1: slower than plain decoding", showarrow=False, xanchor="left",
-                  yanchor="top", font=dict(color=COLORS["lose"], size=11))]
+    notes = [
+        dict(
+            xref="paper",
+            yref="y",
+            x=0.01,
+            y=1.0,
+            text="below 1: slower than plain decoding",
+            showarrow=False,
+            xanchor="left",
+            yanchor="top",
+            font=dict(color=COLORS["lose"], size=11),
+        )
+    ]
     s, n = _vline(batch, f"batch {fmt_num(batch)}", True)
     return _figure(
-        data, showlegend=False, shapes=shapes + [s], annotations=notes + [n],
+        data,
+        showlegend=False,
+        shapes=shapes + [s],
+        annotations=notes + [n],
         xaxis=_axis("batch (concurrent decoding sequences)", log=True, **_pow2_ticks(x)),
         yaxis=_axis("speedup over plain decoding, ×", range=[y_lo, max(max(y), 1.0) * 1.05]),
     )
@@ -407,8 +602,13 @@ def cache_cost_figure(frame: pd.DataFrame, hit_rate: float, break_even: Mapping[
     per_m, per_req = frame["cost_per_million_requests_usd"].to_numpy(), frame["cost_per_request_usd"].to_numpy()
     data = [
         dict(
-            type="scatter", mode="lines", name=POLICY_LABELS[name], x=hit[policy == name], y=per_m[policy == name],
-            customdata=per_req[policy == name, None], line=dict(color=COLORS[name], dash="dash" if name == "none" else "solid"),
+            type="scatter",
+            mode="lines",
+            name=POLICY_LABELS[name],
+            x=hit[policy == name],
+            y=per_m[policy == name],
+            customdata=per_req[policy == name, None],
+            line=dict(color=COLORS[name], dash="dash" if name == "none" else "solid"),
             hovertemplate=f"{POLICY_LABELS[name]}, hit rate %{{x:.2f}}: $%{{customdata[0]:.5f}} per request, $%{{y:,.2f}} per million<extra></extra>",
         )
         for name in POLICY_LABELS
@@ -419,8 +619,11 @@ def cache_cost_figure(frame: pd.DataFrame, hit_rate: float, break_even: Mapping[
         shapes.append(s), notes.append(n)
     s, n = _vline(hit_rate, f"this scenario {hit_rate:.2f}", False, y_text=0.2)
     return _figure(
-        data, shapes=shapes + [s], annotations=notes + [n],
-        xaxis=_axis("cache hit rate", range=[0, 1]), yaxis=_axis("USD per million requests", rangemode="tozero"),
+        data,
+        shapes=shapes + [s],
+        annotations=notes + [n],
+        xaxis=_axis("cache hit rate", range=[0, 1]),
+        yaxis=_axis("USD per million requests", rangemode="tozero"),
     )
 
 
@@ -428,15 +631,25 @@ def break_even_figure(frame: pd.DataFrame, hit_rate: float) -> go.Figure:
     """Break-even hit rate per write policy (bars green when this scenario's hit rate beats it)."""
     data = [
         dict(
-            type="bar", orientation="h", y=[POLICY_LABELS[p] for p in frame["write_policy"]], x=frame["break_even_hit_rate"].to_numpy(),
-            marker=dict(color=[COLORS["win"] if hit_rate > h else COLORS["lose"] for h in frame["break_even_hit_rate"]]),
+            type="bar",
+            orientation="h",
+            y=[POLICY_LABELS[p] for p in frame["write_policy"]],
+            x=frame["break_even_hit_rate"].to_numpy(),
+            marker=dict(
+                color=[COLORS["win"] if hit_rate > h else COLORS["lose"] for h in frame["break_even_hit_rate"]]
+            ),
             hovertemplate="%{y}: caching pays above a %{x:.3f} hit rate<extra></extra>",
         )
     ]
     s, n = _vline(hit_rate, f"this scenario {hit_rate:.2f}", False)
     return _figure(
-        data, height=240, showlegend=False, shapes=[s], annotations=[n],
-        xaxis=_axis("break-even hit rate", range=[0, 1]), yaxis=_axis("", category=True),
+        data,
+        height=240,
+        showlegend=False,
+        shapes=[s],
+        annotations=[n],
+        xaxis=_axis("break-even hit rate", range=[0, 1]),
+        yaxis=_axis("", category=True),
     )
 
 
@@ -474,8 +687,10 @@ def _memory_tab(r: Result) -> list[Chart]:
     window = float(x.context_window_tokens)
     kv = curves.kv_per_token_by_attention(r)
     if model.is_mla:
-        kv_caption = (f"MLA caches a compressed {fmt_num(m['kv_bytes_per_token'] / KiB)} KiB latent per token; "
-                      "the MHA/GQA/MQA head-count comparison does not apply to it.")
+        kv_caption = (
+            f"MLA caches a compressed {fmt_num(m['kv_bytes_per_token'] / KiB)} KiB latent per token; "
+            "the MHA/GQA/MQA head-count comparison does not apply to it."
+        )
     else:
         kv_caption = (
             f"{model.attention_kind} with {model.kv_heads} KV heads stores {fmt_num(m['kv_bytes_per_token'] / KiB)} KiB per token: "
@@ -483,13 +698,28 @@ def _memory_tab(r: Result) -> list[Chart]:
             f"({fmt_num(m['kv_bytes_per_token_mha'] / KiB)} KiB) and {m['kv_bytes_per_token'] / m['kv_bytes_per_token_mqa']:.3g}× more than MQA."
         )
     return [
-        Chart("memory-per-gpu", "Memory per GPU", mem, memory_figure(mem, float(x.memory_bytes), m["usable_bytes_per_gpu"]), mem_caption),
         Chart(
-            "concurrency-vs-context", "Max concurrency vs context length", conc, concurrency_figure(conc, window, ctx),
+            "memory-per-gpu",
+            "Memory per GPU",
+            mem,
+            memory_figure(mem, float(x.memory_bytes), m["usable_bytes_per_gpu"]),
+            mem_caption,
+        ),
+        Chart(
+            "concurrency-vs-context",
+            "Max concurrency vs context length",
+            conc,
+            concurrency_figure(conc, window, ctx),
             f"At {fmt_num(ctx)} tokens per sequence paged allocation fits {fmt_num(m['max_concurrent_sequences'])} sequences and "
             f"contiguous {fmt_num(m['max_concurrent_sequences_contiguous'])}; the model's advertised window is {fmt_num(window)} tokens.",
         ),
-        Chart("kv-per-token-by-attention", "KV cache per token: MHA vs GQA vs MQA", kv, kv_attention_figure(kv), kv_caption),
+        Chart(
+            "kv-per-token-by-attention",
+            "KV cache per token: MHA vs GQA vs MQA",
+            kv,
+            kv_attention_figure(kv),
+            kv_caption,
+        ),
     ]
 
 
@@ -500,8 +730,11 @@ def _latency_tab(r: Result) -> list[Chart]:
     pts = roof.set_index("series")["arithmetic_intensity_flop_per_byte"]
     limit = curves.max_batch_that_fits(r)
     dec = curves.decode_vs_batch(r, limit)
-    turn = (f"decode turns compute-bound at batch ≈ {fmt_num(ridge)}" if math.isfinite(ridge)
-            else "decode's weight matmuls stay memory-bound at every batch")
+    turn = (
+        f"decode turns compute-bound at batch ≈ {fmt_num(ridge)}"
+        if math.isfinite(ridge)
+        else "decode's weight matmuls stay memory-bound at every batch"
+    )
     lt = curves.latency_throughput(r, limit)
     first, last = lt.iloc[0], lt.iloc[-1]
     lt_caption = (
@@ -510,24 +743,35 @@ def _latency_tab(r: Result) -> list[Chart]:
         f"and cost falls from {fmt_usd(first.cost_per_million_output_tokens_usd)} to {fmt_usd(last.cost_per_million_output_tokens_usd)} per M output tokens."
     )
     if not m["fits"]:
-        lt_caption = "No sequence fits in memory at this tp; the curve shows what the roofline would give. " + lt_caption
+        lt_caption = (
+            "No sequence fits in memory at this tp; the curve shows what the roofline would give. " + lt_caption
+        )
     ttft = curves.ttft_vs_prompt(r)
     return [
         Chart(
-            "roofline", "Roofline", roof, roofline_figure(roof),
+            "roofline",
+            "Roofline",
+            roof,
+            roofline_figure(roof),
             f"Prefill runs at {fmt_num(pts['prefill'])} FLOP/byte ({_bound(m['prefill_compute_bound'])}) and decode at "
             f"{fmt_num(pts['decode'])} FLOP/byte ({_bound(m['decode_compute_bound'])}); the derated ridge is at "
             f"{fmt_num(float(x.peak_flop_per_s * x.mfu / (x.bandwidth_bytes_per_s * x.mbu)))} FLOP/byte.",
         ),
         Chart(
-            "decode-vs-batch", "Decode step time and tokens/s vs batch", dec, decode_batch_figure(dec, ridge, limit + 0.5, batch),
+            "decode-vs-batch",
+            "Decode step time and tokens/s vs batch",
+            dec,
+            decode_batch_figure(dec, ridge, limit + 0.5, batch),
             f"At batch {fmt_num(batch)} a plain decode step takes {fmt_ms(m['plain_tpot_s'])} "
             f"({fmt_num(batch / m['plain_tpot_s'] / float(x.tp))} tokens/s per GPU); {turn}, and memory holds "
             f"at most {fmt_num(limit)} sequences at once.",
         ),
         Chart("latency-throughput", "Latency–throughput", lt, latency_throughput_figure(lt, batch), lt_caption),
         Chart(
-            "ttft-vs-prompt", "TTFT vs prompt length", ttft, ttft_prompt_figure(ttft, float(x.prompt_tokens), float(x.context_window_tokens)),
+            "ttft-vs-prompt",
+            "TTFT vs prompt length",
+            ttft,
+            ttft_prompt_figure(ttft, float(x.prompt_tokens), float(x.context_window_tokens)),
             f"A {fmt_num(float(x.prompt_tokens))}-token prompt reaches its first token in {fmt_ms(m['ttft_s'])} on an idle replica "
             f"({_bound(m['prefill_compute_bound'])}).",
         ),
@@ -539,7 +783,10 @@ def _chunked_tab(r: Result) -> list[Chart]:
     ch = curves.chunked_curves(r)
     return [
         Chart(
-            "chunked-prefill", "Chunked prefill: newcomer TTFT and running streams' ITL", ch, chunked_figure(ch, float(x.chunk_tokens)),
+            "chunked-prefill",
+            "Chunked prefill: newcomer TTFT and running streams' ITL",
+            ch,
+            chunked_figure(ch, float(x.chunk_tokens)),
             f"With {fmt_num(float(x.chunk_tokens))}-token chunks and {fmt_num(float(x.batch))} running streams, a "
             f"{fmt_num(float(x.prompt_tokens))}-token newcomer waits {fmt_ms(m['chunked_ttft_s'])} (unchunked {fmt_ms(m['nochunk_ttft_s'])}) "
             f"and running streams' worst gap is {fmt_ms(m['chunked_max_itl_s'])} (unchunked {fmt_ms(m['nochunk_max_itl_s'])}).",
@@ -551,20 +798,34 @@ def _speculative_tab(r: Result) -> list[Chart]:
     m, x = r.metrics, r.inputs
     alpha, gamma, batch = float(x.alpha), float(x.gamma), float(x.batch)
     grid = curves.speculative_grid(r)
-    off = "" if r.resolved.scenario.spec else "Speculative decoding is off in this scenario; these charts show what it would do. "
+    off = (
+        ""
+        if r.resolved.scenario.spec
+        else "Speculative decoding is off in this scenario; these charts show what it would do. "
+    )
     verdict = "wins" if m["spec_speedup"] >= 1 else "loses"
     vb = curves.speculative_vs_batch(r)
     losing = vb[vb["loses"]]
-    where = (f"it drops below 1 from batch {fmt_num(losing['batch'].iloc[0])}" if len(losing)
-             else f"it stays above 1 up to batch {fmt_num(vb['batch'].iloc[-1])}")
+    where = (
+        f"it drops below 1 from batch {fmt_num(losing['batch'].iloc[0])}"
+        if len(losing)
+        else f"it stays above 1 up to batch {fmt_num(vb['batch'].iloc[-1])}"
+    )
     return [
         Chart(
-            "speculative-alpha-gamma", "Speculative speedup over α × γ", grid, speculative_heatmap_figure(grid, alpha, gamma),
-            off + f"At batch {fmt_num(batch)}, α={alpha:.2f} and γ={int(gamma)} give {m['spec_speedup']:.3g}× ({verdict}); "
+            "speculative-alpha-gamma",
+            "Speculative speedup over α × γ",
+            grid,
+            speculative_heatmap_figure(grid, alpha, gamma),
+            off
+            + f"At batch {fmt_num(batch)}, α={alpha:.2f} and γ={int(gamma)} give {m['spec_speedup']:.3g}× ({verdict}); "
             f"{int(grid['loses'].sum())} of {len(grid)} (α, γ) cells lose.",
         ),
         Chart(
-            "speculative-vs-batch", "Speculative speedup vs batch", vb, speculative_batch_figure(vb, batch),
+            "speculative-vs-batch",
+            "Speculative speedup vs batch",
+            vb,
+            speculative_batch_figure(vb, batch),
             off + f"At α={alpha:.2f}, γ={int(gamma)} the speedup is {vb['speedup'].iloc[0]:.3g}× at batch 1 and "
             f"{vb['speedup'].iloc[-1]:.3g}× at batch {fmt_num(vb['batch'].iloc[-1])}; {where}.",
         ),
@@ -579,19 +840,29 @@ def _cache_tab(r: Result) -> list[Chart]:
     h = m["cache_hit_rate"]
     warn = ""
     if curves.prefix_below_minimum(r):
-        warn = (f"Warning: the {fmt_num(float(x.prefix_tokens))}-token prefix is below the model's "
-                f"{fmt_num(float(x.min_cacheable_tokens))}-token minimum, so caching is a no-op here. ")
+        warn = (
+            f"Warning: the {fmt_num(float(x.prefix_tokens))}-token prefix is below the model's "
+            f"{fmt_num(float(x.min_cacheable_tokens))}-token minimum, so caching is a no-op here. "
+        )
     be_map = dict(zip(be["write_policy"], be["break_even_hit_rate"]))
     return [
         Chart(
-            "prompt-cache-cost", "Prompt caching: cost vs hit rate", cost, cache_cost_figure(cost, h, {} if warn else be_map),
-            warn + f"At a {h:.2f} hit rate a request costs {fmt_usd(m['cache_cost_per_request_usd'])} with {s.ttl} writes vs "
+            "prompt-cache-cost",
+            "Prompt caching: cost vs hit rate",
+            cost,
+            cache_cost_figure(cost, h, {} if warn else be_map),
+            warn
+            + f"At a {h:.2f} hit rate a request costs {fmt_usd(m['cache_cost_per_request_usd'])} with {s.ttl} writes vs "
             f"{fmt_usd(m['nocache_cost_per_request_usd'])} without caching ({fmt_usd(m['cache_cost_per_request_usd'] * 1e6)} vs "
             f"{fmt_usd(m['nocache_cost_per_request_usd'] * 1e6)} per million requests).",
         ),
         Chart(
-            "prompt-cache-break-even", "Prompt caching: break-even hit rate", be, break_even_figure(be, h),
-            warn + f"5-minute writes pay off above a {be_map['5m']:.3f} hit rate and 1-hour writes above {be_map['1h']:.3f}; "
+            "prompt-cache-break-even",
+            "Prompt caching: break-even hit rate",
+            be,
+            break_even_figure(be, h),
+            warn
+            + f"5-minute writes pay off above a {be_map['5m']:.3f} hit rate and 1-hour writes above {be_map['1h']:.3f}; "
             f"this scenario's hit rate is {h:.2f}.",
         ),
     ]

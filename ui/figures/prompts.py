@@ -31,32 +31,57 @@ def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
     shown: set[str] = set()
     for label, rep in layouts:
         for row in rep.blocks_frame.itertuples(index=False):
-            traces.append(dict(
-                type="bar", orientation="h", y=[label], x=[row.tokens],
-                marker=dict(color=VARIABILITY_COLORS[row.variability], line=dict(color="white", width=1)),
-                name=row.variability.replace("_", " "), legendgroup=row.variability,
-                showlegend=row.variability not in shown,
-                hovertemplate=f"block {row.block}: {row.kind}, {row.tokens:,} tokens, "
-                f"{row.variability.replace('_', ' ')}<extra></extra>",
-            ))
+            traces.append(
+                dict(
+                    type="bar",
+                    orientation="h",
+                    y=[label],
+                    x=[row.tokens],
+                    marker=dict(color=VARIABILITY_COLORS[row.variability], line=dict(color="white", width=1)),
+                    name=row.variability.replace("_", " "),
+                    legendgroup=row.variability,
+                    showlegend=row.variability not in shown,
+                    hovertemplate=f"block {row.block}: {row.kind}, {row.tokens:,} tokens, "
+                    f"{row.variability.replace('_', ' ')}<extra></extra>",
+                )
+            )
             shown.add(row.variability)
         bp = rep.breakpoints_frame
         if len(bp):
-            traces.append(dict(
-                type="scatter", mode="markers", y=[label] * len(bp), x=bp["prefix_tokens"].tolist(),
-                marker=dict(symbol="diamond", size=14, line=dict(color="white", width=1),
-                            color=[PAYS_COLOR if p else LOSES_COLOR for p in bp["pays"]]),
-                name="breakpoint", legendgroup="breakpoint", showlegend="breakpoint" not in shown,
-                customdata=[[b, f"{h * 100:.1f} %"] for b, h in zip(bp["block"], bp["hit_rate_frac"])],
-                hovertemplate="breakpoint after block %{customdata[0]}: prefix %{x:,} tokens, "
-                "hit rate %{customdata[1]}<extra></extra>",
-            ))
+            traces.append(
+                dict(
+                    type="scatter",
+                    mode="markers",
+                    y=[label] * len(bp),
+                    x=bp["prefix_tokens"].tolist(),
+                    marker=dict(
+                        symbol="diamond",
+                        size=14,
+                        line=dict(color="white", width=1),
+                        color=[PAYS_COLOR if p else LOSES_COLOR for p in bp["pays"]],
+                    ),
+                    name="breakpoint",
+                    legendgroup="breakpoint",
+                    showlegend="breakpoint" not in shown,
+                    customdata=[[b, f"{h * 100:.1f} %"] for b, h in zip(bp["block"], bp["hit_rate_frac"])],
+                    hovertemplate="breakpoint after block %{customdata[0]}: prefix %{x:,} tokens, "
+                    "hit rate %{customdata[1]}<extra></extra>",
+                )
+            )
             shown.add("breakpoint")
-    return go.Figure(dict(data=traces, layout=dict(
-        barmode="stack", height=140 + 60 * len(layouts), margin=dict(l=10, r=10, t=30, b=40),
-        xaxis=dict(title="tokens (rendered order: tools → system → messages)"),
-        yaxis=dict(autorange="reversed"), legend=dict(orientation="h", y=1.15),
-    )))
+    return go.Figure(
+        dict(
+            data=traces,
+            layout=dict(
+                barmode="stack",
+                height=140 + 60 * len(layouts),
+                margin=dict(l=10, r=10, t=30, b=40),
+                xaxis=dict(title="tokens (rendered order: tools → system → messages)"),
+                yaxis=dict(autorange="reversed"),
+                legend=dict(orientation="h", y=1.15),
+            ),
+        )
+    )
 
 
 def audit_figure(report: AuditReport) -> go.Figure:
@@ -69,19 +94,40 @@ def audit_figure(report: AuditReport) -> go.Figure:
         ("input_tokens", "uncached input", "#9E9E9E"),
     )
     traces = [
-        dict(type="bar", x=x, y=s[col].tolist(), name=name, marker=dict(color=color),
-             hovertemplate=f"{name}: %{{y:,}} tokens<extra></extra>")
+        dict(
+            type="bar",
+            x=x,
+            y=s[col].tolist(),
+            name=name,
+            marker=dict(color=color),
+            hovertemplate=f"{name}: %{{y:,}} tokens<extra></extra>",
+        )
         for col, name, color in series
     ]
     if report.series_axis == "time":
         width = int(report.bin_width_s or 60)
-        unit = f"{width // 60}-minute" if width < 3600 else f"{width // 3600}-hour" if width < 86_400 else (
-            f"{width // 86_400}-day")
+        unit = (
+            f"{width // 60}-minute"
+            if width < 3600
+            else f"{width // 3600}-hour"
+            if width < 86_400
+            else (f"{width // 86_400}-day")
+        )
         xtitle = f"time (UTC), {unit} bins"
         xaxis = dict(title=xtitle)
     else:
         xaxis = dict(title="request (file order; the log has no timestamps)")
-    return go.Figure(dict(data=traces, layout=dict(
-        barmode="stack", bargap=0.1, height=320, margin=dict(l=10, r=10, t=30, b=40), xaxis=xaxis,
-        yaxis=dict(title="input tokens per bin", rangemode="tozero"), legend=dict(orientation="h", y=1.15),
-    )))
+    return go.Figure(
+        dict(
+            data=traces,
+            layout=dict(
+                barmode="stack",
+                bargap=0.1,
+                height=320,
+                margin=dict(l=10, r=10, t=30, b=40),
+                xaxis=xaxis,
+                yaxis=dict(title="input tokens per bin", rangemode="tozero"),
+                legend=dict(orientation="h", y=1.15),
+            ),
+        )
+    )

@@ -16,7 +16,9 @@ from ui.figures.core import _BASE_LAYOUT, COLORS, _axis, _vline
 CDF_POINTS = 400
 
 
-def cdf_points(values: np.ndarray, weights: np.ndarray | None = None, points: int = CDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
+def cdf_points(
+    values: np.ndarray, weights: np.ndarray | None = None, points: int = CDF_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
     """(value, cumulative share) at ``points`` evenly spaced shares: the inverse empirical CDF."""
     values = values[np.isfinite(values)] if weights is None else values
     if values.size == 0:
@@ -38,18 +40,57 @@ def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: floa
     """One latency CDF (log x, ms) with the SLO target and the p99 line."""
     part = frame[frame["metric"] == metric]
     x_ms = part["value_s"].to_numpy() * MS_PER_S
-    target, label = _vline(slo_s * MS_PER_S, f"target {slo_s * MS_PER_S:.3g} ms", log_x=True, color=COLORS["lose"], y_text=0.5)
+    target, label = _vline(
+        slo_s * MS_PER_S, f"target {slo_s * MS_PER_S:.3g} ms", log_x=True, color=COLORS["lose"], y_text=0.5
+    )
     shapes, notes = [target], [label]
     return go.Figure(
         dict(
-            data=[dict(type="scatter", mode="lines", x=x_ms.tolist(), y=part["share"].tolist(), name=title, line=dict(color=COLORS["decode"], width=2), hovertemplate="%{x:.3g} ms: %{y:.1%}<extra></extra>")],
+            data=[
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=x_ms.tolist(),
+                    y=part["share"].tolist(),
+                    name=title,
+                    line=dict(color=COLORS["decode"], width=2),
+                    hovertemplate="%{x:.3g} ms: %{y:.1%}<extra></extra>",
+                )
+            ],
             layout={
                 **_BASE_LAYOUT,
                 "title": dict(text=title),
                 "xaxis": _axis(f"{title} (ms, log scale)", log=True),
-                "yaxis": _axis("share of " + ("requests" if metric == "ttft" else "tokens"), tickformat=".0%", range=[0, 1.02]),
-                "shapes": shapes + [dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=0.99, y1=0.99, line=dict(color=COLORS["mark"], dash="dot", width=1))],
-                "annotations": notes + [dict(xref="paper", yref="y", x=0.0, y=0.99, text="p99", showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=11))],
+                "yaxis": _axis(
+                    "share of " + ("requests" if metric == "ttft" else "tokens"), tickformat=".0%", range=[0, 1.02]
+                ),
+                "shapes": shapes
+                + [
+                    dict(
+                        type="line",
+                        xref="paper",
+                        yref="y",
+                        x0=0,
+                        x1=1,
+                        y0=0.99,
+                        y1=0.99,
+                        line=dict(color=COLORS["mark"], dash="dot", width=1),
+                    )
+                ],
+                "annotations": notes
+                + [
+                    dict(
+                        xref="paper",
+                        yref="y",
+                        x=0.0,
+                        y=0.99,
+                        text="p99",
+                        showarrow=False,
+                        xanchor="left",
+                        yanchor="bottom",
+                        font=dict(size=11),
+                    )
+                ],
                 "showlegend": False,
                 "height": 320,
             },
@@ -66,8 +107,23 @@ def timeline_figure(frame: pd.DataFrame) -> go.Figure:
     return go.Figure(
         dict(
             data=[
-                dict(type="scatter", mode="lines", x=frame["time_s"].tolist(), y=frame["queue_len"].tolist(), name="waiting requests", line=dict(color=COLORS["prefill"], shape="hv")),
-                dict(type="scatter", mode="lines", x=frame["time_s"].tolist(), y=(frame["kv_used_frac"] * 100).tolist(), name="KV cache used (%)", yaxis="y2", line=dict(color=COLORS["decode"], shape="hv")),
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=frame["time_s"].tolist(),
+                    y=frame["queue_len"].tolist(),
+                    name="waiting requests",
+                    line=dict(color=COLORS["prefill"], shape="hv"),
+                ),
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=frame["time_s"].tolist(),
+                    y=(frame["kv_used_frac"] * 100).tolist(),
+                    name="KV cache used (%)",
+                    yaxis="y2",
+                    line=dict(color=COLORS["decode"], shape="hv"),
+                ),
             ],
             layout={
                 **_BASE_LAYOUT,
@@ -90,8 +146,14 @@ def sizing_figure(table: pd.DataFrame) -> go.Figure:
         dict(
             data=[
                 dict(
-                    type="bar", orientation="h", x=ok["usd_per_hour"].tolist(), y=labels, marker=dict(color=colors),
-                    customdata=np.stack([ok["gpus"], ok["usd_per_million_output_tokens"]], axis=-1).tolist() if len(ok) else [],
+                    type="bar",
+                    orientation="h",
+                    x=ok["usd_per_hour"].tolist(),
+                    y=labels,
+                    marker=dict(color=colors),
+                    customdata=np.stack([ok["gpus"], ok["usd_per_million_output_tokens"]], axis=-1).tolist()
+                    if len(ok)
+                    else [],
                     hovertemplate="%{y}: $%{x:,.2f}/h, %{customdata[0]} GPUs, $%{customdata[1]:.3g}/Mtok<extra></extra>",
                 )
             ],

@@ -105,7 +105,9 @@ def highlighted(frame: pd.DataFrame, flags: list[bool]):
 
 def compare_tab(st: Any, frame: pd.DataFrame, slo_ttft_s: float, slo_tpot_s: float) -> None:
     shown = compare_display_frame(frame)
-    flags = frame["cheapest_meeting_slo"].astype(bool).tolist() if "cheapest_meeting_slo" in frame else [False] * len(frame)
+    flags = (
+        frame["cheapest_meeting_slo"].astype(bool).tolist() if "cheapest_meeting_slo" in frame else [False] * len(frame)
+    )
 
     st.markdown(md_text(cheapest_sentence(frame, slo_ttft_s, slo_tpot_s)))
     st.dataframe(
@@ -119,7 +121,9 @@ def compare_tab(st: Any, frame: pd.DataFrame, slo_ttft_s: float, slo_tpot_s: flo
             "$ / GPU-hour": st.column_config.NumberColumn(format="$%.2f"),
         },
     )
-    st.caption("Click a column header to sort. Each profile runs this scenario at its own smallest tp that fits when yours does not.")
+    st.caption(
+        "Click a column header to sort. Each profile runs this scenario at its own smallest tp that fits when yours does not."
+    )
     download_csv(st, "Download table CSV", frame, "compare-gpus")
 
 
@@ -127,7 +131,9 @@ def compare_tab(st: Any, frame: pd.DataFrame, slo_ttft_s: float, slo_tpot_s: flo
 
 
 def explain_tab(st: Any, items: Sequence[ExplainItem]) -> None:
-    st.caption("Each figure's formula, then the same formula with this scenario's numbers, then the engine's value; retype the middle line into a calculator to check it.")
+    st.caption(
+        "Each figure's formula, then the same formula with this scenario's numbers, then the engine's value; retype the middle line into a calculator to check it."
+    )
     for item in items:
         st.markdown(f"**{md_escape(item.title)}**")
         st.code(f"{item.formula}\n= {item.substituted}\n= {item.value}", language=None, wrap_lines=True)

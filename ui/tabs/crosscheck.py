@@ -51,22 +51,35 @@ def render(ctx: PageContext) -> None:
         return
     _device(st, results)
     labels = [p.label for p in results.profiles]
-    profile = st.radio("Prediction from", labels, horizontal=True, key="xc_profile",
-                       help="calibrated: measured peaks, MFU = MBU = 1; datasheet: the shipped profile with the default MFU/MBU")
+    profile = st.radio(
+        "Prediction from",
+        labels,
+        horizontal=True,
+        key="xc_profile",
+        help="calibrated: measured peaks, MFU = MBU = 1; datasheet: the shipped profile with the default MFU/MBU",
+    )
     st.markdown("**Median |error| per phase**")
-    st.dataframe(summary_frame(results), hide_index=True,
-                 column_config={
-                     "median_abs_error_pct": st.column_config.NumberColumn("median |error| (%)", format="%.1f"),
-                     "median_abs_serial_error_pct": st.column_config.NumberColumn(
-                         "no overlap (o = 0): median |error| (%)", format="%.1f",
-                         help="compute + memory time, as if they did not overlap at all (o = 0; a diagnostic beside the measured o)"),
-                 })
+    st.dataframe(
+        summary_frame(results),
+        hide_index=True,
+        column_config={
+            "median_abs_error_pct": st.column_config.NumberColumn("median |error| (%)", format="%.1f"),
+            "median_abs_serial_error_pct": st.column_config.NumberColumn(
+                "no overlap (o = 0): median |error| (%)",
+                format="%.1f",
+                help="compute + memory time, as if they did not overlap at all (o = 0; a diagnostic beside the measured o)",
+            ),
+        },
+    )
     st.plotly_chart(decode_figure(results, profile), key="xc-decode", config=PLOTLY_CONFIG)
     st.plotly_chart(prefill_figure(results, profile), key="xc-prefill", config=PLOTLY_CONFIG)
     st.markdown("**Chunked-prefill and speculative-verification steps**")
-    st.dataframe(steps_frame(results, profile, ("mixed", "verify")), hide_index=True,
-                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("measured (ms)", "predicted (ms)")}
-                 | {"error (%)": st.column_config.NumberColumn(format="%+.1f")})
+    st.dataframe(
+        steps_frame(results, profile, ("mixed", "verify")),
+        hide_index=True,
+        column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("measured (ms)", "predicted (ms)")}
+        | {"error (%)": st.column_config.NumberColumn(format="%+.1f")},
+    )
     st.markdown("**Batch where decode turns compute-bound**")
     st.dataframe(ridge_frame(results), hide_index=True)
     if results.skipped:
@@ -90,8 +103,12 @@ def _load(st: Any) -> BenchResults | None:
             return None
         data, label = path.read_bytes(), name
     else:
-        up = st.file_uploader("Results JSON written by `python -m planner bench`", type=["json"], key="xc_upload",
-                              max_upload_size=MAX_RESULTS_BYTES // 2**20)
+        up = st.file_uploader(
+            "Results JSON written by `python -m planner bench`",
+            type=["json"],
+            key="xc_upload",
+            max_upload_size=MAX_RESULTS_BYTES // 2**20,
+        )
         if up is None:
             return None
         if up.size > MAX_RESULTS_BYTES:
@@ -108,28 +125,45 @@ def _load(st: Any) -> BenchResults | None:
 def _device(st: Any, r: BenchResults) -> None:
     d = r.device
     cols = st.columns(3)
-    cols[0].metric("Matmul", f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s",
-                   help=f"{d.dtype}, best of {len(r.matmul)} sizes, median of {len(r.rounds)} rounds")
-    cols[1].metric("Memory bandwidth", f"{r.measured_bandwidth_bytes_per_s / 1e9:.3g} GB/s",
-                   help="the decoder's weight-streaming kernel (gemv at one token row); "
-                        + ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.3g} GB/s" for b in r.bandwidth))
+    cols[0].metric(
+        "Matmul",
+        f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s",
+        help=f"{d.dtype}, best of {len(r.matmul)} sizes, median of {len(r.rounds)} rounds",
+    )
+    cols[1].metric(
+        "Memory bandwidth",
+        f"{r.measured_bandwidth_bytes_per_s / 1e9:.3g} GB/s",
+        help="the decoder's weight-streaming kernel (gemv at one token row); "
+        + ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.3g} GB/s" for b in r.bandwidth),
+    )
     cols[2].metric("Run time", fmt_seconds(r.wall_s))
     cols = st.columns(3)
     rows = ", ".join(str(o.rows) for o in r.overlap)
-    cols[0].metric("Compute–memory overlap", f"{r.measured_compute_memory_overlap:+.2f}",
-                   help=f"o in max(c, m) + (1 − o)·min(c, m): 1 = roofline, 0 = back to back; the linear kernel at {rows} token rows")
-    cols[1].metric("Attention: share of peak / bandwidth",
-                   f"{r.measured_attention_compute_frac:.2f} / {r.measured_attention_bandwidth_frac:.2f}",
-                   help="the decoder's attention kernel on one causal prompt (FLOP/s ÷ peak) and on one decode token "
-                        "per sequence over a KV cache (bytes/s ÷ bandwidth)")
+    cols[0].metric(
+        "Compute–memory overlap",
+        f"{r.measured_compute_memory_overlap:+.2f}",
+        help=f"o in max(c, m) + (1 − o)·min(c, m): 1 = roofline, 0 = back to back; the linear kernel at {rows} token rows",
+    )
+    cols[1].metric(
+        "Attention: share of peak / bandwidth",
+        f"{r.measured_attention_compute_frac:.2f} / {r.measured_attention_bandwidth_frac:.2f}",
+        help="the decoder's attention kernel on one causal prompt (FLOP/s ÷ peak) and on one decode token "
+        "per sequence over a KV cache (bytes/s ÷ bandwidth)",
+    )
     bws = [x.bandwidth_bytes_per_s / 1e9 for x in r.rounds]
-    cols[2].metric("Calibration rounds", f"{len(r.rounds)}",
-                   help=f"interleaved with the steps; each figure is the median. Bandwidth ranged {min(bws):.3g} … {max(bws):.3g} GB/s")
-    st.caption(md_escape(
-        f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · " + (f"{d.linear_note} · " if d.linear_note else "")
-        + f"{d.date_utc} · "
-        f"load average {d.load_average[0]:.2f} → {d.load_average[1]:.2f}" + (" · quick run" if d.quick else "")
-    ))
+    cols[2].metric(
+        "Calibration rounds",
+        f"{len(r.rounds)}",
+        help=f"interleaved with the steps; each figure is the median. Bandwidth ranged {min(bws):.3g} … {max(bws):.3g} GB/s",
+    )
+    st.caption(
+        md_escape(
+            f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · "
+            + (f"{d.linear_note} · " if d.linear_note else "")
+            + f"{d.date_utc} · "
+            f"load average {d.load_average[0]:.2f} → {d.load_average[1]:.2f}" + (" · quick run" if d.quick else "")
+        )
+    )
 
 
 def _plan_with_measured(st: Any, ctx: PageContext, r: BenchResults) -> None:
@@ -140,11 +174,13 @@ def _plan_with_measured(st: Any, ctx: PageContext, r: BenchResults) -> None:
     if all(getattr(s, k) == v for k, v in target.items()):
         st.success(md_escape(f"The scenario runs on this measured machine ({key}) at its measured rates."))
         return
-    st.markdown(md_escape(
-        f"Its calibrated profile is in the GPU list as {key}: planning on it takes the measured peak, bandwidth, "
-        f"overlap ({r.measured_compute_memory_overlap:+.2f}) and attention shares as they are (a measured profile "
-        f"runs at MFU = MBU = 1), at tp = 1 (one machine). The link will say gpu={key}."
-    ))
+    st.markdown(
+        md_escape(
+            f"Its calibrated profile is in the GPU list as {key}: planning on it takes the measured peak, bandwidth, "
+            f"overlap ({r.measured_compute_memory_overlap:+.2f}) and attention shares as they are (a measured profile "
+            f"runs at MFU = MBU = 1), at tp = 1 (one machine). The link will say gpu={key}."
+        )
+    )
     if st.button("Plan with this measured machine", key="xc_use_measured", type="primary"):
         ctx.update_scenario(**target)
 
@@ -154,27 +190,40 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
     gpu = ctx.catalog.profile(ctx.scenario.gpu)
     cal = scenario_calibration(r, gpu) if gpu is not None else None
     if cal is not None:
-        st.markdown(md_escape(
-            f"Measured on this scenario's GPU ({gpu.name}): MFU {cal.mfu:.3f} and MBU {cal.mbu:.3f} make the datasheet "
-            f"figures equal the measured peaks (now {ctx.scenario.mfu:.3f} and {ctx.scenario.mbu:.3f})."
-        ))
+        st.markdown(
+            md_escape(
+                f"Measured on this scenario's GPU ({gpu.name}): MFU {cal.mfu:.3f} and MBU {cal.mbu:.3f} make the datasheet "
+                f"figures equal the measured peaks (now {ctx.scenario.mfu:.3f} and {ctx.scenario.mbu:.3f})."
+            )
+        )
         for note in cal.notes:
             st.caption(md_escape(note))
-        st.caption(md_escape(
-            f"The link carries MFU and MBU only; the measured overlap ({r.measured_compute_memory_overlap:+.2f}) and "
-            "attention shares are in the calibrated profile below."
-        ))
+        st.caption(
+            md_escape(
+                f"The link carries MFU and MBU only; the measured overlap ({r.measured_compute_memory_overlap:+.2f}) and "
+                "attention shares are in the calibrated profile below."
+            )
+        )
         if st.button("Apply calibration", key="xc_apply", type="primary"):
             ctx.update_scenario(mfu=cal.mfu, mbu=cal.mbu)
     elif r.device.slug in ctx.catalog.measured:
         _plan_with_measured(st, ctx, r)
     else:
         here = gpu.name if gpu is not None else ctx.scenario.gpu
-        st.info(md_escape(
-            f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
-            f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
-            f"benchmarks/results/{r.device.slug}.toml (or hardware_profiles/); it then appears at the end of the GPU "
-            f"list and runs at its measured rates (MFU and MBU do not derate a measured profile)."
-        ))
-    st.download_button("Calibrated profile (TOML)", data=profile_toml(r.calibrated_profile), file_name=f"{r.device.slug}.toml",
-                       mime="application/toml", key="xc_toml", on_click="ignore", icon=":material/download:")
+        st.info(
+            md_escape(
+                f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
+                f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
+                f"benchmarks/results/{r.device.slug}.toml (or hardware_profiles/); it then appears at the end of the GPU "
+                f"list and runs at its measured rates (MFU and MBU do not derate a measured profile)."
+            )
+        )
+    st.download_button(
+        "Calibrated profile (TOML)",
+        data=profile_toml(r.calibrated_profile),
+        file_name=f"{r.device.slug}.toml",
+        mime="application/toml",
+        key="xc_toml",
+        on_click="ignore",
+        icon=":material/download:",
+    )

@@ -50,8 +50,17 @@ EXAMPLE_STATE = "_pl_use_example"
 PROBLEMS_SHOWN = 200
 PLOTLY_CONFIG = {"displaylogo": False}
 GROUP_COLUMNS = (
-    "group", "requests", "hit_rate_frac", "invalidated", "requests_writing", "cache_read_tokens",
-    "cache_creation_tokens", "input_tokens", "output_tokens", "paid_usd", "ideal_usd",
+    "group",
+    "requests",
+    "hit_rate_frac",
+    "invalidated",
+    "requests_writing",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "input_tokens",
+    "output_tokens",
+    "paid_usd",
+    "ideal_usd",
 )
 
 
@@ -110,13 +119,25 @@ def _editor(st: Any, ctx: PageContext, layout: Layout) -> Layout | None:
     s = layout.settings
     rpm_default = s.rpm if s.rpm is not None else float(ctx.scenario.rpm)
     c1, c2, c3, c4 = st.columns(4)
-    rpm = c1.number_input("requests / min (whole workload)", min_value=0.0, max_value=1e6, value=rpm_default,
-                          key=f"pl_rpm_{tag}")
-    users = c2.number_input("distinct users or conversations", min_value=1, max_value=1_000_000_000,
-                            value=s.users, step=1, key=f"pl_users_{tag}")
-    dur = c3.number_input("request duration, s (0 = engine estimate)", min_value=0.0, max_value=86_400.0,
-                          value=float(s.dur_s or 0.0), key=f"pl_dur_{tag}",
-                          help="The TTL counts from the start of a request: a long stream eats the window.")
+    rpm = c1.number_input(
+        "requests / min (whole workload)", min_value=0.0, max_value=1e6, value=rpm_default, key=f"pl_rpm_{tag}"
+    )
+    users = c2.number_input(
+        "distinct users or conversations",
+        min_value=1,
+        max_value=1_000_000_000,
+        value=s.users,
+        step=1,
+        key=f"pl_users_{tag}",
+    )
+    dur = c3.number_input(
+        "request duration, s (0 = engine estimate)",
+        min_value=0.0,
+        max_value=86_400.0,
+        value=float(s.dur_s or 0.0),
+        key=f"pl_dur_{tag}",
+        help="The TTL counts from the start of a request: a long stream eats the window.",
+    )
     auto = c4.checkbox("automatic caching (uses one breakpoint)", value=s.auto, key=f"pl_auto_{tag}")
     settings = LayoutSettings(
         rpm=None if (s.rpm is None and rpm == rpm_default) else float(rpm),
@@ -137,27 +158,37 @@ def _checker(st: Any, ctx: PageContext, layout: Layout) -> None:
     traffic = traffic_for(layout, x)
     rep = analyse(layout, x, ttl, traffic)
     sug = suggest(layout, x, ttl, traffic)
-    st.caption(md_escape(
-        f"{rep.total_tokens:,} prompt tokens, {traffic.rpm:g} requests/min, {traffic.users:,} user(s), "
-        f"request duration {fmt_seconds(traffic.request_duration_s)}, TTL {ttl} (sidebar), minimum cacheable "
-        f"prefix {rep.min_cacheable_tokens:,} tokens, break-even hit rate {fmt_pct(rep.break_even_hit_rate_frac)}."
-    ))
+    st.caption(
+        md_escape(
+            f"{rep.total_tokens:,} prompt tokens, {traffic.rpm:g} requests/min, {traffic.users:,} user(s), "
+            f"request duration {fmt_seconds(traffic.request_duration_s)}, TTL {ttl} (sidebar), minimum cacheable "
+            f"prefix {rep.min_cacheable_tokens:,} tokens, break-even hit rate {fmt_pct(rep.break_even_hit_rate_frac)}."
+        )
+    )
     for f in rep.findings:
         text = f"{md_escape(f.message)}\n\n**Fix:** {md_escape(f.fix)}"
         {"error": st.error, "warning": st.warning, "info": st.info}[f.severity](text)
     _metrics(st, rep)
-    st.plotly_chart(layout_figure([("Your layout", rep), ("Suggested", sug.report)]), key="pl_layout_chart",
-                    config=PLOTLY_CONFIG)
+    st.plotly_chart(
+        layout_figure([("Your layout", rep), ("Suggested", sug.report)]), key="pl_layout_chart", config=PLOTLY_CONFIG
+    )
     if len(rep.breakpoints_frame):
         cc = st.column_config
-        st.dataframe(rep.breakpoints_frame, hide_index=True, key="pl_breakpoints", column_config={
-            "prefix_tokens": cc.NumberColumn("prefix tokens"),
-            "reusable_prefix_tokens": cc.NumberColumn("reusable tokens", help="ends at the first per-request block"),
-            "shared_by": "shared by",
-            "above_minimum": cc.CheckboxColumn("≥ minimum"),
-            "hit_rate_frac": cc.NumberColumn("hit rate", format="percent"),
-            "pays": cc.CheckboxColumn("pays", help="cached, and the hit rate beats break-even"),
-        })
+        st.dataframe(
+            rep.breakpoints_frame,
+            hide_index=True,
+            key="pl_breakpoints",
+            column_config={
+                "prefix_tokens": cc.NumberColumn("prefix tokens"),
+                "reusable_prefix_tokens": cc.NumberColumn(
+                    "reusable tokens", help="ends at the first per-request block"
+                ),
+                "shared_by": "shared by",
+                "above_minimum": cc.CheckboxColumn("≥ minimum"),
+                "hit_rate_frac": cc.NumberColumn("hit rate", format="percent"),
+                "pays": cc.CheckboxColumn("pays", help="cached, and the hit rate beats break-even"),
+            },
+        )
     _suggestion(st, ctx, layout, rep, sug)
     st.download_button(
         "Layout CSV",
@@ -178,15 +209,25 @@ def _cost_text(rep: LayoutReport, attr: str) -> str:
 def _metrics(st: Any, rep: LayoutReport) -> None:
     c1, c2, c3, c4 = st.columns(4)
     saving = rep.saving_frac
-    c1.metric("Cost / request", _cost_text(rep, "cost_per_request_usd"),
-              delta=None if saving is None else f"{fmt_pct(-saving, signed=True)} vs no cache", delta_color="inverse")
-    c2.metric("Cost / month", _cost_text(rep, "cost_per_month_usd"),
-              help=f"30 days at this rate; no caching: {fmt_usd(rep.nocache_cost_per_month_usd)}")
+    c1.metric(
+        "Cost / request",
+        _cost_text(rep, "cost_per_request_usd"),
+        delta=None if saving is None else f"{fmt_pct(-saving, signed=True)} vs no cache",
+        delta_color="inverse",
+    )
+    c2.metric(
+        "Cost / month",
+        _cost_text(rep, "cost_per_month_usd"),
+        help=f"30 days at this rate; no caching: {fmt_usd(rep.nocache_cost_per_month_usd)}",
+    )
     c3.metric("No caching / request", fmt_usd(rep.nocache_cost_per_request_usd))
     saved = rep.ttft_saved_s
-    c4.metric("TTFT saved", "n/a" if saved is None else "none" if saved <= 0 else fmt_seconds(saved),
-              help=f"Expected TTFT {fmt_seconds(rep.ttft_s) if rep.ttft_s is not None else 'n/a'} against "
-              f"{fmt_seconds(rep.ttft_nocache_s)} uncached (roofline prefill on the scenario's GPU).")
+    c4.metric(
+        "TTFT saved",
+        "n/a" if saved is None else "none" if saved <= 0 else fmt_seconds(saved),
+        help=f"Expected TTFT {fmt_seconds(rep.ttft_s) if rep.ttft_s is not None else 'n/a'} against "
+        f"{fmt_seconds(rep.ttft_nocache_s)} uncached (roofline prefill on the scenario's GPU).",
+    )
 
 
 def _suggestion(st: Any, ctx: PageContext, layout: Layout, rep: LayoutReport, sug) -> None:
@@ -196,13 +237,21 @@ def _suggestion(st: Any, ctx: PageContext, layout: Layout, rep: LayoutReport, su
         st.success("Your layout is already the cheapest this checker finds.")
         return
     after = sug.report
-    table = pd.DataFrame({
-        "": ["cost / request", "cost / month", "expected TTFT"],
-        "yours": [_cost_text(rep, "cost_per_request_usd"), _cost_text(rep, "cost_per_month_usd"),
-                  "n/a" if rep.ttft_s is None else fmt_seconds(rep.ttft_s)],
-        "suggested": [_cost_text(after, "cost_per_request_usd"), _cost_text(after, "cost_per_month_usd"),
-                      "n/a" if after.ttft_s is None else fmt_seconds(after.ttft_s)],
-    })
+    table = pd.DataFrame(
+        {
+            "": ["cost / request", "cost / month", "expected TTFT"],
+            "yours": [
+                _cost_text(rep, "cost_per_request_usd"),
+                _cost_text(rep, "cost_per_month_usd"),
+                "n/a" if rep.ttft_s is None else fmt_seconds(rep.ttft_s),
+            ],
+            "suggested": [
+                _cost_text(after, "cost_per_request_usd"),
+                _cost_text(after, "cost_per_month_usd"),
+                "n/a" if after.ttft_s is None else fmt_seconds(after.ttft_s),
+            ],
+        }
+    )
     st.dataframe(table, hide_index=True, key="pl_before_after")
     st.markdown("\n".join(f"- {md_escape(c)}" for c in sug.changes))
     st.code(encode(sug.layout), language=None)
@@ -234,8 +283,13 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
     key = (hashlib.sha256(data).hexdigest(), name, s.price_in, s.price_out, s.ttl)
     cached = st.session_state.get(AUDIT_STATE)
     if cached is None or cached[0] != key:
-        report = audit(parse_usage_log(data, name), s.price_in / 1e6, s.price_out / 1e6,
-                       CACHE_WRITE_MULTIPLIER[s.ttl], CACHE_READ_MULTIPLIER)
+        report = audit(
+            parse_usage_log(data, name),
+            s.price_in / 1e6,
+            s.price_out / 1e6,
+            CACHE_WRITE_MULTIPLIER[s.ttl],
+            CACHE_READ_MULTIPLIER,
+        )
         st.session_state[AUDIT_STATE] = (key, report)
     else:
         report = cached[1]
@@ -251,36 +305,60 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
         st.warning(f"{parsed.rows_rejected:,} of {parsed.rows_read:,} rows rejected; the others are used.\n\n{lines}")
         if len(shown) > 10 or more > 0:
             with st.expander(f"All problems ({parsed.rows_rejected:,} rows)"):
-                st.markdown("\n".join(f"- {md_escape(str(p))}" for p in shown)
-                            + (f"\n\n… and {more:,} more rows" if more > 0 else ""))
+                st.markdown(
+                    "\n".join(f"- {md_escape(str(p))}" for p in shown)
+                    + (f"\n\n… and {more:,} more rows" if more > 0 else "")
+                )
     if rep.requests == 0:
         st.info("No usable rows.")
         return
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Requests", f"{rep.requests:,}")
-    c2.metric("Measured hit rate", "no cached tokens" if rep.hit_rate_frac is None else fmt_pct(rep.hit_rate_frac),
-              help="cache_read / (cache_read + cache_creation)")
-    c3.metric("Paid", fmt_usd(rep.paid_usd), delta=f"{fmt_usd(rep.paid_usd - rep.nocache_usd)} vs no caching",
-              delta_color="inverse", help=f"Scenario prices; writes at the {ttl} TTL's multiplier.")
-    c4.metric("Ideal caching", fmt_usd(rep.ideal_usd),
-              help="Every cacheable token read except the first write of each group (a lower bound).")
+    c2.metric(
+        "Measured hit rate",
+        "no cached tokens" if rep.hit_rate_frac is None else fmt_pct(rep.hit_rate_frac),
+        help="cache_read / (cache_read + cache_creation)",
+    )
+    c3.metric(
+        "Paid",
+        fmt_usd(rep.paid_usd),
+        delta=f"{fmt_usd(rep.paid_usd - rep.nocache_usd)} vs no caching",
+        delta_color="inverse",
+        help=f"Scenario prices; writes at the {ttl} TTL's multiplier.",
+    )
+    c4.metric(
+        "Ideal caching",
+        fmt_usd(rep.ideal_usd),
+        help="Every cacheable token read except the first write of each group (a lower bound).",
+    )
     for g in rep.groups[rep.groups["invalidated"]].itertuples(index=False):
-        st.error(md_escape(
-            f"Group {g.group}: {g.requests_writing:,} requests wrote {g.cache_creation_tokens:,.0f} tokens to the "
-            f"cache and none was ever read. Something in the prefix changes between requests (a timestamp, an id, "
-            f"reordered tools): move it after the last breakpoint."
-        ))
+        st.error(
+            md_escape(
+                f"Group {g.group}: {g.requests_writing:,} requests wrote {g.cache_creation_tokens:,.0f} tokens to the "
+                f"cache and none was ever read. Something in the prefix changes between requests (a timestamp, an id, "
+                f"reordered tools): move it after the last breakpoint."
+            )
+        )
     st.plotly_chart(audit_figure(rep), key="pl_audit_chart", config=PLOTLY_CONFIG)
     if rep.untimed_rows:
         st.caption(f"{rep.untimed_rows:,} rows without a timestamp are left out of the time series.")
     shown = rep.groups[list(GROUP_COLUMNS)]
     cc = st.column_config
-    st.dataframe(shown.astype(object).where(shown.notna(), None), hide_index=True, key="pl_groups", column_config={
-        "hit_rate_frac": cc.NumberColumn("hit rate", format="percent"),
-        "invalidated": cc.CheckboxColumn("writes, no reads"),
-        **{c: cc.NumberColumn(c.replace("_", " ")) for c in GROUP_COLUMNS if c.endswith("tokens") or "requests" in c},
-        **{c: cc.NumberColumn(c.removesuffix("_usd") + " ($)", format="%.4f") for c in ("paid_usd", "ideal_usd")},
-    })
+    st.dataframe(
+        shown.astype(object).where(shown.notna(), None),
+        hide_index=True,
+        key="pl_groups",
+        column_config={
+            "hit_rate_frac": cc.NumberColumn("hit rate", format="percent"),
+            "invalidated": cc.CheckboxColumn("writes, no reads"),
+            **{
+                c: cc.NumberColumn(c.replace("_", " "))
+                for c in GROUP_COLUMNS
+                if c.endswith("tokens") or "requests" in c
+            },
+            **{c: cc.NumberColumn(c.removesuffix("_usd") + " ($)", format="%.4f") for c in ("paid_usd", "ideal_usd")},
+        },
+    )
     st.download_button(
         "Groups CSV",
         data=frame_to_csv(present_frame(shown)),

@@ -107,13 +107,64 @@ def _form(st: Any, s: Scenario) -> tuple[str | None, dict[str, Any]]:
     )
     with st.form("sim_form", border=True):
         c1, c2, c3 = st.columns(3)
-        c1.number_input("Arrival rate (requests/s)", min_value=min(0.001, s.rate), max_value=_upper("rate"), step=0.5, format="%g", key=_W + "rate", help="Poisson arrivals to the whole fleet; one replica when simulating; requests per second.")
-        c2.selectbox("Length distribution", ("fixed", "uniform", "lognormal"), key=_W + "dist", help="Prompt and output lengths around the sidebar's prompt and output tokens.")
-        c3.number_input("Spread (CV)", min_value=0.0, max_value=_upper("spread"), step=0.1, format="%g", key=_W + "spread", help="Coefficient of variation of the lengths: standard deviation / mean.")
-        c1.number_input("Requests simulated", min_value=10, max_value=100_000, step=500, key=_W + "sim_requests", help="Requests in one simulation; count.")
-        c2.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=_W + "seed", help="Same seed, same requests and same result.")
-        c1.number_input("p99 TTFT target (s)", min_value=min(0.001, s.slo_ttft_s), max_value=_upper("slo_ttft_s"), step=0.1, format="%g", key=_W + "slo_ttft_s", help="Time-to-first-token SLO, 99th percentile; seconds.")
-        c2.number_input("p99 inter-token target (s)", min_value=min(0.0001, s.slo_tpot_s), max_value=_upper("slo_tpot_s"), step=0.005, format="%g", key=_W + "slo_tpot_s", help="Inter-token latency SLO, 99th percentile over tokens; seconds.")
+        c1.number_input(
+            "Arrival rate (requests/s)",
+            min_value=min(0.001, s.rate),
+            max_value=_upper("rate"),
+            step=0.5,
+            format="%g",
+            key=_W + "rate",
+            help="Poisson arrivals to the whole fleet; one replica when simulating; requests per second.",
+        )
+        c2.selectbox(
+            "Length distribution",
+            ("fixed", "uniform", "lognormal"),
+            key=_W + "dist",
+            help="Prompt and output lengths around the sidebar's prompt and output tokens.",
+        )
+        c3.number_input(
+            "Spread (CV)",
+            min_value=0.0,
+            max_value=_upper("spread"),
+            step=0.1,
+            format="%g",
+            key=_W + "spread",
+            help="Coefficient of variation of the lengths: standard deviation / mean.",
+        )
+        c1.number_input(
+            "Requests simulated",
+            min_value=10,
+            max_value=100_000,
+            step=500,
+            key=_W + "sim_requests",
+            help="Requests in one simulation; count.",
+        )
+        c2.number_input(
+            "Seed",
+            min_value=0,
+            max_value=2**31 - 1,
+            step=1,
+            key=_W + "seed",
+            help="Same seed, same requests and same result.",
+        )
+        c1.number_input(
+            "p99 TTFT target (s)",
+            min_value=min(0.001, s.slo_ttft_s),
+            max_value=_upper("slo_ttft_s"),
+            step=0.1,
+            format="%g",
+            key=_W + "slo_ttft_s",
+            help="Time-to-first-token SLO, 99th percentile; seconds.",
+        )
+        c2.number_input(
+            "p99 inter-token target (s)",
+            min_value=min(0.0001, s.slo_tpot_s),
+            max_value=_upper("slo_tpot_s"),
+            step=0.005,
+            format="%g",
+            key=_W + "slo_tpot_s",
+            help="Inter-token latency SLO, 99th percentile over tokens; seconds.",
+        )
         b1, b2, _ = st.columns([1, 1, 2])
         simulate = b1.form_submit_button("Simulate one replica", type="primary", icon=":material/play_arrow:")
         size = b2.form_submit_button("Size the fleet", icon=":material/calculate:")
@@ -197,7 +248,9 @@ def render(ctx: PageContext) -> None:
     sim: SimResult | None = _lookup(st, keys[SIMULATE])
     sizing: Sizing | None = _lookup(st, keys[SIZE])
     if sim is None and sizing is None:
-        st.info("Press **Simulate one replica** for latency distributions, or **Size the fleet** for the cheapest fleet meeting the targets.")
+        st.info(
+            "Press **Simulate one replica** for latency distributions, or **Size the fleet** for the cheapest fleet meeting the targets."
+        )
     if sim is not None:
         _show_simulation(st, sim, s, digest)
     if sizing is not None:
@@ -210,19 +263,41 @@ def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
     st.subheader("One replica")
     st.caption(md_text(f"Simulated {source}, seed {s.seed}."))
     m = st.columns(5)
-    m[0].metric("p99 TTFT", fmt_seconds(sm["ttft_p99_s"]), help=f"p50 {fmt_seconds(sm['ttft_p50_s'])}, p90 {fmt_seconds(sm['ttft_p90_s'])}")
-    m[1].metric("p99 inter-token", fmt_seconds(sm["itl_p99_s"]), help=f"p50 {fmt_seconds(sm['itl_p50_s'])}, p90 {fmt_seconds(sm['itl_p90_s'])}; over tokens")
+    m[0].metric(
+        "p99 TTFT",
+        fmt_seconds(sm["ttft_p99_s"]),
+        help=f"p50 {fmt_seconds(sm['ttft_p50_s'])}, p90 {fmt_seconds(sm['ttft_p90_s'])}",
+    )
+    m[1].metric(
+        "p99 inter-token",
+        fmt_seconds(sm["itl_p99_s"]),
+        help=f"p50 {fmt_seconds(sm['itl_p50_s'])}, p90 {fmt_seconds(sm['itl_p90_s'])}; over tokens",
+    )
     m[2].metric("Output tokens/s", f"{sm['output_tokens_per_s']:,.0f}", help=f"{sm['requests_per_s']:.3g} requests/s")
-    m[3].metric("Goodput", f"{sm['goodput_frac']:.1%}", help="Share of requests with TTFT and mean time per output token within the targets.")
-    m[4].metric("Preemptions", f"{int(sm['preemptions']):,}", help=f"KV cache used: mean {sm['kv_used_mean_frac']:.1%}, max {sm['kv_used_max_frac']:.1%}")
+    m[3].metric(
+        "Goodput",
+        f"{sm['goodput_frac']:.1%}",
+        help="Share of requests with TTFT and mean time per output token within the targets.",
+    )
+    m[4].metric(
+        "Preemptions",
+        f"{int(sm['preemptions']):,}",
+        help=f"KV cache used: mean {sm['kv_used_mean_frac']:.1%}, max {sm['kv_used_max_frac']:.1%}",
+    )
     verdict = "meets" if sm["slo_met"] else "misses"
     rejected = int(sm["rejected_context"] + sm["rejected_kv"])
     note = f" {rejected:,} requests were rejected (longer than the context window or the KV cache)." if rejected else ""
-    (st.success if sm["slo_met"] else st.warning)(md_text(f"This replica {verdict} the p99 targets at this load.{note}"))
+    (st.success if sm["slo_met"] else st.warning)(
+        md_text(f"This replica {verdict} the p99 targets at this load.{note}")
+    )
     cdf = cdf_frame(r)
     left, right = st.columns(2)
-    left.plotly_chart(latency_cdf_figure(cdf, "ttft", "Time to first token", s.slo_ttft_s), key="sim-cdf-ttft", config=PLOTLY_CONFIG)
-    right.plotly_chart(latency_cdf_figure(cdf, "itl", "Inter-token latency", s.slo_tpot_s), key="sim-cdf-itl", config=PLOTLY_CONFIG)
+    left.plotly_chart(
+        latency_cdf_figure(cdf, "ttft", "Time to first token", s.slo_ttft_s), key="sim-cdf-ttft", config=PLOTLY_CONFIG
+    )
+    right.plotly_chart(
+        latency_cdf_figure(cdf, "itl", "Inter-token latency", s.slo_tpot_s), key="sim-cdf-itl", config=PLOTLY_CONFIG
+    )
     st.plotly_chart(timeline_figure(timeline_frame(r)), key="sim-timeline", config=PLOTLY_CONFIG)
     c1, c2, c3 = st.columns(3)
     with c1:
@@ -266,12 +341,37 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
     st.markdown("**Disaggregated prefill and decode pools** (estimate, KV transfer not counted)")
     d = z.disaggregated
-    cols = [c for c in ("name", "prefill_tp", "prefill_gpus", "decode_tp", "decode_gpus", "disaggregated_gpus", "colocated_gpus", "disaggregated_usd_per_hour", "colocated_usd_per_hour", "status") if c in d]
+    cols = [
+        c
+        for c in (
+            "name",
+            "prefill_tp",
+            "prefill_gpus",
+            "decode_tp",
+            "decode_gpus",
+            "disaggregated_gpus",
+            "colocated_gpus",
+            "disaggregated_usd_per_hour",
+            "colocated_usd_per_hour",
+            "status",
+        )
+        if c in d
+    ]
     st.dataframe(
-        d[cols].rename(columns={"name": "GPU", "disaggregated_gpus": "disaggregated GPUs", "colocated_gpus": "colocated GPUs", "disaggregated_usd_per_hour": "disaggregated $/h", "colocated_usd_per_hour": "colocated $/h"}),
+        d[cols].rename(
+            columns={
+                "name": "GPU",
+                "disaggregated_gpus": "disaggregated GPUs",
+                "colocated_gpus": "colocated GPUs",
+                "disaggregated_usd_per_hour": "disaggregated $/h",
+                "colocated_usd_per_hour": "colocated $/h",
+            }
+        ),
         hide_index=True,
     )
-    st.caption("Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams (rate × output × TPOT) over streams per GPU within the inter-token target and KV memory.")
+    st.caption(
+        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams (rate × output × TPOT) over streams per GPU within the inter-token target and KV memory."
+    )
     c1, c2 = st.columns(2)
     with c1:
         download_csv(st, "Sizing table CSV", z.table, "sizing")
