@@ -19,6 +19,7 @@ GB = GIGA  # decimal gigabyte, as printed on datasheets
 TB = TERA
 
 MS_PER_S = 1e3
+US_PER_S = 1e6
 S_PER_MINUTE = 60.0
 S_PER_HOUR = 3600.0
 TOKENS_PER_MTOK = 1e6
