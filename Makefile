@@ -1,31 +1,48 @@
-# kvplan: `make test` runs the whole suite; `make run` starts the dashboard.
+# kvplan: `make test` runs the whole suite, `make lint` runs ruff and mypy, `make run` starts the dashboard.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 PORT ?= 8501
 
-.PHONY: test run bench bench-engine bench-app clean
+.PHONY: test lint run bench bench-engine bench-app bench-cli clean
 
-$(STAMP): requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
-	touch $(STAMP)
 
-test: $(STAMP)
+# The dashboard's own dependencies only (no pytest, playwright or linters).
+$(RUN_STAMP): requirements.txt | $(VENV)/bin/python
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+test: $(DEV_STAMP)
 	$(PY) -m pytest -q
 
-run: $(STAMP)
-	$(PY) -m streamlit run app.py --server.port $(PORT) --server.address 127.0.0.1 --browser.gatherUsageStats false
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
-bench: bench-engine bench-app
+# `make run PORT=8600` picks another port.
+run: $(RUN_STAMP)
+	$(PY) -m planner serve --port $(PORT)
 
-bench-engine: $(STAMP)
+bench: bench-engine bench-app bench-cli
+
+bench-engine: $(DEV_STAMP)
 	$(PY) benchmarks/engine_bench.py
 
-bench-app: $(STAMP)
+bench-app: $(DEV_STAMP)
 	$(PY) benchmarks/app_rerun_bench.py
 
+bench-cli: $(RUN_STAMP)
+	$(PY) benchmarks/cli_startup_bench.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -39,7 +39,11 @@ class LayoutError(ProblemsError):
 
 
 class BadInput(ProblemsError):
-    """A command-line argument that cannot be used (the CLI exits with code 2)."""
+    """A command-line argument that cannot be used (the CLI exits with ``EXIT_BAD_INPUT``)."""
+
+
+#: The CLI's exit code for bad input (one ``error:`` line per problem on stderr).
+EXIT_BAD_INPUT = 2
 
 
 def format_validation_error(err: ValidationError) -> str:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 BOUND_FLAGS = {"prefill_compute_bound": "prefill_bound", "decode_compute_bound": "decode_bound"}
@@ -60,6 +62,8 @@ def present_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 def present_frame(df: pd.DataFrame) -> pd.DataFrame:
     """A DataFrame of inputs + metrics, every cell presented as in ``present_value``."""
+    import pandas as pd  # here, not at import: the CLI's text and JSON output need no pandas
+
     out = {}
     for col in df.columns:
         out[col] = [present_value(col, v) for v in df[col].tolist()]

@@ -1,4 +1,6 @@
-"""The ``bench`` subcommand: ``python -m planner bench [--device cuda|cpu] [--backend auto|numpy|torch] [--quick] [--out DIR]``.
+"""The ``bench`` subcommand.
+
+    kvplan bench [--device cuda|cpu] [--backend auto|numpy|torch] [--quick] [--out DIR]
 
 Writes ``<device>-<backend>[-quick].{json,csv,toml}`` to ``--out`` (default
 ``benchmarks/results``) and prints the measured peaks and the median |error|
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from planner.bench.backend import cuda_available, torch_available
-from planner.model.catalog import Catalog
+from planner.errors import EXIT_BAD_INPUT
+from planner.units import GB
 
-EXIT_BAD_INPUT = 2
+if TYPE_CHECKING:
+    from planner.model.catalog import Catalog
+
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
 
 
@@ -47,6 +52,8 @@ def add_bench_parser(sub) -> argparse.ArgumentParser:
 
 def resolve_target(device: str | None, backend: str) -> tuple[str, str, list[str]]:
     """(device, backend, problems) after checking what is installed."""
+    from planner.bench.backend import cuda_available, torch_available
+
     has_torch = torch_available()
     if device is None:
         device = "cuda" if has_torch and cuda_available() else "cpu"
@@ -86,16 +93,18 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     r = results
     out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
     rounds = f"median of {len(r.rounds)} rounds"
-    out.write(f"matmul     {r.measured_peak_flop_per_s / 1e9:.1f} GFLOP/s (best of {len(r.matmul)} sizes; {rounds})\n")
-    others = ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.1f}" for b in r.bandwidth)
+    out.write(f"matmul     {r.measured_peak_flop_per_s / GB:.1f} GFLOP/s (best of {len(r.matmul)} sizes; {rounds})\n")
+    others = ", ".join(f"{b.kernel} {b.bytes_per_s / GB:.1f}" for b in r.bandwidth)
     out.write(
-        f"bandwidth  {r.measured_bandwidth_bytes_per_s / 1e9:.1f} GB/s (the decoder's weight-streaming kernel; {others} GB/s; {rounds})\n"
+        f"bandwidth  {r.measured_bandwidth_bytes_per_s / GB:.1f} GB/s "
+        f"(the decoder's weight-streaming kernel; {others} GB/s; {rounds})\n"
     )
-    spread = [x.bandwidth_bytes_per_s / 1e9 for x in r.rounds]
+    spread = [x.bandwidth_bytes_per_s / GB for x in r.rounds]
     out.write(f"rounds     bandwidth {min(spread):.1f} … {max(spread):.1f} GB/s over the run\n")
     rows = ", ".join(str(o.rows) for o in r.overlap)
     out.write(
-        f"overlap    {r.measured_compute_memory_overlap:+.2f} (linear kernel at {rows} rows; 1 = roofline, 0 = back to back)\n"
+        f"overlap    {r.measured_compute_memory_overlap:+.2f} "
+        f"(linear kernel at {rows} rows; 1 = roofline, 0 = back to back)\n"
     )
     out.write(
         f"attention  {r.measured_attention_compute_frac:.2f} of the peak (prefill), "
@@ -103,7 +112,7 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     )
     batch1 = sorted((c for c in r.cases if c.phase == "decode" and c.seqs == 1), key=lambda c: c.ctx)
     if batch1:
-        rates = " / ".join(f"{c.predictions['calibrated'].bytes / c.measured_s / 1e9:.1f}" for c in batch1)
+        rates = " / ".join(f"{c.predictions['calibrated'].bytes / c.measured_s / GB:.1f}" for c in batch1)
         ctxs = " / ".join(str(c.ctx) for c in batch1)
         out.write(f"batch 1    decode streams {rates} GB/s at ctx {ctxs} (bytes the engine counts / measured time)\n")
     for s in r.summary:
