@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,8 +22,12 @@ LINK = "gpu=h200&model=llama-3.1-70b&tp=2"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # build from a copy: setuptools writes build/ and *.egg-info beside the sources
+    src = tmp_path_factory.mktemp("src") / "kvplan"
+    skip = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "test-artifacts", "*_cache", "__pycache__")
+    shutil.copytree(ROOT, src, ignore=skip)
     p = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
         capture_output=True,
         text=True,
     )
