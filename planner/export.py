@@ -2,12 +2,14 @@
 arrays into cells.  Shared by the CLI and the dashboard so both export the same
 columns and values.
 
+Each metric's rule is in ``engine.metrics.METRICS``:
 * booleans → ``true``/``false``; the bound flags also as ``compute``/``memory``;
-* ``ridge_batch`` = inf → ``never`` (the decode matmuls stay memory-bound);
-* ``min_tp_that_fits`` = 0 → ``none`` (does not fit at any tp ≤ 64);
+* ``never_if_inf`` (the ridge batch) = inf → ``never`` (the decode matmuls stay memory-bound);
+* ``none_if_zero`` (``min_tp_that_fits``) = 0 → ``none`` (does not fit at any tp ≤ 64);
 * any other non-finite number → ``n/a`` (never NaN or inf in an export);
-* text cells starting with = + - @ (or tab/CR) get a leading ``'`` so
-  spreadsheets do not run them as formulas (OWASP CSV injection).
+* text cells starting with = + - @ (also their full-width forms), tab, CR or NUL get a
+  leading ``'`` so spreadsheets do not run them as formulas (OWASP CSV injection;
+  OWASP ASVS 5.0 §1.2.10 lists NUL).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from planner.engine.metrics import BOUND_COLUMNS, METRICS
+
 if TYPE_CHECKING:
     import pandas as pd
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-BOUND_FLAGS = {"prefill_compute_bound": "prefill_bound", "decode_compute_bound": "decode_bound"}
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\0", "＝", "＋", "－", "＠")
 
 
 def neutralise(cell: Any) -> Any:
@@ -38,9 +41,10 @@ def present_value(key: str, v: Any) -> Any:
         return "true" if v else "false"
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
         f = float(v)
-        if key == "ridge_batch" and math.isinf(f):
+        rule = METRICS[key].export if key in METRICS else "number"
+        if rule == "never_if_inf" and math.isinf(f) and f > 0:
             return "never"
-        if key == "min_tp_that_fits" and f == 0:
+        if rule == "none_if_zero" and f == 0:
             return "none"
         if not math.isfinite(f):
             return "n/a"
@@ -55,8 +59,8 @@ def present_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in metrics.items():
         out[k] = present_value(k, v)
-        if k in BOUND_FLAGS:
-            out[BOUND_FLAGS[k]] = "compute" if bool(v) else "memory"
+        if k in BOUND_COLUMNS:
+            out[BOUND_COLUMNS[k]] = "compute" if bool(v) else "memory"
     return out
 
 
@@ -67,8 +71,8 @@ def present_frame(df: pd.DataFrame) -> pd.DataFrame:
     out = {}
     for col in df.columns:
         out[col] = [present_value(col, v) for v in df[col].tolist()]
-        if col in BOUND_FLAGS:
-            out[BOUND_FLAGS[col]] = ["compute" if bool(v) else "memory" for v in df[col].tolist()]
+        if col in BOUND_COLUMNS:
+            out[BOUND_COLUMNS[col]] = ["compute" if bool(v) else "memory" for v in df[col].tolist()]
     return pd.DataFrame(out)
 
 

@@ -49,7 +49,5 @@ def test_only_ui_and_app_import_streamlit_or_plotly():
 
 
 def test_planner_never_imports_ui():
-    offenders = [
-        str(p.relative_to(ROOT)) for p in (ROOT / "planner").rglob("*.py") if "ui" in _imported_roots(p)
-    ]
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "planner").rglob("*.py") if "ui" in _imported_roots(p)]
     assert offenders == []

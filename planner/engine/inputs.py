@@ -1,16 +1,18 @@
 """The engine's flat numeric input: one array (or scalar) per quantity, SI units.
 
-``EngineInputs`` is what every formula module reads.  Any field may be a numpy
-array; all fields broadcast against each other, so a sweep of a million
-scenarios is one call.  ``from_specs`` builds it from validated specs.
+``EngineInputs`` is what every formula module reads.  Every field is an ``Array``:
+a float or a float64 numpy array; all fields broadcast against each other, so a
+sweep of a million scenarios is one call.  ``from_specs`` builds it from validated
+specs; ``as_arrays`` turns every field into an array before the formulas run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.model.api_pricing import (
     CACHE_READ_MULTIPLIER,
@@ -28,7 +30,7 @@ from planner.model.params import (
 )
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
-from planner.units import DTYPE_BYTES, INT4_GROUP_SIZE, INT4_SCALE_BYTES_PER_GROUP
+from planner.units import DTYPE_BYTES, INT4_GROUP_SIZE, INT4_SCALE_BYTES_PER_GROUP, TOKENS_PER_MTOK
 
 
 def weight_bytes_per_param(wdtype: str) -> float:
@@ -47,81 +49,85 @@ def compute_dtype(wdtype: str, gpu: GPU) -> str:
     return "bf16"
 
 
+#: One quantity for one scenario (a float) or for many (a float64 array that broadcasts).
+Array: TypeAlias = npt.NDArray[np.float64] | float
+
+
 @dataclass(frozen=True)
 class EngineInputs:
     # hardware (per GPU)
-    memory_bytes: Any
-    bandwidth_bytes_per_s: Any
-    peak_flop_per_s: Any
-    link_bytes_per_s: Any
-    collective_latency_s: Any
-    price_usd_per_gpu_hour: Any
-    compute_memory_overlap: Any  # o: per operator group max(c, m) + (1 − o)·min(c, m)
-    attention_compute_frac: Any  # attention FLOP/s ÷ peak′
-    attention_bandwidth_frac: Any  # attention bytes/s ÷ bw′
+    memory_bytes: Array
+    bandwidth_bytes_per_s: Array
+    peak_flop_per_s: Array
+    link_bytes_per_s: Array
+    collective_latency_s: Array
+    price_usd_per_gpu_hour: Array
+    compute_memory_overlap: Array  # o: per operator group max(c, m) + (1 − o)·min(c, m)
+    attention_compute_frac: Array  # attention FLOP/s ÷ peak′
+    attention_bandwidth_frac: Array  # attention bytes/s ÷ bw′
     # model shape
-    layers: Any
-    hidden: Any
-    heads: Any
-    kv_heads: Any
-    head_dim: Any  # MLA: (k_nope + k_rope + k_v) / 2, for the MHA/MQA comparison only
-    vocab: Any
-    kv_elements_per_token_per_layer: Any  # 2·g·k, or r_kv + k_rope (MLA)
-    kv_sharded: Any  # 1 if KV heads split across TP ranks (not MLA)
-    full_attention_layers: Any
-    window_layers: Any
-    window_tokens: Any
-    context_window_tokens: Any
-    total_params: Any
-    matmul_params: Any  # active params a token multiplies through (LM head included)
-    lm_head_params: Any  # v·d: run only for tokens that need logits
-    lookup_params: Any  # v·d for an untied input embedding (a lookup: T rows read), else 0
-    expert_params: Any  # one routed expert, one layer
-    moe_layers: Any
-    experts: Any
-    experts_per_token: Any
-    attention_dim_prefill: Any  # d_qk + d_v per head
-    attention_dim_decode: Any
-    activation_elements_per_token_per_layer: Any
+    layers: Array
+    hidden: Array
+    heads: Array
+    kv_heads: Array
+    head_dim: Array  # MLA: (k_nope + k_rope + k_v) / 2, for the MHA/MQA comparison only
+    vocab: Array
+    kv_elements_per_token_per_layer: Array  # 2·g·k, or r_kv + k_rope (MLA)
+    kv_sharded: Array  # 1 if KV heads split across TP ranks (not MLA)
+    full_attention_layers: Array
+    window_layers: Array
+    window_tokens: Array
+    context_window_tokens: Array
+    total_params: Array
+    matmul_params: Array  # active params a token multiplies through (LM head included)
+    lm_head_params: Array  # v·d: run only for tokens that need logits
+    lookup_params: Array  # v·d for an untied input embedding (a lookup: T rows read), else 0
+    expert_params: Array  # one routed expert, one layer
+    moe_layers: Array
+    experts: Array
+    experts_per_token: Array
+    attention_dim_prefill: Array  # d_qk + d_v per head
+    attention_dim_decode: Array
+    activation_elements_per_token_per_layer: Array
     # dtypes
-    weight_bytes_per_param: Any
-    kv_bytes_per_element: Any
+    weight_bytes_per_param: Array
+    kv_bytes_per_element: Array
     # deployment and workload
-    tp: Any
-    batch: Any
-    prompt_tokens: Any
-    output_tokens: Any
-    chunk_tokens: Any
-    block_tokens: Any
-    mfu: Any
-    mbu: Any
-    mem_util: Any
+    tp: Array
+    batch: Array
+    prompt_tokens: Array
+    output_tokens: Array
+    chunk_tokens: Array
+    block_tokens: Array
+    mfu: Array
+    mbu: Array
+    mem_util: Array
     # speculative decoding
-    spec_on: Any
-    gamma: Any
-    alpha: Any
-    draft_ratio: Any
-    has_draft_model: Any
-    draft_total_params: Any
-    draft_matmul_params: Any
-    draft_lm_head_params: Any
-    draft_lookup_params: Any
-    draft_layers: Any
-    draft_hidden: Any
-    draft_heads: Any
-    draft_kv_elements_per_token_per_layer: Any
-    draft_attention_dim: Any
-    draft_activation_elements_per_token_per_layer: Any
+    spec_on: Array
+    gamma: Array
+    alpha: Array
+    draft_ratio: Array
+    has_draft_model: Array
+    draft_total_params: Array
+    draft_matmul_params: Array
+    draft_lm_head_params: Array
+    draft_lookup_params: Array
+    draft_layers: Array
+    draft_hidden: Array
+    draft_heads: Array
+    draft_kv_elements_per_token_per_layer: Array
+    draft_attention_dim: Array
+    draft_activation_elements_per_token_per_layer: Array
     # prompt caching
-    hit_rate: Any
-    prefix_tokens: Any
-    min_cacheable_tokens: Any
-    requests_per_min_per_prefix: Any
-    ttl_s: Any
-    cache_write_multiplier: Any
-    cache_read_multiplier: Any
-    price_in_usd_per_token: Any
-    price_out_usd_per_token: Any
+    hit_rate: Array
+    prefix_tokens: Array
+    min_cacheable_tokens: Array
+    requests_per_min_per_prefix: Array
+    ttl_s: Array
+    cache_write_multiplier: Array
+    cache_read_multiplier: Array
+    price_in_usd_per_token: Array
+    price_out_usd_per_token: Array
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -231,6 +237,6 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         ttl_s=TTL_SECONDS[s.ttl],
         cache_write_multiplier=CACHE_WRITE_MULTIPLIER[s.ttl],
         cache_read_multiplier=CACHE_READ_MULTIPLIER,
-        price_in_usd_per_token=s.price_in / 1e6,
-        price_out_usd_per_token=s.price_out / 1e6,
+        price_in_usd_per_token=s.price_in / TOKENS_PER_MTOK,
+        price_out_usd_per_token=s.price_out / TOKENS_PER_MTOK,
     )

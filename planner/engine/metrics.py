@@ -1,0 +1,105 @@
+"""Every metric ``engine.evaluate.compute`` returns: its unit, its meaning, and how it is exported.
+
+One table, so the engine, the CSV/JSON export, the docs and the tests agree on each
+metric's name, unit and export rule (``tests/engine/test_metrics.py`` checks that
+``compute`` returns exactly these names and that docs/model.md lists them).
+
+Export rules (``planner.export.present_value``):
+  number       the SI value; whole numbers as integers; non-finite → "n/a"
+  flag         "true" / "false"
+  bound        a flag, plus a ``<phase>_bound`` column reading "compute" or "memory"
+  never_if_inf the number, or "never" when it is +inf (a turn that never comes)
+  none_if_zero the number, or "none" when it is 0 (no tp up to 64 fits)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ExportRule = Literal["number", "flag", "bound", "never_if_inf", "none_if_zero"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    unit: str  # SI unit, or "1" for a count or ratio, "bool" for a flag
+    meaning: str
+    export: ExportRule = "number"
+
+
+def _m(unit: str, meaning: str, export: ExportRule = "number") -> Metric:
+    return Metric(unit, meaning, export)
+
+
+METRICS: dict[str, Metric] = {
+    # memory (engine/memory.py)
+    "kv_bytes_per_token": _m("B", "KV cache one token adds, all layers, all GPUs of a replica"),
+    "kv_bytes_per_token_per_gpu": _m("B", "KV cache one token adds on one GPU"),
+    "kv_bytes_per_sequence": _m("B", "KV cache of one prompt + output sequence, whole replica"),
+    "weight_bytes_total": _m("B", "weights of the model in the weight dtype"),
+    "weight_bytes_per_gpu": _m("B", "weights held by one GPU (÷ tp)"),
+    "reserve_bytes_per_gpu": _m("B", "activation and workspace reserve per GPU"),
+    "usable_bytes_per_gpu": _m("B", "capacity × gpu memory utilisation"),
+    "kv_budget_bytes_per_gpu": _m("B", "usable − weights − reserve, at least 0"),
+    "fits": _m("bool", "the weights and reserve leave room for at least one sequence", "flag"),
+    "kv_capacity_tokens": _m("tokens", "tokens the KV budget holds, whole blocks"),
+    "max_concurrent_sequences": _m("1", "sequences that fit at once with paged KV"),
+    "max_concurrent_sequences_contiguous": _m("1", "sequences that fit at once with contiguous (worst-case) KV"),
+    "kv_waste_frac_paged": _m("1", "share of reserved KV unused with paged allocation"),
+    "kv_waste_frac_contiguous": _m("1", "share of reserved KV unused with contiguous allocation"),
+    "batch_fits_memory": _m("bool", "the batch fits in the KV budget", "flag"),
+    "min_tp_that_fits": _m("1", "smallest tp in 1, 2, 4 … 64 that fits", "none_if_zero"),
+    "kv_bytes_per_token_mha": _m("B", "KV per token if every query head had its own K/V (MHA)"),
+    "kv_bytes_per_token_mqa": _m("B", "KV per token with one shared K/V head (MQA)"),
+    # prefill (engine/roofline.py)
+    "ttft_s": _m("s", "time to first token: one prompt's prefill on an idle replica"),
+    "prefill_compute_bound": _m("bool", "the prefill's weight matmuls are compute-bound", "bound"),
+    "prefill_flop": _m("FLOP", "prefill FLOP per GPU"),
+    "prefill_bytes": _m("B", "prefill bytes moved per GPU"),
+    "prefill_compute_s": _m("s", "prefill FLOP at the derated peak"),
+    "prefill_memory_s": _m("s", "prefill bytes at the derated bandwidth"),
+    "prefill_comm_s": _m("s", "prefill tensor-parallel all-reduce time"),
+    # decode
+    "plain_tpot_s": _m("s", "one decode step without speculative decoding"),
+    "decode_compute_bound": _m("bool", "the decode step's weight matmuls are compute-bound", "bound"),
+    "decode_flop": _m("FLOP", "decode-step FLOP per GPU"),
+    "decode_bytes": _m("B", "decode-step bytes moved per GPU"),
+    "decode_compute_s": _m("s", "decode-step FLOP at the derated peak"),
+    "decode_memory_s": _m("s", "decode-step bytes at the derated bandwidth"),
+    "decode_comm_s": _m("s", "decode-step tensor-parallel all-reduce time"),
+    "ridge_batch": _m("1", "batch where the decode matmuls turn compute-bound", "never_if_inf"),
+    # chunked prefill (engine/chunked.py)
+    "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes"),
+    "chunked_ttft_s": _m("s", "newcomer's time to first token with chunked prefill under the batch"),
+    "chunked_max_itl_s": _m("s", "running streams' largest inter-token gap with chunked prefill"),
+    "chunked_mean_itl_s": _m("s", "running streams' mean inter-token gap while the prompt is chunked in"),
+    "nochunk_ttft_s": _m("s", "newcomer's time to first token without chunking"),
+    "nochunk_max_itl_s": _m("s", "running streams' largest gap without chunking"),
+    # speculative decoding (engine/speculative.py)
+    "spec_expected_tokens_per_step": _m("tokens", "E(α, γ): tokens one verification pass yields"),
+    "spec_step_s": _m("s", "γ draft steps + one verification pass"),
+    "spec_tpot_s": _m("s", "speculative step ÷ E"),
+    "spec_speedup": _m("1", "plain step ÷ speculative time per token"),
+    "spec_best_gamma": _m("tokens", "γ with the highest speedup"),
+    "spec_best_speedup": _m("1", "speedup at the best γ"),
+    # throughput and cost (engine/evaluate.py)
+    "tpot_s": _m("s", "time per output token at the batch (speculative when on)"),
+    "decode_tokens_per_s": _m("tokens/s", "decode throughput of one replica"),
+    "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode throughput per GPU"),
+    "price_usd_per_hour_per_replica": _m("USD/h", "price of one replica's GPUs per hour"),
+    "cost_per_million_output_tokens_usd": _m("USD", "GPU cost of a million output tokens"),
+    "request_latency_s": _m("s", "TTFT + output × TPOT"),
+    # prompt caching (engine/prompt_cache.py)
+    "cache_applies": _m("bool", "the prefix is at least the model's minimum cacheable length", "flag"),
+    "cache_hit_rate": _m("1", "hit rate used: the input, or the TTL-implied one from requests/min"),
+    "cache_cost_per_request_usd": _m("USD", "API cost of one request with prompt caching"),
+    "nocache_cost_per_request_usd": _m("USD", "API cost of one request without caching"),
+    "cache_saving_frac": _m("1", "1 − cost with cache ÷ cost without (negative: a surcharge)"),
+    "cache_break_even_hit_rate": _m("1", "hit rate above which caching pays"),
+    "cached_ttft_s": _m("s", "expected TTFT with the prefix cache"),
+}
+
+#: Flags exported with an extra ``<phase>_bound`` column: flag name → column name.
+BOUND_COLUMNS: dict[str, str] = {
+    name: name.removesuffix("_compute_bound") + "_bound" for name, m in METRICS.items() if m.export == "bound"
+}
