@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, cast, get_args
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pydantic import TypeAdapter, ValidationError
@@ -30,7 +30,10 @@ MAX_VALUE_CHARS = 200
 MAX_QUERY_CHARS = 20_000
 FIELDS: dict[str, FieldInfo] = dict(Scenario.model_fields)
 DEFAULTS = Scenario()
-_ADAPTERS = {name: TypeAdapter(Annotated[f.annotation, f]) for name, f in FIELDS.items()}
+#: One validator per field, with the field's own bounds (``Annotated[type, FieldInfo]``).
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {
+    name: TypeAdapter(cast(Any, Annotated[f.annotation, f])) for name, f in FIELDS.items()
+}
 
 
 def _format_value(v: Any) -> str:
@@ -156,15 +159,11 @@ def parse_query(query: str | Mapping[str, str | list[str]]) -> list[tuple[str, s
     return parse_qsl(text.lstrip("?"), keep_blank_values=True)
 
 
-def from_query(
-    query: str | Mapping[str, str | list[str]],
-    gpus: set[str] | None = None,
-    models: set[str] | None = None,
-) -> tuple[Scenario, list[LinkIssue]]:
-    """Decode a link.  Returns the scenario and one issue per problem; never raises."""
-    warnings: list[LinkIssue] = []
+def _read_pairs(query: str | Mapping[str, str | list[str]]) -> tuple[dict[str, str], list[LinkIssue]]:
+    """The link's last value per key (version key removed) and the notices about its shape."""
+    notices: list[LinkIssue] = []
     if isinstance(query, str) and len(query.strip()) > MAX_QUERY_CHARS:
-        warnings.append(
+        notices.append(
             LinkIssue("", f"link: longer than {MAX_QUERY_CHARS:,} characters; only the start was read", False)
         )
     values: dict[str, str] = {}
@@ -174,57 +173,84 @@ def from_query(
         values[key] = raw
     for key, n in counts.items():
         if n > 1:
-            warnings.append(LinkIssue(key[:64], f"{_show(key)}: given {n} times; the last value is used", False))
+            notices.append(LinkIssue(key[:64], f"{_show(key)}: given {n} times; the last value is used", False))
     version = values.pop(VERSION_KEY, LINK_VERSION)
     if version != LINK_VERSION:
-        warnings.append(
+        notices.append(
             LinkIssue(VERSION_KEY, f"v={_show(version)}: unknown link version; read as version {LINK_VERSION}", False)
         )
-    good: dict[str, Any] = {}
-    for key, raw in values.items():
-        if key not in FIELDS:
-            warnings.append(LinkIssue(key[:64], f"{_show(key)}: unknown key, ignored", False))
-            continue
-        try:
-            value = _coerce(key, raw)
-        except ValueError as exc:
-            warnings.append(LinkIssue(key, f"{key}={_show(raw)}: {exc}; allowed: {allowed_range(key)}", True))
-            continue
-        reason = _field_ok(key, value)
-        if reason is not None and reason.startswith("String should match pattern"):
-            reason = "contains characters that are not allowed"
-        if reason is not None:
-            warnings.append(
-                LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True)
-            )
-            continue
-        good[key] = value
+    return values, notices
+
+
+def _decode_value(key: str, raw: str) -> tuple[Any, LinkIssue | None]:
+    """(value, None) when ``raw`` is valid for field ``key``, else (None, the issue)."""
+    if key not in FIELDS:
+        return None, LinkIssue(key[:64], f"{_show(key)}: unknown key, ignored", False)
+    try:
+        value = _coerce(key, raw)
+    except ValueError as exc:
+        return None, LinkIssue(key, f"{key}={_show(raw)}: {exc}; allowed: {allowed_range(key)}", True)
+    reason = _field_ok(key, value)
+    if reason is None:
+        return value, None
+    if reason.startswith("String should match pattern"):
+        reason = "contains characters that are not allowed"
+    return None, LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True)
+
+
+def _drop_unknown_names(good: dict[str, Any], gpus: set[str] | None, models: set[str] | None) -> list[LinkIssue]:
+    """Remove a GPU, model or draft key the catalog does not have; one issue each."""
+    issues = []
     for key, known in (("gpu", gpus), ("model", None if models is None else models | {"custom"}), ("draft", models)):
         if known is not None and key in good and good[key] and good[key] not in known:
             bad = str(good.pop(key))
-            warnings.append(
+            issues.append(
                 LinkIssue(key, f"{key}={_show(bad)}: unknown; allowed: one of {', '.join(sorted(known))}", True)
             )
     if good.get("model", DEFAULTS.model) == "custom":
         try:
             decode_model(good.get("custom", ""))
         except ValueError as exc:
-            warnings.append(LinkIssue("custom", f"{exc}; model set to {DEFAULTS.model}", True))
+            issues.append(LinkIssue("custom", f"{exc}; model set to {DEFAULTS.model}", True))
             good.pop("model", None)
             good.pop("custom", None)
+    return issues
+
+
+def _validated(good: dict[str, Any]) -> tuple[Scenario, list[LinkIssue]]:
+    """The scenario of the values that passed one by one, after the cross-field rule
+    (prefix ≤ prompt: keep the prompt, clamp the prefix)."""
     try:
-        return Scenario.model_validate(good), warnings
+        return Scenario.model_validate(good), []
     except ValidationError as exc:
-        # The only cross-field rule: prefix ≤ prompt.  Keep the prompt, clamp the prefix.
         prompt = good.get("prompt", DEFAULTS.prompt)
         msg = (
             f"prefix={good.get('prefix', DEFAULTS.prefix)}: must be ≤ prompt={prompt}; set to {prompt}"
             if "prefix" in str(exc)
             else f"link: {exc.errors()[0]['msg']}"
         )
-        warnings.append(LinkIssue("prefix", msg, True))
+        issues = [LinkIssue("prefix", msg, True)]
         good["prefix"] = min(good.get("prefix", DEFAULTS.prefix), prompt)
         try:
-            return Scenario.model_validate(good), warnings
+            return Scenario.model_validate(good), issues
         except ValidationError:
-            return DEFAULTS, warnings + [LinkIssue("", "link: could not be read; defaults loaded", True)]
+            return DEFAULTS, issues + [LinkIssue("", "link: could not be read; defaults loaded", True)]
+
+
+def from_query(
+    query: str | Mapping[str, str | list[str]],
+    gpus: set[str] | None = None,
+    models: set[str] | None = None,
+) -> tuple[Scenario, list[LinkIssue]]:
+    """Decode a link.  Returns the scenario and one issue per problem; never raises."""
+    values, issues = _read_pairs(query)
+    good: dict[str, Any] = {}
+    for key, raw in values.items():
+        value, issue = _decode_value(key, raw)
+        if issue is None:
+            good[key] = value
+        else:
+            issues.append(issue)
+    issues += _drop_unknown_names(good, gpus, models)
+    scenario, more = _validated(good)
+    return scenario, issues + more

@@ -155,7 +155,7 @@ class NumpyBackend:
         self.linear_kernels: dict[int, str] = {}  # token rows → LINEAR_KERNELS key, from tune_linear
         self.linear_note = "linear: weights stored (out × in); 1 row: BLAS sgemv; more rows: BLAS sgemm (untuned)"
         parallel = self.threads is not None and self.threads > 1
-        self._pool = ThreadPoolExecutor(self.threads - 1) if parallel else None
+        self._pool = ThreadPoolExecutor(self.threads - 1) if self.threads is not None and self.threads > 1 else None
         if parallel:
             self.thread_note += (
                 f"; attention of several sequences split over {self.threads} threads; {shorten_blas_spin()}"
@@ -255,13 +255,14 @@ class NumpyBackend:
         try:
             futures = [
                 self._pool.submit(_attend_into, q[a:b], k[a:b], v[a:b], q_offset, out[a:b])
-                for a, b in zip(edges[1:-1], edges[2:])
+                for a, b in zip(edges[1:-1], edges[2:], strict=True)
             ]
             _attend_into(q[: edges[1]], k[: edges[1]], v[: edges[1]], q_offset, out[: edges[1]])
             for f in futures:
                 f.result()
         finally:
-            pin_numpy_blas_threads(self.threads)
+            if self.threads is not None:
+                pin_numpy_blas_threads(self.threads)
         return out
 
     # timing -------------------------------------------------------------------

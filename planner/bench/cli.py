@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from planner.errors import EXIT_BAD_INPUT
 from planner.units import GB
@@ -50,7 +50,10 @@ def add_bench_parser(sub) -> argparse.ArgumentParser:
     return b
 
 
-def resolve_target(device: str | None, backend: str) -> tuple[str, str, list[str]]:
+Device = Literal["cpu", "cuda"]
+
+
+def resolve_target(device: Device | None, backend: str) -> tuple[Device, str, list[str]]:
     """(device, backend, problems) after checking what is installed."""
     from planner.bench.backend import cuda_available, torch_available
 

@@ -154,8 +154,10 @@ class Decoder:
             qs, ks, vs = qkv[:, :hk], qkv[:, hk : hk + gk], qkv[:, hk + gk :]
             parts = []
             if seqs:
+                assert running is not None, "decoding sequences need their KV cache"
                 parts.append(self._attention(qs[:dec], ks[:dec], vs[:dec], seqs, q, ctx, running, i))
             if n:
+                assert prompt is not None, "a prompt chunk needs its KV cache"
                 parts.append(self._attention(qs[dec:], ks[dec:], vs[dec:], 1, n, past, prompt, i))
             attn = parts[0] if len(parts) == 1 else be.cat_rows(parts)
             x = x + be.mm(attn, w.w_o)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import median
+from typing import Literal
 
 GEMV_COLS = 4096
 #: the bandwidth kernel the calibrated profile uses (see module doc)
@@ -52,7 +53,7 @@ class MatmulSample:
 
 @dataclass(frozen=True)
 class BandwidthSample:
-    kernel: str
+    kernel: Literal["copy", "sum", "gemv"]
     buffer_bytes: float
     bytes_moved: float
     median_s: float
@@ -144,7 +145,7 @@ def measure_overlap(
 
 @dataclass(frozen=True)
 class AttentionSample:
-    kind: str  # "decode" (KV streaming) or "prefill" (causal, compute)
+    kind: Literal["decode", "prefill"]  # KV streaming, or causal compute
     seqs: int
     queries: int  # per sequence
     keys: int
@@ -211,7 +212,7 @@ class CalibrationRound:
     def compute_memory_overlap(self) -> float:
         return median(o.overlap(self.peak_flop_per_s, self.bandwidth_bytes_per_s) for o in self.overlap)
 
-    def _attention(self, kind: str) -> AttentionSample:
+    def _attention(self, kind: Literal["decode", "prefill"]) -> AttentionSample:
         return next(a for a in self.attention if a.kind == kind)
 
     @property

@@ -68,8 +68,9 @@ def error_frac(predicted_s: float, measured_s: float) -> float:
     return (predicted_s - measured_s) / measured_s
 
 
-def median_abs_error(errors: Sequence[float]) -> float | None:
-    return median(abs(e) for e in errors) if errors else None
+def median_abs_error(errors: Sequence[float]) -> float:
+    """Median of |error|; ``errors`` must not be empty."""
+    return median(abs(e) for e in errors)
 
 
 def _finite_or_none(v: float) -> float | None:
@@ -81,7 +82,7 @@ def ridge_batch_fit(batches: Sequence[int], times_s: Sequence[float]) -> float |
     B* = t(B_min) / s, s = the per-sequence slope between the two largest batches (the
     compute-bound cost of one more sequence), t(B_min) ≈ the memory-bound floor.  Exact for
     max(t_m, B·c) and for t_m + B·c alike; None with fewer than three batches or no slope."""
-    pts = sorted(zip(batches, times_s))
+    pts = sorted(zip(batches, times_s, strict=True))
     if len(pts) < 3:
         return None
     (_, t_min), (b3, t3), (b4, t4) = pts[0], pts[-2], pts[-1]

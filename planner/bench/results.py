@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Literal
+from typing import Final, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,7 +25,7 @@ from planner.errors import format_validation_error
 from planner.export import frame_to_csv, present_frame
 from planner.model.specs import KEY_PATTERN, GpuProfileFile, ModelSpec
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 #: Largest results file accepted (a full run is ~60 KB).
 MAX_RESULTS_BYTES = 5 * 2**20
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -363,7 +363,7 @@ def ridge_frame(r: BenchResults) -> pd.DataFrame:
     )
 
 
-def steps_frame(r: BenchResults, profile: str, phases: tuple[str, ...]) -> pd.DataFrame:
+def steps_frame(r: BenchResults, profile: ProfileLabel, phases: tuple[str, ...]) -> pd.DataFrame:
     """Cases of ``phases`` with measured and predicted ms and the error in %, for display."""
     rows = []
     for c in r.cases:

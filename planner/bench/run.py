@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
+from typing import Literal
 
 from planner.bench import host
 from planner.bench.backend import make_backend
@@ -78,7 +79,7 @@ from planner.bench.threads import tune_malloc
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, GpuProfileFile
-from planner.units import GB, TERA, GiB, MiB
+from planner.units import GB, GIGA, MS_PER_S, TERA, US_PER_S, GiB, MiB
 
 #: share of the memory free at the start that weights + KV caches may take: a host's RAM is
 #: shared with everything else running; a GPU's memory is the benchmark's own
@@ -162,7 +163,8 @@ def measure_cases(
         note = f"; {len(tries)} attempts, samples spread {100 * sp:.0f} %" if len(tries) > 1 else ""
         done[case] = Timing(med, samples, how + note)
         log(
-            f"  {case.phase:<7} seqs={case.seqs:<4} q={case.q} ctx={case.ctx:<5} n={case.n:<5} past={case.past:<5} {med * 1e3:9.2f} ms"
+            f"  {case.phase:<7} seqs={case.seqs:<4} q={case.q} ctx={case.ctx:<5} n={case.n:<5} past={case.past:<5} "
+            f"{med * MS_PER_S:9.2f} ms"
         )
         del fn
         be.release()
@@ -182,7 +184,8 @@ def measure_cases(
             if c not in fits:
                 need = kv_cache_bytes(plan, c.seqs, length, bpe)
                 skipped.append(
-                    f"{c.phase} seqs={c.seqs} ctx={ctx}: KV cache {need / GiB:.1f} GiB > budget {budget_bytes / GiB:.1f} GiB"
+                    f"{c.phase} seqs={c.seqs} ctx={ctx}: KV cache {need / GiB:.1f} GiB > "
+                    f"budget {budget_bytes / GiB:.1f} GiB"
                 )
         if not fits:
             continue
@@ -204,7 +207,7 @@ class Calibration:
     def _median_rows(self, attr: str) -> list:
         """Row i of every round's ``attr`` list, with the median of their times."""
         per_round = [getattr(r, attr) for r in self.rounds]
-        return [replace(same[0], median_s=median(x.median_s for x in same)) for same in zip(*per_round)]
+        return [replace(same[0], median_s=median(x.median_s for x in same)) for same in zip(*per_round, strict=True)]
 
     @property
     def matmul(self) -> list[MatmulSample]:
@@ -266,7 +269,8 @@ def calibrated_profile(
     notes = [
         f"{be.name} {be.dtype_name} on {dev.kind}; {be.thread_note}.",
         f"Every figure is the median over {len(cal.rounds)} calibration rounds interleaved with the benchmark's steps.",
-        f"dense_tflops_bf16 holds the best {be.dtype_name} matmul rate measured (sizes {', '.join(map(str, plan.matmul_sizes))}): "
+        f"dense_tflops_bf16 holds the best {be.dtype_name} matmul rate measured "
+        f"(sizes {', '.join(map(str, plan.matmul_sizes))}): "
         "the engine reads the bf16 field for bf16 weights.",
         f"Bandwidth: gemv, the decoder's linear kernel at one token row, over a "
         f"{plan.bandwidth_buffer_bytes / MiB:.0f} MiB weight ({be.linear_note}); "
@@ -280,12 +284,13 @@ def calibrated_profile(
     if datasheet is not None:
         link = datasheet.interconnect_bytes_per_s / GB
         extra = dict(
-            collective_latency_us=datasheet.collective_latency_s * 1e6,
+            collective_latency_us=datasheet.collective_latency_s * US_PER_S,
             price_usd_per_gpu_hour=datasheet.price_usd_per_hour,
             price_source=f"from the datasheet profile {datasheet.key}",
         )
         notes.append(
-            f"Interconnect, collective latency and price copied from the datasheet profile {datasheet.key} (not measured)."
+            f"Interconnect, collective latency and price copied from the datasheet profile {datasheet.key} "
+            "(not measured)."
         )
     elif host_link_bytes_per_s is not None:
         link = host_link_bytes_per_s / GB
@@ -365,15 +370,19 @@ def calibration_round(be, plan: Plan, log: Log, rows: tuple[int, ...] | None = N
     )
     rnd = CalibrationRound(mm, bw, ov, att)
     log(
-        f"calibration round: peak {rnd.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth {rnd.bandwidth_bytes_per_s / 1e9:.1f} GB/s "
-        f"(copy {bw[0].bytes_per_s / 1e9:.1f}, sum {bw[1].bytes_per_s / 1e9:.1f}), overlap {rnd.compute_memory_overlap:+.2f} "
+        f"calibration round: peak {rnd.peak_flop_per_s / GIGA:.1f} GFLOP/s, "
+        f"bandwidth {rnd.bandwidth_bytes_per_s / GB:.1f} GB/s "
+        f"(copy {bw[0].bytes_per_s / GB:.1f}, sum {bw[1].bytes_per_s / GB:.1f}), "
+        f"overlap {rnd.compute_memory_overlap:+.2f} "
         f"at rows {', '.join(map(str, rows))}, attention {rnd.attention_compute_frac:.2f} of peak / "
         f"{rnd.attention_bandwidth_frac:.2f} of bandwidth"
     )
     return rnd
 
 
-def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log = lambda _m: None) -> BenchResults:
+def run_bench(
+    device: Literal["cpu", "cuda"], backend: str, quick: bool, catalog: Catalog, log: Log = lambda _m: None
+) -> BenchResults:
     t_start = time.perf_counter()
     load_before = os.getloadavg()[0]
     when = datetime.now(UTC).isoformat(timespec="seconds")
@@ -468,15 +477,15 @@ def run_bench(device: str, backend: str, quick: bool, catalog: Catalog, log: Log
     summary = []
     for label in preds:
         for phase in PHASES:
-            rows = [r.predictions[label] for r in case_rows if r.phase == phase]
-            if rows:
+            preds_of_phase = [r.predictions[label] for r in case_rows if r.phase == phase]
+            if preds_of_phase:
                 summary.append(
                     PhaseSummary(
                         profile=label,
                         phase=phase,
-                        cases=len(rows),
-                        median_abs_error_frac=median_abs_error([p.error_frac for p in rows]),
-                        median_abs_serial_error_frac=median_abs_error([p.serial_error_frac for p in rows]),
+                        cases=len(preds_of_phase),
+                        median_abs_error_frac=median_abs_error([p.error_frac for p in preds_of_phase]),
+                        median_abs_serial_error_frac=median_abs_error([p.serial_error_frac for p in preds_of_phase]),
                     )
                 )
     ridge = []

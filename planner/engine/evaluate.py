@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from planner.engine.chunked import chunked_prefill
-from planner.engine.inputs import EngineInputs, from_specs
+from planner.engine.inputs import EngineInputs, MetricValue, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import decode, prefill, ridge_batch
@@ -84,10 +84,10 @@ def inputs_for(r: Resolved) -> EngineInputs:
     return from_specs(r.gpu, r.model, r.scenario, r.draft)
 
 
-def compute(x: EngineInputs) -> dict[str, np.ndarray]:
+def compute(x: EngineInputs) -> dict[str, MetricValue]:
     """Every metric for every scenario in ``x`` (arrays broadcast).  Pure."""
     x = x.as_arrays()
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, MetricValue] = {}
     out.update(memory_plan(x))
     out["kv_bytes_per_token_mha"] = kv_bytes_per_token_for_heads(x, x.heads)
     out["kv_bytes_per_token_mqa"] = kv_bytes_per_token_for_heads(x, 1.0)
@@ -142,7 +142,7 @@ class Result:
     metrics: dict[str, float | bool]
 
 
-def _scalar(v: np.ndarray) -> float | bool:
+def _scalar(v: MetricValue) -> float | bool:
     v = np.asarray(v)
     return bool(v) if v.dtype == bool else float(v)
 

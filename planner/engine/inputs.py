@@ -51,6 +51,8 @@ def compute_dtype(wdtype: str, gpu: GPU) -> str:
 
 #: One quantity for one scenario (a float) or for many (a float64 array that broadcasts).
 Array: TypeAlias = npt.NDArray[np.float64] | float
+#: What the engine returns per metric: numbers (as Array) or flags, scalar or broadcast.
+MetricValue: TypeAlias = npt.NDArray[Any] | float | bool
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.engine.inputs import EngineInputs, broadcast_shape
+from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape
 from planner.units import ACTIVATION_BYTES, MiB
 
 #: CUDA context aside, what a serving process allocates outside weights and KV
@@ -30,7 +30,7 @@ LOGIT_BYTES = 4.0  # fp32 logits for sampling
 TP_CANDIDATES = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
 
 
-def kv_bytes_per_token_per_layer(x: EngineInputs, tp=None) -> np.ndarray:
+def kv_bytes_per_token_per_layer(x: EngineInputs, tp: Array | None = None) -> Array:
     """Bytes one token adds to one layer's cache on one GPU.
 
     With tensor parallelism K/V heads are split across ranks: each holds
@@ -42,42 +42,42 @@ def kv_bytes_per_token_per_layer(x: EngineInputs, tp=None) -> np.ndarray:
     return per_layer * np.where(x.kv_sharded > 0, share, 1.0)
 
 
-def kv_bytes_per_token(x: EngineInputs) -> np.ndarray:
+def kv_bytes_per_token(x: EngineInputs) -> Array:
     """Whole-model KV bytes per token (all layers, all GPUs): 2·L·g·k·b (MLA: L·(r+k_rope)·b)."""
     return x.layers * x.kv_elements_per_token_per_layer * x.kv_bytes_per_element
 
 
-def kv_bytes_per_token_for_heads(x: EngineInputs, kv_heads) -> np.ndarray:
+def kv_bytes_per_token_for_heads(x: EngineInputs, kv_heads: Array) -> Array:
     """What the cache would cost per token with ``kv_heads`` K/V heads (MHA = heads, MQA = 1):
     2 · L · g · k · b.  For an MLA model k is the mean of its expanded K and V head dims."""
     return 2 * x.layers * kv_heads * x.head_dim * x.kv_bytes_per_element
 
 
-def kv_cached_layer_tokens(x: EngineInputs, context_tokens) -> np.ndarray:
+def kv_cached_layer_tokens(x: EngineInputs, context_tokens: Array) -> Array:
     """Σ over layers of tokens cached: full layers keep L, sliding-window layers min(L, W)."""
     return x.full_attention_layers * context_tokens + x.window_layers * np.minimum(context_tokens, x.window_tokens)
 
 
-def kv_bytes_per_sequence(x: EngineInputs, context_tokens, tp=None) -> np.ndarray:
+def kv_bytes_per_sequence(x: EngineInputs, context_tokens: Array, tp: Array | None = None) -> Array:
     """KV bytes of one sequence of ``context_tokens`` on one GPU."""
     return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens)
 
 
-def weight_bytes_total(x: EngineInputs) -> np.ndarray:
+def weight_bytes_total(x: EngineInputs) -> Array:
     return x.total_params * x.weight_bytes_per_param
 
 
-def weight_bytes_per_gpu(x: EngineInputs, tp=None) -> np.ndarray:
+def weight_bytes_per_gpu(x: EngineInputs, tp: Array | None = None) -> Array:
     tp = x.tp if tp is None else tp
     return weight_bytes_total(x) / tp
 
 
-def step_tokens(x: EngineInputs) -> np.ndarray:
+def step_tokens(x: EngineInputs) -> Array:
     """Largest number of tokens one scheduler step processes: max(chunk budget, batch)."""
     return np.maximum(x.chunk_tokens, x.batch)
 
 
-def reserve_bytes_per_gpu(x: EngineInputs, tp=None) -> np.ndarray:
+def reserve_bytes_per_gpu(x: EngineInputs, tp: Array | None = None) -> Array:
     """Activation and workspace reserve, from the tokens batched per step (see module doc)."""
     tp = x.tp if tp is None else tp
     acts = step_tokens(x) * x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES
@@ -85,26 +85,26 @@ def reserve_bytes_per_gpu(x: EngineInputs, tp=None) -> np.ndarray:
     return FIXED_WORKSPACE_BYTES + acts + logits
 
 
-def kv_budget_raw_bytes(x: EngineInputs, tp=None) -> np.ndarray:
+def kv_budget_raw_bytes(x: EngineInputs, tp: Array | None = None) -> Array:
     """capacity · mem_util − weights/tp − reserve (negative when the weights do not fit)."""
     return x.memory_bytes * x.mem_util - weight_bytes_per_gpu(x, tp) - reserve_bytes_per_gpu(x, tp)
 
 
-def context_tokens(x: EngineInputs) -> np.ndarray:
+def context_tokens(x: EngineInputs) -> Array:
     return x.prompt_tokens + x.output_tokens
 
 
-def paged_context_tokens(x: EngineInputs) -> np.ndarray:
+def paged_context_tokens(x: EngineInputs) -> Array:
     """Tokens a paged sequence reserves: its context rounded up to whole blocks."""
     return np.ceil(context_tokens(x) / x.block_tokens) * x.block_tokens
 
 
-def contiguous_context_tokens(x: EngineInputs) -> np.ndarray:
+def contiguous_context_tokens(x: EngineInputs) -> Array:
     """Tokens a contiguous allocator reserves: the whole window (or the context, if longer)."""
     return np.maximum(x.context_window_tokens, context_tokens(x))
 
 
-def max_sequences(x: EngineInputs, seq_bytes, tp=None) -> np.ndarray:
+def max_sequences(x: EngineInputs, seq_bytes: Array, tp: Array | None = None) -> Array:
     """Most sequences N that fit together, counting the reserve they themselves need.
 
     The reserve grows with the batch (logits, and activations once N > C), so N solves
@@ -121,7 +121,7 @@ def max_sequences(x: EngineInputs, seq_bytes, tp=None) -> np.ndarray:
     return np.maximum(np.where(n1 <= x.chunk_tokens, n1, n2), 0.0)
 
 
-def memory_plan(x: EngineInputs) -> dict[str, np.ndarray]:
+def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     """The per-GPU memory plan and concurrency limits (see module doc)."""
     raw = kv_budget_raw_bytes(x)
     budget = np.maximum(raw, 0.0)
@@ -152,10 +152,10 @@ def memory_plan(x: EngineInputs) -> dict[str, np.ndarray]:
     }
 
 
-def min_tp_that_fits(x: EngineInputs) -> np.ndarray:
+def min_tp_that_fits(x: EngineInputs) -> Array:
     """Smallest tp in 1, 2, 4 … 64 where weights + reserve leave room for one sequence; 0 if none."""
     tps = TP_CANDIDATES.reshape((-1,) + (1,) * len(broadcast_shape(x)))
     seq = kv_bytes_per_sequence(x, paged_context_tokens(x), tps)
-    ok = max_sequences(x, seq, tps) >= 1
+    ok = np.asarray(max_sequences(x, seq, tps) >= 1)
     first = np.argmax(ok, axis=0)
     return np.where(ok.any(axis=0), TP_CANDIDATES[first], 0.0)
