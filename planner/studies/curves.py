@@ -140,7 +140,7 @@ def kv_per_token_by_attention(result: Result) -> pd.DataFrame:
         (model.attention_kind, model.kv_heads, m["kv_bytes_per_token"]),
         ("MQA", 1, m["kv_bytes_per_token_mqa"]),
     ]
-    rows = {}
+    rows: dict[int, tuple[str, float | bool]] = {}
     for name, heads, value in kinds:  # three fixed bars, de-duplicated when the model is itself MHA or MQA
         rows.setdefault(heads, (name, value))
     return pd.DataFrame(

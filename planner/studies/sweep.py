@@ -106,11 +106,11 @@ def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.
     if n_rows > MAX_SWEEP_ROWS:
         raise SweepError([f"sweep has {n_rows} rows; at most {MAX_SWEEP_ROWS}"])
     grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
-    flat = {k: g.ravel() for k, g in zip(numeric, grids)}
+    flat = {k: g.ravel() for k, g in zip(numeric, grids, strict=True)}
     frames = []
     problems: list[str] = []
     for combo in itertools.product(*categorical.values()):
-        update = dict(zip(categorical, combo))
+        update = dict(zip(categorical, combo, strict=True))
         try:
             s = Scenario.model_validate({**base.model_dump(), **update, **({"prefix": 0} if "prefix" in flat else {})})
             r = resolve(s, catalog)
