@@ -26,6 +26,7 @@ from planner.units import (
     ACTIVATION_BYTES,
     MS_PER_S,
     S_PER_HOUR,
+    S_PER_MINUTE,
     TOKENS_PER_MTOK,
     GiB,
     KiB,
@@ -135,6 +136,18 @@ class _Scenario:
         dense = read - ml * e * ep
         experts_hit = f"{num(e)} · (1 - (1 - {num(k)} / {num(e)})^{num(tokens)})"
         return f"({num(dense)} + {num(ml)} · {experts_hit} · {num(ep)}) · {bw} / {tp}"
+
+    def body_params(self) -> str:
+        """N_matmul − N_head: the matmul parameters that run for every token."""
+        return num(float(self.x.matmul_params - self.x.lm_head_params))
+
+    def head_params(self) -> str:
+        """N_head: the LM head, run only for tokens that need logits."""
+        return num(float(self.x.lm_head_params))
+
+    def activation_bytes(self) -> str:
+        """Activation traffic of one token through the matmuls: L · a / tp · 2 B."""
+        return f"{num(self.L)} · {num(self.a)} / {num(self.tp)} · {num(ACTIVATION_BYTES)}"
 
     def comm(self, tokens: float) -> str:
         if self.tp <= 1:
@@ -288,18 +301,17 @@ def _memory_items(s: _Scenario) -> list[ExplainItem]:
     return _kv_items(s) + _budget_items(s) + _concurrency_items(s)
 
 
-def _roofline_items(s: _Scenario) -> list[ExplainItem]:
+def _step_items(s: _Scenario) -> list[ExplainItem]:
+    """Prefill and plain decode: FLOP, bytes and step time per GPU."""
     m, x = s.m, s.x
     xa = x.as_arrays()
     P, B, tp = num(s.P), num(s.B), num(s.tp)
-    nb, nh, h = num(float(x.matmul_params - x.lm_head_params)), num(float(x.lm_head_params)), num(s.h)
+    nb, nh, h = s.body_params(), s.head_params(), num(s.h)
     d_pre, d_dec = num(float(x.attention_dim_prefill)), num(float(x.attention_dim_decode))
     kv_tok = exact(m["kv_bytes_per_token_per_gpu"])
-    act = f"{num(s.L)} · {num(s.a)} / {tp} · 2"
+    act = s.activation_bytes()
     ctx = f"({P} + {num(s.O)} / 2)"
-    pre = prefill(xa)
-    dec = decode(xa)
-    items = [
+    return [
         ExplainItem(
             "Prefill FLOP per GPU",
             "(2 · (N_matmul − N_head) · P + 2 · N_head · 1 + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp  "
@@ -317,7 +329,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Time to first token (TTFT)",
             f"{s.step_time_formula};  {COMM}",
-            s.step_time(pre, s.P),
+            s.step_time(prefill(xa), s.P),
             _seconds_value(m["ttft_s"], bool(m["prefill_compute_bound"])),
         ),
         ExplainItem(
@@ -336,27 +348,35 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Decode step time (plain)",
             f"{s.step_time_formula};  {COMM}",
-            s.step_time(dec, s.B),
+            s.step_time(decode(xa), s.B),
             _seconds_value(m["plain_tpot_s"], bool(m["decode_compute_bound"])),
         ),
     ]
-    # ridge: the decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline
-    w = float(weight_bytes_read_per_gpu(xa))
-    ridge = m["ridge_batch"]
-    items.append(
-        ExplainItem(
-            "Compute-bound turn (ridge batch)",
-            "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); "
-            "the batch where the weight matmuls turn compute-bound (attention, a separate memory-bound roofline, "
-            "does not move it); W = weights per GPU, "
-            "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
-            f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
-            f"{act} / ({num(s.bw)} · {num(s.mbu)}))",
-            _value(ridge, "sequences")
-            if math.isfinite(ridge)
-            else "never (activation traffic outweighs the matmul FLOP at every batch)",
-        )
+
+
+def _ridge_item(s: _Scenario) -> ExplainItem:
+    """The decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline."""
+    w = float(weight_bytes_read_per_gpu(s.x.as_arrays()))
+    ridge = s.m["ridge_batch"]
+    nb, nh, tp = s.body_params(), s.head_params(), num(s.tp)
+    return ExplainItem(
+        "Compute-bound turn (ridge batch)",
+        "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); "
+        "the batch where the weight matmuls turn compute-bound (attention, a separate memory-bound roofline, "
+        "does not move it); W = weights per GPU, "
+        "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
+        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
+        f"{s.activation_bytes()} / ({num(s.bw)} · {num(s.mbu)}))",
+        _value(ridge, "sequences")
+        if math.isfinite(ridge)
+        else "never (activation traffic outweighs the matmul FLOP at every batch)",
     )
+
+
+def _rate_items(s: _Scenario) -> list[ExplainItem]:
+    """TPOT, decode tokens/s per GPU and the cost per million output tokens."""
+    m, x = s.m, s.x
+    B, tp = num(s.B), num(s.tp)
     if s.r.resolved.scenario.spec:
         tpot_formula, tpot_sub = (
             "speculative step time / E(α, γ)",
@@ -364,7 +384,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         )
     else:
         tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
-    items += [
+    return [
         ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
         ExplainItem(
             "Decode tokens/s per GPU",
@@ -380,7 +400,10 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
             _value(m["cost_per_million_output_tokens_usd"], "USD"),
         ),
     ]
-    return items
+
+
+def _roofline_items(s: _Scenario) -> list[ExplainItem]:
+    return _step_items(s) + [_ridge_item(s)] + _rate_items(s)
 
 
 def _chunked_items(s: _Scenario) -> list[ExplainItem]:
@@ -462,7 +485,8 @@ def _cache_items(s: _Scenario) -> list[ExplainItem]:
         hit = ExplainItem(
             "Cache hit rate (from traffic and TTL)",
             "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60, D = request duration",
-            f"1 - exp(-{num(rpm)} / 60 · max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))",
+            f"1 - exp(-{num(rpm)} / {num(S_PER_MINUTE)} · "
+            f"max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))",
             f"{num(h)} ({h:.1%})",
         )
     else:
