@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.engine.inputs import EngineInputs
-from planner.engine.roofline import prefill
+from planner.engine.roofline import StepCost, prefill
 
 
 def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> np.ndarray:
@@ -57,14 +57,18 @@ def effective_hit_rate(x: EngineInputs, request_duration_s) -> np.ndarray:
     return np.where(x.requests_per_min_per_prefix > 0, implied, x.hit_rate)
 
 
+def cache_hit_prefill(x: EngineInputs) -> StepCost:
+    """Prefill on a cache hit: the P − X new tokens after the X cached ones (at least one new token)."""
+    cached = cacheable_prefix_tokens(x)
+    return prefill(x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0))
+
+
 def prompt_cache(x: EngineInputs, request_duration_s) -> dict[str, np.ndarray]:
     h = effective_hit_rate(x, request_duration_s)
     cached = cacheable_prefix_tokens(x)
     with_cache = request_cost_usd(x, h)
     without = nocache_cost_usd(x)
-    ttft_hit = prefill(
-        x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0)
-    ).time_s
+    ttft_hit = cache_hit_prefill(x).time_s
     ttft_miss = prefill(x).time_s
     return {
         "cache_applies": cached > 0,

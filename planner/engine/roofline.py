@@ -129,11 +129,16 @@ def overlapped_s(compute_s, memory_s, overlap):
     return np.maximum(compute_s, memory_s) + (1.0 - overlap) * lo
 
 
+def weight_bytes_read_per_gpu(x: EngineInputs) -> np.ndarray:
+    """W = (N − N_lookup) · b_w / tp: every weight but an untied embedding table (a lookup), every expert."""
+    return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
+
+
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
     """Weights read in a step of ``tokens`` tokens: not the untied embedding table (a
     lookup); for MoE only the experts hit."""
     if not np.any(x.experts > 0):  # no MoE in this batch of scenarios: every weight is read
-        return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
+        return weight_bytes_read_per_gpu(x)
     dense = x.total_params - x.lookup_params - x.moe_layers * x.experts * x.expert_params
     miss_one = 1.0 - np.clip(x.experts_per_token / np.maximum(x.experts, 1.0), 0.0, 1.0)
     hit = x.experts * (1.0 - miss_one**tokens)
@@ -217,7 +222,7 @@ def ridge_batch(x: EngineInputs) -> np.ndarray:
     """
     peak = x.peak_flop_per_s * x.mfu
     bw = x.bandwidth_bytes_per_s * x.mbu
-    w = (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
+    w = weight_bytes_read_per_gpu(x)
     denom = 2.0 * x.matmul_params / x.tp / peak - activation_bytes_per_token(x) / bw
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denom > 0, (w / bw) / np.where(denom > 0, denom, 1.0), np.inf)

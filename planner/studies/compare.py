@@ -50,9 +50,10 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     """
     r = resolve(scenario, catalog)
     keys = list(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
-    own_price = scenario.model_copy(update={"gpu_price": None})
-    xs = [from_specs(catalog.profile(k), r.model, scenario if k == scenario.gpu else own_price, r.draft) for k in keys]
-    x = stack_inputs(xs)
+    profiles = [catalog.gpus.get(k) or catalog.measured[k] for k in keys]
+    # Scenario.on_gpu holds the price rule: a gpu_price override prices only the scenario's own GPU
+    on_each = [scenario if k == scenario.gpu else scenario.on_gpu(k) for k in keys]
+    x = stack_inputs([from_specs(gpu, r.model, s, r.draft) for gpu, s in zip(profiles, on_each, strict=True)])
     at_tp = compute(x)
     fits = np.asarray(at_tp["fits"], dtype=bool)
     min_tp = np.asarray(at_tp["min_tp_that_fits"])
@@ -63,23 +64,26 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
 
     priced = price > 0
 
-    def metric(name: str, dtype: str) -> pd.array:
+    def metric(name: str) -> list[float | None]:
+        """The metric where the GPU runs (and, for the cost, is priced); empty otherwise."""
         v = np.asarray(out[name], dtype=float)
         ok = runs & np.isfinite(v) & (priced if name == "cost_per_million_output_tokens_usd" else True)
-        return pd.array([v[i] if ok[i] else None for i in range(len(keys))], dtype=dtype)
+        return [float(v[i]) if ok[i] else None for i in range(len(keys))]
 
     frame = pd.DataFrame(
         {
             "gpu": keys,
-            "name": [catalog.profile(k).name for k in keys],
+            "name": [g.name for g in profiles],
             "fits": fits,
             "min_tp_that_fits": pd.array([int(t) if t > 0 else None for t in min_tp], dtype="Int64"),
             "tp_used": pd.array([int(t) if t > 0 else None for t in tp_used], dtype="Int64"),
-            "max_concurrent_sequences": metric("max_concurrent_sequences", "Int64"),
-            "ttft_s": metric("ttft_s", "Float64"),
-            "tpot_s": metric("tpot_s", "Float64"),
-            "decode_tokens_per_s_per_gpu": metric("decode_tokens_per_s_per_gpu", "Float64"),
-            "cost_per_million_output_tokens_usd": metric("cost_per_million_output_tokens_usd", "Float64"),
+            "max_concurrent_sequences": pd.array(metric("max_concurrent_sequences"), dtype="Int64"),
+            "ttft_s": pd.array(metric("ttft_s"), dtype="Float64"),
+            "tpot_s": pd.array(metric("tpot_s"), dtype="Float64"),
+            "decode_tokens_per_s_per_gpu": pd.array(metric("decode_tokens_per_s_per_gpu"), dtype="Float64"),
+            "cost_per_million_output_tokens_usd": pd.array(
+                metric("cost_per_million_output_tokens_usd"), dtype="Float64"
+            ),
             "price_usd_per_gpu_hour": price,
         }
     )

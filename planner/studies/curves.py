@@ -30,6 +30,7 @@ from planner.engine.prompt_cache import (
 from planner.engine.roofline import prefill
 from planner.engine.speculative import expected_tokens_per_step, speedup
 from planner.model.api_pricing import CACHE_WRITE_MULTIPLIER
+from planner.units import MEGA
 
 CONTEXT_MIN_TOKENS = 256
 CONTEXT_POINTS = 48
@@ -140,7 +141,7 @@ def kv_per_token_by_attention(result: Result) -> pd.DataFrame:
         (model.attention_kind, model.kv_heads, m["kv_bytes_per_token"]),
         ("MQA", 1, m["kv_bytes_per_token_mqa"]),
     ]
-    rows = {}
+    rows: dict[int, tuple[str, float | bool]] = {}
     for name, heads, value in kinds:  # three fixed bars, de-duplicated when the model is itself MHA or MQA
         rows.setdefault(heads, (name, value))
     return pd.DataFrame(
@@ -348,7 +349,7 @@ def cache_cost_curves(result: Result) -> pd.DataFrame:
             "write_policy": np.tile(WRITE_POLICIES, n),
             "write_multiplier": np.tile(np.concatenate([[1.0], w]), n),
             "cost_per_request_usd": cost.ravel(),
-            "cost_per_million_requests_usd": cost.ravel() * 1e6,
+            "cost_per_million_requests_usd": cost.ravel() * MEGA,
             "below_minimum": prefix_below_minimum(result),
         }
     )

@@ -16,14 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.engine.chunked import chunk_steps
 from planner.engine.evaluate import Result
 from planner.engine.memory import FIXED_WORKSPACE_BYTES, LOGIT_BYTES
-from planner.engine.roofline import StepCost, decode_context_tokens, prefill, step_cost
+from planner.engine.prompt_cache import cache_hit_prefill, cacheable_prefix_tokens
+from planner.engine.roofline import StepCost, decode, prefill, weight_bytes_read_per_gpu
 from planner.engine.speculative import draft_step_s, verify_step_s
 from planner.units import (
     ACTIVATION_BYTES,
     MS_PER_S,
     S_PER_HOUR,
+    S_PER_MINUTE,
     TOKENS_PER_MTOK,
     GiB,
     KiB,
@@ -63,6 +66,11 @@ def _human(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
+def _scalar(v) -> float:
+    """One scenario's engine input (a 0-d array or a number) as a float."""
+    return float(np.asarray(v))
+
+
 def _value(v: float, unit: str, human: str = "") -> str:
     return f"{num(v)} {unit}" + (f" ({human})" if human else "")
 
@@ -83,7 +91,7 @@ class _Scenario:
     def __init__(self, r: Result):
         x = r.inputs
         self.r, self.x, self.m, self.model = r, x, r.metrics, r.resolved.model
-        f = lambda v: float(np.asarray(v))  # noqa: E731
+        f = _scalar
         self.L, self.h, self.g = f(x.layers), f(x.heads), f(x.kv_heads)
         self.tp, self.B, self.P, self.O = f(x.tp), f(x.batch), f(x.prompt_tokens), f(x.output_tokens)
         self.C, self.block = f(x.chunk_tokens), f(x.block_tokens)
@@ -92,7 +100,6 @@ class _Scenario:
         self.a = f(x.activation_elements_per_token_per_layer)
         self.kv_b = f(x.kv_bytes_per_element)
         self.per_layer = f(x.kv_elements_per_token_per_layer) * self.kv_b
-        self.ctx = f(decode_context_tokens(x.as_arrays()))
         self.o, self.a_c, self.a_m = (
             f(x.compute_memory_overlap),
             f(x.attention_compute_frac),
@@ -127,15 +134,28 @@ class _Scenario:
             return f"{num(read)} · {bw} / {tp}"
         e, k, ml, ep = float(x.experts), float(x.experts_per_token), float(x.moe_layers), float(x.expert_params)
         dense = read - ml * e * ep
-        return f"({num(dense)} + {num(ml)} · {num(e)} · (1 - (1 - {num(k)} / {num(e)})^{num(tokens)}) · {num(ep)}) · {bw} / {tp}"
+        experts_hit = f"{num(e)} · (1 - (1 - {num(k)} / {num(e)})^{num(tokens)})"
+        return f"({num(dense)} + {num(ml)} · {experts_hit} · {num(ep)}) · {bw} / {tp}"
+
+    def body_params(self) -> str:
+        """N_matmul − N_head: the matmul parameters that run for every token."""
+        return num(float(self.x.matmul_params - self.x.lm_head_params))
+
+    def head_params(self) -> str:
+        """N_head: the LM head, run only for tokens that need logits."""
+        return num(float(self.x.lm_head_params))
+
+    def activation_bytes(self) -> str:
+        """Activation traffic of one token through the matmuls: L · a / tp · 2 B."""
+        return f"{num(self.L)} · {num(self.a)} / {num(self.tp)} · {num(ACTIVATION_BYTES)}"
 
     def comm(self, tokens: float) -> str:
         if self.tp <= 1:
             return "0"
         x = self.x
         return (
-            f"2 · {num(self.L)} · (2 · ({num(self.tp)} - 1) / {num(self.tp)} · {num(tokens)} · {num(float(x.hidden))} · 2 / "
-            f"{num(float(x.link_bytes_per_s))} + {num(float(x.collective_latency_s))})"
+            f"2 · {num(self.L)} · (2 · ({num(self.tp)} - 1) / {num(self.tp)} · {num(tokens)} · "
+            f"{num(float(x.hidden))} · 2 / {num(float(x.link_bytes_per_s))} + {num(float(x.collective_latency_s))})"
         )
 
     def step_time(self, cost: StepCost, tokens: float) -> str:
@@ -170,76 +190,86 @@ STEP_TIME_REFINED = (
 COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency) when tp > 1"
 
 
-def _memory_items(s: _Scenario) -> list[ExplainItem]:
+def _kv_items(s: _Scenario) -> list[ExplainItem]:
+    """KV cache per token (and the MHA baseline) and per sequence."""
     m, M = s.m, s.model
-    L, P, O = num(s.L), num(s.P), num(s.O)
-    items = []
+    L, P, out = num(s.L), num(s.P), num(s.O)
     if M.is_mla:
-        items.append(
+        items = [
             ExplainItem(
                 "KV cache per token",
                 "L · (r_kv + k_rope) · b_kv  (MLA latent, all layers)",
                 f"{L} · ({num(M.kv_lora_rank)} + {num(M.qk_rope_head_dim)}) · {num(s.kv_b)}",
                 _bytes_value(m["kv_bytes_per_token"]),
             )
-        )
+        ]
     else:
         k = num(M.head_dim)
-        items.append(
+        items = [
             ExplainItem(
                 "KV cache per token",
                 "2 · L · g · k · b_kv  (K and V, all layers, all GPUs)",
                 f"2 · {L} · {num(s.g)} · {k} · {num(s.kv_b)}",
                 _bytes_value(m["kv_bytes_per_token"]),
-            )
-        )
-        items.append(
+            ),
             ExplainItem(
                 "KV cache per token with MHA (baseline)",
                 "2 · L · h · k · b_kv  (every query head its own K/V)",
                 f"2 · {L} · {num(s.h)} · {k} · {num(s.kv_b)}",
                 _bytes_value(m["kv_bytes_per_token_mha"]),
-            )
-        )
+            ),
+        ]
     items.append(
         ExplainItem(
             "KV cache per sequence",
             "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W))",
-            f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {O})')}",
+            f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {out})')}",
             _bytes_value(m["kv_bytes_per_sequence"]),
         )
     )
-    x = s.x
-    items.append(
+    return items
+
+
+def _budget_items(s: _Scenario) -> list[ExplainItem]:
+    """Weights, the activation and workspace reserve, and the KV budget left per GPU."""
+    m, x = s.m, s.x
+    usable = f"{num(float(x.memory_bytes))} · {num(float(x.mem_util))}"
+    return [
         ExplainItem(
             "Weights per GPU",
             "N · b_w / tp",
             f"{num(float(x.total_params))} · {num(float(x.weight_bytes_per_param))} / {num(s.tp)}",
             _bytes_value(m["weight_bytes_per_gpu"]),
-        )
-    )
-    items.append(
+        ),
         ExplainItem(
             "Activation and workspace reserve per GPU",
             "512 MiB + max(C, B) · a / tp · 2 B + B · vocab · 4 B",
-            f"{num(FIXED_WORKSPACE_BYTES)} + max({num(s.C)}, {num(s.B)}) · {num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)} + "
-            f"{num(s.B)} · {num(float(x.vocab))} · {num(LOGIT_BYTES)}",
+            f"{num(FIXED_WORKSPACE_BYTES)} + max({num(s.C)}, {num(s.B)}) · {num(s.a)} / {num(s.tp)} · "
+            f"{num(ACTIVATION_BYTES)} + {num(s.B)} · {num(float(x.vocab))} · {num(LOGIT_BYTES)}",
             _bytes_value(m["reserve_bytes_per_gpu"]),
-        )
-    )
-    items.append(
+        ),
         ExplainItem(
             "KV budget per GPU",
             "max(capacity · mem_util − weights per GPU − reserve, 0)",
-            f"max({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {exact(m['reserve_bytes_per_gpu'])}, 0)",
+            f"max({usable} - {exact(m['weight_bytes_per_gpu'])} - {exact(m['reserve_bytes_per_gpu'])}, 0)",
             _bytes_value(m["kv_budget_bytes_per_gpu"]),
-        )
+        ),
+    ]
+
+
+def _concurrency_items(s: _Scenario) -> list[ExplainItem]:
+    """Max concurrent sequences, paged and contiguous: the largest N whose KV, reserve and logits fit."""
+    m, x = s.m, s.x
+    P, out = num(s.P), num(s.O)
+    paged = f"⌈({P} + {out}) / {num(s.block)}⌉ · {num(s.block)}"
+    contiguous = f"max({num(float(x.context_window_tokens))}, {P} + {out})"
+    avail = (
+        f"({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - "
+        f"{num(FIXED_WORKSPACE_BYTES)})"
     )
-    paged = f"⌈({P} + {O}) / {num(s.block)}⌉ · {num(s.block)}"
-    contiguous = f"max({num(float(x.context_window_tokens))}, {P} + {O})"
-    avail = f"({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - {num(FIXED_WORKSPACE_BYTES)})"
     act = f"{num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)}"
     logit = f"{num(float(x.vocab))} · {num(LOGIT_BYTES)}"
+    items = []
     for title, key, reserved, rule in (
         ("Max concurrent sequences (paged)", "max_concurrent_sequences", paged, "⌈(P + O) / block⌉ · block"),
         (
@@ -256,8 +286,9 @@ def _memory_items(s: _Scenario) -> list[ExplainItem]:
         items.append(
             ExplainItem(
                 title,
-                "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  (s = KV per sequence reserved, "
-                f"reserved = {rule}; a = reserve per step token; ℓ = logits per sequence): "
+                "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  "
+                f"(s = KV per sequence reserved, reserved = {rule}; a = reserve per step token; "
+                "ℓ = logits per sequence): "
                 + ("N = ⌊(A − C·a) / (s + ℓ)⌋ since N ≤ C" if small else "N = ⌊A / (s + a + ℓ)⌋ since N > C"),
                 f"max({n1 if small else n2}, 0)",
                 _value(m[key], "sequences"),
@@ -266,35 +297,40 @@ def _memory_items(s: _Scenario) -> list[ExplainItem]:
     return items
 
 
-def _roofline_items(s: _Scenario) -> list[ExplainItem]:
+def _memory_items(s: _Scenario) -> list[ExplainItem]:
+    return _kv_items(s) + _budget_items(s) + _concurrency_items(s)
+
+
+def _step_items(s: _Scenario) -> list[ExplainItem]:
+    """Prefill and plain decode: FLOP, bytes and step time per GPU."""
     m, x = s.m, s.x
     xa = x.as_arrays()
     P, B, tp = num(s.P), num(s.B), num(s.tp)
-    nb, nh, h = num(float(x.matmul_params - x.lm_head_params)), num(float(x.lm_head_params)), num(s.h)
+    nb, nh, h = s.body_params(), s.head_params(), num(s.h)
     d_pre, d_dec = num(float(x.attention_dim_prefill)), num(float(x.attention_dim_decode))
     kv_tok = exact(m["kv_bytes_per_token_per_gpu"])
-    act = f"{num(s.L)} · {num(s.a)} / {tp} · 2"
+    act = s.activation_bytes()
     ctx = f"({P} + {num(s.O)} / 2)"
-    pre = prefill(xa)
-    dec = step_cost(xa, seqs=s.B, ctx=s.ctx)
-    items = [
+    return [
         ExplainItem(
             "Prefill FLOP per GPU",
-            "(2 · (N_matmul − N_head) · P + 2 · N_head · 1 + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp  (logits for the last token only)",
+            "(2 · (N_matmul − N_head) · P + 2 · N_head · 1 + 2 · h · d_att · P · Σ_layers (P + 1)/2) / tp  "
+            "(logits for the last token only)",
             f"(2 · {nb} · {P} + 2 · {nh} · 1 + 2 · {h} · {d_pre} · {P} · {s.layer_tokens(f'({P} + 1) / 2')}) / {tp}",
             _value(m["prefill_flop"], "FLOP"),
         ),
         ExplainItem(
             "Prefill bytes per GPU",
-            "weights read (all but an untied embedding table) + P · KV per token per GPU (written) + P · L · a / tp · 2 B (activations)",
+            "weights read (all but an untied embedding table) + P · KV per token per GPU (written) "
+            "+ P · L · a / tp · 2 B (activations)",
             f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}",
             _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
             "Time to first token (TTFT)",
             f"{s.step_time_formula};  {COMM}",
-            s.step_time(pre, s.P),
-            _seconds_value(m["ttft_s"], m["prefill_compute_bound"]),
+            s.step_time(prefill(xa), s.P),
+            _seconds_value(m["ttft_s"], bool(m["prefill_compute_bound"])),
         ),
         ExplainItem(
             "Decode FLOP per GPU",
@@ -305,32 +341,42 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Decode bytes per GPU",
             "weights read + B · KV(ctx) per GPU + B · KV per token per GPU (written) + B · L · a / tp · 2 B",
-            f"{s.weights_touched(s.B)} + {B} · {s.per_layer_gpu()} · {s.layer_tokens(ctx)} + {B} · {kv_tok} + {B} · {act}",
+            f"{s.weights_touched(s.B)} + {B} · {s.per_layer_gpu()} · {s.layer_tokens(ctx)} "
+            f"+ {B} · {kv_tok} + {B} · {act}",
             _bytes_value(m["decode_bytes"]),
         ),
         ExplainItem(
             "Decode step time (plain)",
             f"{s.step_time_formula};  {COMM}",
-            s.step_time(dec, s.B),
-            _seconds_value(m["plain_tpot_s"], m["decode_compute_bound"]),
+            s.step_time(decode(xa), s.B),
+            _seconds_value(m["plain_tpot_s"], bool(m["decode_compute_bound"])),
         ),
     ]
-    # ridge: the decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline
-    w = float((xa.total_params - xa.lookup_params) * xa.weight_bytes_per_param / xa.tp)
-    ridge = m["ridge_batch"]
-    items.append(
-        ExplainItem(
-            "Compute-bound turn (ridge batch)",
-            "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); the batch where the weight matmuls turn "
-            "compute-bound (attention, a separate memory-bound roofline, does not move it); W = weights per GPU, "
-            "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
-            f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
-            f"{act} / ({num(s.bw)} · {num(s.mbu)}))",
-            _value(ridge, "sequences")
-            if math.isfinite(ridge)
-            else "never (activation traffic outweighs the matmul FLOP at every batch)",
-        )
+
+
+def _ridge_item(s: _Scenario) -> ExplainItem:
+    """The decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline."""
+    w = float(weight_bytes_read_per_gpu(s.x.as_arrays()))
+    ridge = s.m["ridge_batch"]
+    nb, nh, tp = s.body_params(), s.head_params(), num(s.tp)
+    return ExplainItem(
+        "Compute-bound turn (ridge batch)",
+        "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); "
+        "the batch where the weight matmuls turn compute-bound (attention, a separate memory-bound roofline, "
+        "does not move it); W = weights per GPU, "
+        "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
+        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
+        f"{s.activation_bytes()} / ({num(s.bw)} · {num(s.mbu)}))",
+        _value(ridge, "sequences")
+        if math.isfinite(ridge)
+        else "never (activation traffic outweighs the matmul FLOP at every batch)",
     )
+
+
+def _rate_items(s: _Scenario) -> list[ExplainItem]:
+    """TPOT, decode tokens/s per GPU and the cost per million output tokens."""
+    m, x = s.m, s.x
+    B, tp = num(s.B), num(s.tp)
     if s.r.resolved.scenario.spec:
         tpot_formula, tpot_sub = (
             "speculative step time / E(α, γ)",
@@ -338,7 +384,7 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         )
     else:
         tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
-    items += [
+    return [
         ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
         ExplainItem(
             "Decode tokens/s per GPU",
@@ -349,34 +395,36 @@ def _roofline_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Cost per million output tokens",
             "price per GPU-hour · tp / 3600 / (B / TPOT) · 10^6",
-            f"{num(float(x.price_usd_per_gpu_hour))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} · {num(TOKENS_PER_MTOK)}",
+            f"{num(float(x.price_usd_per_gpu_hour))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} "
+            f"· {num(TOKENS_PER_MTOK)}",
             _value(m["cost_per_million_output_tokens_usd"], "USD"),
         ),
     ]
-    return items
+
+
+def _roofline_items(s: _Scenario) -> list[ExplainItem]:
+    return _step_items(s) + [_ridge_item(s)] + _rate_items(s)
 
 
 def _chunked_items(s: _Scenario) -> list[ExplainItem]:
     m = s.m
     xa = s.x.as_arrays()
     P, C = s.P, s.C
-    n_full = math.floor(P / C)
-    rest = P - n_full * C
-    full = step_cost(xa, seqs=s.B, ctx=s.ctx, n=min(C, P), past=max(n_full - 1, 0) * C / 2)
-    last = step_cost(xa, seqs=s.B, ctx=s.ctx, n=rest, past=n_full * C)
-    biggest = step_cost(xa, seqs=s.B, ctx=s.ctx, n=min(C, P), past=max(P - C, 0.0))
-    t_last = num(float(last.time_s)) if rest > 0 else "0"
+    chunks = chunk_steps(xa)
+    t_last = num(float(chunks.last.time_s)) if float(chunks.rest_tokens) > 0 else "0"
     return [
         ExplainItem(
             "Chunked prefill: newcomer TTFT",
-            "⌊P/C⌋ · t_step(B decodes + C prefill tokens, mean past) + t_step(B decodes + remainder r = P − ⌊P/C⌋·C)  (0 when r = 0)",
-            f"⌊{num(P)} / {num(C)}⌋ · {num(float(full.time_s))} + {t_last}",
+            "⌊P/C⌋ · t_step(B decodes + C prefill tokens, mean past) "
+            "+ t_step(B decodes + remainder r = P − ⌊P/C⌋·C)  (0 when r = 0)",
+            f"⌊{num(P)} / {num(C)}⌋ · {num(float(chunks.full.time_s))} + {t_last}",
             _seconds_value(m["chunked_ttft_s"]),
         ),
         ExplainItem(
             "Chunked prefill: running streams' max inter-token latency",
-            f"the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; {s.step_time_formula}",
-            s.step_time(biggest, s.B + min(C, P)),
+            "the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; "
+            + s.step_time_formula,
+            s.step_time(chunks.biggest, s.B + min(C, P)),
             _seconds_value(m["chunked_max_itl_s"]),
         ),
         ExplainItem(
@@ -427,17 +475,18 @@ def _speculative_items(s: _Scenario) -> list[ExplainItem]:
 
 def _cache_items(s: _Scenario) -> list[ExplainItem]:
     m, xa = s.m, s.x.as_arrays()
-    f = lambda v: float(np.asarray(v))  # noqa: E731
+    f = _scalar
     h, w, r = m["cache_hit_rate"], f(xa.cache_write_multiplier), f(xa.cache_read_multiplier)
-    X = f(xa.prefix_tokens) if m["cache_applies"] else 0.0
+    X = f(cacheable_prefix_tokens(xa))
     p, o = f(xa.price_in_usd_per_token), f(xa.price_out_usd_per_token)
-    P, O = num(s.P), num(s.O)
+    P, out = num(s.P), num(s.O)
     rpm = f(xa.requests_per_min_per_prefix)
     if rpm > 0:
         hit = ExplainItem(
             "Cache hit rate (from traffic and TTL)",
             "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60, D = request duration",
-            f"1 - exp(-{num(rpm)} / 60 · max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))",
+            f"1 - exp(-{num(rpm)} / {num(S_PER_MINUTE)} · "
+            f"max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))",
             f"{num(h)} ({h:.1%})",
         )
     else:
@@ -445,20 +494,22 @@ def _cache_items(s: _Scenario) -> list[ExplainItem]:
     below = (
         ""
         if m["cache_applies"]
-        else f"  (the {num(f(xa.prefix_tokens))}-token prefix is below the {num(f(xa.min_cacheable_tokens))}-token minimum: X = 0)"
+        else f"  (the {num(f(xa.prefix_tokens))}-token prefix is below the "
+        f"{num(f(xa.min_cacheable_tokens))}-token minimum: X = 0)"
     )
     without = m["nocache_cost_per_request_usd"]
-    ttft_hit = f(prefill(xa, tokens=max(s.P - X, 1.0), past=min(X, s.P - 1.0)).time_s)
+    ttft_hit = f(cache_hit_prefill(xa).time_s)
     return [
         hit,
         ExplainItem(
             "Prompt cache: cost per request",
             "(h · r + (1 − h) · w) · X · p + (P − X) · p + O · o" + below,
-            f"({num(h)} · {num(r)} + (1 - {num(h)}) · {num(w)}) · {num(X)} · {num(p)} + ({P} - {num(X)}) · {num(p)} + {O} · {num(o)}",
+            f"({num(h)} · {num(r)} + (1 - {num(h)}) · {num(w)}) · {num(X)} · {num(p)} + ({P} - {num(X)}) · {num(p)} "
+            f"+ {out} · {num(o)}",
             _value(m["cache_cost_per_request_usd"], "USD"),
         ),
         ExplainItem(
-            "No cache: cost per request", "P · p + O · o", f"{P} · {num(p)} + {O} · {num(o)}", _value(without, "USD")
+            "No cache: cost per request", "P · p + O · o", f"{P} · {num(p)} + {out} · {num(o)}", _value(without, "USD")
         ),
         ExplainItem(
             "Prompt cache saving",

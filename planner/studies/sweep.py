@@ -21,6 +21,7 @@ from planner.export import present_frame
 from planner.links import FIELDS, _coerce, _field_ok, allowed_range
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.units import TOKENS_PER_MTOK
 
 #: Scenario key → (EngineInputs field, scale from the key's unit to SI).
 NUMERIC_KEYS: dict[str, tuple[str, float]] = {
@@ -39,8 +40,8 @@ NUMERIC_KEYS: dict[str, tuple[str, float]] = {
     "mbu": ("mbu", 1.0),
     "mem_util": ("mem_util", 1.0),
     "block": ("block_tokens", 1.0),
-    "price_in": ("price_in_usd_per_token", 1e-6),
-    "price_out": ("price_out_usd_per_token", 1e-6),
+    "price_in": ("price_in_usd_per_token", 1 / TOKENS_PER_MTOK),
+    "price_out": ("price_out_usd_per_token", 1 / TOKENS_PER_MTOK),
     "gpu_price": ("price_usd_per_gpu_hour", 1.0),
 }
 MAX_SWEEP_ROWS = 5_000_000
@@ -106,11 +107,11 @@ def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.
     if n_rows > MAX_SWEEP_ROWS:
         raise SweepError([f"sweep has {n_rows} rows; at most {MAX_SWEEP_ROWS}"])
     grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
-    flat = {k: g.ravel() for k, g in zip(numeric, grids)}
+    flat = {k: g.ravel() for k, g in zip(numeric, grids, strict=True)}
     frames = []
     problems: list[str] = []
     for combo in itertools.product(*categorical.values()):
-        update = dict(zip(categorical, combo))
+        update = dict(zip(categorical, combo, strict=True))
         try:
             s = Scenario.model_validate({**base.model_dump(), **update, **({"prefix": 0} if "prefix" in flat else {})})
             r = resolve(s, catalog)

@@ -18,6 +18,7 @@ from planner.cli.main import main
 from planner.engine.evaluate import evaluate
 from planner.engine.speculative import speedup
 from planner.export import frame_to_csv
+from planner.format import fmt_pct
 from planner.links import from_query
 from planner.model.scenario import Scenario
 from planner.studies.advisor import (
@@ -26,12 +27,12 @@ from planner.studies.advisor import (
     SEVERITY_RANK,
     WARNING_SEVERITIES,
     Finding,
-    _next_kv_heads_down,
     findings,
     findings_frame,
     meets_slos,
     metric_value,
 )
+from planner.studies.advisor.checks.memory import next_kv_heads_down
 
 
 def scenario(catalog, query: str) -> Scenario:
@@ -156,10 +157,10 @@ def test_kv_caps_concurrency_skips_kv_heads_for_mla(results):
 
 
 def test_next_kv_heads_down_is_a_divisor():
-    assert _next_kv_heads_down(32, 8) == 4
-    assert _next_kv_heads_down(28, 4) == 2
-    assert _next_kv_heads_down(40, 40) == 20
-    assert _next_kv_heads_down(32, 1) is None
+    assert next_kv_heads_down(32, 8) == 4
+    assert next_kv_heads_down(28, 4) == 2
+    assert next_kv_heads_down(40, 40) == 20
+    assert next_kv_heads_down(32, 1) is None
 
 
 def test_weights_leave_little_kv_reaches_the_threshold(results):
@@ -210,7 +211,7 @@ def test_prompt_cache_findings(catalog, results):
     sur = by_id(results[TRIGGERS["cache-surcharge"]])["cache-surcharge"]
     m = evaluate(scenario(catalog, TRIGGERS["cache-surcharge"]), catalog).metrics
     assert sur.changed_keys == {"prefix": 0} and sur.after == m["nocache_cost_per_request_usd"] < sur.before
-    assert f"{m['cache_break_even_hit_rate'] * 100:.0f} % break-even" in sur.explanation
+    assert f"{fmt_pct(m['cache_break_even_hit_rate'])} break-even" in sur.explanation
     ttl = by_id(results["rpm=0.005&ttl=1h"])["cache-surcharge"]
     assert "requests/min" in ttl.explanation and ttl.after < ttl.before
     low = by_id(results[TRIGGERS["cache-prefix-below-minimum"]])["cache-prefix-below-minimum"]
@@ -338,7 +339,7 @@ def test_panel_renders_collapsed_findings_and_applies_a_change(catalog):
     at = AppTest.from_function(_panel_app, args=("batch=512",)).run(timeout=30)
     assert not at.exception
     assert len(at.expander) == len(items)
-    for exp, f in zip(at.expander, items):
+    for exp, f in zip(at.expander, items, strict=True):
         icon, word = SEVERITY_BADGE[f.severity]
         assert exp.label.startswith(word + ":") and exp.proto.icon == icon and not exp.proto.expanded
     assert all(not md.proto.allow_html for md in at.markdown)

@@ -59,7 +59,7 @@ def test_grids_are_sorted_unique_and_hold_the_marks():
 def test_memory_breakdown_sums_to_capacity_when_it_fits(model):
     r = ev(model=model, gpu="h200", tp=8, batch=64)
     df = curves.memory_breakdown(r)
-    parts = dict(zip(df["component"], df["bytes_per_gpu"]))
+    parts = dict(zip(df["component"], df["bytes_per_gpu"], strict=True))
     assert (df["bytes_per_gpu"] >= 0).all()
     assert parts["weights"] == r.metrics["weight_bytes_per_gpu"]
     if r.metrics["fits"]:
@@ -69,7 +69,7 @@ def test_memory_breakdown_sums_to_capacity_when_it_fits(model):
 
 def test_memory_breakdown_shows_kv_beyond_budget():
     r = ev(batch=4096, prompt=8192)
-    parts = dict(zip(*curves.memory_breakdown(r).to_dict("list").values()))
+    parts = dict(zip(*curves.memory_breakdown(r).to_dict("list").values(), strict=True))
     assert parts["kv_cache_free"] == 0
     assert parts["kv_cache_in_use"] == pytest.approx(r.metrics["kv_budget_bytes_per_gpu"])
     assert parts["kv_cache_over_budget"] > 0

@@ -4,6 +4,7 @@ calculator, gives the engine's metric, and its value states that metric."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import re
 
@@ -100,10 +101,8 @@ def check(result) -> list[ExplainItem]:
         assert stated(item.value) == pytest.approx(metric, rel=1e-5), (item.title, item.value, metric)
         if math.isinf(metric):
             # B* = (W/bw′) / (denominator ≤ 0): the arithmetic comes out negative or divides by zero
-            try:
+            with contextlib.suppress(ZeroDivisionError):
                 assert calculate(item.substituted) < 0, item.substituted
-            except ZeroDivisionError:
-                pass
             continue
         got = calculate(item.substituted)
         if key in FLOORS:
