@@ -52,7 +52,7 @@ class Mlp:
 
 
 #: (reader, core) -> KV heads of a non-MLA attention.
-KvHeadsRule = Callable[[ConfigReader, Core], "int | None"]
+KvHeadsRule = Callable[[ConfigReader, Core], int | None]
 #: (reader, core) -> the MLP of a model without routed experts.
 DenseMlpRule = Callable[[ConfigReader, Core], Mlp]
 #: reader -> whether the Q/K/V projections carry a bias.
