@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from planner.errors import format_validation_error
 from planner.model.specs import GPU, KEY_RE, KEY_RULE, GpuProfileFile, ModelSpec
+from planner.units import KiB
 
 DATA: Traversable = files("planner.data")
 HARDWARE_DIR: Traversable = DATA / "hardware_profiles"
@@ -35,7 +36,7 @@ MEASURED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 T = TypeVar("T")
 
 #: Largest profile or preset file we read (a TOML of this kind is ~2 KB).
-MAX_FILE_BYTES = 256 * 1024
+MAX_FILE_BYTES = 256 * KiB
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ def parse_gpu_toml(text: str, key: str) -> GPU:
 
 
 def parse_model_toml(text: str) -> ModelSpec:
+    """Validate one model preset's TOML text; raises ValueError naming the bad fields."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -112,10 +114,12 @@ def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[d
 
 
 def load_gpus(directory: Traversable = HARDWARE_DIR) -> tuple[dict[str, GPU], list[str]]:
+    """The datasheet GPU profiles by key, and the problems met."""
     return _read_dir(directory, parse_gpu_toml)
 
 
 def load_models(directory: Traversable = MODEL_DIR) -> tuple[dict[str, ModelSpec], list[str]]:
+    """The model presets by key, and the problems met."""
     return _read_dir(directory, lambda text, _key: parse_model_toml(text))
 
 
@@ -141,6 +145,7 @@ def load_catalog(
     model_dir: Traversable = MODEL_DIR,
     measured_dir: Traversable = MEASURED_DIR,
 ) -> Catalog:
+    """Everything the planner can pick from; a bad file is a line in ``problems``, never an exception."""
     gpus, p1 = load_gpus(hardware_dir)
     models, p2 = load_models(model_dir)
     measured, p3 = load_measured(measured_dir, set(gpus))

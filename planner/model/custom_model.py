@@ -16,6 +16,8 @@ from pydantic import ValidationError
 from planner.model.specs import ModelSpec
 
 CUSTOM_KEY = "custom"
+#: Longest link value read (the Scenario field ``custom`` has the same limit).
+MAX_CUSTOM_CHARS = 600
 CODES: dict[str, str] = {
     "L": "layers",
     "H": "hidden",
@@ -47,6 +49,7 @@ _PART = re.compile(r"^([A-Z][a-z]{0,2})(\d{1,9})$")
 
 
 def encode_model(m: ModelSpec) -> str:
+    """The link value of ``m``: each non-zero field as code + integer (``gated_mlp`` always)."""
     parts = []
     for code, name in CODES.items():
         v = getattr(m, name)
@@ -60,8 +63,8 @@ def decode_model(text: str, name: str = "Custom model") -> ModelSpec:
     """Parse ``encode_model``'s output; ValueError names the bad part or field."""
     if not text:
         raise ValueError("custom: empty; expected e.g. L32-H4096-A32-G8-D128-F14336-V128256-C131072")
-    if len(text) > 600:
-        raise ValueError("custom: longer than 600 characters")
+    if len(text) > MAX_CUSTOM_CHARS:
+        raise ValueError(f"custom: longer than {MAX_CUSTOM_CHARS} characters")
     data: dict[str, object] = {"name": name}
     for part in text.split("-"):
         m = _PART.match(part)

@@ -8,11 +8,11 @@ files are checked.  Units are in every field name, SI inside.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.units import GB, TERA, GiB
+from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 KvDtype = Literal["bf16", "fp16", "fp8", "int8"]
@@ -25,6 +25,9 @@ KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 KEY_RE = re.compile(KEY_PATTERN)
 KEY_RULE = "a lower-case key of letters, digits, '.', '_' or '-' (≤ 64 chars)"
 
+#: Seconds per microsecond: the same double as the literal 1e-6, so profile values stay bit-identical.
+_S_PER_US = 1 / US_PER_S
+
 
 class GPU(BaseModel):
     """One accelerator, SI units.  Built from a ``GpuProfileFile``."""
@@ -35,10 +38,12 @@ class GPU(BaseModel):
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
     memory_bytes: float = Field(gt=0, le=10 * 2**40, description="HBM/GDDR capacity")
-    memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100e12)
+    memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100 * TERA)
     peak_flop_per_s: dict[ComputeDtype, float] = Field(description="dense (not 2:4-sparse) peak per compute dtype")
-    interconnect_bytes_per_s: float = Field(gt=0, le=10e12, description="GPU-to-GPU bandwidth per GPU, one direction")
-    collective_latency_s: float = Field(ge=0, le=1e-3, description="fixed cost per all-reduce")
+    interconnect_bytes_per_s: float = Field(
+        gt=0, le=10 * TERA, description="GPU-to-GPU bandwidth per GPU, one direction"
+    )
+    collective_latency_s: float = Field(ge=0, le=1 / MS_PER_S, description="fixed cost per all-reduce")
     price_usd_per_hour: float = Field(ge=0, le=1000)
     source: str = Field(min_length=1)
     calibrated: bool = False
@@ -57,14 +62,16 @@ class GPU(BaseModel):
 
     def peak_for(self, compute_dtype: str) -> float:
         """Dense peak for ``compute_dtype``; falls back to bf16 when the chip lacks it."""
-        return self.peak_flop_per_s.get(compute_dtype, self.peak_flop_per_s["bf16"])  # type: ignore[arg-type]
+        # A lookup by any name is safe: an unknown dtype is simply absent.
+        peaks = cast(dict[str, float], self.peak_flop_per_s)
+        return peaks.get(compute_dtype, peaks["bf16"])
 
     @model_validator(mode="after")
     def _needs_bf16(self) -> GPU:
         if "bf16" not in self.peak_flop_per_s:
             raise ValueError("peak_flop_per_s must include bf16")
         for dt, v in self.peak_flop_per_s.items():
-            if not (0 < v <= 50e15):
+            if not (0 < v <= 50 * PETA):
                 raise ValueError(f"peak_flop_per_s[{dt}]={v} outside (0, 5e16]")
         return self
 
@@ -120,8 +127,13 @@ class GpuProfileFile(BaseModel):
         mem = (
             self.memory_capacity_gb * GB if self.memory_capacity_gb is not None else self.memory_capacity_gib * GiB  # type: ignore[operator]
         )
-        peaks: dict[str, float] = {"bf16": self.dense_tflops_bf16 * TERA}
-        for dt, v in (("fp8", self.dense_tflops_fp8), ("int8", self.dense_tops_int8), ("fp4", self.dense_tflops_fp4)):
+        peaks: dict[ComputeDtype, float] = {"bf16": self.dense_tflops_bf16 * TERA}
+        optional: tuple[tuple[ComputeDtype, float | None], ...] = (
+            ("fp8", self.dense_tflops_fp8),
+            ("int8", self.dense_tops_int8),
+            ("fp4", self.dense_tflops_fp4),
+        )
+        for dt, v in optional:
             if v is not None:
                 peaks[dt] = v * TERA
         return GPU(
@@ -132,7 +144,7 @@ class GpuProfileFile(BaseModel):
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_tb_per_s * TERA,
             peak_flop_per_s=peaks,
             interconnect_bytes_per_s=self.interconnect_gb_per_s * GB,
-            collective_latency_s=self.collective_latency_us * 1e-6,
+            collective_latency_s=self.collective_latency_us * _S_PER_US,
             price_usd_per_hour=self.price_usd_per_gpu_hour,
             source=self.source,
             calibrated=self.calibrated,

@@ -29,6 +29,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -37,8 +38,9 @@ import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from planner.model.api_pricing import CACHE_READ_MULTIPLIER
+from planner.units import S_PER_HOUR, S_PER_MINUTE, US_PER_S, MiB
 
-MAX_FILE_BYTES = 50 * 2**20
+MAX_FILE_BYTES = 50 * MiB
 MAX_TOKENS = 100_000_000  # per field per request; far above any context window
 MAX_LABEL_CHARS = 200
 #: Timestamps must fall in [1970-01-01, 2100-01-01) UTC.
@@ -47,7 +49,10 @@ MAX_EPOCH_S = 4_102_444_800
 MAX_PROBLEMS_KEPT = 1000
 #: Bins of the reads-vs-writes series: at most this many (the narrowest BIN_WIDTHS_S that fits).
 MAX_BINS = 60
-BIN_WIDTHS_S = (60, 300, 900, 3600, 6 * 3600, 86_400, 7 * 86_400)
+_MINUTE_S = int(S_PER_MINUTE)
+_HOUR_S = int(S_PER_HOUR)
+_DAY_S = 24 * _HOUR_S
+BIN_WIDTHS_S = (_MINUTE_S, 5 * _MINUTE_S, 15 * _MINUTE_S, _HOUR_S, 6 * _HOUR_S, _DAY_S, 7 * _DAY_S)
 COUNT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 REQUIRED_FIELDS = ("input_tokens", "output_tokens")
 KNOWN_FIELDS = (*COUNT_FIELDS, "timestamp", "group", "prefix")  # every other key is ignored
@@ -89,11 +94,12 @@ def _iso_seconds(text: pd.Series) -> np.ndarray:
     ok = parsed.notna().to_numpy(dtype=bool)
     out = np.full(len(text), np.nan)
     # microseconds as int64: no overflow for any ISO year, whatever unit pandas picked
-    out[ok] = parsed[ok].dt.as_unit("us").astype("int64").to_numpy() / 1e6
+    out[ok] = parsed[ok].dt.as_unit("us").astype("int64").to_numpy() / US_PER_S
     return out
 
 
-def _in_epoch_range(secs):
+def _in_epoch_range(secs: Any) -> Any:
+    """Finite seconds in [1970, 2100) (elementwise on an array)."""
     with np.errstate(invalid="ignore"):
         return np.isfinite(secs) & (secs >= 0) & (secs < MAX_EPOCH_S)
 
@@ -187,14 +193,16 @@ def label_column(s: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
         return text.astype(object).where(good & ~missing, NO_GROUP), ~missing & ~good, missing
     cells = [label_value(v) for v in s.tolist()]
     good = np.array([c is not None for c in cells], dtype=bool)
-    labels = [c if ok and not m else NO_GROUP for c, ok, m in zip(cells, good, missing)]
+    labels = [c if ok and not m else NO_GROUP for c, ok, m in zip(cells, good, missing, strict=True)]
     return pd.Series(labels, index=s.index, dtype=object), ~missing & ~good, missing
 
 
 # ---------------------------------------------------------------- the row model (messages)
 
 
-def _rule(value_fn, what: str):
+def _rule(value_fn: Callable[[Any], object], what: str) -> BeforeValidator:
+    """A pydantic check that words a cell the column rule ``value_fn`` rejects (None) as 'is not ``what``'."""
+
     def check(v: Any) -> Any:
         if value_fn(v) is None:
             raise ValueError(f"{str(v)[:40]!r} is not {what}")
@@ -329,7 +337,7 @@ def parse_usage_log(data: bytes, name: str = "") -> ParsedLog:
         return ParsedLog(_empty_rows(), (RowProblem(0, "", msg),), 0, 0, fmt)
 
     if len(data) > MAX_FILE_BYTES:
-        return fail(f"{len(data) / 2**20:.1f} MiB; the limit is {MAX_FILE_BYTES // 2**20} MiB")
+        return fail(f"{len(data) / MiB:.1f} MiB; the limit is {MAX_FILE_BYTES // MiB} MiB")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -399,7 +407,7 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray) -> tuple[pd.DataFrame, lis
     fields = [f for f in (*COUNT_FIELDS, "timestamp", "group") if f in frame.columns]
     problems: list[RowProblem] = []
     worded = np.flatnonzero(bad)[:MAX_PROBLEMS_KEPT]
-    for i, record in zip(worded, frame.iloc[worded][fields].to_dict("records")):
+    for i, record in zip(worded, frame.iloc[worded][fields].to_dict("records"), strict=True):
         problems.extend(_row_messages(record, int(lines[i])))
     return rows[~bad].reset_index(drop=True), problems, int(bad.sum())
 

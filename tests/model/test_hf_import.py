@@ -7,6 +7,7 @@ published config.json files named in each fixture.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -632,3 +633,59 @@ def test_code_in_values_is_only_ever_data() -> None:
 def test_wrong_argument_type() -> None:
     with pytest.raises(TypeError):
         model_from_hf_config(42)  # type: ignore[arg-type]
+
+
+def test_deeply_nested_values_are_reported_not_raised() -> None:
+    deep_list = '{"num_hidden_layers": 32, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    deep_object = '{"x": ' + '{"y": ' * 100_000 + "1" + "}" * 100_001
+    for text in (deep_list, deep_object):
+        with pytest.raises(ValueError, match="^config.json is not valid JSON: nested too deeply"):
+            model_from_hf_config(text)
+        with pytest.raises(ValueError, match="nested too deeply"):
+            model_from_hf_config(text.encode())
+
+
+# --- shape bounds before any per-layer work (a reported denial of service) -----------------
+
+#: 263 bytes that once made the importer count a trillion layers one by one.
+TRILLION_LAYERS = (
+    '{"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 1, "vocab_size": 10, '
+    '"max_position_embeddings": 4096, "intermediate_size": 64, "num_hidden_layers": 1000000000000, '
+    '"n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 8}'
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        TRILLION_LAYERS,
+        TRILLION_LAYERS.replace("deepseek_v3", "qwen2_moe"),
+        TRILLION_LAYERS.replace("deepseek_v3", "qwen2_moe").replace("n_routed_experts", "num_experts"),
+        TRILLION_LAYERS.replace('"n_routed_experts": 2', '"layer_types": ["full_attention"], "sliding_window": 8'),
+    ],
+    ids=["deepseek_v3", "qwen2_moe", "qwen2_moe-num_experts", "layer_types"],
+)
+def test_huge_layer_count_is_refused_at_once(text: str) -> None:
+    assert len(TRILLION_LAYERS.encode()) == 263
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=r"'num_hidden_layers' \(layers\): Input should be less than or equal to 1000"):
+        model_from_hf_config(text)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_every_out_of_bounds_field_is_named_with_the_type_problems() -> None:
+    cfg = {**DEEPSEEK_V3, "num_hidden_layers": 10**12, "n_routed_experts": 10**6, "vocab_size": "many"}
+    with pytest.raises(ValueError) as err:
+        model_from_hf_config(cfg)
+    text = str(err.value)
+    assert text.startswith("config.json field 'vocab_size' must be an integer, got string 'many'; ")
+    assert "outside the planner's bounds: 'num_hidden_layers' (layers): " in text
+    assert "'n_routed_experts' (experts): Input should be less than or equal to 4096" in text
+
+
+def test_a_long_mlp_only_layers_list_is_cheap() -> None:
+    cfg = {**QWEN15_MOE, "num_hidden_layers": 1000, "mlp_only_layers": list(range(0, 200_000, 2))}
+    started = time.perf_counter()
+    m = model_from_hf_config(cfg)
+    assert time.perf_counter() - started < 0.5
+    assert m.dense_layers == 500  # the even-indexed layers

@@ -18,21 +18,23 @@ from planner.prompts.layout import (
     DEFAULT_LAYOUT,
     KINDS,
     MAX_BREAKPOINTS,
-    MINUTES_PER_DAY,
-    MINUTES_PER_MONTH,
     VARIABILITIES,
     Block,
     Layout,
     LayoutSettings,
-    Traffic,
-    analyse,
-    block_hit_rates,
     decode,
     encode,
     layout_frame,
     layout_from_frame,
-    suggest,
 )
+from planner.prompts.layout_report import (
+    MINUTES_PER_DAY,
+    MINUTES_PER_MONTH,
+    Traffic,
+    analyse,
+    block_hit_rates,
+)
+from planner.prompts.layout_suggest import suggest
 
 P_IN = 5e-6  # Scenario defaults: $5 / $25 per million tokens
 P_OUT = 25e-6

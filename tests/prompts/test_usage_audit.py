@@ -234,7 +234,7 @@ def rows_for(group, reads, writes, start=0):
             "cache_read_input_tokens": r,
             "cache_creation_input_tokens": w,
         }
-        for i, (r, w) in enumerate(zip(reads, writes))
+        for i, (r, w) in enumerate(zip(reads, writes, strict=True))
     ]
 
 
@@ -326,7 +326,7 @@ def test_csv_checks_agree_with_the_row_model(rows):
     parsed = parse_usage_log(text.encode(), "x.csv")
     kept = set(parsed.rows["line"].tolist())
     for n, row in enumerate(rows, 2):
-        assert (n in kept) == _model_accepts(dict(zip(header, row))), row
+        assert (n in kept) == _model_accepts(dict(zip(header, row, strict=True))), row
 
 
 def test_line_limit(monkeypatch):

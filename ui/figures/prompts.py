@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from planner.prompts.layout import LayoutReport
+from planner.prompts.layout_report import LayoutReport
 from planner.prompts.usage_audit import AuditReport
 
 VARIABILITY_COLORS = {

@@ -24,16 +24,14 @@ from planner.prompts.layout import (
     MAX_PROMPT_TOKENS,
     VARIABILITIES,
     Layout,
-    LayoutReport,
     LayoutSettings,
-    analyse,
     decode,
     encode,
     layout_frame,
     layout_from_frame,
-    suggest,
-    traffic_for,
 )
+from planner.prompts.layout_report import LayoutReport, analyse, traffic_for
+from planner.prompts.layout_suggest import suggest
 from planner.prompts.usage_audit import (
     MAX_FILE_BYTES,
     AuditReport,

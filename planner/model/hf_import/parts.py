@@ -1,0 +1,79 @@
+"""The pieces a family handler reads, and the handler itself (:class:`Family`).
+
+A config is read in four steps, each a plain function of the reader: the core
+shape (every family), the attention (MLA when ``kv_lora_rank`` > 0, else the
+family's KV-head rule), the MLP (routed experts recognised by their keys,
+else the family's dense rule), and the family's flags and sliding-window rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from planner.model.hf_import.reader import ConfigReader
+
+
+@dataclass(frozen=True)
+class Core:
+    """Fields every decoder config has; None where missing or unusable (a problem is recorded)."""
+
+    model_type: str
+    layers: int | None
+    hidden: int | None
+    heads: int | None
+    vocab: int | None
+    context_window_tokens: int | None
+
+
+@dataclass(frozen=True)
+class Attention:
+    """ModelSpec's attention fields; the MLA ranks stay 0 for MHA/GQA/MQA."""
+
+    kv_heads: int | None
+    head_dim: int | None
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+
+
+@dataclass(frozen=True)
+class Mlp:
+    """ModelSpec's MLP fields: ``ffn`` dense (Mixtral: per expert); the MoE counts 0 for a dense model."""
+
+    ffn: int | None
+    experts: int = 0
+    experts_per_token: int = 0
+    shared_experts: int = 0
+    moe_ffn: int = 0
+    dense_layers: int = 0
+
+
+#: (reader, core) -> KV heads of a non-MLA attention.
+KvHeadsRule = Callable[[ConfigReader, Core], int | None]
+#: (reader, core) -> the MLP of a model without routed experts.
+DenseMlpRule = Callable[[ConfigReader, Core], Mlp]
+#: reader -> whether the Q/K/V projections carry a bias.
+BiasRule = Callable[[ConfigReader], bool]
+#: (reader, layers) -> layers that use the sliding window; called only when the config
+#: sets a window and no explicit ``layer_types``.
+WindowRule = Callable[[ConfigReader, int], int]
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one model family's config.json maps onto a ModelSpec (``families.FAMILIES``)."""
+
+    label: str
+    kv_heads: KvHeadsRule
+    dense_mlp: DenseMlpRule
+    qkv_bias: BiasRule
+    window_layers: WindowRule
+    gated_mlp: bool = True
+    #: Whether routed-expert keys (num_local_experts, n_routed_experts, num_experts) are read.
+    routed_experts: bool = True
+    tied_by_default: bool = False
+    #: Context when the config has none; None: ``max_position_embeddings`` is required.
+    default_context_tokens: int | None = None
