@@ -1,0 +1,89 @@
+"""Published measurements: the row schema, the loader, and the mapping of a row's model and GPU
+names to kvplan's catalog keys.
+
+Each row carries its source (repository@commit:path or URL) and the verbatim quote of the
+number.  Rows we add ourselves go into the same file with the same fields.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "published-serving.json"
+
+Category = Literal["kv_capacity", "ttft", "tpot", "throughput"]
+
+
+class Row(BaseModel):
+    """One published, measured number (SI units in ``measured``)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    id: str
+    category: Category
+    engine: str
+    source: str = Field(min_length=1)
+    quote: str = Field(min_length=1)
+    model: str
+    gpu: str
+    tp: int = Field(ge=1)
+    wdtype: str
+    kvdtype: str
+    quantization: str | None = None
+    batch: int | None = None
+    prompt: int
+    output: int
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    mem_util: float | None = None
+    metric: str
+    measured: float
+    notes: str = ""
+
+
+def load_rows(path: Path = DATA) -> list[Row]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [Row.model_validate(r) for r in data["rows"]]
+
+
+#: A row's model (Hugging Face id or the table's name) → kvplan preset key and weight dtype override.
+#: Llama-3.3-70B has Llama-3.1-70B's shape; the RedHatAI checkpoints are that shape quantised.
+MODEL_KEYS: dict[str, str] = {
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b",
+    "Qwen/Qwen2.5-72B-Instruct": "qwen2.5-72b",
+    "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic": "llama-3.1-70b",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
+    "google/gemma-2-9b-it": "gemma-2-9b",
+    "google/gemma-2-27b-it": "gemma-2-27b",
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": "llama-3.1-8b",
+    "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": "qwen2.5-7b",
+}
+
+
+def model_key(row: Row) -> str:
+    if row.model in MODEL_KEYS:
+        return MODEL_KEYS[row.model]
+    name = row.model.lower()
+    for needle, key in (
+        ("mixtral 8x7b", "mixtral-8x7b"),
+        ("mistral 7b", "mistral-7b"),
+        ("llama2-70b", "llama-2-70b"),
+        ("llama2-7b", "llama-2-7b"),
+    ):
+        if needle in name:
+            return key
+    raise KeyError(f"{row.id}: no preset for model {row.model!r}")
+
+
+def gpu_key(row: Row) -> str:
+    name = row.gpu.lower()
+    for needle, key in (("h100", "h100-sxm"), ("h200", "h200"), ("l40s", "l40s"), ("a100", "a100-80gb-sxm")):
+        if needle in name:
+            return key
+    raise KeyError(f"{row.id}: no profile for GPU {row.gpu!r}")

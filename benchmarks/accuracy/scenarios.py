@@ -1,0 +1,33 @@
+"""A published row as the kvplan scenario that describes the same deployment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.accuracy.rows import Row, gpu_key, model_key
+from planner.model.scenario import Scenario
+
+
+def scenario_for(row: Row, **overrides: Any) -> Scenario:
+    """The row's GPU, model, tp, dtypes, lengths and server limits as a Scenario.
+
+    ``prefix=0`` (no prompt caching in these runs); the batch is the row's (static batch) or 1."""
+    fields: dict[str, Any] = dict(
+        gpu=gpu_key(row),
+        model=model_key(row),
+        tp=row.tp,
+        wdtype=row.wdtype,
+        kvdtype=row.kvdtype,
+        prompt=row.prompt,
+        output=row.output,
+        prefix=0,
+        batch=row.batch or 1,
+    )
+    if row.mem_util is not None:
+        fields["mem_util"] = row.mem_util
+    if row.max_num_batched_tokens is not None:
+        fields["chunk"] = row.max_num_batched_tokens
+    if row.block_size is not None:
+        fields["block"] = row.block_size
+    fields.update(overrides)
+    return Scenario(**fields)
