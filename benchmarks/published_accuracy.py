@@ -31,7 +31,8 @@ def main() -> None:
     for name, preds in sections.items():
         med, signed, worst = summary(preds)
         print(
-            f"{name:<12} median |error| {med:6.1%}  median signed {signed:+6.1%}  worst {worst:6.1%}  ({len(preds)} rows)"
+            f"{name:<12} median |error| {med:6.1%}  median signed {signed:+6.1%}  worst {worst:6.1%}  "
+            f"({len(preds)} rows)"
         )
 
 
