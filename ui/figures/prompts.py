@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from planner.format import fmt_pct
+from planner.format import fmt_count, fmt_pct
 from planner.prompts.layout import LayoutReport
 from planner.prompts.usage_audit import AuditReport
 from ui.figures.theme import COLORS, figure
@@ -37,7 +37,7 @@ def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
                     name=row.variability.replace("_", " "),
                     legendgroup=row.variability,
                     showlegend=row.variability not in shown,
-                    hovertemplate=f"block {row.block}: {row.kind}, {row.tokens:,} tokens, "
+                    hovertemplate=f"block {row.block}: {row.kind}, {fmt_count(row.tokens)} tokens, "
                     f"{row.variability.replace('_', ' ')}<extra></extra>",
                 )
             )
