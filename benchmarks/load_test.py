@@ -24,6 +24,10 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the checkout's planner
+from planner.units import KiB, MiB
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -48,12 +52,11 @@ def free_port() -> int:
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+            return int(line.split()[1]) * KiB / MiB  # /proc reports kB (KiB)
     return float("nan")
 
 
-def start_server(port: int, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "w")
+def start_server(port: int, log: IO[str]) -> subprocess.Popen:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -158,27 +161,28 @@ def main() -> int:
     port = free_port()
     log_path = ROOT / "test-artifacts" / "load_test_server.log"
     log_path.parent.mkdir(exist_ok=True)
-    proc = start_server(port, log_path)
-    try:
-        t0 = time.time()
-        stats = asyncio.run(run(args.sessions, args.seconds, f"http://127.0.0.1:{port}/?v=1&batch=16", proc.pid))
-        wall = time.time() - t0
-    finally:
-        proc.terminate()
+    with open(log_path, "w") as log:
+        proc = start_server(port, log)
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            t0 = time.time()
+            stats = asyncio.run(run(args.sessions, args.seconds, f"http://127.0.0.1:{port}/?v=1&batch=16", proc.pid))
+            wall = time.time() - t0
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     server_log = log_path.read_text()
     tracebacks = server_log.count("Traceback")
     rss = stats["rss_mib"]
     print(f"sessions: {args.sessions}, duration: {args.seconds:.0f} s (wall {wall:.0f} s)")
-    print(
-        f"all {args.sessions} pages loaded in {max(stats['load_s']):.0f} s (median {statistics.median(stats['load_s']):.1f} s)"
-    )
+    loads = stats["load_s"]
+    print(f"all {args.sessions} pages loaded in {max(loads):.0f} s (median {statistics.median(loads):.1f} s)")
     print(f"widget changes: {stats['actions']}, failed/timed-out actions: {len(stats['action_failures'])}")
     print(
-        f"exception boxes seen: {stats['exceptions']}, page errors: {len(stats['page_errors'])}, server tracebacks: {tracebacks}"
+        f"exception boxes seen: {stats['exceptions']}, page errors: {len(stats['page_errors'])}, "
+        f"server tracebacks: {tracebacks}"
     )
     if rss:
         print(f"server RSS MiB: first {rss[0]}, max {max(rss)}, last {rss[-1]}, median {statistics.median(rss)}")

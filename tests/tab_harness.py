@@ -14,7 +14,7 @@ def tab_page(tab_module: str) -> None:
     from planner.errors import ScenarioError
     from planner.model.catalog import load_catalog
     from planner.model.scenario import Scenario
-    from ui.page import PageContext
+    from ui.state import PageContext
 
     render = importlib.import_module(tab_module).render
     ss = st.session_state

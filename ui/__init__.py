@@ -1,3 +1,4 @@
-"""Dashboard helpers.  Only ``app.py`` imports streamlit; these modules receive
-the ``st`` module as an argument so the page can be split into tabs while the
-engine (``planner``) stays free of any UI import."""
+"""The dashboard: the only package (with the root ``app.py`` shim) that imports streamlit
+or plotly.  ``ui.app`` imports streamlit; every other module receives the ``st`` module
+as an argument (``PageContext.st``), so the page is split into tabs while the engine
+(``planner``) stays free of any UI import.  ``ui.tabs.registry`` lists every tab."""

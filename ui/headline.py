@@ -6,88 +6,21 @@
 * prompt-cache saving: against no cache, in dollars per request.
 
 ``headline_items`` and ``notices`` are pure (tests call them); ``render`` draws
-them with the injected streamlit module.  Display formatting of SI values
-(binary byte units, ms, tok/s, $) lives here too, and ``md_escape`` for any text
-that came from a link or a file.
+them with the injected streamlit module.  Every number goes through
+``planner.format``, so a headline value reads like the same quantity anywhere else.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from planner.engine.evaluate import Result
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
-
-_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def md_escape(text: str) -> str:
-    """Backslash-escape every Markdown/directive character so user text shows literally."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
-
-
-def md_text(text: str) -> str:
-    """Program-written text for Markdown: ``$`` shown literally (two would start LaTeX)."""
-    return str(text).replace("$", "\\$")
-
-
-def _sig(v: float, digits: int = 3) -> str:
-    """``v`` with ``digits`` significant digits, never in scientific notation."""
-    if v == 0 or not math.isfinite(v):
-        return f"{v:g}"
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(v)))))
-    text = f"{v:,.{decimals}f}"
-    # rounding may add a digit (9.995 → 10.00): re-trim to the wanted precision
-    if decimals and len(text.replace(",", "").replace(".", "").lstrip("-0")) > digits:
-        text = f"{v:,.{decimals - 1}f}"
-    return text
-
-
-def fmt_bytes(b: float) -> str:
-    """Binary units: 131072 → '128 KiB'."""
-    if not math.isfinite(b):
-        return "n/a"
-    i = 0
-    while abs(b) >= 1024 and i < len(_BYTE_UNITS) - 1:
-        b /= 1024
-        i += 1
-    return f"{int(b)} B" if i == 0 else f"{_sig(b)} {_BYTE_UNITS[i]}"
-
-
-def fmt_seconds(s: float) -> str:
-    """µs below 1 ms, ms below 1 s, then s."""
-    if not math.isfinite(s):
-        return "n/a"
-    if abs(s) < 1e-3:
-        return f"{_sig(s * 1e6)} µs"
-    if abs(s) < 1:
-        return f"{_sig(s * 1e3)} ms"
-    return f"{_sig(s)} s"
-
-
-def fmt_tokens_per_s(v: float) -> str:
-    return "n/a" if not math.isfinite(v) else f"{v:,.0f} tok/s" if v >= 100 else f"{_sig(v)} tok/s"
-
-
-def fmt_usd(v: float) -> str:
-    if not math.isfinite(v):
-        return "n/a"
-    return f"-${_sig(-v)}" if v < 0 else f"${v:,.2f}" if v >= 100 else f"${_sig(v)}"
-
-
-def fmt_pct(frac: float, signed: bool = False) -> str:
-    if not math.isfinite(frac):
-        return "n/a"
-    return f"{frac * 100:+.1f}%" if signed else f"{frac * 100:.1f}%"
-
-
-def fmt_count(v: float) -> str:
-    return "n/a" if not math.isfinite(v) else f"{int(v):,}"
+from ui.format import md_text
 
 
 @dataclass(frozen=True)
@@ -129,7 +62,8 @@ def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict
         return dict(delta_description="MHA would not fit")
     v, b = float(result.metrics[key]), float(mha.metrics[key])
     if key == "max_concurrent_sequences":
-        return dict(delta=f"{int(v - b):+,}", delta_color=color, delta_description=f"vs MHA ({fmt_count(b)})")
+        more = ("+" if v >= b else "") + fmt_count(v - b)
+        return dict(delta=more, delta_color=color, delta_description=f"vs MHA ({fmt_count(b)})")
     return dict(delta=fmt_pct(_rel(v, b), signed=True), delta_color=color, delta_description="vs MHA")
 
 
@@ -140,6 +74,7 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
     fits = bool(m["fits"])
     no_fit = "does not fit"
     tp = int(s.tp)
+    sequence_tokens = fmt_count(s.prompt + s.output)
     items = [
         Headline(
             "KV cache per token",
@@ -150,19 +85,20 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
         Headline(
             "Max concurrency",
             f"{fmt_count(m['max_concurrent_sequences'])} seqs" if fits else no_fit,
-            help=f"Sequences of {s.prompt + s.output:,} tokens (prompt + output) the paged KV cache holds per replica.",
+            help=f"Sequences of {sequence_tokens} tokens (prompt + output) the paged KV cache holds per replica.",
             **(_vs_mha(result, mha, "max_concurrent_sequences", inverse=False) if fits else {}),
         ),
         Headline(
             "TTFT",
             fmt_seconds(m["ttft_s"]) if fits else no_fit,
-            help=f"Time to first token: prefill of a {s.prompt:,}-token prompt on an idle replica (roofline).",
+            help=f"Time to first token: prefill of a {fmt_count(s.prompt)}-token prompt on an idle replica (roofline).",
             **(_vs_mha(result, mha, "ttft_s", inverse=True) if fits else {}),
         ),
         Headline(
             "TPOT",
             fmt_seconds(m["tpot_s"]) if fits else no_fit,
-            help=f"Time per output token at batch {s.batch:,}" + (" with speculative decoding." if s.spec else "."),
+            help=f"Time per output token at batch {fmt_count(s.batch)}"
+            + (" with speculative decoding." if s.spec else "."),
             **(_vs_mha(result, mha, "tpot_s", inverse=True) if fits else {}),
         ),
         Headline(
@@ -189,7 +125,8 @@ def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> H
     return Headline(
         "Cost per M output tokens",
         fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
-        help=f"GPU rental (${m['price_usd_per_hour_per_replica']:,.2f}/h per replica) / output tokens per hour × 10⁶.",
+        help=f"GPU rental ({fmt_usd(m['price_usd_per_hour_per_replica'])}/h per replica) "
+        "/ output tokens per hour × 10⁶.",
         **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
     )
 
@@ -199,8 +136,9 @@ def _speculative_item(result: Result, fits: bool) -> Headline:
     s = result.resolved.scenario
     label = "Speculative speedup" + ("" if s.spec else " (off)")
     helptext = (
-        f"Decode tokens/s with speculative decoding (γ = {s.gamma}, α = {s.alpha:g}) over plain decoding; "
-        f"best γ here is {int(m['spec_best_gamma'])} ({m['spec_best_speedup']:.2f}×)."
+        f"Decode tokens/s with speculative decoding (γ = {fmt_count(s.gamma)}, α = {fmt_num(s.alpha)}) "
+        "over plain decoding; "
+        f"best γ here is {fmt_count(m['spec_best_gamma'])} ({fmt_num(m['spec_best_speedup'])}×)."
         + ("" if s.spec else " Off: the figure is what it would give.")
     )
     if not fits:
@@ -208,7 +146,7 @@ def _speculative_item(result: Result, fits: bool) -> Headline:
     speedup = float(m["spec_speedup"])
     return Headline(
         label,
-        f"{speedup:.2f}×",
+        f"{fmt_num(speedup)}×",
         delta=fmt_pct(speedup - 1.0, signed=True),
         delta_description="tokens/s vs plain decoding",
         help=helptext,
@@ -220,13 +158,16 @@ def _cache_item(result: Result) -> Headline:
     with_cache = float(m["cache_cost_per_request_usd"])
     without = float(m["nocache_cost_per_request_usd"])
     helptext = (
-        f"API cost per request with prompt caching at hit rate {m['cache_hit_rate']:.2f} "
-        f"(break-even {m['cache_break_even_hit_rate']:.2f}) vs none: "
+        f"API cost per request with prompt caching at hit rate {fmt_num(m['cache_hit_rate'])} "
+        f"(break-even {fmt_num(m['cache_break_even_hit_rate'])}) vs none: "
         f"{fmt_usd(with_cache)} vs {fmt_usd(without)}."
     )
     if not m["cache_applies"]:
         return Headline(
-            "Prompt-cache saving", "0%", delta_description="prefix below the model's cacheable minimum", help=helptext
+            "Prompt-cache saving",
+            fmt_pct(0.0),
+            delta_description="prefix below the model's cacheable minimum",
+            help=helptext,
         )
     return Headline(
         "Prompt-cache saving",
@@ -253,21 +194,22 @@ def notices(result: Result) -> list[Notice]:
             why = (
                 f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} "
                 f"reserve per GPU exceed the {fmt_bytes(usable)} usable per {r.gpu.name} "
-                f"({s.mem_util:.0%} of {fmt_bytes(r.gpu.memory_bytes)})"
+                f"({fmt_pct(s.mem_util)} of {fmt_bytes(r.gpu.memory_bytes)})"
             )
         else:
             why = (
                 f"after weights and reserve only {fmt_bytes(m['kv_budget_bytes_per_gpu'])} per GPU is left for KV, "
-                f"less than one {s.prompt + s.output:,}-token sequence needs"
+                f"less than one {fmt_count(s.prompt + s.output)}-token sequence needs"
             )
         out.append(Notice("error", f"**Does not fit** at tp={s.tp}: {why}; {where}."))
     elif s.batch > m["max_concurrent_sequences"]:
+        limit = fmt_count(m["max_concurrent_sequences"])
         out.append(
             Notice(
                 "warning",
-                f"Batch {s.batch:,} > max concurrency {fmt_count(m['max_concurrent_sequences'])}: the KV cache holds only "
-                f"{fmt_count(m['max_concurrent_sequences'])} sequences of {s.prompt + s.output:,} tokens; the rest would "
-                "queue or be preempted. TPOT and tokens/s assume the whole batch decodes together.",
+                f"Batch {fmt_count(s.batch)} > max concurrency {limit}: the KV cache holds only {limit} sequences "
+                f"of {fmt_count(s.prompt + s.output)} tokens; the rest would queue or be preempted. "
+                "TPOT and tokens/s assume the whole batch decodes together.",
             )
         )
     ridge = float(m["ridge_batch"])
@@ -275,17 +217,17 @@ def notices(result: Result) -> list[Notice]:
     turn = (
         "its weight matmuls **never** turn compute-bound: one token's activation traffic takes longer than its FLOPs"
         if math.isinf(ridge)
-        else f"it turns compute-bound from batch ≈ {fmt_count(math.ceil(ridge))}"
+        else f"it turns compute-bound from batch ≈ {fmt_num(ridge)}"
     )
     prefill = "compute-bound" if m["prefill_compute_bound"] else "memory-bound"
-    out.append(Notice("info", f"Prefill is {prefill}; decode at batch {s.batch:,} is {bound} and {turn}."))
+    out.append(Notice("info", f"Prefill is {prefill}; decode at batch {fmt_count(s.batch)} is {bound} and {turn}."))
     return out
 
 
 def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
     """Two rows of four ``st.metric`` and the notices under them."""
     for row in (items[:4], items[4:]):
-        for col, item in zip(st.columns(len(row)), row):
+        for col, item in zip(st.columns(len(row)), row, strict=True):
             col.metric(
                 md_text(item.label),
                 item.value,

@@ -9,6 +9,7 @@ validated Scenario plus one line per value it had to adjust.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,14 +17,15 @@ from pydantic import ValidationError
 
 from planner.engine.evaluate import CUSTOM_MODEL, SHAPE_KEYS, resolve
 from planner.errors import ScenarioError, format_validation_error
+from planner.format import fmt_bytes, fmt_count, fmt_usd
 from planner.links import DEFAULTS, FIELDS
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model, encode_model
 from planner.model.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
-from planner.units import KV_DTYPES, WEIGHT_DTYPES, GiB
-from ui.headline import md_escape
+from planner.units import KV_DTYPES, WEIGHT_DTYPES
+from ui.format import md_escape
 from ui.state import SCENARIO_KEY
 
 CHUNK_OPTIONS = tuple(2**k for k in range(4, 21))  # 16 … 1,048,576 tokens
@@ -164,10 +166,8 @@ def _on_model_change(st: Any, catalog: Catalog) -> None:
     for key in SHAPE_KEYS:
         ss[key] = None
     if ss.get("model") == CUSTOM_MODEL and not ss.get("custom") and previous is not None:
-        try:
+        with contextlib.suppress(ScenarioError):  # an unresolvable scenario leaves the code empty
             ss["custom"] = encode_model(resolve(previous, catalog).model)
-        except ScenarioError:
-            pass
 
 
 def _on_import_config(st: Any, source: str) -> None:
@@ -179,7 +179,7 @@ def _on_import_config(st: Any, source: str) -> None:
         if upload is None:  # the file was removed
             return
         if upload.size > MAX_CONFIG_BYTES:
-            ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {MAX_CONFIG_BYTES:,} bytes")
+            ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {fmt_count(MAX_CONFIG_BYTES)} bytes")
             return
         text = upload.getvalue()
     else:
@@ -199,7 +199,7 @@ def _on_import_config(st: Any, source: str) -> None:
     ss[HF_MESSAGE_KEY] = (
         "success",
         f"loaded {spec.name}: {spec.layers} layers, {spec.attention_kind}, "
-        f"{spec.heads} heads / {spec.kv_heads} KV heads, {spec.context_window_tokens:,}-token window",
+        f"{spec.heads} heads / {spec.kv_heads} KV heads, {fmt_count(spec.context_window_tokens)}-token window",
     )
 
 
@@ -212,7 +212,7 @@ def _hardware(st: Any, catalog: Catalog) -> None:
         "GPU profile",
         catalog.profile_keys(),
         key="gpu",
-        format_func=lambda k: f"{catalog.profile(k).name} · {catalog.profile(k).memory_bytes / GiB:.0f} GiB",
+        format_func=lambda k: f"{catalog.profile(k).name} · {fmt_bytes(catalog.profile(k).memory_bytes)}",
         help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour. "
         "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
         "their rates are achieved ones, so MFU and MBU do not derate them).",
@@ -239,7 +239,8 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
             "Custom shape code",
             key="custom",
             max_chars=600,
-            help="Compact shape: L layers, H hidden, A heads, G KV heads, D head dim, F ffn, V vocab, C context tokens (e.g. L32-H4096-A32-G8-D128-F14336-V128256-C131072).",
+            help="Compact shape: L layers, H hidden, A heads, G KV heads, D head dim, F ffn, V vocab, "
+            "C context tokens (e.g. L32-H4096-A32-G8-D128-F14336-V128256-C131072).",
         )
         if base_problem:
             st.error(md_escape(base_problem))
@@ -250,7 +251,8 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
             options=divisors(heads),
             key="kv_heads",
             format_func=lambda g: f"{g} {attention_kind(g, heads)}",
-            help=f"K/V heads per layer, a divisor of the {heads} query heads: {heads} = MHA, 1 = MQA, between = GQA; count.",
+            help=f"K/V heads per layer, a divisor of the {heads} query heads: {heads} = MHA, 1 = MQA, "
+            "between = GQA; count.",
         )
     elif base is not None:
         st.caption(f"{base.name} uses MLA: its KV cache is a compressed latent, so there is no KV-heads choice.")
@@ -271,7 +273,7 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
                 label,
                 help,
                 value=None,
-                placeholder=f"preset: {preset:,}" if preset else "preset",
+                placeholder=f"preset: {fmt_count(preset)}" if preset else "preset",
                 disabled=base is not None and base.is_mla and key == "head_dim",
             )
     with st.expander("Import a Hugging Face config.json"):
@@ -310,7 +312,7 @@ def _workload(st: Any) -> None:
         "Prefill chunk",
         options=sorted(set(CHUNK_OPTIONS) | {current}),
         key="chunk",
-        format_func=lambda v: f"{v:,}",
+        format_func=fmt_count,
         help="Chunked-prefill token budget per scheduler step; tokens.",
     )
 
@@ -361,7 +363,7 @@ def _prompt_cache(st: Any, base: ModelSpec | None) -> None:
             "Shortest prefix the provider caches; tokens; blank = the model's.",
             step=256,
             value=None,
-            placeholder=f"model: {minimum:,}",
+            placeholder=f"model: {fmt_count(minimum)}",
         )
     c1, c2 = st.columns(2)
     with c1:
@@ -434,7 +436,7 @@ def _advanced(st: Any, catalog: Catalog) -> None:
             "Rental price; USD per GPU-hour; blank = the profile's.",
             step=0.1,
             value=None,
-            placeholder=f"profile: ${gpu.price_usd_per_hour:,.2f}" if gpu else "profile",
+            placeholder=f"profile: {fmt_usd(gpu.price_usd_per_hour)}" if gpu else "profile",
         )
         c1, c2 = st.columns(2)
         with c1:

@@ -1,4 +1,4 @@
-"""The shareable link ⇄ session state.
+"""What a page run shares: the link ⇄ session state, and the context every tab receives.
 
 Every Scenario field is a session-state key of the same name (the widget keys
 are the link keys).  One run goes:
@@ -11,26 +11,37 @@ are the link keys).  One run goes:
 2. the sidebar builds a validated Scenario from the keys;
 3. ``finish_run``: remember that scenario and write ``to_query(scenario)`` (only
    non-default values, plus ``v=1``) back to the URL when it changed.
+
+``PageContext`` is what every tab and panel receives: the streamlit module
+(injected, never imported here), the validated scenario, its engine result, the
+catalog, and ``PageData``, the app's cached computations for that scenario.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from planner.engine.evaluate import Result
 from planner.errors import format_validation_error
 from planner.links import FIELDS, from_query, to_query, to_query_string
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
+if TYPE_CHECKING:  # annotations only: the tabs import this module
+    import pandas as pd
+
+    from planner.studies.explain import ExplainItem
+    from ui.tabs.charts import Chart
+
 SCENARIO_KEY = "_scenario"  # the last valid Scenario of this session
 FIRST_SCENARIO_KEY = "_first_scenario"  # what the link loaded into (issues show until it changes)
 ISSUES_KEY = "_link_issues"
-PENDING_KEY = "_pending_scenario_changes"  # written by ui.page.PageContext.update_scenario
+PENDING_KEY = "_pending_scenario_changes"  # written by PageContext.update_scenario
 
 
 @dataclass(frozen=True)
@@ -110,3 +121,29 @@ def share_link(scenario: Scenario, base_url: str | None) -> str:
         return query
     base = base_url.split("?", 1)[0].split("#", 1)[0]
     return base + ("" if urlsplit(base).path else "/") + query
+
+
+@dataclass(frozen=True)
+class PageData:
+    """The app's cached computations for the scenario on screen (app.py keys them by its JSON)."""
+
+    charts: Callable[[str], list[Chart]]  # a chart tab's title -> its charts
+    compare_frame: Callable[[], pd.DataFrame]  # the scenario on every GPU profile
+    explain_items: Callable[[], list[ExplainItem]]
+
+
+@dataclass
+class PageContext:
+    """What every dashboard tab and panel receives."""
+
+    st: Any  # the streamlit module, injected by the app
+    scenario: Scenario
+    result: Result | None  # None when the scenario cannot be evaluated
+    catalog: Catalog
+    data: PageData | None = None  # None outside the app (a test page): tabs then compute directly
+
+    def update_scenario(self, **changes: Any) -> None:
+        """Ask the app to apply ``changes`` (Scenario fields) on the next rerun; the link follows."""
+        pending = self.st.session_state.setdefault(PENDING_KEY, {})
+        pending.update(changes)
+        self.st.rerun()

@@ -322,7 +322,7 @@ def _panel_app(query: str, evaluable: bool = True):
     from planner.engine.evaluate import evaluate
     from planner.links import from_query
     from planner.model.catalog import load_catalog
-    from ui.page import PageContext
+    from ui.state import PageContext
     from ui.tabs.findings import render
 
     catalog = load_catalog()
@@ -357,7 +357,7 @@ def test_panel_is_empty_when_the_scenario_cannot_be_evaluated():
 
 
 def test_panel_escapes_markdown_and_html():
-    from ui.tabs.findings import escape
+    from ui.format import md_escape as escape
 
     text = escape("<img src=x onerror=alert(1)> **bold** [link](http://x) $x$")
     assert "<" not in text.replace("\\<", "") and "**" not in text and "](" not in text and "$x$" not in text

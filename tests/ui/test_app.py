@@ -15,10 +15,10 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui.tabs.registry
 from planner.cli.main import main as cli_main
 from planner.engine.evaluate import evaluate
 from planner.export import frame_to_csv
+from planner.format import fmt_bytes, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
 from planner.links import FIELDS, from_query, to_query, to_query_string
 from planner.model.custom_model import decode_model, encode_model
 from planner.model.scenario import Scenario
@@ -28,8 +28,9 @@ from planner.studies.sweep import scenario_frame
 from tests.paths import APP
 from ui import headline, sidebar
 from ui import state as link_state
-from ui.figures.core import TABS
-from ui.tabs import core as core_tabs
+from ui.format import frame_csv, md_escape
+from ui.tabs import compare, registry
+from ui.tabs.charts import TABS
 
 CORE_TABS = (*TABS, "Compare GPUs", "Explain")
 
@@ -72,27 +73,27 @@ def tab_names(at: AppTest) -> list[str]:
     [(0, "0 B"), (1000, "1000 B"), (131072, "128 KiB"), (1.5 * 2**30, "1.50 GiB"), (1023.9 * 2**20, "1,024 MiB")],
 )
 def test_fmt_bytes(value, text):
-    assert headline.fmt_bytes(value) == text
+    assert fmt_bytes(value) == text
 
 
 @pytest.mark.parametrize(
     "value, text", [(0.0644, "64.4 ms"), (2.48, "2.48 s"), (4.2e-5, "42.0 µs"), (0.0099996, "10.0 ms")]
 )
 def test_fmt_seconds(value, text):
-    assert headline.fmt_seconds(value) == text
+    assert fmt_seconds(value) == text
 
 
 def test_fmt_money_rate_and_percent():
-    assert headline.fmt_usd(0.2453) == "$0.245"
-    assert headline.fmt_usd(-0.00166) == "-$0.00166"
-    assert headline.fmt_usd(1234.5) == "$1,234.50"
-    assert headline.fmt_tokens_per_s(3385.2) == "3,385 tok/s"
-    assert headline.fmt_pct(-0.75, signed=True) == "-75.0%"
+    assert fmt_usd(0.2453) == "$0.245"
+    assert fmt_usd(-0.00166) == "-$0.00166"
+    assert fmt_usd(1234.5) == "$1,234.50"
+    assert fmt_tokens_per_s(3385.2) == "3,385 tok/s"
+    assert fmt_pct(-0.75, signed=True) == "-75.0%"
 
 
 def test_md_escape_leaves_no_live_markup():
     hostile = "![x](http://e.example/x.png) <img src=x onerror=alert(1)> :red[hi] $x$ **b**"
-    escaped = headline.md_escape(hostile)
+    escaped = md_escape(hostile)
     assert re.search(r"(?<!\\)[\[\]()<>:$*!]", escaped) is None
 
 
@@ -136,7 +137,7 @@ def test_scenario_csv_is_the_cli_csv(catalog, capsys):
 def test_chart_csv_is_neutralised_and_has_no_missing_markers(catalog):
     frame = compare_gpus(Scenario(model="llama-3.1-405b"), catalog)  # some rows fit at no tp: empty cells
     frame.loc[0, "note"] = "=HYPERLINK(1)"
-    text = core_tabs.frame_csv(frame)
+    text = frame_csv(frame)
     assert "<NA>" not in text and "nan" not in text.lower() and "'=HYPERLINK(1)" in text
 
 
@@ -152,8 +153,8 @@ def test_every_gpu_and_model_through_the_page_functions(catalog):
         assert headline.notices(result) and explain(result)
     for model in sorted(catalog.models):
         frame = compare_gpus(Scenario(model=model), catalog)
-        assert len(core_tabs.compare_display_frame(frame)) == len(catalog.gpus)
-        assert core_tabs.cheapest_sentence(frame, 2.0, 0.05)
+        assert len(compare.compare_display_frame(frame)) == len(catalog.gpus)
+        assert compare.cheapest_sentence(frame, 2.0, 0.05)
 
 
 # --- AppTest ---------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ def test_prefix_follows_a_shorter_prompt():
 def test_kv_heads_slider_follows_the_head_count():
     at = run_app()
     assert at.select_slider(key="kv_heads").options == [
-        str(d) + o for d, o in zip([1, 2, 4, 8, 16, 32], [" MQA", " GQA", " GQA", " GQA", " GQA", " MHA"])
+        str(d) + o for d, o in zip([1, 2, 4, 8, 16, 32], [" MQA", " GQA", " GQA", " GQA", " GQA", " MHA"], strict=True)
     ]
     at.number_input(key="heads").set_value(30).run()
     assert at.select_slider(key="kv_heads").value == 10  # 8 does not divide 30: the closest divisor
@@ -357,8 +358,8 @@ def test_a_failing_tab_shows_an_error_and_the_page_survives(monkeypatch):
     def broken(ctx):
         raise ValueError("boom <b>")
 
-    monkeypatch.setattr(ui.tabs.registry, "EXTRA_TABS", [*ui.tabs.registry.EXTRA_TABS, ("Broken", broken)])
-    monkeypatch.setattr(ui.tabs.registry, "TOP_PANELS", [broken, *ui.tabs.registry.TOP_PANELS])
+    monkeypatch.setattr(registry, "TABS", (*registry.TABS, registry.Tab("Broken", broken)))
+    monkeypatch.setattr(registry, "PANELS", (registry.Panel("broken panel", broken), *registry.PANELS))
     at = run_app(tab="Broken")
     errors = [e.value for e in at.error]
     assert len(errors) == 2 and all("boom" in e and "\\<b\\>" in e for e in errors)

@@ -51,56 +51,58 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def streamlit_command(port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
+
+
+def wait_until_healthy(proc: subprocess.Popen, base: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"streamlit did not start; see {ARTIFACTS / 'streamlit.log'}")
+        time.sleep(0.25)
+
+
 @pytest.fixture(scope="module")
 def server():
     """``streamlit run app.py`` on a free port; always terminated."""
     ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
-    log = open(ARTIFACTS / "streamlit.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-        ],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start; see {ARTIFACTS / 'streamlit.log'}")
-            time.sleep(0.25)
-        yield base
-    finally:
-        proc.terminate()
+    with open(ARTIFACTS / "streamlit.log", "w") as log:
+        proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            wait_until_healthy(proc, base)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ def test_csv_cells_are_finite_or_words(link):
     out, err = io.StringIO(), io.StringIO()
     assert main(["evaluate", link, "--format", "csv"], out=out, err=err) == 0, err.getvalue()
     header, row = out.getvalue().splitlines()
-    for key, cell in zip(header.split(","), row.split(",")):
+    for key, cell in zip(header.split(","), row.split(","), strict=True):
         assert cell.lower() not in ("nan", "inf", "-inf", "infinity"), key
         try:
             value = float(cell)

@@ -1,5 +1,6 @@
-"""Dashboard figures (ui.figures.core): every tab builds for every GPU × model preset,
-frames are finite, hovers carry units, and the marks the issue asks for are drawn."""
+"""Dashboard figures (ui.figures.core, built per tab by ui.tabs.charts): every tab builds for
+every GPU × model preset, frames are finite, hovers carry units, the marks the issue asks for
+are drawn, and every number in a caption or a mark reads as ``planner.format`` writes it."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ import plotly.io as pio
 import pytest
 
 from planner.engine.evaluate import evaluate
+from planner.format import fmt_bytes, fmt_num, fmt_seconds, fmt_usd
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
-from ui.figures import core as charts
-from ui.figures.core import TABS, Chart, tab_charts
+from ui import headline
+from ui.figures import core as figures
+from ui.figures.theme import COLORS
+from ui.tabs import registry
+from ui.tabs.charts import CHART_TABS, TABS, Chart, tab_charts
 
 CATALOG = load_catalog()
 UNIT = re.compile(r"ms|GiB|KiB|TFLOP/s|FLOP/byte|tokens|sequences|×|\$|hit rate|batch|γ")
@@ -125,7 +130,7 @@ def test_marks_window_ridge_and_break_even():
     assert "advertised window 131,072" in _annotations(by_key["concurrency-vs-context"])
     ridge = r.metrics["ridge_batch"]
     assert math.isfinite(ridge)
-    assert f"compute-bound from batch ≈ {charts.fmt_num(ridge)}" in _annotations(by_key["decode-vs-batch"])
+    assert f"compute-bound from batch ≈ {fmt_num(ridge)}" in _annotations(by_key["decode-vs-batch"])
     shapes = by_key["decode-vs-batch"].figure.layout.shapes
     assert any(s.type == "line" and s.x0 == pytest.approx(ridge) for s in shapes)
     notes = _annotations(by_key["prompt-cache-cost"])
@@ -149,15 +154,15 @@ def test_speculative_losses_are_visible():
     assert scale[0][1] != scale[-1][1]  # a red end and a green end
     assert any(t.type == "contour" for t in heat.figure.data)  # the speedup = 1 line
     points = vs_batch.figure.data[0]
-    red = charts.COLORS["lose"]
+    red = COLORS["lose"]
     assert [c == red for c in points.marker.color] == vs_batch.frame["loses"].tolist()
     assert any(s.type == "rect" and s.y1 == 1.0 for s in vs_batch.figure.layout.shapes)
 
 
 def test_speedup_colorscale_switches_at_one():
-    scale = charts.speedup_colorscale(0.5, 2.5)
+    scale = figures.speedup_colorscale(0.5, 2.5)
     assert scale[1][0] == scale[2][0] == pytest.approx(0.25)
-    assert charts.speedup_colorscale(1.2, 3.0)[0][1] != charts.speedup_colorscale(0.2, 0.9)[0][1]
+    assert figures.speedup_colorscale(1.2, 3.0)[0][1] != figures.speedup_colorscale(0.2, 0.9)[0][1]
 
 
 def test_prefix_below_minimum_warns_and_drops_break_even_marks():
@@ -177,9 +182,35 @@ def test_memory_figure_units_are_gib():
 
 
 def test_formatting_helpers():
-    assert charts.fmt_num(131072) == "131,072"
-    assert charts.fmt_num(0.012345) == "0.0123"
-    assert charts.fmt_num(float("inf")) == "never"
-    assert charts.fmt_ms(0.0643) == "64.3 ms" and charts.fmt_ms(12.3456) == "12,346 ms"
-    assert charts.fmt_gib(2**31) == "2 GiB"
-    assert charts.fmt_usd(14976.0) == "$14,976.00" and charts.fmt_usd(0.0166) == "$0.0166"
+    """The figures' own formatters are gone: captions and marks use planner.format."""
+    assert fmt_num(131072) == "131,072"
+    assert fmt_num(0.012345) == "0.0123"
+    assert fmt_num(float("inf")) == "never"
+    assert fmt_seconds(0.0643) == "64.3 ms" and fmt_seconds(12.3456) == "12.3 s"
+    assert fmt_bytes(2**31) == "2.00 GiB"
+    assert fmt_usd(14976.0) == "$14,976.00" and fmt_usd(0.0166) == "$0.0166"
+    assert figures.fmt_num is fmt_num and headline.fmt_bytes is fmt_bytes
+
+
+def test_one_rounding_rule_for_the_ridge_batch():
+    """The compute-bound turn reads the same in the chart's mark, its caption and the headline's notice."""
+    r = evaluate(Scenario(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0), CATALOG)
+    ridge = fmt_num(r.metrics["ridge_batch"])
+    dec = next(c for c in tab_charts("Latency & throughput", r) if c.key == "decode-vs-batch")
+    assert f"batch ≈ {ridge}" in _annotations(dec) and f"batch ≈ {ridge}," in dec.caption
+    assert any(f"batch ≈ {ridge}." in n.text for n in headline.notices(r))
+
+
+def test_captions_carry_headline_numbers_as_the_headline_writes_them():
+    r = evaluate(Scenario(), CATALOG)
+    by_key = {c.key: c for c in all_charts(r)}
+    shown = {h.label: h.value for h in headline.headline_items(r, None)}
+    assert shown["KV cache per token"] in by_key["kv-per-token-by-attention"].caption
+    assert shown["TTFT"] in by_key["ttft-vs-prompt"].caption
+    assert fmt_usd(r.metrics["cache_cost_per_request_usd"]) in by_key["prompt-cache-cost"].caption
+
+
+def test_the_registry_lists_every_chart_tab_in_order():
+    titles = [t.title for t in registry.TABS]
+    assert titles[: len(TABS)] == list(CHART_TABS) and len(set(titles)) == len(titles)
+    assert all(t.needs_result for t in registry.TABS[: len(TABS)])

@@ -79,7 +79,7 @@ def test_example_usage_log_end_to_end():
 
 
 def test_tab_is_registered():
-    import ui.tabs.registry
     from ui.tabs.prompt_layout import render
+    from ui.tabs.registry import TABS, Tab
 
-    assert ("Prompt layout", render) in ui.tabs.registry.EXTRA_TABS
+    assert Tab("Prompt layout", render) in TABS

@@ -16,24 +16,25 @@ from plotly.subplots import make_subplots
 
 from planner.bench.results import BenchResults, CaseResult
 from planner.units import MS_PER_S
-
-PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
+from ui.figures.theme import BASE_LAYOUT, COLORS, SERIES_COLORS
 
 
 def _figure(title: str, x_title: str) -> go.Figure:
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.68, 0.32], vertical_spacing=0.06)
     fig.update_layout(
-        title=title,
-        margin=dict(l=60, r=20, t=50, b=40),
-        legend=dict(orientation="h", yanchor="top", y=-0.1, xanchor="left", x=0),
-        hovermode="closest",
-        height=640,
+        **BASE_LAYOUT
+        | dict(
+            title=title,
+            margin=dict(l=60, r=20, t=50, b=40),
+            legend=dict(orientation="h", yanchor="top", y=-0.1, xanchor="left", x=0),  # below the error panel
+            height=640,
+        )
     )
     fig.update_xaxes(type="log", row=1, col=1)
     fig.update_xaxes(type="log", title_text=x_title, row=2, col=1)
     fig.update_yaxes(type="log", title_text="step time (ms)", row=1, col=1)
     fig.update_yaxes(title_text="error (%)", zeroline=True, row=2, col=1)
-    fig.add_hline(y=0, line=dict(color="#999", width=1), row=2, col=1)
+    fig.add_hline(y=0, line=dict(color=COLORS["zero_line"], width=1), row=2, col=1)
     return fig
 
 
@@ -106,12 +107,12 @@ def decode_figure(r: BenchResults, profile: str = "calibrated") -> go.Figure:
     contexts = sorted({c.ctx for c in r.cases if c.phase == "decode"})
     for i, ctx in enumerate(contexts):
         rows = sorted((c for c in r.cases if c.phase == "decode" and c.ctx == ctx), key=lambda c: c.seqs)
-        _add_series(fig, rows, [c.seqs for c in rows], profile, f"ctx {ctx}", PALETTE[i % len(PALETTE)])
+        _add_series(fig, rows, [c.seqs for c in rows], profile, f"ctx {ctx}", SERIES_COLORS[i % len(SERIES_COLORS)])
     return fig
 
 
 def prefill_figure(r: BenchResults, profile: str = "calibrated") -> go.Figure:
     fig = _figure(f"Prefill vs prompt length ({profile} profile)", "prompt (tokens)")
     rows = sorted((c for c in r.cases if c.phase == "prefill"), key=lambda c: c.n)
-    _add_series(fig, rows, [c.n for c in rows], profile, "prefill", PALETTE[0])
+    _add_series(fig, rows, [c.n for c in rows], profile, "prefill", SERIES_COLORS[0])
     return fig

@@ -1,142 +1,34 @@
-"""Plotly figures for the dashboard tabs (no streamlit): frames in, ``go.Figure`` out.
+"""Plotly figures of the five core tabs (no streamlit): frames in, ``go.Figure`` out.
 
-Frames come from ``planner.studies.curves`` in SI units; this is the only place that
-converts to display units (ms, GiB, KiB, TFLOP/s).  Figures are built as
-plain dicts and validated once by ``go.Figure`` (several times faster than
-adding traces one by one, which matters on every dashboard rerun).
-
-``tab_charts(tab, result)`` returns the ``Chart`` list of one tab: key (CSV
-file name and widget key), title, the exact frame plotted, the figure and a
-one-sentence caption with the scenario's numbers.
+Frames come from ``planner.studies.curves`` in SI units; figures convert to display
+units (ms, GiB, KiB, TFLOP/s) and take their look from ``ui.figures.theme``.  The
+tabs that show them, with their captions, are in ``ui.tabs.charts``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner.engine.evaluate import Result
-from planner.studies import curves
+from planner.format import fmt_bytes, fmt_num
 from planner.units import MS_PER_S, TERA, GiB, KiB
-
-TABS: tuple[str, ...] = ("Memory", "Latency & throughput", "Chunked prefill", "Speculative decoding", "Prompt caching")
-
-COLORS = {
-    "weights": "#4C78A8",
-    "reserve": "#9D755D",
-    "kv_cache_in_use": "#F58518",
-    "kv_cache_free": "#54A24B",
-    "not_usable": "#BAB0AC",
-    "kv_cache_over_budget": "#E45756",
-    "paged": "#4C78A8",
-    "contiguous": "#F58518",
-    "prefill": "#E45756",
-    "decode": "#4C78A8",
-    "none": "#7F7F7F",
-    "5m": "#4C78A8",
-    "1h": "#F58518",
-    "lose": "#E45756",
-    "win": "#54A24B",
-    "mark": "#555555",
-}
-COMPONENT_LABELS = {
-    "weights": "weights",
-    "reserve": "activation & workspace reserve",
-    "kv_cache_in_use": "KV cache, current batch",
-    "kv_cache_free": "KV cache, free",
-    "not_usable": "not usable (1 − memory utilisation)",
-    "kv_cache_over_budget": "KV needed beyond the budget",
-}
-POLICY_LABELS = {"none": "no cache", "5m": "5-minute writes (1.25×)", "1h": "1-hour writes (2×)"}
-_BASE_LAYOUT = dict(
-    margin=dict(l=60, r=20, t=50, b=50),
-    legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-    hovermode="closest",
+from ui.figures.theme import (
+    COLORS,
+    COMPONENT_LABELS,
+    POLICY_LABELS,
+    SPEEDUP_SCALE,
+    axis,
+    band,
+    figure,
+    hline_paper,
+    positive_or_none,
+    pow2_ticks,
+    vline,
 )
-
-
-@dataclass(frozen=True)
-class Chart:
-    key: str  # stable slug, used for the CSV file name and widget keys
-    title: str
-    frame: pd.DataFrame  # exactly the data plotted (downloaded as CSV)
-    figure: go.Figure
-    caption: str = ""  # one sentence telling what to read from it, with this scenario's numbers
-
-
-# ---------------------------------------------------------------- formatting (display only)
-
-
-def fmt_num(v: float, sig: int = 3) -> str:
-    """Integers with thousands separators; other values to ``sig`` significant digits."""
-    v = float(v)
-    if not math.isfinite(v):
-        return "never" if v > 0 else "n/a"
-    if v.is_integer() and abs(v) < 1e15:
-        return f"{int(v):,}"
-    if abs(v) >= 10**sig:
-        return f"{round(v):,}"
-    return f"{v:.{sig}g}"
-
-
-def fmt_ms(seconds: float) -> str:
-    return f"{fmt_num(seconds * MS_PER_S)} ms"
-
-
-def fmt_gib(n_bytes: float) -> str:
-    return f"{fmt_num(n_bytes / GiB)} GiB"
-
-
-def fmt_usd(v: float) -> str:
-    return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.3g}"
-
-
-# ---------------------------------------------------------------- figure helpers
-
-
-def _figure(data: list[dict], **layout) -> go.Figure:
-    return go.Figure(dict(data=data, layout={**_BASE_LAYOUT, **layout}))
-
-
-def _axis(title: str, log: bool = False, category: bool = False, **kw) -> dict:
-    return dict(title=dict(text=title), type="category" if category else "log" if log else "linear", **kw)
-
-
-def _vline(x: float, text: str, log_x: bool, color: str = COLORS["mark"], y_text: float = 1.0) -> tuple[dict, dict]:
-    """A dashed vertical line across the plot and its label.  Annotations on a log axis
-    take log10(x); shapes take x itself (plotly.js convention)."""
-    shape = dict(
-        type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=color, dash="dash", width=1.5)
-    )
-    note = dict(
-        xref="x",
-        yref="paper",
-        x=math.log10(x) if log_x else x,
-        y=y_text,
-        text=text,
-        showarrow=False,
-        xanchor="left",
-        yanchor="top",
-        font=dict(size=11, color=color),
-        bgcolor="rgba(255,255,255,0.7)",
-    )
-    return shape, note
-
-
-def _pow2_ticks(values: Sequence[float]) -> dict:
-    vals = [v for v in (2.0 ** np.arange(0, 31)) if min(values) <= v <= max(values)]
-    return dict(tickvals=vals, ticktext=[fmt_num(v) for v in vals])
-
-
-def _positive_or_none(values) -> list:
-    """Zeros cannot sit on a log axis: leave a gap there instead."""
-    return [float(v) if v > 0 else None for v in values]
-
 
 # ---------------------------------------------------------------- memory
 
@@ -152,18 +44,19 @@ def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: floa
             name=COMPONENT_LABELS[row.component],
             marker=dict(color=COLORS[row.component]),
             customdata=[[row.bytes_per_gpu]],
-            hovertemplate=f"{COMPONENT_LABELS[row.component]}: %{{x:.2f}} GiB (%{{customdata[0]:,.0f}} B)<extra></extra>",
+            hovertemplate=f"{COMPONENT_LABELS[row.component]}: %{{x:.2f}} GiB"
+            " (%{customdata[0]:,.0f} B)<extra></extra>",
         )
         for row in frame.itertuples()
         if row.bytes_per_gpu > 0
     ]
-    cap = _vline(capacity_bytes / GiB, f"capacity {fmt_gib(capacity_bytes)}", False, color="#000000")
-    use = _vline(usable_bytes / GiB, f"usable {fmt_gib(usable_bytes)}", False, y_text=0.15)
-    return _figure(
+    cap = vline(capacity_bytes / GiB, f"capacity {fmt_bytes(capacity_bytes)}", False, color=COLORS["black"])
+    use = vline(usable_bytes / GiB, f"usable {fmt_bytes(usable_bytes)}", False, y_text=0.15)
+    return figure(
         data,
         barmode="stack",
         height=260,
-        xaxis=_axis("GiB per GPU"),
+        xaxis=axis("GiB per GPU"),
         yaxis=dict(type="category", showticklabels=False),
         shapes=[cap[0], use[0]],
         annotations=[cap[1], use[1]],
@@ -183,14 +76,14 @@ def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens
             mode="lines",
             name=f"{name} KV allocation",
             x=ctx[scheme == name],
-            y=_positive_or_none(conc[scheme == name]),
+            y=positive_or_none(conc[scheme == name]),
             line=dict(color=COLORS[name]),
             hovertemplate=f"{name}: %{{y:,}} sequences at %{{x:,}} tokens<extra></extra>",
         )
         for name in ("paged", "contiguous")
     ]
-    win = _vline(window_tokens, f"advertised window {fmt_num(window_tokens)}", True)
-    now = _vline(context_tokens, f"this scenario {fmt_num(context_tokens)}", True, y_text=0.15)
+    win = vline(window_tokens, f"advertised window {fmt_num(window_tokens)}", True)
+    now = vline(context_tokens, f"this scenario {fmt_num(context_tokens)}", True, y_text=0.15)
     notes = [win[1], now[1]]
     if not (frame["max_concurrent_sequences"] > 0).any():
         notes.append(
@@ -204,10 +97,10 @@ def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens
                 text="no sequence fits at any context length: the weights and reserve fill the GPU",
             )
         )
-    return _figure(
+    return figure(
         data,
-        xaxis=_axis("context length (tokens per sequence)", log=True),
-        yaxis=_axis("max concurrent sequences", log=True),
+        xaxis=axis("context length (tokens per sequence)", log=True),
+        yaxis=axis("max concurrent sequences", log=True),
         shapes=[win[0], now[0]],
         annotations=notes,
     )
@@ -217,7 +110,7 @@ def kv_attention_figure(frame: pd.DataFrame) -> go.Figure:
     """KV bytes per token (KiB) for MHA, the chosen K/V head count and MQA."""
     labels = [
         "MLA (compressed latent)" if a == "MLA" else f"{a} ({h} KV heads)"
-        for a, h in zip(frame["attention"], frame["kv_heads"])
+        for a, h in zip(frame["attention"], frame["kv_heads"], strict=True)
     ]
     data = [
         dict(
@@ -231,11 +124,11 @@ def kv_attention_figure(frame: pd.DataFrame) -> go.Figure:
             hovertemplate="%{x}: %{y:,.1f} KiB per token (%{customdata[0]:,.0f} B)<extra></extra>",
         )
     ]
-    return _figure(
+    return figure(
         data,
         showlegend=False,
-        yaxis=_axis("KV cache per token, KiB (all layers, all GPUs)"),
-        xaxis=_axis("attention", category=True),
+        yaxis=axis("KV cache per token, KiB (all layers, all GPUs)"),
+        xaxis=axis("attention", category=True),
     )
 
 
@@ -245,7 +138,10 @@ def kv_attention_figure(frame: pd.DataFrame) -> go.Figure:
 def roofline_figure(frame: pd.DataFrame) -> go.Figure:
     """Attainable TFLOP/s per GPU vs arithmetic intensity (log–log) with the prefill and decode points."""
     data = []
-    styles = {"roof": dict(color="#000000", width=2), "hardware_peak": dict(color="#7F7F7F", dash="dot", width=1.5)}
+    styles = {
+        "roof": dict(color=COLORS["black"], width=2),
+        "hardware_peak": dict(color=COLORS["peak"], dash="dot", width=1.5),
+    }
     names = {"roof": "roofline (× MFU, × MBU)", "hardware_peak": "hardware peak"}
     for series, line in styles.items():
         part = frame[frame["series"] == series]
@@ -275,10 +171,10 @@ def roofline_figure(frame: pd.DataFrame) -> go.Figure:
                 hovertemplate=f"{series}: %{{x:.3g}} FLOP/byte, %{{y:.4g}} TFLOP/s achieved<extra></extra>",
             )
         )
-    return _figure(
+    return figure(
         data,
-        xaxis=_axis("arithmetic intensity (FLOP per byte moved)", log=True),
-        yaxis=_axis("TFLOP/s per GPU", log=True),
+        xaxis=axis("arithmetic intensity (FLOP per byte moved)", log=True),
+        yaxis=axis("TFLOP/s per GPU", log=True),
     )
 
 
@@ -318,24 +214,10 @@ def decode_batch_figure(frame: pd.DataFrame, ridge_batch: float, memory_limit: f
     shapes, notes = [], []
     lo, hi = min(x), max(x)
     if math.isfinite(ridge_batch) and lo <= ridge_batch <= hi:
-        s, n = _vline(ridge_batch, f"compute-bound from batch ≈ {fmt_num(ridge_batch)}", True)
+        s, n = vline(ridge_batch, f"compute-bound from batch ≈ {fmt_num(ridge_batch)}", True)
         shapes.append(s), notes.append(n)
     if memory_limit < hi:
-        shapes.append(
-            dict(
-                type="rect",
-                xref="x",
-                yref="paper",
-                x0=max(memory_limit, lo),
-                x1=hi,
-                y0=0,
-                y1=1,
-                fillcolor=COLORS["lose"],
-                opacity=0.08,
-                line=dict(width=0),
-                layer="below",
-            )
-        )
+        shapes.append(band(max(memory_limit, lo), hi, 0, 1, "x", "paper", COLORS["lose"], opacity=0.08))
         notes.append(
             dict(
                 xref="x",
@@ -348,16 +230,16 @@ def decode_batch_figure(frame: pd.DataFrame, ridge_batch: float, memory_limit: f
                 font=dict(size=11, color=COLORS["lose"]),
             )
         )
-    s, n = _vline(batch, f"batch {fmt_num(batch)}", True, y_text=0.98 if not notes else 0.8)
+    s, n = vline(batch, f"batch {fmt_num(batch)}", True, y_text=0.98 if not notes else 0.8)
     shapes.append(s), notes.append(n)
-    return _figure(
+    return figure(
         data,
         height=520,
         shapes=shapes,
         annotations=notes,
-        xaxis=_axis("batch (concurrent decoding sequences)", log=True, anchor="y2", **_pow2_ticks(x)),
-        yaxis=_axis("decode step, ms", domain=[0.55, 1.0]),
-        yaxis2=_axis("tokens/s per GPU", domain=[0.0, 0.45], anchor="x"),
+        xaxis=axis("batch (concurrent decoding sequences)", log=True, anchor="y2", **pow2_ticks(x)),
+        yaxis=axis("decode step, ms", domain=[0.55, 1.0]),
+        yaxis2=axis("tokens/s per GPU", domain=[0.0, 0.45], anchor="x"),
     )
 
 
@@ -374,7 +256,8 @@ def latency_throughput_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
             textposition="top left",
             customdata=frame[["batch", "cost_per_million_output_tokens_usd"]].to_numpy(),
             line=dict(color=COLORS["decode"]),
-            hovertemplate="batch %{customdata[0]:,}: TPOT %{y:.3f} ms, %{x:,.0f} tokens/s per GPU, $%{customdata[1]:.4g} per M output tokens<extra></extra>",
+            hovertemplate="batch %{customdata[0]:,}: TPOT %{y:.3f} ms, %{x:,.0f} tokens/s per GPU, "
+            "$%{customdata[1]:.4g} per M output tokens<extra></extra>",
         )
     ]
     now = frame[frame["batch"] == int(batch)]
@@ -390,7 +273,7 @@ def latency_throughput_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
                 hoverinfo="skip",
             )
         )
-    return _figure(data, xaxis=_axis("output tokens/s per GPU", log=True), yaxis=_axis("time per output token, ms"))
+    return figure(data, xaxis=axis("output tokens/s per GPU", log=True), yaxis=axis("time per output token, ms"))
 
 
 def ttft_prompt_figure(frame: pd.DataFrame, prompt_tokens: float, window_tokens: float) -> go.Figure:
@@ -407,13 +290,13 @@ def ttft_prompt_figure(frame: pd.DataFrame, prompt_tokens: float, window_tokens:
             hovertemplate="%{x:,} prompt tokens: TTFT %{y:.4g} ms (%{customdata[0]})<extra></extra>",
         )
     ]
-    p = _vline(prompt_tokens, f"prompt {fmt_num(prompt_tokens)}", True, y_text=0.6)
-    w = _vline(window_tokens, f"window {fmt_num(window_tokens)}", True)
-    return _figure(
+    p = vline(prompt_tokens, f"prompt {fmt_num(prompt_tokens)}", True, y_text=0.6)
+    w = vline(window_tokens, f"window {fmt_num(window_tokens)}", True)
+    return figure(
         data,
         showlegend=False,
-        xaxis=_axis("prompt length (tokens)", log=True),
-        yaxis=_axis("time to first token, ms", log=True),
+        xaxis=axis("prompt length (tokens)", log=True),
+        yaxis=axis("time to first token, ms", log=True),
         shapes=[p[0], w[0]],
         annotations=[p[1], w[1]],
     )
@@ -431,7 +314,7 @@ def chunked_figure(frame: pd.DataFrame, chunk_tokens: float) -> go.Figure:
         ("y2", "running_itl_s", "nochunk_running_itl_s", "running streams' max inter-token latency", COLORS["decode"]),
     ]
     data = []
-    for axis, col, base, label, color in panels:
+    for y_axis, col, base, label, color in panels:
         data.append(
             dict(
                 type="scatter",
@@ -439,10 +322,11 @@ def chunked_figure(frame: pd.DataFrame, chunk_tokens: float) -> go.Figure:
                 name=f"{label}, chunked",
                 x=x,
                 y=(frame[col] * MS_PER_S).to_numpy(),
-                yaxis=axis,
+                yaxis=y_axis,
                 line=dict(color=color),
                 customdata=frame[["chunked_steps"]].to_numpy(),
-                hovertemplate=f"chunk %{{x:,}} tokens ({'%{customdata[0]:,}'} steps): {label} %{{y:.4g}} ms<extra></extra>",
+                hovertemplate="chunk %{x:,} tokens (%{customdata[0]:,} steps): "
+                f"{label} %{{y:.4g}} ms<extra></extra>",
             )
         )
         data.append(
@@ -451,21 +335,21 @@ def chunked_figure(frame: pd.DataFrame, chunk_tokens: float) -> go.Figure:
                 mode="lines",
                 name=f"{label}, no chunking",
                 x=[x[0], x[-1]],
-                yaxis=axis,
+                yaxis=y_axis,
                 y=[float(frame[base].iloc[0] * MS_PER_S)] * 2,
                 line=dict(color=color, dash="dash"),
                 hovertemplate=f"no chunking: {label} %{{y:.4g}} ms<extra></extra>",
             )
         )
-    s, n = _vline(chunk_tokens, f"chunk {fmt_num(chunk_tokens)}", True)
-    return _figure(
+    s, n = vline(chunk_tokens, f"chunk {fmt_num(chunk_tokens)}", True)
+    return figure(
         data,
         height=560,
         shapes=[s],
         annotations=[n],
-        xaxis=_axis("chunk size (prefill tokens per step)", log=True, anchor="y2", **_pow2_ticks(x)),
-        yaxis=_axis("newcomer TTFT, ms", domain=[0.55, 1.0]),
-        yaxis2=_axis("running max ITL, ms", domain=[0.0, 0.45], anchor="x"),
+        xaxis=axis("chunk size (prefill tokens per step)", log=True, anchor="y2", **pow2_ticks(x)),
+        yaxis=axis("newcomer TTFT, ms", domain=[0.55, 1.0]),
+        yaxis2=axis("running max ITL, ms", domain=[0.0, 0.45], anchor="x"),
     )
 
 
@@ -474,7 +358,7 @@ def chunked_figure(frame: pd.DataFrame, chunk_tokens: float) -> go.Figure:
 
 def speedup_colorscale(z_min: float, z_max: float) -> list:
     """Reds below a speedup of 1, greens above, switching exactly at 1 whatever the range."""
-    red, pale_red, pale_green, green = "#B2182B", "#FDDBC7", "#D9F0D3", "#1B7837"
+    red, pale_red, pale_green, green = (SPEEDUP_SCALE[k] for k in ("red", "pale_red", "pale_green", "green"))
     if z_max <= 1.0:
         return [[0.0, red], [1.0, pale_red]]
     if z_min >= 1.0:
@@ -508,7 +392,7 @@ def speculative_heatmap_figure(frame: pd.DataFrame, alpha: float, gamma: float) 
             x=[gamma],
             y=[alpha],
             name="this scenario",
-            marker=dict(symbol="star", size=16, color="#FFFFFF", line=dict(color="#000000", width=1.5)),
+            marker=dict(symbol="star", size=16, color="#FFFFFF", line=dict(color=COLORS["black"], width=1.5)),
             hovertemplate="this scenario: γ %{x}, α %{y:.2f}<extra></extra>",
         ),
     ]
@@ -524,11 +408,11 @@ def speculative_heatmap_figure(frame: pd.DataFrame, alpha: float, gamma: float) 
                 hoverinfo="skip",
                 name="speedup = 1",
                 contours=dict(start=1.0, end=1.0, size=1.0, coloring="none", showlabels=True),
-                line=dict(color="#000000", width=2),
+                line=dict(color=COLORS["black"], width=2),
             ),
         )
-    return _figure(
-        data, showlegend=False, xaxis=_axis("γ (draft tokens per step)", dtick=1), yaxis=_axis("α (acceptance rate)")
+    return figure(
+        data, showlegend=False, xaxis=axis("γ (draft tokens per step)", dtick=1), yaxis=axis("α (acceptance rate)")
     )
 
 
@@ -551,22 +435,8 @@ def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
     ]
     y_lo = min(min(y), 1.0) * 0.95
     shapes = [
-        dict(
-            type="rect",
-            xref="paper",
-            yref="y",
-            x0=0,
-            x1=1,
-            y0=y_lo,
-            y1=1.0,
-            fillcolor=COLORS["lose"],
-            opacity=0.12,
-            line=dict(width=0),
-            layer="below",
-        ),
-        dict(
-            type="line", xref="paper", yref="y", x0=0, x1=1, y0=1.0, y1=1.0, line=dict(color=COLORS["lose"], width=1.5)
-        ),
+        band(0, 1, y_lo, 1.0, "paper", "y", COLORS["lose"], opacity=0.12),
+        hline_paper(1.0, COLORS["lose"]),
     ]
     notes = [
         dict(
@@ -581,14 +451,14 @@ def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
             font=dict(color=COLORS["lose"], size=11),
         )
     ]
-    s, n = _vline(batch, f"batch {fmt_num(batch)}", True)
-    return _figure(
+    s, n = vline(batch, f"batch {fmt_num(batch)}", True)
+    return figure(
         data,
         showlegend=False,
         shapes=shapes + [s],
         annotations=notes + [n],
-        xaxis=_axis("batch (concurrent decoding sequences)", log=True, **_pow2_ticks(x)),
-        yaxis=_axis("speedup over plain decoding, ×", range=[y_lo, max(max(y), 1.0) * 1.05]),
+        xaxis=axis("batch (concurrent decoding sequences)", log=True, **pow2_ticks(x)),
+        yaxis=axis("speedup over plain decoding, ×", range=[y_lo, max(max(y), 1.0) * 1.05]),
     )
 
 
@@ -609,21 +479,22 @@ def cache_cost_figure(frame: pd.DataFrame, hit_rate: float, break_even: Mapping[
             y=per_m[policy == name],
             customdata=per_req[policy == name, None],
             line=dict(color=COLORS[name], dash="dash" if name == "none" else "solid"),
-            hovertemplate=f"{POLICY_LABELS[name]}, hit rate %{{x:.2f}}: $%{{customdata[0]:.5f}} per request, $%{{y:,.2f}} per million<extra></extra>",
+            hovertemplate=f"{POLICY_LABELS[name]}, hit rate %{{x:.2f}}: "
+            "$%{customdata[0]:.5f} per request, $%{y:,.2f} per million<extra></extra>",
         )
         for name in POLICY_LABELS
     ]
     shapes, notes = [], []
     for i, (policy, h) in enumerate(break_even.items()):
-        s, n = _vline(h, f"{policy} break-even {h:.3f}", False, color=COLORS[policy], y_text=0.98 - 0.1 * i)
+        s, n = vline(h, f"{policy} break-even {fmt_num(h)}", False, color=COLORS[policy], y_text=0.98 - 0.1 * i)
         shapes.append(s), notes.append(n)
-    s, n = _vline(hit_rate, f"this scenario {hit_rate:.2f}", False, y_text=0.2)
-    return _figure(
+    s, n = vline(hit_rate, f"this scenario {fmt_num(hit_rate)}", False, y_text=0.2)
+    return figure(
         data,
         shapes=shapes + [s],
         annotations=notes + [n],
-        xaxis=_axis("cache hit rate", range=[0, 1]),
-        yaxis=_axis("USD per million requests", rangemode="tozero"),
+        xaxis=axis("cache hit rate", range=[0, 1]),
+        yaxis=axis("USD per million requests", rangemode="tozero"),
     )
 
 
@@ -641,242 +512,13 @@ def break_even_figure(frame: pd.DataFrame, hit_rate: float) -> go.Figure:
             hovertemplate="%{y}: caching pays above a %{x:.3f} hit rate<extra></extra>",
         )
     ]
-    s, n = _vline(hit_rate, f"this scenario {hit_rate:.2f}", False)
-    return _figure(
+    s, n = vline(hit_rate, f"this scenario {fmt_num(hit_rate)}", False)
+    return figure(
         data,
         height=240,
         showlegend=False,
         shapes=[s],
         annotations=[n],
-        xaxis=_axis("break-even hit rate", range=[0, 1]),
-        yaxis=_axis("", category=True),
+        xaxis=axis("break-even hit rate", range=[0, 1]),
+        yaxis=axis("", category=True),
     )
-
-
-# ---------------------------------------------------------------- tabs
-
-
-def _bound(flag: bool) -> str:
-    return "compute-bound" if flag else "memory-bound"
-
-
-def _memory_tab(r: Result) -> list[Chart]:
-    m, x, model, gpu = r.metrics, r.inputs, r.resolved.model, r.resolved.gpu
-    mem = curves.memory_breakdown(r)
-    parts = dict(zip(mem["component"], mem["bytes_per_gpu"]))
-    tp, batch = int(x.tp), int(x.batch)
-    if not m["fits"]:
-        min_tp = int(m["min_tp_that_fits"])
-        mem_caption = (
-            f"At tp={tp} the weights ({fmt_gib(parts['weights'])}) and reserve leave no room for a sequence's KV cache on a "
-            f"{gpu.name}; " + (f"the smallest tp that fits is {min_tp}." if min_tp else "no tp up to 64 fits.")
-        )
-    elif parts["kv_cache_over_budget"] > 0:
-        mem_caption = (
-            f"Weights take {fmt_gib(parts['weights'])} per GPU; the batch of {batch} needs "
-            f"{fmt_gib(parts['kv_cache_in_use'] + parts['kv_cache_over_budget'])} of KV, "
-            f"{fmt_gib(parts['kv_cache_over_budget'])} more than the budget, so at most {fmt_num(m['max_concurrent_sequences'])} sequences fit."
-        )
-    else:
-        mem_caption = (
-            f"Weights take {fmt_gib(parts['weights'])} of the {gpu.name}'s {fmt_gib(float(x.memory_bytes))}; the batch of {batch} "
-            f"holds {fmt_gib(parts['kv_cache_in_use'])} of KV and {fmt_gib(parts['kv_cache_free'])} of the KV budget is free."
-        )
-    conc = curves.concurrency_vs_context(r)
-    ctx = float(x.prompt_tokens + x.output_tokens)
-    window = float(x.context_window_tokens)
-    kv = curves.kv_per_token_by_attention(r)
-    if model.is_mla:
-        kv_caption = (
-            f"MLA caches a compressed {fmt_num(m['kv_bytes_per_token'] / KiB)} KiB latent per token; "
-            "the MHA/GQA/MQA head-count comparison does not apply to it."
-        )
-    else:
-        kv_caption = (
-            f"{model.attention_kind} with {model.kv_heads} KV heads stores {fmt_num(m['kv_bytes_per_token'] / KiB)} KiB per token: "
-            f"{m['kv_bytes_per_token_mha'] / m['kv_bytes_per_token']:.3g}× less than MHA "
-            f"({fmt_num(m['kv_bytes_per_token_mha'] / KiB)} KiB) and {m['kv_bytes_per_token'] / m['kv_bytes_per_token_mqa']:.3g}× more than MQA."
-        )
-    return [
-        Chart(
-            "memory-per-gpu",
-            "Memory per GPU",
-            mem,
-            memory_figure(mem, float(x.memory_bytes), m["usable_bytes_per_gpu"]),
-            mem_caption,
-        ),
-        Chart(
-            "concurrency-vs-context",
-            "Max concurrency vs context length",
-            conc,
-            concurrency_figure(conc, window, ctx),
-            f"At {fmt_num(ctx)} tokens per sequence paged allocation fits {fmt_num(m['max_concurrent_sequences'])} sequences and "
-            f"contiguous {fmt_num(m['max_concurrent_sequences_contiguous'])}; the model's advertised window is {fmt_num(window)} tokens.",
-        ),
-        Chart(
-            "kv-per-token-by-attention",
-            "KV cache per token: MHA vs GQA vs MQA",
-            kv,
-            kv_attention_figure(kv),
-            kv_caption,
-        ),
-    ]
-
-
-def _latency_tab(r: Result) -> list[Chart]:
-    m, x = r.metrics, r.inputs
-    batch, ridge = float(x.batch), m["ridge_batch"]
-    roof = curves.roofline(r)
-    pts = roof.set_index("series")["arithmetic_intensity_flop_per_byte"]
-    limit = curves.max_batch_that_fits(r)
-    dec = curves.decode_vs_batch(r, limit)
-    turn = (
-        f"decode turns compute-bound at batch ≈ {fmt_num(ridge)}"
-        if math.isfinite(ridge)
-        else "decode's weight matmuls stay memory-bound at every batch"
-    )
-    lt = curves.latency_throughput(r, limit)
-    first, last = lt.iloc[0], lt.iloc[-1]
-    lt_caption = (
-        f"From batch {fmt_num(first.batch)} to {fmt_num(last.batch)}, TPOT rises from {fmt_ms(first.tpot_s)} to {fmt_ms(last.tpot_s)} "
-        f"while throughput grows from {fmt_num(first.tokens_per_s_per_gpu)} to {fmt_num(last.tokens_per_s_per_gpu)} tokens/s per GPU "
-        f"and cost falls from {fmt_usd(first.cost_per_million_output_tokens_usd)} to {fmt_usd(last.cost_per_million_output_tokens_usd)} per M output tokens."
-    )
-    if not m["fits"]:
-        lt_caption = (
-            "No sequence fits in memory at this tp; the curve shows what the roofline would give. " + lt_caption
-        )
-    ttft = curves.ttft_vs_prompt(r)
-    return [
-        Chart(
-            "roofline",
-            "Roofline",
-            roof,
-            roofline_figure(roof),
-            f"Prefill runs at {fmt_num(pts['prefill'])} FLOP/byte ({_bound(m['prefill_compute_bound'])}) and decode at "
-            f"{fmt_num(pts['decode'])} FLOP/byte ({_bound(m['decode_compute_bound'])}); the derated ridge is at "
-            f"{fmt_num(float(x.peak_flop_per_s * x.mfu / (x.bandwidth_bytes_per_s * x.mbu)))} FLOP/byte.",
-        ),
-        Chart(
-            "decode-vs-batch",
-            "Decode step time and tokens/s vs batch",
-            dec,
-            decode_batch_figure(dec, ridge, limit + 0.5, batch),
-            f"At batch {fmt_num(batch)} a plain decode step takes {fmt_ms(m['plain_tpot_s'])} "
-            f"({fmt_num(batch / m['plain_tpot_s'] / float(x.tp))} tokens/s per GPU); {turn}, and memory holds "
-            f"at most {fmt_num(limit)} sequences at once.",
-        ),
-        Chart("latency-throughput", "Latency–throughput", lt, latency_throughput_figure(lt, batch), lt_caption),
-        Chart(
-            "ttft-vs-prompt",
-            "TTFT vs prompt length",
-            ttft,
-            ttft_prompt_figure(ttft, float(x.prompt_tokens), float(x.context_window_tokens)),
-            f"A {fmt_num(float(x.prompt_tokens))}-token prompt reaches its first token in {fmt_ms(m['ttft_s'])} on an idle replica "
-            f"({_bound(m['prefill_compute_bound'])}).",
-        ),
-    ]
-
-
-def _chunked_tab(r: Result) -> list[Chart]:
-    m, x = r.metrics, r.inputs
-    ch = curves.chunked_curves(r)
-    return [
-        Chart(
-            "chunked-prefill",
-            "Chunked prefill: newcomer TTFT and running streams' ITL",
-            ch,
-            chunked_figure(ch, float(x.chunk_tokens)),
-            f"With {fmt_num(float(x.chunk_tokens))}-token chunks and {fmt_num(float(x.batch))} running streams, a "
-            f"{fmt_num(float(x.prompt_tokens))}-token newcomer waits {fmt_ms(m['chunked_ttft_s'])} (unchunked {fmt_ms(m['nochunk_ttft_s'])}) "
-            f"and running streams' worst gap is {fmt_ms(m['chunked_max_itl_s'])} (unchunked {fmt_ms(m['nochunk_max_itl_s'])}).",
-        )
-    ]
-
-
-def _speculative_tab(r: Result) -> list[Chart]:
-    m, x = r.metrics, r.inputs
-    alpha, gamma, batch = float(x.alpha), float(x.gamma), float(x.batch)
-    grid = curves.speculative_grid(r)
-    off = (
-        ""
-        if r.resolved.scenario.spec
-        else "Speculative decoding is off in this scenario; these charts show what it would do. "
-    )
-    verdict = "wins" if m["spec_speedup"] >= 1 else "loses"
-    vb = curves.speculative_vs_batch(r)
-    losing = vb[vb["loses"]]
-    where = (
-        f"it drops below 1 from batch {fmt_num(losing['batch'].iloc[0])}"
-        if len(losing)
-        else f"it stays above 1 up to batch {fmt_num(vb['batch'].iloc[-1])}"
-    )
-    return [
-        Chart(
-            "speculative-alpha-gamma",
-            "Speculative speedup over α × γ",
-            grid,
-            speculative_heatmap_figure(grid, alpha, gamma),
-            off
-            + f"At batch {fmt_num(batch)}, α={alpha:.2f} and γ={int(gamma)} give {m['spec_speedup']:.3g}× ({verdict}); "
-            f"{int(grid['loses'].sum())} of {len(grid)} (α, γ) cells lose.",
-        ),
-        Chart(
-            "speculative-vs-batch",
-            "Speculative speedup vs batch",
-            vb,
-            speculative_batch_figure(vb, batch),
-            off + f"At α={alpha:.2f}, γ={int(gamma)} the speedup is {vb['speedup'].iloc[0]:.3g}× at batch 1 and "
-            f"{vb['speedup'].iloc[-1]:.3g}× at batch {fmt_num(vb['batch'].iloc[-1])}; {where}.",
-        ),
-    ]
-
-
-def _cache_tab(r: Result) -> list[Chart]:
-    m, x = r.metrics, r.inputs
-    s = r.resolved.scenario
-    cost = curves.cache_cost_curves(r)
-    be = curves.cache_break_even(r)
-    h = m["cache_hit_rate"]
-    warn = ""
-    if curves.prefix_below_minimum(r):
-        warn = (
-            f"Warning: the {fmt_num(float(x.prefix_tokens))}-token prefix is below the model's "
-            f"{fmt_num(float(x.min_cacheable_tokens))}-token minimum, so caching is a no-op here. "
-        )
-    be_map = dict(zip(be["write_policy"], be["break_even_hit_rate"]))
-    return [
-        Chart(
-            "prompt-cache-cost",
-            "Prompt caching: cost vs hit rate",
-            cost,
-            cache_cost_figure(cost, h, {} if warn else be_map),
-            warn
-            + f"At a {h:.2f} hit rate a request costs {fmt_usd(m['cache_cost_per_request_usd'])} with {s.ttl} writes vs "
-            f"{fmt_usd(m['nocache_cost_per_request_usd'])} without caching ({fmt_usd(m['cache_cost_per_request_usd'] * 1e6)} vs "
-            f"{fmt_usd(m['nocache_cost_per_request_usd'] * 1e6)} per million requests).",
-        ),
-        Chart(
-            "prompt-cache-break-even",
-            "Prompt caching: break-even hit rate",
-            be,
-            break_even_figure(be, h),
-            warn
-            + f"5-minute writes pay off above a {be_map['5m']:.3f} hit rate and 1-hour writes above {be_map['1h']:.3f}; "
-            f"this scenario's hit rate is {h:.2f}.",
-        ),
-    ]
-
-
-_TAB_BUILDERS: dict[str, Callable[[Result], list[Chart]]] = dict(
-    zip(TABS, (_memory_tab, _latency_tab, _chunked_tab, _speculative_tab, _cache_tab))
-)
-
-
-def tab_charts(tab: str, result: Result) -> list[Chart]:
-    """The charts of one dashboard tab for an evaluated scenario."""
-    try:
-        build = _TAB_BUILDERS[tab]
-    except KeyError:
-        raise ValueError(f"tab={tab!r}: unknown tab; choose one of {', '.join(TABS)}") from None
-    return build(result)

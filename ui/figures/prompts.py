@@ -12,17 +12,13 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from planner.format import fmt_count, fmt_pct
 from planner.prompts.layout_report import LayoutReport
 from planner.prompts.usage_audit import AuditReport
+from ui.figures.theme import COLORS, figure
 
-VARIABILITY_COLORS = {
-    "stable": "#54A24B",
-    "per_day": "#EECA3B",
-    "per_user": "#F58518",
-    "per_request": "#E45756",
-}
-PAYS_COLOR = "#2E7D32"
-LOSES_COLOR = "#C62828"
+_MARGIN = dict(l=10, r=10, t=30, b=40)
+_LEGEND = dict(orientation="h", y=1.15)
 
 
 def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
@@ -37,11 +33,11 @@ def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
                     orientation="h",
                     y=[label],
                     x=[row.tokens],
-                    marker=dict(color=VARIABILITY_COLORS[row.variability], line=dict(color="white", width=1)),
+                    marker=dict(color=COLORS[row.variability], line=dict(color="white", width=1)),
                     name=row.variability.replace("_", " "),
                     legendgroup=row.variability,
                     showlegend=row.variability not in shown,
-                    hovertemplate=f"block {row.block}: {row.kind}, {row.tokens:,} tokens, "
+                    hovertemplate=f"block {row.block}: {row.kind}, {fmt_count(row.tokens)} tokens, "
                     f"{row.variability.replace('_', ' ')}<extra></extra>",
                 )
             )
@@ -58,29 +54,25 @@ def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
                         symbol="diamond",
                         size=14,
                         line=dict(color="white", width=1),
-                        color=[PAYS_COLOR if p else LOSES_COLOR for p in bp["pays"]],
+                        color=[COLORS["pays"] if p else COLORS["loses"] for p in bp["pays"]],
                     ),
                     name="breakpoint",
                     legendgroup="breakpoint",
                     showlegend="breakpoint" not in shown,
-                    customdata=[[b, f"{h * 100:.1f} %"] for b, h in zip(bp["block"], bp["hit_rate_frac"])],
+                    customdata=[[b, fmt_pct(h)] for b, h in zip(bp["block"], bp["hit_rate_frac"], strict=True)],
                     hovertemplate="breakpoint after block %{customdata[0]}: prefix %{x:,} tokens, "
                     "hit rate %{customdata[1]}<extra></extra>",
                 )
             )
             shown.add("breakpoint")
-    return go.Figure(
-        dict(
-            data=traces,
-            layout=dict(
-                barmode="stack",
-                height=140 + 60 * len(layouts),
-                margin=dict(l=10, r=10, t=30, b=40),
-                xaxis=dict(title="tokens (rendered order: tools → system → messages)"),
-                yaxis=dict(autorange="reversed"),
-                legend=dict(orientation="h", y=1.15),
-            ),
-        )
+    return figure(
+        traces,
+        barmode="stack",
+        height=140 + 60 * len(layouts),
+        margin=_MARGIN,
+        xaxis=dict(title="tokens (rendered order: tools → system → messages)"),
+        yaxis=dict(autorange="reversed"),
+        legend=_LEGEND,
     )
 
 
@@ -89,9 +81,9 @@ def audit_figure(report: AuditReport) -> go.Figure:
     s = report.series
     x = (s["bin_start"] if report.series_axis == "time" else s["first_request"]).tolist()
     series = (
-        ("cache_read_input_tokens", "cache reads", PAYS_COLOR),
-        ("cache_creation_input_tokens", "cache writes", LOSES_COLOR),
-        ("input_tokens", "uncached input", "#9E9E9E"),
+        ("cache_read_input_tokens", "cache reads", COLORS["pays"]),
+        ("cache_creation_input_tokens", "cache writes", COLORS["loses"]),
+        ("input_tokens", "uncached input", COLORS["uncached"]),
     )
     traces = [
         dict(
@@ -117,17 +109,13 @@ def audit_figure(report: AuditReport) -> go.Figure:
         xaxis = dict(title=xtitle)
     else:
         xaxis = dict(title="request (file order; the log has no timestamps)")
-    return go.Figure(
-        dict(
-            data=traces,
-            layout=dict(
-                barmode="stack",
-                bargap=0.1,
-                height=320,
-                margin=dict(l=10, r=10, t=30, b=40),
-                xaxis=xaxis,
-                yaxis=dict(title="input tokens per bin", rangemode="tozero"),
-                legend=dict(orientation="h", y=1.15),
-            ),
-        )
+    return figure(
+        traces,
+        barmode="stack",
+        bargap=0.1,
+        height=320,
+        margin=_MARGIN,
+        xaxis=xaxis,
+        yaxis=dict(title="input tokens per bin", rangemode="tozero"),
+        legend=_LEGEND,
     )

@@ -1,6 +1,7 @@
 """Plotly figures of a simulation and a sizing (no streamlit): results in, ``go.Figure`` out.
 
-Display units (ms, %) are applied here only; the inputs are SI.
+Display units (ms, %) are applied here only; the inputs are SI.  The look is
+``ui.figures.theme``'s.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from planner.format import fmt_seconds
 from planner.serving.simulate import SimResult
 from planner.units import MS_PER_S
-from ui.figures.core import _BASE_LAYOUT, COLORS, _axis, _vline
+from ui.figures.theme import COLORS, axis, figure, hline_paper, vline
 
 CDF_POINTS = 400
 
@@ -40,61 +42,38 @@ def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: floa
     """One latency CDF (log x, ms) with the SLO target and the p99 line."""
     part = frame[frame["metric"] == metric]
     x_ms = part["value_s"].to_numpy() * MS_PER_S
-    target, label = _vline(
-        slo_s * MS_PER_S, f"target {slo_s * MS_PER_S:.3g} ms", log_x=True, color=COLORS["lose"], y_text=0.5
+    target, label = vline(
+        slo_s * MS_PER_S, f"target {fmt_seconds(slo_s)}", log_x=True, color=COLORS["lose"], y_text=0.5
     )
-    shapes, notes = [target], [label]
-    return go.Figure(
-        dict(
-            data=[
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=x_ms.tolist(),
-                    y=part["share"].tolist(),
-                    name=title,
-                    line=dict(color=COLORS["decode"], width=2),
-                    hovertemplate="%{x:.3g} ms: %{y:.1%}<extra></extra>",
-                )
-            ],
-            layout={
-                **_BASE_LAYOUT,
-                "title": dict(text=title),
-                "xaxis": _axis(f"{title} (ms, log scale)", log=True),
-                "yaxis": _axis(
-                    "share of " + ("requests" if metric == "ttft" else "tokens"), tickformat=".0%", range=[0, 1.02]
-                ),
-                "shapes": shapes
-                + [
-                    dict(
-                        type="line",
-                        xref="paper",
-                        yref="y",
-                        x0=0,
-                        x1=1,
-                        y0=0.99,
-                        y1=0.99,
-                        line=dict(color=COLORS["mark"], dash="dot", width=1),
-                    )
-                ],
-                "annotations": notes
-                + [
-                    dict(
-                        xref="paper",
-                        yref="y",
-                        x=0.0,
-                        y=0.99,
-                        text="p99",
-                        showarrow=False,
-                        xanchor="left",
-                        yanchor="bottom",
-                        font=dict(size=11),
-                    )
-                ],
-                "showlegend": False,
-                "height": 320,
-            },
-        )
+    p99_label = dict(
+        xref="paper",
+        yref="y",
+        x=0.0,
+        y=0.99,
+        text="p99",
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+        font=dict(size=11),
+    )
+    line = dict(
+        type="scatter",
+        mode="lines",
+        x=x_ms.tolist(),
+        y=part["share"].tolist(),
+        name=title,
+        line=dict(color=COLORS["decode"], width=2),
+        hovertemplate="%{x:.3g} ms: %{y:.1%}<extra></extra>",
+    )
+    return figure(
+        [line],
+        title=dict(text=title),
+        xaxis=axis(f"{title} (ms, log scale)", log=True),
+        yaxis=axis("share of " + ("requests" if metric == "ttft" else "tokens"), tickformat=".0%", range=[0, 1.02]),
+        shapes=[target, hline_paper(0.99, COLORS["mark"], width=1, dash="dot")],
+        annotations=[label, p99_label],
+        showlegend=False,
+        height=320,
     )
 
 
@@ -104,66 +83,54 @@ def timeline_frame(r: SimResult) -> pd.DataFrame:
 
 def timeline_figure(frame: pd.DataFrame) -> go.Figure:
     """Waiting requests (left axis) and KV-cache use (right axis) over simulated time."""
-    return go.Figure(
+    data = [
         dict(
-            data=[
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=frame["time_s"].tolist(),
-                    y=frame["queue_len"].tolist(),
-                    name="waiting requests",
-                    line=dict(color=COLORS["prefill"], shape="hv"),
-                ),
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=frame["time_s"].tolist(),
-                    y=(frame["kv_used_frac"] * 100).tolist(),
-                    name="KV cache used (%)",
-                    yaxis="y2",
-                    line=dict(color=COLORS["decode"], shape="hv"),
-                ),
-            ],
-            layout={
-                **_BASE_LAYOUT,
-                "title": dict(text="Queue and KV cache over time"),
-                "xaxis": _axis("simulated time (s)"),
-                "yaxis": _axis("waiting requests", rangemode="tozero"),
-                "yaxis2": _axis("KV cache used (%)", overlaying="y", side="right", range=[0, 100]),
-                "height": 340,
-            },
-        )
+            type="scatter",
+            mode="lines",
+            x=frame["time_s"].tolist(),
+            y=frame["queue_len"].tolist(),
+            name="waiting requests",
+            line=dict(color=COLORS["prefill"], shape="hv"),
+        ),
+        dict(
+            type="scatter",
+            mode="lines",
+            x=frame["time_s"].tolist(),
+            y=(frame["kv_used_frac"] * 100).tolist(),
+            name="KV cache used (%)",
+            yaxis="y2",
+            line=dict(color=COLORS["decode"], shape="hv"),
+        ),
+    ]
+    return figure(
+        data,
+        title=dict(text="Queue and KV cache over time"),
+        xaxis=axis("simulated time (s)"),
+        yaxis=axis("waiting requests", rangemode="tozero"),
+        yaxis2=axis("KV cache used (%)", overlaying="y", side="right", range=[0, 100]),
+        height=340,
     )
 
 
 def sizing_figure(table: pd.DataFrame) -> go.Figure:
     """$/hour of every configuration meeting the SLOs, cheapest first; the best one highlighted."""
     ok = table[table["status"] == "meets SLOs"]
-    labels = [f"{g} · tp {int(t)} · {int(r)}×" for g, t, r in zip(ok["gpu"], ok["tp"], ok["replicas"])]
+    labels = [f"{g} · tp {int(t)} · {int(r)}×" for g, t, r in zip(ok["gpu"], ok["tp"], ok["replicas"], strict=True)]
     colors = [COLORS["win"] if b else COLORS["paged"] for b in ok["best"]]
-    return go.Figure(
-        dict(
-            data=[
-                dict(
-                    type="bar",
-                    orientation="h",
-                    x=ok["usd_per_hour"].tolist(),
-                    y=labels,
-                    marker=dict(color=colors),
-                    customdata=np.stack([ok["gpus"], ok["usd_per_million_output_tokens"]], axis=-1).tolist()
-                    if len(ok)
-                    else [],
-                    hovertemplate="%{y}: $%{x:,.2f}/h, %{customdata[0]} GPUs, $%{customdata[1]:.3g}/Mtok<extra></extra>",
-                )
-            ],
-            layout={
-                **_BASE_LAYOUT,
-                "title": dict(text="Fleet cost meeting the SLOs (green: best)"),
-                "xaxis": _axis("USD per hour"),
-                "yaxis": _axis("", category=True, autorange="reversed"),
-                "height": max(260, 22 * len(ok) + 120),
-                "showlegend": False,
-            },
-        )
+    bars = dict(
+        type="bar",
+        orientation="h",
+        x=ok["usd_per_hour"].tolist(),
+        y=labels,
+        marker=dict(color=colors),
+        customdata=np.stack([ok["gpus"], ok["usd_per_million_output_tokens"]], axis=-1).tolist() if len(ok) else [],
+        hovertemplate="%{y}: $%{x:,.2f}/h, %{customdata[0]} GPUs, $%{customdata[1]:.3g}/Mtok<extra></extra>",
+    )
+    return figure(
+        [bars],
+        title=dict(text="Fleet cost meeting the SLOs (green: best)"),
+        xaxis=axis("USD per hour"),
+        yaxis=axis("", category=True, autorange="reversed"),
+        height=max(260, 22 * len(ok) + 120),
+        showlegend=False,
     )

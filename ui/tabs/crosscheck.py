@@ -25,14 +25,21 @@ from planner.bench.results import (
     steps_frame,
     summary_frame,
 )
+from planner.format import fmt_count, fmt_num, fmt_seconds
 from planner.model.catalog import MEASURED_DIR
+from planner.units import GIGA, TERA, MiB
 from ui.figures.bench import decode_figure, prefill_figure
-from ui.headline import fmt_seconds, md_escape
-from ui.page import PageContext
+from ui.figures.theme import PLOTLY_CONFIG
+from ui.format import md_escape
+from ui.state import PageContext
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
 COMMITTED, UPLOAD = "Committed results", "Upload a file"
-PLOTLY_CONFIG = {"displaylogo": False}
+
+
+def _signed(v: float) -> str:
+    """The overlap coefficient with its sign and two decimals ("+0.85"): planner.format has no signed number yet."""
+    return f"{v:+.2f}"
 
 
 def committed_files(directory: Path | None = None) -> list[Path]:
@@ -67,7 +74,8 @@ def render(ctx: PageContext) -> None:
             "median_abs_serial_error_pct": st.column_config.NumberColumn(
                 "no overlap (o = 0): median |error| (%)",
                 format="%.1f",
-                help="compute + memory time, as if they did not overlap at all (o = 0; a diagnostic beside the measured o)",
+                help="compute + memory time, as if they did not overlap at all "
+                "(o = 0; a diagnostic beside the measured o)",
             ),
         },
     )
@@ -99,7 +107,7 @@ def _load(st: Any) -> BenchResults | None:
         name = st.selectbox("File", list(by_name), key="xc_file")
         path = by_name[name]
         if path.stat().st_size > MAX_RESULTS_BYTES:
-            st.error(f"{md_escape(name)} is larger than {MAX_RESULTS_BYTES:,} bytes; not a results file.")
+            st.error(f"{md_escape(name)} is larger than {fmt_count(MAX_RESULTS_BYTES)} bytes; not a results file.")
             return None
         data, label = path.read_bytes(), name
     else:
@@ -107,12 +115,14 @@ def _load(st: Any) -> BenchResults | None:
             "Results JSON written by `python -m planner bench`",
             type=["json"],
             key="xc_upload",
-            max_upload_size=MAX_RESULTS_BYTES // 2**20,
+            max_upload_size=MAX_RESULTS_BYTES // MiB,
         )
         if up is None:
             return None
         if up.size > MAX_RESULTS_BYTES:
-            st.error(f"The file is {up.size:,} bytes; a results file is at most {MAX_RESULTS_BYTES:,}.")
+            st.error(
+                f"The file is {fmt_count(up.size)} bytes; a results file is at most {fmt_count(MAX_RESULTS_BYTES)}."
+            )
             return None
         data, label = up.getvalue(), up.name
     try:
@@ -127,41 +137,44 @@ def _device(st: Any, r: BenchResults) -> None:
     cols = st.columns(3)
     cols[0].metric(
         "Matmul",
-        f"{r.measured_peak_flop_per_s / 1e12:.3g} TFLOP/s",
+        f"{fmt_num(r.measured_peak_flop_per_s / TERA)} TFLOP/s",
         help=f"{d.dtype}, best of {len(r.matmul)} sizes, median of {len(r.rounds)} rounds",
     )
     cols[1].metric(
         "Memory bandwidth",
-        f"{r.measured_bandwidth_bytes_per_s / 1e9:.3g} GB/s",
+        f"{fmt_num(r.measured_bandwidth_bytes_per_s / GIGA)} GB/s",
         help="the decoder's weight-streaming kernel (gemv at one token row); "
-        + ", ".join(f"{b.kernel} {b.bytes_per_s / 1e9:.3g} GB/s" for b in r.bandwidth),
+        + ", ".join(f"{b.kernel} {fmt_num(b.bytes_per_s / GIGA)} GB/s" for b in r.bandwidth),
     )
     cols[2].metric("Run time", fmt_seconds(r.wall_s))
     cols = st.columns(3)
     rows = ", ".join(str(o.rows) for o in r.overlap)
     cols[0].metric(
         "Compute–memory overlap",
-        f"{r.measured_compute_memory_overlap:+.2f}",
-        help=f"o in max(c, m) + (1 − o)·min(c, m): 1 = roofline, 0 = back to back; the linear kernel at {rows} token rows",
+        _signed(r.measured_compute_memory_overlap),
+        help="o in max(c, m) + (1 − o)·min(c, m): 1 = roofline, 0 = back to back; "
+        f"the linear kernel at {rows} token rows",
     )
     cols[1].metric(
         "Attention: share of peak / bandwidth",
-        f"{r.measured_attention_compute_frac:.2f} / {r.measured_attention_bandwidth_frac:.2f}",
+        f"{fmt_num(r.measured_attention_compute_frac)} / {fmt_num(r.measured_attention_bandwidth_frac)}",
         help="the decoder's attention kernel on one causal prompt (FLOP/s ÷ peak) and on one decode token "
         "per sequence over a KV cache (bytes/s ÷ bandwidth)",
     )
-    bws = [x.bandwidth_bytes_per_s / 1e9 for x in r.rounds]
+    bws = [x.bandwidth_bytes_per_s / GIGA for x in r.rounds]
     cols[2].metric(
         "Calibration rounds",
-        f"{len(r.rounds)}",
-        help=f"interleaved with the steps; each figure is the median. Bandwidth ranged {min(bws):.3g} … {max(bws):.3g} GB/s",
+        fmt_count(len(r.rounds)),
+        help="interleaved with the steps; each figure is the median. "
+        f"Bandwidth ranged {fmt_num(min(bws))} … {fmt_num(max(bws))} GB/s",
     )
     st.caption(
         md_escape(
             f"{d.name} · {d.backend} {d.dtype} · {d.thread_note} · "
             + (f"{d.linear_note} · " if d.linear_note else "")
             + f"{d.date_utc} · "
-            f"load average {d.load_average[0]:.2f} → {d.load_average[1]:.2f}" + (" · quick run" if d.quick else "")
+            f"load average {fmt_num(d.load_average[0])} → {fmt_num(d.load_average[1])}"
+            + (" · quick run" if d.quick else "")
         )
     )
 
@@ -170,6 +183,7 @@ def _plan_with_measured(st: Any, ctx: PageContext, r: BenchResults) -> None:
     """Results whose calibrated profile is in the catalog (committed under benchmarks/results/):
     one click makes the measured machine the scenario's GPU, at its measured rates."""
     key, s = r.device.slug, ctx.scenario
+    overlap = _signed(r.measured_compute_memory_overlap)
     target = dict(gpu=key, tp=1, gpu_price=None)
     if all(getattr(s, k) == v for k, v in target.items()):
         st.success(md_escape(f"The scenario runs on this measured machine ({key}) at its measured rates."))
@@ -177,7 +191,7 @@ def _plan_with_measured(st: Any, ctx: PageContext, r: BenchResults) -> None:
     st.markdown(
         md_escape(
             f"Its calibrated profile is in the GPU list as {key}: planning on it takes the measured peak, bandwidth, "
-            f"overlap ({r.measured_compute_memory_overlap:+.2f}) and attention shares as they are (a measured profile "
+            f"overlap ({overlap}) and attention shares as they are (a measured profile "
             f"runs at MFU = MBU = 1), at tp = 1 (one machine). The link will say gpu={key}."
         )
     )
@@ -189,19 +203,21 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
     st.markdown("**Calibration**")
     gpu = ctx.catalog.profile(ctx.scenario.gpu)
     cal = scenario_calibration(r, gpu) if gpu is not None else None
+    overlap = _signed(r.measured_compute_memory_overlap)
     if cal is not None:
         st.markdown(
             md_escape(
-                f"Measured on this scenario's GPU ({gpu.name}): MFU {cal.mfu:.3f} and MBU {cal.mbu:.3f} make the datasheet "
-                f"figures equal the measured peaks (now {ctx.scenario.mfu:.3f} and {ctx.scenario.mbu:.3f})."
+                f"Measured on this scenario's GPU ({gpu.name}): MFU {fmt_num(cal.mfu)} and MBU {fmt_num(cal.mbu)} "
+                f"make the datasheet figures equal the measured peaks (now {fmt_num(ctx.scenario.mfu)} and "
+                f"{fmt_num(ctx.scenario.mbu)})."
             )
         )
         for note in cal.notes:
             st.caption(md_escape(note))
         st.caption(
             md_escape(
-                f"The link carries MFU and MBU only; the measured overlap ({r.measured_compute_memory_overlap:+.2f}) and "
-                "attention shares are in the calibrated profile below."
+                f"The link carries MFU and MBU only; the measured overlap ({overlap}) "
+                "and attention shares are in the calibrated profile below."
             )
         )
         if st.button("Apply calibration", key="xc_apply", type="primary"):
@@ -212,10 +228,10 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
         here = gpu.name if gpu is not None else ctx.scenario.gpu
         st.info(
             md_escape(
-                f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU cannot be "
-                f"scaled from them. To plan with the measured machine, save the calibrated profile below as "
-                f"benchmarks/results/{r.device.slug}.toml (or hardware_profiles/); it then appears at the end of the GPU "
-                f"list and runs at its measured rates (MFU and MBU do not derate a measured profile)."
+                f"These results were measured on {r.device.name}, not on the scenario's GPU ({here}), so MFU/MBU "
+                "cannot be scaled from them. To plan with the measured machine, save the calibrated profile below as "
+                f"benchmarks/results/{r.device.slug}.toml (or hardware_profiles/); it then appears at the end of the "
+                "GPU list and runs at its measured rates (MFU and MBU do not derate a measured profile)."
             )
         )
     st.download_button(

@@ -9,11 +9,10 @@ HTML.  A download button exports the findings CSV (``advisor.findings_frame``).
 
 from __future__ import annotations
 
-import re
-
 from planner.export import frame_to_csv
 from planner.studies.advisor import Finding, findings, findings_frame
-from ui.page import PageContext
+from ui.format import md_escape
+from ui.state import PageContext
 
 SEVERITY_BADGE: dict[str, tuple[str, str]] = {
     "high": ("🔴", "High"),
@@ -22,12 +21,6 @@ SEVERITY_BADGE: dict[str, tuple[str, str]] = {
     "info": ("🔵", "Info"),
 }
 _CACHE_KEY = "_findings_cache"
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=^])")
-
-
-def escape(text: str) -> str:
-    """Backslash-escape Markdown/directive characters so text shows literally."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def _findings(ctx: PageContext) -> list[Finding]:
@@ -56,14 +49,14 @@ def render(ctx: PageContext) -> None:
     st.markdown(f"**Findings** — {summary(items)}")
     for f in items:
         icon, word = SEVERITY_BADGE[f.severity]
-        with st.expander(f"{word}: {escape(f.title)}", expanded=False, icon=icon):
-            st.markdown(escape(f.explanation))
-            st.markdown(f"**Action:** {escape(f.action)}")
-            st.markdown(f"**Predicted effect:** {escape(f.predicted_effect)}")
+        with st.expander(f"{word}: {md_escape(f.title)}", expanded=False, icon=icon):
+            st.markdown(md_escape(f.explanation))
+            st.markdown(f"**Action:** {md_escape(f.action)}")
+            st.markdown(f"**Predicted effect:** {md_escape(f.predicted_effect)}")
             if f.changed_keys and st.button("Apply", key=f"findings-apply-{f.id}"):
                 ctx.update_scenario(**f.changed_keys)
             for i, alt in enumerate(f.alternatives):
-                st.markdown(f"**Or:** {escape(alt.action)}")
+                st.markdown(f"**Or:** {md_escape(alt.action)}")
                 if st.button("Apply", key=f"findings-apply-{f.id}-{i}"):
                     ctx.update_scenario(**alt.changed_keys)
     if items:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from planner.errors import LayoutError
 from planner.export import frame_to_csv, present_frame
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd
 from planner.model.api_pricing import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER
 from planner.model.catalog import DATA
 from planner.prompts.layout import (
@@ -38,15 +39,17 @@ from planner.prompts.usage_audit import (
     audit,
     parse_usage_log,
 )
+from planner.units import TOKENS_PER_MTOK
 from ui.figures.prompts import audit_figure, layout_figure
-from ui.headline import fmt_pct, fmt_seconds, fmt_usd, md_escape
-from ui.page import PageContext
+from ui.figures.theme import PLOTLY_CONFIG
+from ui.format import md_escape, md_list
+from ui.state import PageContext
 
 EXAMPLE_LOG = DATA / "examples" / "usage_log_example.jsonl"
 AUDIT_STATE = "_pl_audit"  # (cache key, AuditReport)
 EXAMPLE_STATE = "_pl_use_example"
 PROBLEMS_SHOWN = 200
-PLOTLY_CONFIG = {"displaylogo": False}
+MAX_RPM = 1_000_000.0  # requests per minute the editor accepts
 GROUP_COLUMNS = (
     "group",
     "requests",
@@ -92,8 +95,7 @@ def _current_layout(st: Any, text: str) -> Layout:
     try:
         return decode(text)
     except LayoutError as exc:
-        lines = "\n".join(f"- {md_escape(p)}" for p in exc.problems)
-        st.error(f"The layout in the link could not be read; the example is shown instead:\n\n{lines}")
+        st.error(f"The layout in the link could not be read; the example is shown instead:\n\n{md_list(exc.problems)}")
         return decode(DEFAULT_LAYOUT)
 
 
@@ -118,7 +120,7 @@ def _editor(st: Any, ctx: PageContext, layout: Layout) -> Layout | None:
     rpm_default = s.rpm if s.rpm is not None else float(ctx.scenario.rpm)
     c1, c2, c3, c4 = st.columns(4)
     rpm = c1.number_input(
-        "requests / min (whole workload)", min_value=0.0, max_value=1e6, value=rpm_default, key=f"pl_rpm_{tag}"
+        "requests / min (whole workload)", min_value=0.0, max_value=MAX_RPM, value=rpm_default, key=f"pl_rpm_{tag}"
     )
     users = c2.number_input(
         "distinct users or conversations",
@@ -146,7 +148,7 @@ def _editor(st: Any, ctx: PageContext, layout: Layout) -> Layout | None:
     try:
         return layout_from_frame(frame, settings)
     except LayoutError as exc:
-        st.error("The edited layout is not valid:\n\n" + "\n".join(f"- {md_escape(p)}" for p in exc.problems))
+        st.error("The edited layout is not valid:\n\n" + md_list(exc.problems))
         return None
 
 
@@ -158,9 +160,10 @@ def _checker(st: Any, ctx: PageContext, layout: Layout) -> None:
     sug = suggest(layout, x, ttl, traffic)
     st.caption(
         md_escape(
-            f"{rep.total_tokens:,} prompt tokens, {traffic.rpm:g} requests/min, {traffic.users:,} user(s), "
-            f"request duration {fmt_seconds(traffic.request_duration_s)}, TTL {ttl} (sidebar), minimum cacheable "
-            f"prefix {rep.min_cacheable_tokens:,} tokens, break-even hit rate {fmt_pct(rep.break_even_hit_rate_frac)}."
+            f"{fmt_count(rep.total_tokens)} prompt tokens, {fmt_num(traffic.rpm)} requests/min, "
+            f"{fmt_count(traffic.users)} user(s), request duration {fmt_seconds(traffic.request_duration_s)}, "
+            f"TTL {ttl} (sidebar), minimum cacheable prefix {fmt_count(rep.min_cacheable_tokens)} tokens, "
+            f"break-even hit rate {fmt_pct(rep.break_even_hit_rate_frac)}."
         )
     )
     for f in rep.findings:
@@ -265,7 +268,7 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
     st.caption(
         "A JSON-lines or CSV file of the API's usage fields: input_tokens, cache_creation_input_tokens, "
         "cache_read_input_tokens, output_tokens, optional timestamp (ISO 8601 or epoch seconds) and group (the "
-        f"prefix the requests should share). At most {MAX_FILE_BYTES // 2**20} MiB; nothing in it is run."
+        f"prefix the requests should share). At most {fmt_bytes(MAX_FILE_BYTES)}; nothing in it is run."
     )
     upload = st.file_uploader("Usage log", type=["jsonl", "ndjson", "json", "csv", "txt"], key="pl_upload")
     if st.button("Use the example log", key="pl_example"):
@@ -283,8 +286,8 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
     if cached is None or cached[0] != key:
         report = audit(
             parse_usage_log(data, name),
-            s.price_in / 1e6,
-            s.price_out / 1e6,
+            s.price_in / TOKENS_PER_MTOK,
+            s.price_out / TOKENS_PER_MTOK,
             CACHE_WRITE_MULTIPLIER[s.ttl],
             CACHE_READ_MULTIPLIER,
         )
@@ -299,19 +302,19 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
     if parsed.problems:
         shown = parsed.problems[:PROBLEMS_SHOWN]
         more = parsed.rows_rejected - len({p.line for p in shown})
-        lines = "\n".join(f"- {md_escape(str(p))}" for p in shown[:10])
-        st.warning(f"{parsed.rows_rejected:,} of {parsed.rows_read:,} rows rejected; the others are used.\n\n{lines}")
+        rejected, read = fmt_count(parsed.rows_rejected), fmt_count(parsed.rows_read)
+        lines = md_list(str(p) for p in shown[:10])
+        st.warning(f"{rejected} of {read} rows rejected; the others are used.\n\n{lines}")
         if len(shown) > 10 or more > 0:
-            with st.expander(f"All problems ({parsed.rows_rejected:,} rows)"):
+            with st.expander(f"All problems ({rejected} rows)"):
                 st.markdown(
-                    "\n".join(f"- {md_escape(str(p))}" for p in shown)
-                    + (f"\n\n… and {more:,} more rows" if more > 0 else "")
+                    md_list(str(p) for p in shown) + (f"\n\n… and {fmt_count(more)} more rows" if more > 0 else "")
                 )
     if rep.requests == 0:
         st.info("No usable rows.")
         return
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Requests", f"{rep.requests:,}")
+    c1.metric("Requests", fmt_count(rep.requests))
     c2.metric(
         "Measured hit rate",
         "no cached tokens" if rep.hit_rate_frac is None else fmt_pct(rep.hit_rate_frac),
@@ -332,14 +335,15 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
     for g in rep.groups[rep.groups["invalidated"]].itertuples(index=False):
         st.error(
             md_escape(
-                f"Group {g.group}: {g.requests_writing:,} requests wrote {g.cache_creation_tokens:,.0f} tokens to the "
+                f"Group {g.group}: {fmt_count(g.requests_writing)} requests wrote "
+                f"{fmt_count(g.cache_creation_tokens)} tokens to the "
                 f"cache and none was ever read. Something in the prefix changes between requests (a timestamp, an id, "
                 f"reordered tools): move it after the last breakpoint."
             )
         )
     st.plotly_chart(audit_figure(rep), key="pl_audit_chart", config=PLOTLY_CONFIG)
     if rep.untimed_rows:
-        st.caption(f"{rep.untimed_rows:,} rows without a timestamp are left out of the time series.")
+        st.caption(f"{fmt_count(rep.untimed_rows)} rows without a timestamp are left out of the time series.")
     shown = rep.groups[list(GROUP_COLUMNS)]
     cc = st.column_config
     st.dataframe(

@@ -1,30 +1,45 @@
-"""Extension points of the dashboard.  Each feature module adds itself here
-with one line; app.py renders them.
+"""Every tab and every top panel of the dashboard, in page order: the one list the
+app renders (``ui.app``).  Adding a tab is one line here.
 
-EXTRA_TABS: (tab title, render(ctx: PageContext) -> None), shown after the core tabs.
-TOP_PANELS: render(ctx) callables shown above the tabs (e.g. findings).
+A ``Tab`` is a title and ``render(ctx: PageContext) -> None``; ``needs_result``
+tabs are drawn only when the scenario can be evaluated (the app says why
+otherwise).  A ``Panel`` is drawn above the tabs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from ui.page import PageContext
+from ui.state import PageContext
+from ui.tabs import charts, compare, crosscheck, explain, findings, prompt_layout, simulate
 
 Render = Callable[[PageContext], None]
 
-EXTRA_TABS: list[tuple[str, Render]] = []
-TOP_PANELS: list[Render] = []
 
-from ui.tabs.findings import render as _findings  # noqa: E402
+@dataclass(frozen=True)
+class Tab:
+    title: str
+    render: Render
+    needs_result: bool = False  # True: drawn only when the scenario evaluates
 
-TOP_PANELS.append(_findings)
-from ui.tabs.crosscheck import render as _crosscheck  # noqa: E402
 
-EXTRA_TABS.append(("Cross-check", _crosscheck))
-from ui.tabs.prompt_layout import render as _layout  # noqa: E402
+@dataclass(frozen=True)
+class Panel:
+    title: str  # names the panel in an error box when it fails
+    render: Render
 
-EXTRA_TABS.append(("Prompt layout", _layout))
-from ui.tabs.simulate import render as _simulate  # noqa: E402
 
-EXTRA_TABS.append(("Simulate & size", _simulate))
+TABS: tuple[Tab, ...] = (
+    Tab("Memory", charts.render("Memory"), needs_result=True),
+    Tab("Latency & throughput", charts.render("Latency & throughput"), needs_result=True),
+    Tab("Chunked prefill", charts.render("Chunked prefill"), needs_result=True),
+    Tab("Speculative decoding", charts.render("Speculative decoding"), needs_result=True),
+    Tab("Prompt caching", charts.render("Prompt caching"), needs_result=True),
+    Tab("Compare GPUs", compare.render, needs_result=True),
+    Tab("Explain", explain.render, needs_result=True),
+    Tab("Cross-check", crosscheck.render),
+    Tab("Prompt layout", prompt_layout.render),
+    Tab("Simulate & size", simulate.render),
+)
+PANELS: tuple[Panel, ...] = (Panel("findings", findings.render),)

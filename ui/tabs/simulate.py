@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from planner.errors import TraceError
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.scenario import Scenario
 from planner.serving.simulate import (
@@ -39,9 +40,9 @@ from ui.figures.serving import (
     timeline_figure,
     timeline_frame,
 )
-from ui.headline import fmt_seconds, md_escape
-from ui.page import PageContext
-from ui.tabs.core import PLOTLY_CONFIG, download_csv, highlighted, md_text
+from ui.figures.theme import PLOTLY_CONFIG
+from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
+from ui.state import PageContext
 
 FORM_FIELDS = ("rate", "dist", "spread", "sim_requests", "seed", "slo_ttft_s", "slo_tpot_s")
 _W = "_sim_w_"  # widget key prefix (the sidebar owns the keys named like the fields)
@@ -92,7 +93,7 @@ def _sync_form(ss: Any, s: Scenario) -> None:
     """Show the scenario's values in the form whenever they changed elsewhere (link, sidebar)."""
     values = tuple(getattr(s, f) for f in FORM_FIELDS)
     if ss.get(_SYNCED) != values:
-        for f, v in zip(FORM_FIELDS, values):
+        for f, v in zip(FORM_FIELDS, values, strict=True):
             ss[_W + f] = v
         ss[_SYNCED] = values
 
@@ -103,7 +104,8 @@ def _form(st: Any, s: Scenario) -> tuple[str | None, dict[str, Any]]:
         "Trace CSV (optional: replaces the generated requests)",
         type=["csv"],
         key=_TRACE,
-        help=f"Columns arrival_s, prompt_tokens, output_tokens and optional prefix_id (rows sharing an id share the prefix); ≤ {MAX_TRACE_BYTES // 2**20} MB, ≤ {MAX_TRACE_ROWS:,} rows.",
+        help="Columns arrival_s, prompt_tokens, output_tokens and optional prefix_id (rows sharing an id share the "
+        f"prefix); ≤ {fmt_bytes(MAX_TRACE_BYTES)}, ≤ {fmt_count(MAX_TRACE_ROWS)} rows.",
     )
     with st.form("sim_form", border=True):
         c1, c2, c3 = st.columns(3)
@@ -178,7 +180,7 @@ def _trace_bytes(st: Any) -> tuple[bytes | None, str, str | None]:
     if up is None:
         return None, "", None
     if up.size > MAX_TRACE_BYTES:
-        return None, "", f"the trace is {up.size:,} bytes; the limit is {MAX_TRACE_BYTES:,}"
+        return None, "", f"the trace is {fmt_count(up.size)} bytes; the limit is {fmt_count(MAX_TRACE_BYTES)}"
     data = up.getvalue()
     return data, hashlib.sha256(data).hexdigest(), None
 
@@ -215,9 +217,10 @@ def render(ctx: PageContext) -> None:
         return
     st.caption(
         md_text(
-            f"Requests arrive at the rate below; prompt and output lengths average {s.prompt:,} and {s.output:,} tokens "
-            f"(sidebar), {s.hit:.0%} of prompts find {s.prefix:,} tokens in the prefix cache. One replica is {s.tp} × "
-            f"{ctx.result.resolved.gpu.name}, continuous batching up to {s.batch} sequences, {s.chunk:,}-token steps."
+            f"Requests arrive at the rate below; prompt and output lengths average {fmt_count(s.prompt)} and "
+            f"{fmt_count(s.output)} tokens (sidebar), {fmt_pct(s.hit)} of prompts find {fmt_count(s.prefix)} tokens "
+            f"in the prefix cache. One replica is {s.tp} × {ctx.result.resolved.gpu.name}, continuous batching up to "
+            f"{fmt_count(s.batch)} sequences, {fmt_count(s.chunk)}-token steps."
         )
     )
     ss = st.session_state
@@ -241,7 +244,7 @@ def render(ctx: PageContext) -> None:
             try:
                 trace = parse_trace(data, s.prefix)
             except TraceError as exc:
-                st.error("The trace cannot be used:\n\n" + "\n".join(f"- {md_escape(p)}" for p in exc.problems))
+                st.error("The trace cannot be used:\n\n" + md_list(exc.problems))
                 action = None
         if action:
             _run(ctx, action, keys[action], trace)
@@ -249,7 +252,8 @@ def render(ctx: PageContext) -> None:
     sizing: Sizing | None = _lookup(st, keys[SIZE])
     if sim is None and sizing is None:
         st.info(
-            "Press **Simulate one replica** for latency distributions, or **Size the fleet** for the cheapest fleet meeting the targets."
+            "Press **Simulate one replica** for latency distributions, "
+            "or **Size the fleet** for the cheapest fleet meeting the targets."
         )
     if sim is not None:
         _show_simulation(st, sim, s, digest)
@@ -259,7 +263,7 @@ def render(ctx: PageContext) -> None:
 
 def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
     sm = r.summary
-    source = "the uploaded trace" if digest else f"{int(sm['requests']):,} Poisson arrivals at {s.rate:g}/s"
+    source = "the uploaded trace" if digest else f"{fmt_count(sm['requests'])} Poisson arrivals at {fmt_num(s.rate)}/s"
     st.subheader("One replica")
     st.caption(md_text(f"Simulated {source}, seed {s.seed}."))
     m = st.columns(5)
@@ -273,20 +277,26 @@ def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
         fmt_seconds(sm["itl_p99_s"]),
         help=f"p50 {fmt_seconds(sm['itl_p50_s'])}, p90 {fmt_seconds(sm['itl_p90_s'])}; over tokens",
     )
-    m[2].metric("Output tokens/s", f"{sm['output_tokens_per_s']:,.0f}", help=f"{sm['requests_per_s']:.3g} requests/s")
+    m[2].metric(
+        "Output tokens/s", fmt_num(sm["output_tokens_per_s"]), help=f"{fmt_num(sm['requests_per_s'])} requests/s"
+    )
     m[3].metric(
         "Goodput",
-        f"{sm['goodput_frac']:.1%}",
+        fmt_pct(sm["goodput_frac"]),
         help="Share of requests with TTFT and mean time per output token within the targets.",
     )
     m[4].metric(
         "Preemptions",
-        f"{int(sm['preemptions']):,}",
-        help=f"KV cache used: mean {sm['kv_used_mean_frac']:.1%}, max {sm['kv_used_max_frac']:.1%}",
+        fmt_count(sm["preemptions"]),
+        help=f"KV cache used: mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])}",
     )
     verdict = "meets" if sm["slo_met"] else "misses"
     rejected = int(sm["rejected_context"] + sm["rejected_kv"])
-    note = f" {rejected:,} requests were rejected (longer than the context window or the KV cache)." if rejected else ""
+    note = (
+        f" {fmt_count(rejected)} requests were rejected (longer than the context window or the KV cache)."
+        if rejected
+        else ""
+    )
     (st.success if sm["slo_met"] else st.warning)(
         md_text(f"This replica {verdict} the p99 targets at this load.{note}")
     )
@@ -309,10 +319,7 @@ def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
 
 
 def sizing_display_frame(table: pd.DataFrame) -> pd.DataFrame:
-    shown = table[list(SIZING_DISPLAY)].copy()
-    for c in ("ttft_p99_s", "itl_p99_s"):
-        shown[c] = shown[c] * 1e3
-    return shown.rename(columns=SIZING_DISPLAY)
+    return display_frame(table, SIZING_DISPLAY, ("ttft_p99_s", "itl_p99_s"))
 
 
 def _show_sizing(st: Any, z: Sizing) -> None:
@@ -333,9 +340,10 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     )
     st.caption(
         md_text(
-            f"Fewest replicas per GPU profile and tp meeting both p99 targets at {z.rate_per_s:.3g} requests/s: each replica "
-            f"gets rate ÷ replicas; each search run simulates {z.requests_per_simulation:,} requests (at most "
-            f"{SIZING_MAX_REQUESTS:,}, fewer than a full simulation, to keep the table fast), and replicas − 1 was simulated to miss."
+            f"Fewest replicas per GPU profile and tp meeting both p99 targets at {fmt_num(z.rate_per_s)} requests/s: "
+            f"each replica gets rate ÷ replicas; each search run simulates {fmt_count(z.requests_per_simulation)} "
+            f"requests (at most {fmt_count(SIZING_MAX_REQUESTS)}, fewer than a full simulation, to keep the table "
+            "fast), and replicas − 1 was simulated to miss."
         )
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
@@ -370,7 +378,8 @@ def _show_sizing(st: Any, z: Sizing) -> None:
         hide_index=True,
     )
     st.caption(
-        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams (rate × output × TPOT) over streams per GPU within the inter-token target and KV memory."
+        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
+        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory."
     )
     c1, c2 = st.columns(2)
     with c1:

@@ -1,0 +1,178 @@
+"""kvplan dashboard: link → Scenario → widgets → engine → charts → link.
+
+One rerun:
+  1. the link (first run) or the session state fills every Scenario key;
+  2. the sidebar's widgets (keyed like the link) build a validated Scenario;
+  3. the URL is rewritten to that scenario (non-default values only);
+  4. one cached engine call gives the headline; the panels draw, then the open tab
+     (``ui.tabs.registry`` lists them all, in page order).
+Everything expensive is cached by the scenario's JSON.  Run with ``make run``
+(``streamlit run app.py``; ``streamlit run ui/app.py`` works too).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script (streamlit run ui/app.py): make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pandas as pd
+import streamlit as st
+
+from planner.engine.evaluate import Result, evaluate
+from planner.errors import ScenarioError
+from planner.export import frame_to_csv
+from planner.model.catalog import Catalog, load_catalog
+from planner.model.scenario import Scenario
+from planner.studies.compare import compare_gpus
+from planner.studies.explain import ExplainItem, explain
+from planner.studies.sweep import scenario_frame
+from ui import headline, sidebar
+from ui import state as link_state
+from ui.format import md_escape, md_list
+from ui.state import PageContext, PageData
+from ui.tabs import registry
+from ui.tabs.charts import Chart, tab_charts
+
+LOG = logging.getLogger("kvplan.app")
+TAB_KEY = "_tab"
+NO_RESULT = "Nothing to show until the scenario can be evaluated (see the error above)."
+
+
+@st.cache_resource(show_spinner=False)
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def evaluated(scenario_json: str) -> tuple[Result | None, tuple[str, ...]]:
+    """The engine result of a scenario (shared, never mutated), or the reasons it has none."""
+    try:
+        return evaluate(Scenario.model_validate_json(scenario_json), catalog()), ()
+    except ScenarioError as exc:
+        return None, tuple(exc.problems)
+
+
+def scenario_csv(scenario: Scenario, cat: Catalog) -> str:
+    """Inputs + every metric as one CSV row, byte-identical to ``python -m planner evaluate LINK --format csv``."""
+    return frame_to_csv(scenario_frame(scenario, cat))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def charts(tab: str, scenario_json: str) -> list[Chart]:
+    result, _ = evaluated(scenario_json)
+    return tab_charts(tab, result)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def compare_frame(scenario_json: str) -> pd.DataFrame:
+    return compare_gpus(Scenario.model_validate_json(scenario_json), catalog())
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def explain_items(scenario_json: str) -> list[ExplainItem]:
+    return explain(evaluated(scenario_json)[0])
+
+
+def page_data(key: str) -> PageData:
+    """The cached computations of the scenario whose JSON is ``key``."""
+    return PageData(
+        charts=lambda tab: charts(tab, key),
+        compare_frame=lambda: compare_frame(key),
+        explain_items=lambda: explain_items(key),
+    )
+
+
+def guarded(title: str, render: registry.Render, ctx: PageContext) -> None:
+    """Run one tab or panel; an exception becomes an error box, the rest of the page still draws."""
+    try:
+        render(ctx)
+    except Exception as exc:  # noqa: BLE001 — a broken tab must not take the page down
+        LOG.exception("%s failed", title)
+        st.error(f"**{md_escape(title)}** could not be drawn: {md_escape(str(exc) or type(exc).__name__)}")
+
+
+def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
+    st.title("kvplan")
+    if result is not None:
+        r = result.resolved
+        heads = "latent KV cache" if r.model.is_mla else f"{r.model.kv_heads} KV heads"
+        st.caption(
+            md_escape(
+                f"{r.model.name} · {r.model.attention_kind}, {heads} · weights {scenario.wdtype}, "
+                f"KV cache {scenario.kvdtype} · {scenario.tp} × {r.gpu.name}"
+            )
+        )
+    row = st.container(horizontal=True, gap="small")
+    with row.popover("Share link", icon=":material/link:"):
+        st.code(link_state.share_link(scenario, st.context.url), language=None, wrap_lines=True)
+        st.caption("Opening this link restores every input.")
+    row.download_button(
+        "Scenario CSV",
+        data=lambda: scenario_csv(scenario, cat),  # built on click, not on every rerun
+        file_name="kvplan-scenario.csv",
+        mime="text/csv",
+        key="csv-scenario",
+        on_click="ignore",
+        icon=":material/download:",
+        disabled=result is None,
+        help="Inputs and every metric as one row (same as `python -m planner evaluate LINK --format csv`).",
+    )
+
+
+def warnings(adjustments: list[str], pending_problems: list[str], cat: Catalog) -> None:
+    """What the link, the widgets and the catalog could not take as given."""
+    notes = link_state.link_notes(st)
+    if notes:
+        lines = "\n".join(f"- {md_escape(n.message)}" + ("" if n.fatal else " · notice") for n in notes)
+        st.warning(f"This link had problems; the rest of it loaded:\n\n{lines}")
+    for line in adjustments + [f"requested change rejected: {p}" for p in pending_problems]:
+        st.warning(md_escape(line))
+    if cat.problems:
+        st.warning("Some profile files were skipped:\n\n" + md_list(cat.problems))
+
+
+def tabs(ctx: PageContext) -> None:
+    """Every tab of the registry; only the selected one runs (lazy tabs)."""
+    entries = registry.TABS
+    containers = st.tabs([tab.title for tab in entries], key=TAB_KEY, on_change="rerun")
+    for container, tab in zip(containers, entries, strict=True):
+        if container.open is False:
+            continue
+        with container:
+            if tab.needs_result and ctx.result is None:
+                st.info(NO_RESULT)
+            else:
+                guarded(tab.title, tab.render, ctx)
+
+
+def main() -> None:
+    st.set_page_config(page_title="kvplan: LLM inference capacity planner", page_icon="🧮", layout="wide")
+    cat = catalog()
+    pending_problems = link_state.start_run(st, cat)
+    with st.sidebar:
+        scenario, adjustments = sidebar.render(st, cat)
+    link_state.finish_run(st, scenario)
+    key = scenario.model_dump_json()
+    result, problems = evaluated(key)
+
+    header(scenario, result, cat)
+    warnings(adjustments, pending_problems, cat)
+    if result is None:
+        st.error("This scenario cannot be evaluated:\n\n" + md_list(problems))
+    else:
+        baseline = headline.mha_baseline(scenario, result.resolved.model)
+        mha = evaluated(baseline.model_dump_json())[0] if baseline is not None else None
+        headline.render(st, headline.headline_items(result, mha), headline.notices(result))
+
+    ctx = PageContext(st, scenario, result, cat, page_data(key))
+    for panel in registry.PANELS:
+        guarded(panel.title, panel.render, ctx)
+    tabs(ctx)
+
+
+if __name__ == "__main__":
+    main()

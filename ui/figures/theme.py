@@ -1,0 +1,137 @@
+"""The look every dashboard figure shares: palette, labels, base layout, the plotly
+config, and the axis / marker-line / tick helpers.
+
+Figures are built as plain dicts and validated once by ``go.Figure`` (several times
+faster than adding traces one by one, which matters on every dashboard rerun);
+``figure(data, **layout)`` is that one call with the base layout under ``layout``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from planner.format import fmt_num
+
+#: The modebar of every chart: no plotly logo, no lasso/box selection (nothing selects).
+PLOTLY_CONFIG: dict[str, Any] = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+COLORS = {
+    "weights": "#4C78A8",
+    "reserve": "#9D755D",
+    "kv_cache_in_use": "#F58518",
+    "kv_cache_free": "#54A24B",
+    "not_usable": "#BAB0AC",
+    "kv_cache_over_budget": "#E45756",
+    "paged": "#4C78A8",
+    "contiguous": "#F58518",
+    "prefill": "#E45756",
+    "decode": "#4C78A8",
+    "none": "#7F7F7F",
+    "5m": "#4C78A8",
+    "1h": "#F58518",
+    "lose": "#E45756",
+    "win": "#54A24B",
+    "mark": "#555555",
+    "black": "#000000",
+    "peak": "#7F7F7F",
+    "zero_line": "#999",
+    # prompt layout: how widely a block is shared, and whether a breakpoint pays
+    "stable": "#54A24B",
+    "per_day": "#EECA3B",
+    "per_user": "#F58518",
+    "per_request": "#E45756",
+    "pays": "#2E7D32",
+    "loses": "#C62828",
+    "uncached": "#9E9E9E",
+}
+#: One colour per series where a chart has several of the same kind (benchmark contexts).
+SERIES_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
+#: Speedup heatmap: reds below 1, greens above.
+SPEEDUP_SCALE = {"red": "#B2182B", "pale_red": "#FDDBC7", "pale_green": "#D9F0D3", "green": "#1B7837"}
+
+COMPONENT_LABELS = {
+    "weights": "weights",
+    "reserve": "activation & workspace reserve",
+    "kv_cache_in_use": "KV cache, current batch",
+    "kv_cache_free": "KV cache, free",
+    "not_usable": "not usable (1 − memory utilisation)",
+    "kv_cache_over_budget": "KV needed beyond the budget",
+}
+POLICY_LABELS = {"none": "no cache", "5m": "5-minute writes (1.25×)", "1h": "1-hour writes (2×)"}
+
+BASE_LAYOUT: dict[str, Any] = dict(
+    margin=dict(l=60, r=20, t=50, b=50),
+    legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+    hovermode="closest",
+)
+
+
+def figure(data: list[dict], **layout: Any) -> go.Figure:
+    """One validated figure: ``data`` traces over the base layout updated by ``layout``."""
+    return go.Figure(dict(data=data, layout={**BASE_LAYOUT, **layout}))
+
+
+def axis(title: str, log: bool = False, category: bool = False, **kw: Any) -> dict:
+    return dict(title=dict(text=title), type="category" if category else "log" if log else "linear", **kw)
+
+
+def vline(x: float, text: str, log_x: bool, color: str = COLORS["mark"], y_text: float = 1.0) -> tuple[dict, dict]:
+    """A dashed vertical line across the plot and its label.  Annotations on a log axis
+    take log10(x); shapes take x itself (plotly.js convention)."""
+    shape = dict(
+        type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=color, dash="dash", width=1.5)
+    )
+    note = dict(
+        xref="x",
+        yref="paper",
+        x=math.log10(x) if log_x else x,
+        y=y_text,
+        text=text,
+        showarrow=False,
+        xanchor="left",
+        yanchor="top",
+        font=dict(size=11, color=color),
+        bgcolor="rgba(255,255,255,0.7)",
+    )
+    return shape, note
+
+
+def hline_paper(y: float, color: str, width: float = 1.5, dash: str | None = None) -> dict:
+    """A horizontal line at data ``y`` across the whole plot width."""
+    line: dict[str, Any] = dict(color=color, width=width)
+    if dash is not None:
+        line["dash"] = dash
+    return dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=y, y1=y, line=line)
+
+
+def band(x0: float, x1: float, y0: float, y1: float, xref: str, yref: str, color: str, opacity: float) -> dict:
+    """A shaded rectangle behind the traces (no outline)."""
+    return dict(
+        type="rect",
+        xref=xref,
+        yref=yref,
+        x0=x0,
+        x1=x1,
+        y0=y0,
+        y1=y1,
+        fillcolor=color,
+        opacity=opacity,
+        line=dict(width=0),
+        layer="below",
+    )
+
+
+def pow2_ticks(values: Sequence[float]) -> dict:
+    """Tick marks at the powers of two inside ``values``' range, labelled like every number on the page."""
+    vals = [v for v in (2.0 ** np.arange(0, 31)) if min(values) <= v <= max(values)]
+    return dict(tickvals=vals, ticktext=[fmt_num(v) for v in vals])
+
+
+def positive_or_none(values: Sequence[float] | np.ndarray) -> list:
+    """Zeros cannot sit on a log axis: leave a gap there instead."""
+    return [float(v) if v > 0 else None for v in values]
