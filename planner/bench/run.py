@@ -253,6 +253,11 @@ class Calibration:
 MIN_FRAC = 0.001
 
 
+def _six_digits(v: float) -> float:
+    """``v`` to 6 significant digits (a CPU's few GB/s in TB/s needs more than 6 decimals)."""
+    return float(f"{v:.6g}")
+
+
 def calibrated_profile(
     dev: Device,
     be,
@@ -307,8 +312,8 @@ def calibrated_profile(
         name=f"{dev.name} (measured, {be.name} {be.dtype_name})"[:120],
         vendor=(dev.name.split() or ["unknown"])[0][:40],
         memory_capacity_gib=round(dev.memory_bytes / GiB, 2),
-        memory_bandwidth_tb_per_s=round(bw / TERA, 6),
-        dense_tflops_bf16=round(cal.peak_flop_per_s / TERA, 6),
+        memory_bandwidth_tb_per_s=_six_digits(bw / TERA),
+        dense_tflops_bf16=_six_digits(cal.peak_flop_per_s / TERA),
         interconnect_gb_per_s=round(link, 3),
         source=f"measured by python -m planner bench on {host.host_name()} {when}",
         notes=" ".join(notes),
