@@ -19,15 +19,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.engine.inputs import EngineInputs
+from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.engine.roofline import StepCost, decode, decode_context_tokens, prefill, step_cost
 
 
 class ChunkSteps(NamedTuple):
     """The mixed steps that admit a P-token prompt in chunks of C (module doc)."""
 
-    full_chunks: np.ndarray  # n_full = ⌊P/C⌋
-    rest_tokens: np.ndarray  # r = P − n_full·C
+    full_chunks: Array  # n_full = ⌊P/C⌋
+    rest_tokens: Array  # r = P − n_full·C
     full: StepCost  # B decodes + min(C, P) prefill tokens after (n_full − 1)·C/2 cached (the mean past)
     last: StepCost  # B decodes + the r remaining tokens after n_full·C cached
     biggest: StepCost  # B decodes + min(C, P) prefill tokens after max(P − C, 0) cached (the worst ITL)
@@ -49,7 +49,7 @@ def chunk_steps(x: EngineInputs, chunk_tokens=None) -> ChunkSteps:
     )
 
 
-def chunked_prefill(x: EngineInputs, chunk_tokens=None) -> dict[str, np.ndarray]:
+def chunked_prefill(x: EngineInputs, chunk_tokens=None) -> dict[str, MetricValue]:
     c = x.chunk_tokens if chunk_tokens is None else np.asarray(chunk_tokens, dtype=float)
     p = x.prompt_tokens
     chunks = chunk_steps(x, c)

@@ -1,9 +1,10 @@
 """The engine's flat numeric input: one array (or scalar) per quantity, SI units.
 
 ``EngineInputs`` is what every formula module reads.  Every field is an ``Array``:
-a float or a float64 numpy array; all fields broadcast against each other, so a
-sweep of a million scenarios is one call.  ``from_specs`` builds it from validated
-specs; ``as_arrays`` turns every field into an array before the formulas run.
+a float64 numpy array (0-d for one scenario); all fields broadcast against each
+other, so a sweep of a million scenarios is one call.  ``from_specs`` builds it from
+validated specs; ``with_`` swaps fields (e.g. a grid) and ``as_arrays`` turns what was
+swapped in into arrays again.
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def compute_dtype(wdtype: str, gpu: GPU) -> str:
     return "bf16"
 
 
-#: One quantity for one scenario (a float) or for many (a float64 array that broadcasts).
-Array: TypeAlias = npt.NDArray[np.float64] | float
-#: What the engine returns per metric: numbers (as Array) or flags, scalar or broadcast.
-MetricValue: TypeAlias = npt.NDArray[Any] | float | bool
+#: One quantity: a float64 array, 0-d for one scenario, any shape that broadcasts for many.
+Array: TypeAlias = npt.NDArray[np.float64]
+#: What a formula accepts for a quantity it is given: a number, or an array that broadcasts.
+Quantity: TypeAlias = float | npt.NDArray[Any]
+#: What the engine returns per metric: a number or a flag array, broadcast like the inputs.
+MetricValue: TypeAlias = npt.NDArray[Any]
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
 
 
 def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> EngineInputs:
-    """Flatten validated specs into SI engine inputs (scalars).
+    """Flatten validated specs into SI engine inputs (0-d float64 arrays).
 
     MFU and MBU derate a datasheet profile's peaks; a calibrated profile (measured by
     ``python -m planner bench``) already holds achieved rates, so it runs at MFU = MBU = 1
@@ -195,7 +198,7 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         else (model.min_cacheable_prompt_tokens or DEFAULT_MIN_CACHEABLE_TOKENS)
     )
     price = s.gpu_price if s.gpu_price is not None else gpu.price_usd_per_hour
-    return EngineInputs(
+    values: dict[str, float] = dict(
         memory_bytes=gpu.memory_bytes,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
         peak_flop_per_s=gpu.peak_for(compute_dtype(s.wdtype, gpu)),
@@ -242,3 +245,4 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         price_in_usd_per_token=s.price_in / TOKENS_PER_MTOK,
         price_out_usd_per_token=s.price_out / TOKENS_PER_MTOK,
     )
+    return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

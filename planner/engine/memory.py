@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape
+from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity, broadcast_shape
 from planner.units import ACTIVATION_BYTES, MiB
 
 #: CUDA context aside, what a serving process allocates outside weights and KV
@@ -30,7 +30,7 @@ LOGIT_BYTES = 4.0  # fp32 logits for sampling
 TP_CANDIDATES = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
 
 
-def kv_bytes_per_token_per_layer(x: EngineInputs, tp: Array | None = None) -> Array:
+def kv_bytes_per_token_per_layer(x: EngineInputs, tp: Quantity | None = None) -> Array:
     """Bytes one token adds to one layer's cache on one GPU.
 
     With tensor parallelism K/V heads are split across ranks: each holds
@@ -47,18 +47,18 @@ def kv_bytes_per_token(x: EngineInputs) -> Array:
     return x.layers * x.kv_elements_per_token_per_layer * x.kv_bytes_per_element
 
 
-def kv_bytes_per_token_for_heads(x: EngineInputs, kv_heads: Array) -> Array:
+def kv_bytes_per_token_for_heads(x: EngineInputs, kv_heads: Quantity) -> Array:
     """What the cache would cost per token with ``kv_heads`` K/V heads (MHA = heads, MQA = 1):
     2 · L · g · k · b.  For an MLA model k is the mean of its expanded K and V head dims."""
     return 2 * x.layers * kv_heads * x.head_dim * x.kv_bytes_per_element
 
 
-def kv_cached_layer_tokens(x: EngineInputs, context_tokens: Array) -> Array:
+def kv_cached_layer_tokens(x: EngineInputs, context_tokens: Quantity) -> Array:
     """Σ over layers of tokens cached: full layers keep L, sliding-window layers min(L, W)."""
     return x.full_attention_layers * context_tokens + x.window_layers * np.minimum(context_tokens, x.window_tokens)
 
 
-def kv_bytes_per_sequence(x: EngineInputs, context_tokens: Array, tp: Array | None = None) -> Array:
+def kv_bytes_per_sequence(x: EngineInputs, context_tokens: Quantity, tp: Quantity | None = None) -> Array:
     """KV bytes of one sequence of ``context_tokens`` on one GPU."""
     return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens)
 
@@ -67,7 +67,7 @@ def weight_bytes_total(x: EngineInputs) -> Array:
     return x.total_params * x.weight_bytes_per_param
 
 
-def weight_bytes_per_gpu(x: EngineInputs, tp: Array | None = None) -> Array:
+def weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
     tp = x.tp if tp is None else tp
     return weight_bytes_total(x) / tp
 
@@ -77,7 +77,7 @@ def step_tokens(x: EngineInputs) -> Array:
     return np.maximum(x.chunk_tokens, x.batch)
 
 
-def reserve_bytes_per_gpu(x: EngineInputs, tp: Array | None = None) -> Array:
+def reserve_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
     """Activation and workspace reserve, from the tokens batched per step (see module doc)."""
     tp = x.tp if tp is None else tp
     acts = step_tokens(x) * x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES
@@ -85,7 +85,7 @@ def reserve_bytes_per_gpu(x: EngineInputs, tp: Array | None = None) -> Array:
     return FIXED_WORKSPACE_BYTES + acts + logits
 
 
-def kv_budget_raw_bytes(x: EngineInputs, tp: Array | None = None) -> Array:
+def kv_budget_raw_bytes(x: EngineInputs, tp: Quantity | None = None) -> Array:
     """capacity · mem_util − weights/tp − reserve (negative when the weights do not fit)."""
     return x.memory_bytes * x.mem_util - weight_bytes_per_gpu(x, tp) - reserve_bytes_per_gpu(x, tp)
 
@@ -104,7 +104,7 @@ def contiguous_context_tokens(x: EngineInputs) -> Array:
     return np.maximum(x.context_window_tokens, context_tokens(x))
 
 
-def max_sequences(x: EngineInputs, seq_bytes: Array, tp: Array | None = None) -> Array:
+def max_sequences(x: EngineInputs, seq_bytes: Quantity, tp: Quantity | None = None) -> Array:
     """Most sequences N that fit together, counting the reserve they themselves need.
 
     The reserve grows with the batch (logits, and activations once N > C), so N solves

@@ -18,27 +18,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.engine.inputs import EngineInputs
+from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.engine.roofline import StepCost, prefill
 
 
-def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> np.ndarray:
+def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> Array:
     w = np.asarray(write_multiplier, dtype=float)
     return (w - 1.0) / (w - read_multiplier)
 
 
-def ttl_hit_rate(requests_per_min, ttl_s, request_duration_s) -> np.ndarray:
+def ttl_hit_rate(requests_per_min, ttl_s, request_duration_s) -> Array:
     lam = np.asarray(requests_per_min, dtype=float) / 60.0
     window = np.maximum(np.asarray(ttl_s, dtype=float) - request_duration_s, 0.0)
     return 1.0 - np.exp(-lam * window)
 
 
-def cacheable_prefix_tokens(x: EngineInputs) -> np.ndarray:
+def cacheable_prefix_tokens(x: EngineInputs) -> Array:
     """The prefix that is actually cached: 0 below the model's minimum."""
     return np.where(x.prefix_tokens >= x.min_cacheable_tokens, x.prefix_tokens, 0.0)
 
 
-def request_cost_usd(x: EngineInputs, hit_rate, write_multiplier=None) -> np.ndarray:
+def request_cost_usd(x: EngineInputs, hit_rate, write_multiplier=None) -> Array:
     w = x.cache_write_multiplier if write_multiplier is None else write_multiplier
     cached = cacheable_prefix_tokens(x)
     prefix_price = hit_rate * x.cache_read_multiplier + (1.0 - hit_rate) * w
@@ -47,11 +47,11 @@ def request_cost_usd(x: EngineInputs, hit_rate, write_multiplier=None) -> np.nda
     ) * x.price_in_usd_per_token + x.output_tokens * x.price_out_usd_per_token
 
 
-def nocache_cost_usd(x: EngineInputs) -> np.ndarray:
+def nocache_cost_usd(x: EngineInputs) -> Array:
     return x.prompt_tokens * x.price_in_usd_per_token + x.output_tokens * x.price_out_usd_per_token
 
 
-def effective_hit_rate(x: EngineInputs, request_duration_s) -> np.ndarray:
+def effective_hit_rate(x: EngineInputs, request_duration_s) -> Array:
     """The slider's hit rate, or the TTL-implied one when requests/min per prefix is set."""
     implied = ttl_hit_rate(x.requests_per_min_per_prefix, x.ttl_s, request_duration_s)
     return np.where(x.requests_per_min_per_prefix > 0, implied, x.hit_rate)
@@ -63,7 +63,7 @@ def cache_hit_prefill(x: EngineInputs) -> StepCost:
     return prefill(x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0))
 
 
-def prompt_cache(x: EngineInputs, request_duration_s) -> dict[str, np.ndarray]:
+def prompt_cache(x: EngineInputs, request_duration_s) -> dict[str, MetricValue]:
     h = effective_hit_rate(x, request_duration_s)
     cached = cacheable_prefix_tokens(x)
     with_cache = request_cost_usd(x, h)

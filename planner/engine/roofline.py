@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.engine.inputs import EngineInputs
+from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
 from planner.engine.memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer
 from planner.units import ACTIVATION_BYTES
 
@@ -45,71 +45,71 @@ from planner.units import ACTIVATION_BYTES
 class StepCost:
     """Per-GPU cost of one step: totals plus the two operator groups (module doc)."""
 
-    matmul_flop: np.ndarray  # F_mm
-    matmul_bytes: np.ndarray  # B_mm
-    attention_flop: np.ndarray  # F_att
-    attention_bytes: np.ndarray  # B_att
-    s_per_flop: np.ndarray  # 1 / (peak · MFU)
-    s_per_byte: np.ndarray  # 1 / (bandwidth · MBU)
-    comm_s: np.ndarray
-    overlap: np.ndarray | float = 1.0  # o in overlapped_s
-    attention_s_per_flop_factor: np.ndarray | float = 1.0  # 1 / a_c
-    attention_s_per_byte_factor: np.ndarray | float = 1.0  # 1 / a_m
+    matmul_flop: Array  # F_mm
+    matmul_bytes: Array  # B_mm
+    attention_flop: Array  # F_att
+    attention_bytes: Array  # B_att
+    s_per_flop: Array  # 1 / (peak · MFU)
+    s_per_byte: Array  # 1 / (bandwidth · MBU)
+    comm_s: Array
+    overlap: Quantity = 1.0  # o in overlapped_s
+    attention_s_per_flop_factor: Quantity = 1.0  # 1 / a_c
+    attention_s_per_byte_factor: Quantity = 1.0  # 1 / a_m
 
     @property
-    def flop(self) -> np.ndarray:
+    def flop(self) -> Array:
         return self.matmul_flop + self.attention_flop
 
     @property
-    def bytes(self) -> np.ndarray:
+    def bytes(self) -> Array:
         return self.matmul_bytes + self.attention_bytes
 
     @property
-    def compute_s(self) -> np.ndarray:
+    def compute_s(self) -> Array:
         """Each part's FLOP at its rate, summed (display; the step time sums the parts' rooflines)."""
         return self.matmul_compute_s + self.attention_compute_s
 
     @property
-    def memory_s(self) -> np.ndarray:
+    def memory_s(self) -> Array:
         """Each part's bytes at its rate, summed (display)."""
         return self.matmul_memory_s + self.attention_memory_s
 
     @property
-    def matmul_compute_s(self) -> np.ndarray:
+    def matmul_compute_s(self) -> Array:
         return self.matmul_flop * self.s_per_flop
 
     @property
-    def matmul_memory_s(self) -> np.ndarray:
+    def matmul_memory_s(self) -> Array:
         return self.matmul_bytes * self.s_per_byte
 
     @property
-    def attention_compute_s(self) -> np.ndarray:
+    def attention_compute_s(self) -> Array:
         return self.attention_flop * self.s_per_flop * self.attention_s_per_flop_factor
 
     @property
-    def attention_memory_s(self) -> np.ndarray:
+    def attention_memory_s(self) -> Array:
         return self.attention_bytes * self.s_per_byte * self.attention_s_per_byte_factor
 
     @property
-    def matmul_s(self) -> np.ndarray:
+    def matmul_s(self) -> Array:
         return overlapped_s(self.matmul_compute_s, self.matmul_memory_s, self.overlap)
 
     @property
-    def attention_s(self) -> np.ndarray:
+    def attention_s(self) -> Array:
         return overlapped_s(self.attention_compute_s, self.attention_memory_s, self.overlap)
 
     @property
-    def time_s(self) -> np.ndarray:
+    def time_s(self) -> Array:
         """R(matmul) + R(attention) + t_comm (module doc)."""
         return self.matmul_s + self.attention_s + self.comm_s
 
     @property
-    def compute_bound(self) -> np.ndarray:
+    def compute_bound(self) -> MetricValue:
         """The weight matmuls (the part that changes regime with batch) are compute-bound."""
         return self.matmul_compute_s >= self.matmul_memory_s
 
     @property
-    def arithmetic_intensity(self) -> np.ndarray:
+    def arithmetic_intensity(self) -> Array:
         """FLOP per byte moved (whole step)."""
         return self.flop / self.bytes
 
@@ -129,12 +129,12 @@ def overlapped_s(compute_s, memory_s, overlap):
     return np.maximum(compute_s, memory_s) + (1.0 - overlap) * lo
 
 
-def weight_bytes_read_per_gpu(x: EngineInputs) -> np.ndarray:
+def weight_bytes_read_per_gpu(x: EngineInputs) -> Array:
     """W = (N − N_lookup) · b_w / tp: every weight but an untied embedding table (a lookup), every expert."""
     return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
 
 
-def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
+def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> Array:
     """Weights read in a step of ``tokens`` tokens: not the untied embedding table (a
     lookup); for MoE only the experts hit."""
     if not np.any(x.experts > 0):  # no MoE in this batch of scenarios: every weight is read
@@ -145,22 +145,22 @@ def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> np.ndarray:
     return (dense + x.moe_layers * hit * x.expert_params) * x.weight_bytes_per_param / x.tp
 
 
-def _attended_layer_keys(x: EngineInputs, keys) -> np.ndarray:
+def _attended_layer_keys(x: EngineInputs, keys) -> Array:
     """Σ over layers of keys attended: full layers see ``keys``, window layers min(keys, W)."""
     return x.full_attention_layers * keys + x.window_layers * np.minimum(keys, x.window_tokens)
 
 
-def attention_flop(x: EngineInputs, queries, keys, dim) -> np.ndarray:
+def attention_flop(x: EngineInputs, queries, keys, dim) -> Array:
     """2 · h · d_att · Σ_layers keys · queries (QKᵀ and AV, 2 FLOP per MAC)."""
     return 2.0 * x.heads * dim * queries * _attended_layer_keys(x, keys)
 
 
-def activation_bytes_per_token(x: EngineInputs) -> np.ndarray:
+def activation_bytes_per_token(x: EngineInputs) -> Array:
     """Activation traffic of one token through the matmuls: layers · a / tp · 2 B."""
     return x.layers * x.activation_elements_per_token_per_layer / x.tp * ACTIVATION_BYTES
 
 
-def comm_s(x: EngineInputs, tokens) -> np.ndarray:
+def comm_s(x: EngineInputs, tokens) -> Array:
     """Two ring all-reduces per layer of a (tokens × hidden) bf16 activation."""
     msg = tokens * x.hidden * ACTIVATION_BYTES
     ring = 2.0 * (x.tp - 1.0) / x.tp * msg / x.link_bytes_per_s
@@ -197,7 +197,7 @@ def prefill(x: EngineInputs, tokens=None, past=0.0) -> StepCost:
     return step_cost(x, n=x.prompt_tokens if tokens is None else tokens, past=past)
 
 
-def decode_context_tokens(x: EngineInputs) -> np.ndarray:
+def decode_context_tokens(x: EngineInputs) -> Array:
     """Mean context over a generation: prompt + output / 2."""
     return x.prompt_tokens + x.output_tokens / 2.0
 
@@ -211,7 +211,7 @@ def decode(x: EngineInputs, batch=None, ctx=None) -> StepCost:
     )
 
 
-def ridge_batch(x: EngineInputs) -> np.ndarray:
+def ridge_batch(x: EngineInputs) -> Array:
     """Batch where the decode step's weight matmuls turn compute-bound.
 
     Matmul part at batch B: t_c = B · 2·N_matmul/tp / peak′,  t_m = (W + B · β_act) / bw′,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.engine.inputs import EngineInputs
+from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.engine.roofline import (
     decode,
     decode_context_tokens,
@@ -27,7 +27,7 @@ from planner.engine.roofline import (
 GAMMA_GRID = np.arange(0, 13, dtype=float)
 
 
-def expected_tokens_per_step(alpha, gamma) -> np.ndarray:
+def expected_tokens_per_step(alpha, gamma) -> Array:
     """E(α, γ) = (1 − α^(γ+1)) / (1 − α); the α → 1 limit is γ + 1."""
     alpha = np.asarray(alpha, dtype=float)
     gamma = np.asarray(gamma, dtype=float)
@@ -59,14 +59,14 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
     )
 
 
-def draft_step_s(x: EngineInputs, batch=None, target_step_s=None) -> np.ndarray:
+def draft_step_s(x: EngineInputs, batch=None, target_step_s=None) -> Array:
     """The draft's step: its own roofline decode step, or c · the target's step."""
     target = decode(x, batch=batch).time_s if target_step_s is None else target_step_s
     own = decode(draft_model_inputs(x), batch=batch).time_s
     return np.where(x.has_draft_model > 0, own, x.draft_ratio * target)
 
 
-def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
+def verify_step_s(x: EngineInputs, q, batch=None) -> Array:
     """Target pass over ``q`` = γ + 1 tokens per sequence, for one q or a grid of them.
 
     Each part of ``step_cost`` (matmul and attention, compute and memory) is affine in q
@@ -100,19 +100,19 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> np.ndarray:
     return matmul + attention + line(one.comm_s, two.comm_s)
 
 
-def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> np.ndarray:
+def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> Array:
     g = x.gamma if gamma is None else np.asarray(gamma, dtype=float)
     return g * draft_step_s(x, batch=batch) + verify_step_s(x, g + 1.0, batch=batch)
 
 
-def speedup(x: EngineInputs, alpha=None, gamma=None, batch=None) -> np.ndarray:
+def speedup(x: EngineInputs, alpha=None, gamma=None, batch=None) -> Array:
     a = x.alpha if alpha is None else alpha
     g = x.gamma if gamma is None else gamma
     plain = decode(x, batch=batch).time_s
     return expected_tokens_per_step(a, g) * plain / spec_step_s(x, gamma=g, batch=batch)
 
 
-def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, np.ndarray]:
+def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, MetricValue]:
     plain = decode(x).time_s if plain_step_s is None else plain_step_s
     draft = draft_step_s(x, target_step_s=plain)
     e = expected_tokens_per_step(x.alpha, x.gamma)

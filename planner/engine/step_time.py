@@ -179,7 +179,7 @@ class Roofline:
         mm_flop = self.matmul_flop_per_token * tokens + self.logit_flop_per_token * (seqs * q + chunks)
         att_flop = self.decode_attn_flop * seqs * q * keys
         kv_read = seqs * keys
-        for n, p in zip(new, past):
+        for n, p in zip(new, past, strict=True):
             k = p + (n + 1.0) / 2.0
             att_flop += self.prefill_attn_flop * n * (full * k + win * (k if k < w else w))
             kv_read += full * p + win * (p if p < w else w)

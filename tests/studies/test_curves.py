@@ -88,7 +88,7 @@ def test_concurrency_paged_beats_contiguous_within_window(gpu, model, block, tp)
     paged = df[df.scheme == "paged"].reset_index(drop=True)
     contig = df[df.scheme == "contiguous"].reset_index(drop=True)
     assert (paged.context_tokens == contig.context_tokens).all()
-    window = r.inputs.context_window_tokens
+    window = float(r.inputs.context_window_tokens)
     inside = paged.context_tokens <= window
     assert (contig.max_concurrent_sequences[inside] <= paged.max_concurrent_sequences[inside]).all()
     # contiguous reserves the whole window: flat inside it
