@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the checkout's planner
-from planner.units import KiB, MiB
+from planner.cli.serve import dashboard_command  # noqa: E402 — after the path set-up
+from planner.units import KiB, MiB  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -58,21 +59,7 @@ def rss_mib(pid: int) -> float:
 
 def start_server(port: int, log: IO[str]) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
+        dashboard_command(port),  # what `kvplan serve` runs, with its server settings
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -136,9 +136,11 @@ def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -
 
 
 def list_catalog(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
-    names = {k: g.name for k, g in catalog.gpus.items()} if args.command == "gpus" else {
-        k: m.name for k, m in catalog.models.items()
-    }
+    names = (
+        {k: g.name for k, g in catalog.gpus.items()}
+        if args.command == "gpus"
+        else {k: m.name for k, m in catalog.models.items()}
+    )
     for key, name in sorted(names.items()):
         out.write(f"{key:<16} {name}\n")
     if args.command == "gpus":

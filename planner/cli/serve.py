@@ -3,13 +3,13 @@
 The settings live in ``server.toml`` beside this module (package data), so an
 installed ``kvplan serve`` behaves the same from any directory; ``make run`` and the
 browser tests start the dashboard through this function too.  Nothing here imports
-streamlit: the dashboard runs in a child process (``python -m streamlit run ui/app.py``).
+streamlit: the dashboard runs in a child process (``python -m streamlit run ui/app.py``; the
+script puts the folder above ``ui`` on ``sys.path`` itself, so a source checkout works too).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import tomllib
@@ -47,15 +47,6 @@ def dashboard_command(port: int, address: str = "127.0.0.1") -> list[str]:
     ]  # fmt: skip
 
 
-def dashboard_env() -> dict[str, str]:
-    """The environment with the folder above ``planner`` and ``ui`` first on PYTHONPATH, so the
-    script finds them whether kvplan is installed or run from a checkout."""
-    root = str(app_script().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 def run_dashboard(port: int, address: str, err: TextIO) -> int:
     """Run the dashboard in the foreground until it stops (Ctrl-C); returns its exit code."""
     if not 1 <= port <= 65535:
@@ -63,6 +54,6 @@ def run_dashboard(port: int, address: str, err: TextIO) -> int:
         return 2
     print(f"kvplan dashboard on http://{address}:{port} (Ctrl-C stops it)", file=err, flush=True)
     try:
-        return subprocess.call(dashboard_command(port, address), env=dashboard_env())
+        return subprocess.call(dashboard_command(port, address))
     except KeyboardInterrupt:
         return 0

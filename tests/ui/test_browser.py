@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from planner.cli.serve import dashboard_command
 from planner.engine.evaluate import evaluate
 from planner.links import from_query
 from tests.paths import ROOT
@@ -52,23 +53,8 @@ def free_port() -> int:
 
 
 def streamlit_command(port: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.address",
-        "127.0.0.1",
-        "--server.port",
-        str(port),
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    """The production launcher's command (``kvplan serve``), with its server settings."""
+    return dashboard_command(port)
 
 
 def wait_until_healthy(proc: subprocess.Popen, base: str) -> None:
