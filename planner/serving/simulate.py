@@ -28,8 +28,10 @@ vectorised jump up to the next completion, arrival or block shortage.
 
 Inter-token latency (ITL): the time between a request's successive token emissions,
 divided by the tokens emitted at once (speculative decoding), weighted per token;
-a preempted request's recomputed prefill counts one ITL, from the request's previous
-prefill completion.  Outputs, percentiles and SLO verdicts: ``results``.
+a preempted request's recomputed prefill counts one ITL, measured from the request's
+previous prefill completion (not from its last decoded token, so that one ITL also
+spans the decode steps before the preemption, which were counted already; kept as it
+was, so results stay identical).  Outputs, percentiles and SLO verdicts: ``results``.
 """
 
 from __future__ import annotations
@@ -155,9 +157,11 @@ class _Run:
         self.speculative = cfg.gamma > 0
         self.draws = AcceptanceDraws(np.random.default_rng([cfg.seed, 1]), cfg.alpha, self.step_tokens)
         block = cfg.block_tokens
+        # whole blocks only, and at least one prompt token left to compute (it yields the first token's logits)
         self.cached = np.maximum(np.minimum(w.prefix_hit_tokens, w.prompt_tokens - 1), 0) // block * block
         self.status = np.full(n, SERVED, dtype=np.int64)
         self.status[w.prompt_tokens + w.output_tokens > cfg.context_window_tokens] = REJECTED_CONTEXT
+        # ⌈(prompt + output + q) / block⌉: the blocks of the request's last step, at the latest
         lifetime_blocks = -(-(w.prompt_tokens + w.output_tokens + self.step_tokens) // block)
         self.status[(self.status == SERVED) & (lifetime_blocks > cfg.kv_capacity_blocks)] = REJECTED_KV
         servable = self.status == SERVED
@@ -190,10 +194,6 @@ class _Run:
         self.timeline_s: list[float] = []
         self.timeline_queue: list[int] = []
         self.timeline_used_blocks: list[int] = []
-
-    def misses_slo(self) -> bool:
-        """More than 1 % of requests over the TTFT target or of tokens over the ITL target."""
-        return self.ttft_misses > self.ttft_miss_limit or self.itl_miss_tokens > self.itl_miss_limit
 
 
 def _enqueue_arrivals(run: _Run) -> None:
@@ -331,13 +331,16 @@ def _emit_prefill_token(run: _Run, i: int) -> None:
     run.last_prefill_s[i] = now_s
 
 
-def _plain_jump(run: _Run, decoding: list[int], contexts: list[int]) -> tuple[int, Callable[[int], int]]:
-    """Steps up to the first completion (≤ MAX_JUMP_STEPS) and the blocks k steps need beyond those held.
+def _plain_jump_steps(run: _Run, decoding: list[int], contexts: list[int]) -> int:
+    """Steps up to the first completion (≤ MAX_JUMP_STEPS), fewer if the free blocks run out first.
 
     Step j (0-based) of the jump runs at context + j; it needs ⌈(context + j + q) / block⌉ blocks."""
-    held = [run.pool.held_blocks[i] for i in decoding]
-    steps = min(min(run.output_tokens[i] - run.generated_tokens[i] for i in decoding), MAX_JUMP_STEPS)
-    block, reach = run.cfg.block_tokens, run.step_tokens + run.cfg.block_tokens - 1
+    output, generated, pool = run.output_tokens, run.generated_tokens, run.pool
+    held_blocks = pool.held_blocks
+    held = [held_blocks[i] for i in decoding]
+    steps = min(min(output[i] - generated[i] for i in decoding), MAX_JUMP_STEPS)
+    block = run.cfg.block_tokens
+    reach = run.step_tokens + block - 1
 
     def blocks_needed(jump_steps: int) -> int:
         total = 0
@@ -347,16 +350,19 @@ def _plain_jump(run: _Run, decoding: list[int], contexts: list[int]) -> tuple[in
                 total += extra
         return total
 
-    return steps, blocks_needed
+    if blocks_needed(steps) <= pool.free_blocks:
+        return steps
+    return _most_steps_fitting(blocks_needed, steps, pool.free_blocks)
 
 
 def _speculative_jump(
     run: _Run, decoding: list[int], contexts: list[int], remaining: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, Callable[[int], int]]:
-    """Acceptance draws of the jump, the tokens gained before each step, and the blocks k steps need.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Acceptance draws of the jump and the tokens gained before each of its steps.
 
     Draws ≤ MAX_SPEC_JUMP_STEPS steps per request; the jump ends at the step in which the
-    first request reaches its output length.  ``tokens_before[:, j]``: tokens gained before step j."""
+    first request reaches its output length, or earlier if the free blocks run out.
+    ``tokens_before[:, j]``: tokens gained before step j; its width is the jump's steps."""
     decodes = len(decoding)
     drawn_steps = int(min(remaining.max(), MAX_SPEC_JUMP_STEPS))
     accepted = run.draws.take(decodes, drawn_steps)
@@ -365,21 +371,22 @@ def _speculative_jump(
     first = np.where(reached.any(axis=1), reached.argmax(axis=1), drawn_steps)
     steps = int(min(first.min() + 1, drawn_steps))
     tokens_before = np.concatenate([np.zeros((decodes, 1), dtype=np.int64), cumulative[:, : steps - 1]], axis=1)
-    block = run.cfg.block_tokens
+    block, pool = run.cfg.block_tokens, run.pool
     reach = np.array(contexts) + run.step_tokens + block - 1
-    held = np.array([run.pool.held_blocks[i] for i in decoding])
+    held_blocks = pool.held_blocks
+    held = np.array([held_blocks[i] for i in decoding])
 
     def blocks_needed(jump_steps: int) -> int:
         return int(np.maximum((reach + tokens_before[:, jump_steps - 1]) // block - held, 0).sum())
 
-    return accepted, tokens_before, blocks_needed
+    if blocks_needed(steps) > pool.free_blocks:
+        steps = _most_steps_fitting(blocks_needed, steps, pool.free_blocks)
+    return accepted, tokens_before[:, :steps]
 
 
-def _longest_fitting(blocks_needed: Callable[[int], int], steps: int, free_blocks: int) -> int:
-    """The most steps ≤ ``steps`` whose blocks fit in the free blocks (bisection; 1 always fits:
-    the first step's blocks were reserved before the jump)."""
-    if blocks_needed(steps) <= free_blocks:
-        return steps
+def _most_steps_fitting(blocks_needed: Callable[[int], int], steps: int, free_blocks: int) -> int:
+    """The most steps < ``steps`` whose blocks fit in the free blocks, by bisection (1 always
+    fits: the first step's blocks were reserved before the jump)."""
     lo, hi = 1, steps
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -411,21 +418,20 @@ def _decode_jump(run: _Run, decoding: list[int]) -> list[int]:
     The mean decode context grows by the tokens gained per step (1 each without
     speculation); durations come from one ``decode_steps_s`` call.  Returns the finished requests."""
     decodes = len(decoding)
-    contexts = [run.context_tokens[i] for i in decoding]
+    context, generated, output = run.context_tokens, run.generated_tokens, run.output_tokens
+    contexts = [context[i] for i in decoding]
     pool, step_tokens = run.pool, run.step_tokens
     accepted: np.ndarray | None = None
     if not run.speculative:
-        steps, blocks_needed = _plain_jump(run, decoding, contexts)
-        steps = _longest_fitting(blocks_needed, steps, pool.free_blocks)
+        steps = _plain_jump_steps(run, decoding, contexts)
         durations_s = _jump_durations_s(run, decodes, contexts, np.arange(steps, dtype=float))
         steps = durations_s.shape[0]
         reach = steps - 1 + step_tokens
-        pool.grow_each_to(decoding, [context + reach for context in contexts])
+        pool.grow_each_to(decoding, [c + reach for c in contexts])
     else:
-        remaining = np.array([run.output_tokens[i] - run.generated_tokens[i] for i in decoding])
-        drawn, tokens_before, blocks_needed = _speculative_jump(run, decoding, contexts, remaining)
-        steps = _longest_fitting(blocks_needed, tokens_before.shape[1], pool.free_blocks)
-        durations_s = _jump_durations_s(run, decodes, contexts, tokens_before[:, :steps].sum(axis=0) / decodes)
+        remaining = np.array([output[i] - generated[i] for i in decoding])
+        drawn, tokens_before = _speculative_jump(run, decoding, contexts, remaining)
+        durations_s = _jump_durations_s(run, decodes, contexts, tokens_before.sum(axis=0) / decodes)
         steps = durations_s.shape[0]
         before = tokens_before[:, steps - 1]
         accepted = drawn[:, :steps].copy()
@@ -435,7 +441,7 @@ def _decode_jump(run: _Run, decoding: list[int]) -> list[int]:
     run.now_s += float(durations_s.sum())
     run.steps += steps
     _book_decodes(run, decoding, durations_s, accepted)
-    return [i for i in decoding if run.generated_tokens[i] >= run.output_tokens[i]]
+    return [i for i in decoding if generated[i] >= output[i]]
 
 
 def _retire(run: _Run, finished: list[int]) -> None:
@@ -466,6 +472,9 @@ def simulate(
     run = _Run(w, cfg, step_time, detail)
     n, arrival_s, pool, waiting = run.requests, run.arrival_s, run.pool, run.waiting
     context, target, step_tokens = run.context_tokens, run.prefill_target_tokens, run.step_tokens
+    record_time, record_queue = run.timeline_s.append, run.timeline_queue.append
+    record_used_blocks = run.timeline_used_blocks.append
+    ttft_miss_limit, itl_miss_limit = run.ttft_miss_limit, run.itl_miss_limit
     stopped = stop_on_slo_miss and bool((run.status == REJECTED_KV).any())
     iterations = 0
     while run.done < n and not stopped:
@@ -476,19 +485,23 @@ def simulate(
                 break
             run.now_s = arrival_s[run.next_arrival]
             continue
-        decoding = [i for i in run.running if context[i] >= target[i]]  # prefill done
+        # 1. the decodes (prefill done) get their blocks, preempting the newest while short
+        decoding = [i for i in run.running if context[i] >= target[i]]
         for victim in pool.reserve_decode_step(run.running, decoding, context, step_tokens):
             waiting.appendleft(victim)
-        chunks = _plan_prefill_chunks(run, cfg.chunk_tokens - len(decoding) * step_tokens)
-        finished = _mixed_step(run, decoding, *chunks) if chunks[0] else _decode_jump(run, decoding)
+        # 2. prefill chunks in the rest of the token budget; 3. one mixed step, or a jump over pure decode steps
+        chunks = None
+        if waiting or len(decoding) < len(run.running):  # else there is no prefill work to plan
+            chunks = _plan_prefill_chunks(run, cfg.chunk_tokens - len(decoding) * step_tokens)
+        finished = _mixed_step(run, decoding, *chunks) if chunks and chunks[0] else _decode_jump(run, decoding)
         if finished:
             _retire(run, finished)
-        run.timeline_s.append(run.now_s)
-        run.timeline_queue.append(len(waiting))
-        run.timeline_used_blocks.append(pool.capacity_blocks - pool.free_blocks)
+        record_time(run.now_s)
+        record_queue(len(waiting))
+        record_used_blocks(pool.capacity_blocks - pool.free_blocks)
         iterations += 1
-        if stop_on_slo_miss and run.misses_slo():
-            stopped = True
+        if stop_on_slo_miss and (run.ttft_misses > ttft_miss_limit or run.itl_miss_tokens > itl_miss_limit):
+            stopped = True  # more than 1 % of requests over the TTFT target, or of tokens over the ITL target
         if progress is not None and iterations % PROGRESS_EVERY == 0:
             progress(run.done / run.requests)
     result = _result(run, w, stopped)
