@@ -39,7 +39,7 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.serving.simulate import SimConfig, SimResult, sim_inputs, simulate
 from planner.serving.workload import Workload, scenario_workload, split_round_robin
-from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
+from planner.units import MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
 TP_OPTIONS = (1, 2, 4, 8)
 SIZING_MAX_REQUESTS = 1000
@@ -113,11 +113,6 @@ def _replica_workload(s: Scenario, trace: Workload | None, replicas: int, max_re
     if trace is None:
         return scenario_workload(s, rate_per_s=s.rate / replicas, n=n)
     return split_round_robin(trace, replicas).take(slice(0, max_requests))
-
-
-def _config_scenario(s: Scenario, gpu: str, tp: int) -> Scenario:
-    """The scenario on another GPU and tp; a GPU price override applies to its own GPU only."""
-    return s.model_copy(update={"gpu": gpu, "tp": tp, "gpu_price": s.gpu_price if gpu == s.gpu else None})
 
 
 def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
@@ -213,7 +208,7 @@ def size_fleet(
     combos = [(g, t) for g in keys for t in tps]
     for k, (g, t) in enumerate(combos):
         try:
-            rows.append(_size_one(_config_scenario(s, g, t), catalog, trace, max_requests))
+            rows.append(_size_one(s.on_gpu(g, t), catalog, trace, max_requests))
         except ScenarioError as exc:
             rows.append(dict(gpu=g, tp=t, fits=False, status="; ".join(exc.problems)))
         if progress is not None:
@@ -247,17 +242,25 @@ def size_fleet(
     )
 
 
-def _describe(row) -> str:
+def _describe(row: pd.Series) -> str:
+    """A table row in words: replicas × GPU name at tp (GPUs, $/h)."""
     gpus = int(row["gpus"])
-    return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({gpus} GPU{'' if gpus == 1 else 's'}, ${row['usd_per_hour']:,.2f}/h)"
+    plural = "" if gpus == 1 else "s"
+    cost = f"{gpus} GPU{plural}, ${row['usd_per_hour']:,.2f}/h"
+    return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({cost})"
 
 
 def best_reason(table: pd.DataFrame, best: int | None, s: Scenario, rate: float) -> str:
-    targets = f"p99 TTFT ≤ {s.slo_ttft_s:g} s and p99 inter-token latency ≤ {s.slo_tpot_s * 1e3:g} ms at {rate:.3g} requests/s"
+    """One sentence: the cheapest configuration meeting the targets, and how much more the next one costs."""
+    targets = (
+        f"p99 TTFT ≤ {s.slo_ttft_s:g} s and p99 inter-token latency ≤ {s.slo_tpot_s * MS_PER_S:g} ms "
+        f"at {rate:.3g} requests/s"
+    )
     if best is None:
         return f"No configuration meets {targets}."
-    row = table.loc[best]
-    text = f"Cheapest way to meet {targets}: {_describe(row)}, ${row['usd_per_million_output_tokens']:,.3g} per million output tokens."
+    row = table.iloc[best]  # the index is 0 … n − 1: best is a position and a label
+    per_mtok = row["usd_per_million_output_tokens"]
+    text = f"Cheapest way to meet {targets}: {_describe(row)}, ${per_mtok:,.3g} per million output tokens."
     others = table[(table["status"] == "meets SLOs") & (table.index != best)]
     if len(others):
         nxt = others.iloc[0]
@@ -273,7 +276,9 @@ def _decode_streams(timer: RooflineStepTime, s: Scenario, kv_limit: int) -> tupl
         return 0, float("nan")
     batches = np.arange(1, top + 1, dtype=float)
     e = float(expected_tokens_per_step(s.alpha, timer.gamma))
-    tpot = np.asarray(timer.decode_steps_s(batches, s.prompt + s.output / 2.0), dtype=float) / e
+    mid_context = np.array([s.prompt + s.output / 2.0])
+    # every batch size in one call: the roofline broadcasts seqs as an array (StepTime annotates the scalar use)
+    tpot = np.asarray(timer.decode_steps_s(batches, mid_context), dtype=np.float64) / e  # type: ignore[arg-type]
     ok = np.flatnonzero(tpot <= s.slo_tpot_s)
     if ok.size == 0:
         return 0, float("nan")
@@ -290,33 +295,10 @@ def disaggregated(
     mean_out: float,
 ) -> pd.DataFrame:
     """Prefill and decode pools per GPU profile against the colocated answer (module doc)."""
-    cached = s.hit * s.prefix
     rows = []
     for g in keys:
-        prefill_best = decode_best = None
-        fits = False
-        for t in tps:
-            try:
-                _, x = sim_inputs(_config_scenario(s, g, t), catalog)
-            except ScenarioError:
-                continue
-            plan = memory_plan(x)
-            if not bool(plan["fits"]):
-                continue
-            fits = True
-            timer = RooflineStepTime.from_inputs(x)
-            service_s = timer.step_s(0, 0.0, [max(s.prompt - cached, 1.0)], [min(cached, s.prompt - 1.0)])
-            per_replica = 1.0 / service_s - math.log(100.0) / s.slo_ttft_s
-            if per_replica > 0:
-                n_gpus = math.ceil(rate / per_replica) * t
-                if prefill_best is None or n_gpus < prefill_best[0]:
-                    prefill_best = (n_gpus, t, per_replica * s.prompt / t)
-            streams, tpot = _decode_streams(timer, s, int(plan["max_concurrent_sequences"]))
-            if streams:
-                n_gpus = math.ceil(rate * mean_out * tpot / streams) * t
-                if decode_best is None or n_gpus < decode_best[0]:
-                    decode_best = (n_gpus, t, streams / t)
-        price = float(np.asarray(sim_inputs(_config_scenario(s, g, 1), catalog)[1].price_usd_per_gpu_hour))
+        fits, prefill_best, decode_best = _best_pools(s, catalog, g, tps, rate, mean_out)
+        price = float(np.asarray(sim_inputs(s.on_gpu(g, 1), catalog)[1].price_usd_per_gpu_hour))
         colo = table[(table["gpu"] == g) & (table["status"] == "meets SLOs")]
         colo_gpus = float(colo["gpus"].min()) if len(colo) else float("nan")
         row = dict(gpu=g, name=catalog.gpus[g].name, price_usd_per_gpu_hour=price, colocated_gpus=colo_gpus)
@@ -341,6 +323,42 @@ def disaggregated(
     return pd.DataFrame(rows)
 
 
+#: (GPUs, tp, prefill tokens/s per GPU or decode streams per GPU) of a pool
+Pool = tuple[int, int, float]
+
+
+def _best_pools(
+    s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int], rate: float, mean_out: float
+) -> tuple[bool, Pool | None, Pool | None]:
+    """Whether any tp fits, and the prefill and decode pools needing the fewest GPUs (module doc)."""
+    cached = s.hit * s.prefix
+    prefill_best: Pool | None = None
+    decode_best: Pool | None = None
+    fits = False
+    for t in tps:
+        try:
+            _, x = sim_inputs(s.on_gpu(gpu, t), catalog)
+        except ScenarioError:
+            continue
+        plan = memory_plan(x)
+        if not bool(plan["fits"]):
+            continue
+        fits = True
+        timer = RooflineStepTime.from_inputs(x)
+        service_s = timer.step_s(0, 0.0, [max(s.prompt - cached, 1.0)], [min(cached, s.prompt - 1.0)])
+        per_replica = 1.0 / service_s - math.log(100.0) / s.slo_ttft_s
+        if per_replica > 0:
+            n_gpus = math.ceil(rate / per_replica) * t
+            if prefill_best is None or n_gpus < prefill_best[0]:
+                prefill_best = (n_gpus, t, per_replica * s.prompt / t)
+        streams, tpot = _decode_streams(timer, s, int(plan["max_concurrent_sequences"]))
+        if streams:
+            n_gpus = math.ceil(rate * mean_out * tpot / streams) * t
+            if decode_best is None or n_gpus < decode_best[0]:
+                decode_best = (n_gpus, t, streams / t)
+    return fits, prefill_best, decode_best
+
+
 def _pool_status(fits: bool, prefill: bool) -> str:
     if not fits:
         return "does not fit at any tp"
@@ -358,7 +376,7 @@ def sizing_text(z: Sizing) -> str:
         if row["status"] == "meets SLOs":
             nums = (
                 f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['usd_per_hour']:>10,.2f}{row['usd_per_million_output_tokens']:>9.3g}"
-                f"{row['ttft_p99_s'] * 1e3:>8.0f}ms{row['itl_p99_s'] * 1e3:>7.1f}ms"
+                f"{row['ttft_p99_s'] * MS_PER_S:>8.0f}ms{row['itl_p99_s'] * MS_PER_S:>7.1f}ms"
             )
         else:
             nums = " " * 50

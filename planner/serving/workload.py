@@ -23,14 +23,19 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import TraceError
 from planner.model.scenario import LengthDist, Scenario
+from planner.units import MiB
 
-MAX_TRACE_BYTES = 20 * 1024 * 1024
+if TYPE_CHECKING:  # csv.reader's class lives in the private _csv module: for the annotation only
+    import _csv
+
+MAX_TRACE_BYTES = 20 * MiB
 MAX_TRACE_ROWS = 200_000
 MAX_REPORTED_ROWS = 10
 REQUIRED_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
@@ -51,7 +56,8 @@ class Workload:
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
 
-    def take(self, index) -> Workload:
+    def take(self, index: slice | np.ndarray) -> Workload:
+        """The requests at ``index`` (a slice, or an index or boolean array), in their order."""
         return Workload(
             self.arrival_s[index],
             self.prompt_tokens[index],
@@ -156,15 +162,7 @@ def parse_trace(
     A request whose ``prefix_id`` appeared on an earlier-arriving row finds
     min(``prefix_tokens``, prompt) tokens cached.
     """
-    size = len(data.encode("utf-8") if isinstance(data, str) else data)
-    if size > max_bytes:
-        raise TraceError([f"trace: {size:,} bytes; the limit is {max_bytes:,}"])
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise TraceError(["trace: not UTF-8 text"]) from None
-    reader = csv.reader(io.StringIO(data))
+    reader = csv.reader(io.StringIO(_trace_text(data, max_bytes)))
     header = [h.strip() for h in next(reader, [])]
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
@@ -174,6 +172,24 @@ def parse_trace(
                 for c in missing
             ]
         )
+    return _trace_workload(_validated_rows(reader, header, max_rows), prefix_tokens)
+
+
+def _trace_text(data: bytes | str, max_bytes: int) -> str:
+    """The trace as text, after the size check (bytes are UTF-8, an optional BOM dropped)."""
+    size = len(data.encode("utf-8") if isinstance(data, str) else data)
+    if size > max_bytes:
+        raise TraceError([f"trace: {size:,} bytes; the limit is {max_bytes:,}"])
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TraceError(["trace: not UTF-8 text"]) from None
+
+
+def _validated_rows(reader: _csv.Reader, header: list[str], max_rows: int) -> list[TraceRow]:
+    """Every non-blank data row validated; TraceError lists the first bad rows, then a count."""
     wanted = [(i, name) for i, name in enumerate(header) if name in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
     rows: list[TraceRow] = []
     problems: list[str] = []
@@ -198,6 +214,11 @@ def parse_trace(
         raise TraceError(problems)
     if not rows:
         raise TraceError(["trace: no data rows"])
+    return rows
+
+
+def _trace_workload(rows: list[TraceRow], prefix_tokens: int) -> Workload:
+    """The rows sorted by arrival (stable); a row hits the prefix cache when an earlier one shares its prefix_id."""
     arrival = np.array([r.arrival_s for r in rows], dtype=float)
     order = np.argsort(arrival, kind="stable")
     prompt = np.array([r.prompt_tokens for r in rows], dtype=np.int64)[order]

@@ -17,7 +17,7 @@ from planner.serving.simulate import (
     REJECTED_KV,
     SERVED,
     SimConfig,
-    _spec_draws,
+    draw_accepted_tokens,
     requests_frame,
     sim_inputs,
     simulate,
@@ -137,7 +137,7 @@ def test_speculative_step_matches_engine(catalog):
 def test_acceptance_draws_have_the_speculative_mean():
     rng = np.random.default_rng(0)
     for alpha, gamma in ((0.0, 4), (0.6, 3), (0.8, 5), (1.0, 2)):
-        draws = _spec_draws(rng, alpha, gamma + 1, (200_000, 1))
+        draws = draw_accepted_tokens(rng, alpha, gamma + 1, (200_000, 1))
         assert draws.min() >= 1 and draws.max() <= gamma + 1
         assert draws.mean() == pytest.approx(float(expected_tokens_per_step(alpha, gamma)), rel=0.01)
 

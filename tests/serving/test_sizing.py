@@ -14,7 +14,6 @@ from planner.engine.step_time import RooflineStepTime
 from planner.model.scenario import Scenario
 from planner.serving.simulate import SimConfig, sim_inputs, simulate
 from planner.serving.sizing import (
-    _config_scenario,
     _replica_workload,
     fewest_passing,
     size_fleet,
@@ -48,7 +47,7 @@ def sized(catalog):
 
 
 def _meets(s, catalog, gpu, tp, replicas) -> bool:
-    c = _config_scenario(s, gpu, tp)
+    c = s.on_gpu(gpu, tp)
     _, x = sim_inputs(c, catalog)
     w = _replica_workload(c, None, replicas, REQUESTS)
     return bool(simulate(w, SimConfig.from_inputs(x, c), RooflineStepTime.from_inputs(x)).summary["slo_met"])
@@ -85,14 +84,14 @@ def test_disaggregated_estimate_follows_its_formulas(sized, catalog):
     d = z.disaggregated.set_index("gpu")
     row = d.loc["h100-sxm"]
     assert row["status"] == "estimated"
-    c = _config_scenario(s, "h100-sxm", int(row["prefill_tp"]))
+    c = s.on_gpu("h100-sxm", int(row["prefill_tp"]))
     _, x = sim_inputs(c, catalog)
     timer = RooflineStepTime.from_inputs(x)
     cached = s.hit * s.prefix
     service = timer.step_s(0, 0.0, [s.prompt - cached], [cached])
     per_replica = 1 / service - math.log(100) / s.slo_ttft_s
     assert row["prefill_gpus"] == math.ceil(s.rate / per_replica) * row["prefill_tp"]
-    c = _config_scenario(s, "h100-sxm", int(row["decode_tp"]))
+    c = s.on_gpu("h100-sxm", int(row["decode_tp"]))
     _, x = sim_inputs(c, catalog)
     streams = row["decode_streams_per_gpu"] * row["decode_tp"]
     assert streams <= float(memory_plan(x)["max_concurrent_sequences"])
@@ -108,7 +107,7 @@ def test_disaggregated_estimate_follows_its_formulas(sized, catalog):
 def test_unreachable_targets_and_models_that_do_not_fit(catalog):
     s = Scenario(model="llama-3.1-70b", slo_tpot_s=0.001, sim_requests=REQUESTS)
     z = size_fleet(s, catalog, gpus=["l4", "h100-sxm"], tps=(1, 4), max_requests=REQUESTS)
-    status = dict(zip(zip(z.table["gpu"], z.table["tp"]), z.table["status"]))
+    status = dict(zip(zip(z.table["gpu"], z.table["tp"], strict=True), z.table["status"], strict=True))
     assert status["l4", 1].startswith("does not fit")
     assert "misses the SLOs even at low load" in status["h100-sxm", 4]
     assert z.best is None and z.reason.startswith("No configuration")
@@ -123,3 +122,15 @@ def test_sizing_a_trace(catalog):
     assert z.rate_per_s == pytest.approx(20.0, rel=0.01)
     assert z.mean_output_tokens == pytest.approx(float(trace.output_tokens.mean()))
     assert z.best == 0 and z.table.loc[0, "replicas"] >= 1
+
+
+def test_a_gpu_price_override_applies_to_the_scenarios_own_gpu_only(catalog):
+    s = Scenario(gpu="h100-sxm", gpu_price=1.25, rate=1.0, sim_requests=20)
+    z = size_fleet(s, catalog, gpus=["h100-sxm", "a100-80gb-sxm"], tps=(1,), max_requests=20)
+    price = dict(zip(z.table["gpu"], z.table["price_usd_per_gpu_hour"], strict=True))
+    _, other = sim_inputs(s.model_copy(update={"gpu": "a100-80gb-sxm", "gpu_price": None}), catalog)
+    assert price["h100-sxm"] == 1.25
+    assert price["a100-80gb-sxm"] == pytest.approx(float(np.asarray(other.price_usd_per_gpu_hour)))
+    assert price["a100-80gb-sxm"] != 1.25
+    disaggregated = dict(zip(z.disaggregated["gpu"], z.disaggregated["price_usd_per_gpu_hour"], strict=True))
+    assert disaggregated == pytest.approx(price)
