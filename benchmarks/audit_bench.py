@@ -42,7 +42,7 @@ def make_log(n: int, bad_frac: float, seed: int = 0) -> tuple[bytes, bytes]:
         if i in bad:
             vals[0] = -vals[0]
         stamp = f"{ts[i]:.3f}"
-        jl.append(json.dumps({"timestamp": float(stamp), "group": groups[i], **dict(zip(FIELDS, vals))}))
+        jl.append(json.dumps({"timestamp": float(stamp), "group": groups[i], **dict(zip(FIELDS, vals, strict=True))}))
         cs.append(",".join([stamp, groups[i], *map(str, vals)]))
     return ("\n".join(jl) + "\n").encode(), ("\n".join(cs) + "\n").encode()
 

@@ -19,6 +19,8 @@ from planner.engine.evaluate import compute, inputs_for, resolve  # noqa: E402
 from planner.model.catalog import load_catalog  # noqa: E402
 from planner.model.scenario import Scenario  # noqa: E402
 
+TARGET_SCENARIOS_PER_S = 1_000_000
+
 
 def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
     catalog = load_catalog()
@@ -60,7 +62,8 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
     print(f"vectorised: {n:,} scenarios in {best:.3f} s = {vec_rate:,.0f} scenarios/s (best of 3)")
     print(f"loop:       {loop_n:,} scenarios one by one = {loop_rate:,.0f} scenarios/s")
     print(
-        f"ratio:      {vec_rate / loop_rate:,.0f}x; target >= 1,000,000 scenarios/s: {'met' if vec_rate >= 1e6 else 'NOT met'}"
+        f"ratio:      {vec_rate / loop_rate:,.0f}x; "
+        f"target >= 1,000,000 scenarios/s: {'met' if vec_rate >= TARGET_SCENARIOS_PER_S else 'NOT met'}"
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from planner.units import KiB, MS_PER_S, US_PER_S
+from planner.units import MS_PER_S, US_PER_S, KiB
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 

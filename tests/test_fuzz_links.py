@@ -90,10 +90,10 @@ def test_cli_never_prints_a_traceback(pairs):
     assert code in (0, 2)
     assert "Traceback" not in err.getvalue()
     if code == 2:
-        assert all(l.startswith(("error:", "warning:")) for l in err.getvalue().splitlines())
+        assert all(line.startswith(("error:", "warning:")) for line in err.getvalue().splitlines())
     else:
         header, row = out.getvalue().splitlines()[:2]
-        cells = dict(zip(header.split(","), row.split(",")))
+        cells = dict(zip(header.split(","), row.split(","), strict=True))
         metrics = {
             k: v for k, v in cells.items() if k.endswith(("_s", "_bytes", "_usd", "_tokens", "_frac", "_sequences"))
         }

@@ -110,7 +110,36 @@ def test_huge_values_are_cut_in_messages():
 
 def test_link_keys_are_stable():
     # Keys named by the engine issue; renaming one would break every shared link.
-    required = ["gpu", "tp", "model", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "wdtype", "kvdtype", "batch", "prompt", "output", "chunk", "hit", "prefix", "gamma", "alpha", "draft", "price_in", "price_out", "ttl", "mfu", "mbu", "mem_util", "block"]
+    required = [
+        "gpu",
+        "tp",
+        "model",
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "ffn",
+        "vocab",
+        "wdtype",
+        "kvdtype",
+        "batch",
+        "prompt",
+        "output",
+        "chunk",
+        "hit",
+        "prefix",
+        "gamma",
+        "alpha",
+        "draft",
+        "price_in",
+        "price_out",
+        "ttl",
+        "mfu",
+        "mbu",
+        "mem_util",
+        "block",
+    ]
     assert set(required) <= set(FIELDS)
     assert parse_qs(to_query_string(Scenario(kv_heads=4)))["kv_heads"] == ["4"]
 

@@ -104,7 +104,8 @@ def _scenario_and_trace(args: argparse.Namespace, catalog: Catalog, err: TextIO)
 
 def simulate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame, present_metrics
-    from planner.serving.simulate import requests_frame, simulate_scenario, summary_text
+    from planner.serving.results import requests_frame, summary_text
+    from planner.serving.simulate import simulate_scenario
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
     result = simulate_scenario(scenario, catalog, workload=trace)

@@ -48,52 +48,21 @@ from planner.engine.memory import memory_plan
 from planner.engine.step_time import RooflineStepTime, StepTime
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
-from planner.serving.acceptance import AcceptanceDraws, draw_accepted_tokens
+from planner.serving.acceptance import AcceptanceDraws
 from planner.serving.blocks import BlockPool
 from planner.serving.results import (
-    MAX_TIMELINE_POINTS,
     NOT_RUN,
-    PERCENTILES,
     REJECTED_CONTEXT,
     REJECTED_KV,
     SERVED,
-    STATUS_NAMES,
     SimResult,
     downsample_timeline,
     itl_sample,
     per_request_itl_p50_max,
-    percentiles,
-    requests_frame,
-    summary_frame,
-    summary_text,
     time_mean,
     with_summary,
 )
 from planner.serving.workload import Workload, scenario_workload
-
-# results' names are re-exported: callers imported them from here before the split
-__all__ = [
-    "MAX_JUMP_STEPS",
-    "MAX_SPEC_JUMP_STEPS",
-    "MAX_TIMELINE_POINTS",
-    "NOT_RUN",
-    "PERCENTILES",
-    "REJECTED_CONTEXT",
-    "REJECTED_KV",
-    "SERVED",
-    "STATUS_NAMES",
-    "AcceptanceDraws",
-    "SimConfig",
-    "SimResult",
-    "draw_accepted_tokens",
-    "percentiles",
-    "requests_frame",
-    "sim_inputs",
-    "simulate",
-    "simulate_scenario",
-    "summary_frame",
-    "summary_text",
-]
 
 #: Longest run of decode steps advanced in one jump (bounds the arrays per jump).
 MAX_JUMP_STEPS = 4096

@@ -37,7 +37,8 @@ from planner.engine.step_time import RooflineStepTime
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
-from planner.serving.simulate import SimConfig, SimResult, sim_inputs, simulate
+from planner.serving.results import SimResult
+from planner.serving.simulate import SimConfig, sim_inputs, simulate
 from planner.serving.workload import Workload, scenario_workload, split_round_robin
 from planner.units import MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 

@@ -256,7 +256,7 @@ def test_torch_backend_matches_numpy():
     dn, dt = Decoder(QUICK_SHAPE, nb, 64), Decoder(QUICK_SHAPE, tb, 64)
     dt.emb = torch.from_numpy(dn.emb)
     dt.lm_head = tb.weight(dt.emb.T)
-    for lt, ln in zip(dt.layers, dn.layers):
+    for lt, ln in zip(dt.layers, dn.layers, strict=True):
         for name in ("attn_norm", "mlp_norm"):
             setattr(lt, name, torch.from_numpy(getattr(ln, name)))
         for name in ("w_qkv", "w_o", "w_gate_up", "w_down"):  # numpy keeps (out × in); weight() takes (in × out)

@@ -16,7 +16,29 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
-REQUIRED = ["kv_bytes_per_token", "kv_bytes_per_sequence", "weight_bytes_per_gpu", "kv_capacity_tokens", "max_concurrent_sequences", "max_concurrent_sequences_contiguous", "fits", "ttft_s", "prefill_bound", "tpot_s", "decode_bound", "decode_tokens_per_s", "ridge_batch", "chunked_ttft_s", "chunked_max_itl_s", "spec_expected_tokens_per_step", "spec_speedup", "cache_cost_per_request_usd", "nocache_cost_per_request_usd", "cache_break_even_hit_rate", "cost_per_million_output_tokens_usd"]
+REQUIRED = [
+    "kv_bytes_per_token",
+    "kv_bytes_per_sequence",
+    "weight_bytes_per_gpu",
+    "kv_capacity_tokens",
+    "max_concurrent_sequences",
+    "max_concurrent_sequences_contiguous",
+    "fits",
+    "ttft_s",
+    "prefill_bound",
+    "tpot_s",
+    "decode_bound",
+    "decode_tokens_per_s",
+    "ridge_batch",
+    "chunked_ttft_s",
+    "chunked_max_itl_s",
+    "spec_expected_tokens_per_step",
+    "spec_speedup",
+    "cache_cost_per_request_usd",
+    "nocache_cost_per_request_usd",
+    "cache_break_even_hit_rate",
+    "cost_per_million_output_tokens_usd",
+]
 
 
 def test_evaluate_json_has_every_required_metric():
@@ -40,9 +62,9 @@ def test_evaluate_csv_is_one_row_of_inputs_and_metrics():
 def test_bad_input_exits_2_with_one_line_per_key():
     code, out, err = run("evaluate", "batch=abc&tp=99&zz=1")
     assert code == 2 and out == ""
-    errors = [l for l in err.splitlines() if l.startswith("error:")]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 2
-    assert any("batch" in l for l in errors) and any("tp" in l for l in errors)
+    assert any("batch" in line for line in errors) and any("tp" in line for line in errors)
     assert "warning: 'zz': unknown key" in err
     assert "Traceback" not in err
 

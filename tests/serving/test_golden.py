@@ -22,7 +22,8 @@ import pytest
 from planner.engine.step_time import RooflineStepTime
 from planner.model.catalog import Catalog, load_catalog
 from planner.model.scenario import Scenario
-from planner.serving.simulate import SimConfig, SimResult, sim_inputs, simulate, simulate_scenario
+from planner.serving.results import SimResult
+from planner.serving.simulate import SimConfig, sim_inputs, simulate, simulate_scenario
 from planner.serving.workload import Workload, parse_trace, scenario_workload
 
 GOLDEN = Path(__file__).with_name("golden_simulate.json")

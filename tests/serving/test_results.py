@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -72,12 +71,12 @@ def test_downsampling_keeps_the_first_time_and_the_peak_of_each_run():
     assert downsample_timeline(short, short)[1] is short
 
 
-def test_cdf_and_timeline_frames_match_the_dashboards(result):
-    figures = pytest.importorskip("ui.figures.serving")
-    pd.testing.assert_frame_equal(cdf_frame(result), figures.cdf_frame(result))
-    pd.testing.assert_frame_equal(timeline_frame(result), figures.timeline_frame(result))
+def test_cdf_and_timeline_frames(result):
     frame = cdf_frame(result)
     assert set(frame["metric"]) == {"ttft", "itl"} and frame["share"].between(0, 1).all()
+    assert frame.groupby("metric")["value_s"].apply(lambda v: v.is_monotonic_increasing).all()
+    timeline = timeline_frame(result)
+    assert timeline["time_s"].is_monotonic_increasing and (timeline["kv_used_frac"] <= 1).all()
 
 
 def test_summary_text_reads_through_planner_format(result):

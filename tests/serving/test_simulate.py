@@ -11,18 +11,9 @@ from planner.engine.roofline import decode, decode_context_tokens, prefill, step
 from planner.engine.speculative import expected_tokens_per_step, spec_step_s
 from planner.engine.step_time import Roofline, RooflineStepTime
 from planner.model.scenario import Scenario
-from planner.serving.simulate import (
-    MAX_TIMELINE_POINTS,
-    REJECTED_CONTEXT,
-    REJECTED_KV,
-    SERVED,
-    SimConfig,
-    draw_accepted_tokens,
-    requests_frame,
-    sim_inputs,
-    simulate,
-    simulate_scenario,
-)
+from planner.serving.acceptance import draw_accepted_tokens
+from planner.serving.results import MAX_TIMELINE_POINTS, REJECTED_CONTEXT, REJECTED_KV, SERVED, requests_frame
+from planner.serving.simulate import SimConfig, sim_inputs, simulate, simulate_scenario
 from planner.serving.workload import Workload, poisson_workload
 
 # a dense GQA model, an MoE, sliding windows, MLA; tp 1 and tp > 1

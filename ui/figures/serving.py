@@ -11,31 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.format import fmt_seconds
-from planner.serving.simulate import SimResult
 from planner.units import MS_PER_S
 from ui.figures.theme import COLORS, axis, figure, hline_paper, vline
-
-CDF_POINTS = 400
-
-
-def cdf_points(
-    values: np.ndarray, weights: np.ndarray | None = None, points: int = CDF_POINTS
-) -> tuple[np.ndarray, np.ndarray]:
-    """(value, cumulative share) at ``points`` evenly spaced shares: the inverse empirical CDF."""
-    values = values[np.isfinite(values)] if weights is None else values
-    if values.size == 0:
-        return np.zeros(0), np.zeros(0)
-    share = np.linspace(0.0, 1.0, points)
-    return np.quantile(values, share, method="inverted_cdf", weights=weights), share
-
-
-def cdf_frame(r: SimResult) -> pd.DataFrame:
-    """The CDF curves plotted (long form): metric, value_s, share."""
-    parts = []
-    for metric, values, weights in (("ttft", r.ttft_s, None), ("itl", r.itl_s, r.itl_weight)):
-        x, p = cdf_points(values, weights)
-        parts.append(pd.DataFrame({"metric": metric, "value_s": x, "share": p}))
-    return pd.concat(parts, ignore_index=True)
 
 
 def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: float) -> go.Figure:
@@ -75,10 +52,6 @@ def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: floa
         showlegend=False,
         height=320,
     )
-
-
-def timeline_frame(r: SimResult) -> pd.DataFrame:
-    return pd.DataFrame({"time_s": r.timeline_s, "queue_len": r.queue_len, "kv_used_frac": r.kv_used_frac})
 
 
 def timeline_figure(frame: pd.DataFrame) -> go.Figure:

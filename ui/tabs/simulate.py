@@ -20,12 +20,8 @@ from planner.errors import TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.scenario import Scenario
-from planner.serving.simulate import (
-    SimResult,
-    requests_frame,
-    simulate_scenario,
-    summary_frame,
-)
+from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
+from planner.serving.simulate import simulate_scenario
 from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing, size_fleet
 from planner.serving.workload import (
     MAX_TRACE_BYTES,
@@ -33,13 +29,7 @@ from planner.serving.workload import (
     Workload,
     parse_trace,
 )
-from ui.figures.serving import (
-    cdf_frame,
-    latency_cdf_figure,
-    sizing_figure,
-    timeline_figure,
-    timeline_frame,
-)
+from ui.figures.serving import latency_cdf_figure, sizing_figure, timeline_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
 from ui.state import PageContext
