@@ -32,7 +32,7 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
         prompt_tokens=prompt,
         output_tokens=rng.integers(1, 4_096, n).astype(float),
         chunk_tokens=rng.integers(64, 8_192, n).astype(float),
-        hit_rate=rng.random(n),
+        cache_hit_rate=rng.random(n),
         prefix_tokens=np.floor(prompt * rng.random(n)),
         alpha=rng.random(n),
     )
@@ -53,7 +53,7 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
                 prompt_tokens=float(prompt[i]),
                 output_tokens=float(grid.output_tokens[i]),
                 chunk_tokens=float(grid.chunk_tokens[i]),
-                hit_rate=float(grid.hit_rate[i]),
+                cache_hit_rate=float(grid.cache_hit_rate[i]),
                 prefix_tokens=float(grid.prefix_tokens[i]),
                 alpha=float(grid.alpha[i]),
             )

@@ -116,7 +116,7 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
 
 def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
     m = result.metrics
-    if float(m["price_usd_per_hour_per_replica"]) <= 0:  # a measured machine carries no price
+    if float(m["price_per_replica_hour_usd"]) <= 0:  # a measured machine carries no price
         return Headline(
             "Cost per M output tokens",
             "not priced",
@@ -125,8 +125,7 @@ def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> H
     return Headline(
         "Cost per M output tokens",
         fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
-        help=f"GPU rental ({fmt_usd(m['price_usd_per_hour_per_replica'])}/h per replica) "
-        "/ output tokens per hour × 10⁶.",
+        help=f"GPU rental ({fmt_usd(m['price_per_replica_hour_usd'])}/h per replica) / output tokens per hour × 10⁶.",
         **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
     )
 

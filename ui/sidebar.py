@@ -436,7 +436,7 @@ def _advanced(st: Any, catalog: Catalog) -> None:
             "Rental price; USD per GPU-hour; blank = the profile's.",
             step=0.1,
             value=None,
-            placeholder=f"profile: {fmt_usd(gpu.price_usd_per_hour)}" if gpu else "profile",
+            placeholder=f"profile: {fmt_usd(gpu.price_per_gpu_hour_usd)}" if gpu else "profile",
         )
         c1, c2 = st.columns(2)
         with c1:

@@ -290,7 +290,7 @@ def calibrated_profile(
         link = datasheet.interconnect_bytes_per_s / GB
         extra = dict(
             collective_latency_us=datasheet.collective_latency_s * US_PER_S,
-            price_usd_per_gpu_hour=datasheet.price_usd_per_hour,
+            price_usd_per_gpu_hour=datasheet.price_per_gpu_hour_usd,
             price_source=f"from the datasheet profile {datasheet.key}",
         )
         notes.append(

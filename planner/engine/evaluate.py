@@ -123,8 +123,8 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
         tpot_s=tpot,
         decode_tokens_per_s=tokens_per_s,
         decode_tokens_per_s_per_gpu=tokens_per_s / x.tp,
-        price_usd_per_hour_per_replica=x.price_usd_per_gpu_hour * x.tp,
-        cost_per_million_output_tokens_usd=x.price_usd_per_gpu_hour
+        price_per_replica_hour_usd=x.price_per_gpu_hour_usd * x.tp,
+        cost_per_million_output_tokens_usd=x.price_per_gpu_hour_usd
         * x.tp
         / S_PER_HOUR
         / tokens_per_s

@@ -66,7 +66,7 @@ class EngineInputs:
     peak_flop_per_s: Array
     link_bytes_per_s: Array
     collective_latency_s: Array
-    price_usd_per_gpu_hour: Array
+    price_per_gpu_hour_usd: Array
     compute_memory_overlap: Array  # o: per operator group max(c, m) + (1 − o)·min(c, m)
     attention_compute_frac: Array  # attention FLOP/s ÷ peak′
     attention_bandwidth_frac: Array  # attention bytes/s ÷ bw′
@@ -124,15 +124,15 @@ class EngineInputs:
     draft_attention_dim: Array
     draft_activation_elements_per_token_per_layer: Array
     # prompt caching
-    hit_rate: Array
+    cache_hit_rate: Array
     prefix_tokens: Array
     min_cacheable_tokens: Array
     requests_per_min_per_prefix: Array
     ttl_s: Array
     cache_write_multiplier: Array
     cache_read_multiplier: Array
-    price_in_usd_per_token: Array
-    price_out_usd_per_token: Array
+    price_in_per_token_usd: Array
+    price_out_per_token_usd: Array
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -197,14 +197,14 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         if s.min_prefix is not None
         else (model.min_cacheable_prompt_tokens or DEFAULT_MIN_CACHEABLE_TOKENS)
     )
-    price = s.gpu_price if s.gpu_price is not None else gpu.price_usd_per_hour
+    price = s.gpu_price if s.gpu_price is not None else gpu.price_per_gpu_hour_usd
     values: dict[str, float] = dict(
         memory_bytes=gpu.memory_bytes,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
         peak_flop_per_s=gpu.peak_for(compute_dtype(s.wdtype, gpu)),
         link_bytes_per_s=gpu.interconnect_bytes_per_s,
         collective_latency_s=gpu.collective_latency_s,
-        price_usd_per_gpu_hour=price,
+        price_per_gpu_hour_usd=price,
         compute_memory_overlap=gpu.compute_memory_overlap,
         attention_compute_frac=gpu.attention_compute_frac,
         attention_bandwidth_frac=gpu.attention_bandwidth_frac,
@@ -235,14 +235,14 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
         draft_attention_dim=attention_dims(d)[1],
         draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
-        hit_rate=s.hit,
+        cache_hit_rate=s.hit,
         prefix_tokens=s.prefix,
         min_cacheable_tokens=min_cache,
         requests_per_min_per_prefix=s.rpm,
         ttl_s=TTL_SECONDS[s.ttl],
         cache_write_multiplier=CACHE_WRITE_MULTIPLIER[s.ttl],
         cache_read_multiplier=CACHE_READ_MULTIPLIER,
-        price_in_usd_per_token=s.price_in / TOKENS_PER_MTOK,
-        price_out_usd_per_token=s.price_out / TOKENS_PER_MTOK,
+        price_in_per_token_usd=s.price_in / TOKENS_PER_MTOK,
+        price_out_per_token_usd=s.price_out / TOKENS_PER_MTOK,
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

@@ -86,7 +86,7 @@ METRICS: dict[str, Metric] = {
     "tpot_s": _m("s", "time per output token at the batch (speculative when on)"),
     "decode_tokens_per_s": _m("tokens/s", "decode throughput of one replica"),
     "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode throughput per GPU"),
-    "price_usd_per_hour_per_replica": _m("USD/h", "price of one replica's GPUs per hour"),
+    "price_per_replica_hour_usd": _m("USD/h", "price of one replica's GPUs per hour"),
     "cost_per_million_output_tokens_usd": _m("USD", "GPU cost of a million output tokens"),
     "request_latency_s": _m("s", "TTFT + output × TPOT"),
     # prompt caching (engine/prompt_cache.py)

@@ -38,23 +38,23 @@ def cacheable_prefix_tokens(x: EngineInputs) -> Array:
     return np.where(x.prefix_tokens >= x.min_cacheable_tokens, x.prefix_tokens, 0.0)
 
 
-def request_cost_usd(x: EngineInputs, hit_rate, write_multiplier=None) -> Array:
+def request_cost_usd(x: EngineInputs, cache_hit_rate, write_multiplier=None) -> Array:
     w = x.cache_write_multiplier if write_multiplier is None else write_multiplier
     cached = cacheable_prefix_tokens(x)
-    prefix_price = hit_rate * x.cache_read_multiplier + (1.0 - hit_rate) * w
+    prefix_price = cache_hit_rate * x.cache_read_multiplier + (1.0 - cache_hit_rate) * w
     return (
         prefix_price * cached + (x.prompt_tokens - cached)
-    ) * x.price_in_usd_per_token + x.output_tokens * x.price_out_usd_per_token
+    ) * x.price_in_per_token_usd + x.output_tokens * x.price_out_per_token_usd
 
 
 def nocache_cost_usd(x: EngineInputs) -> Array:
-    return x.prompt_tokens * x.price_in_usd_per_token + x.output_tokens * x.price_out_usd_per_token
+    return x.prompt_tokens * x.price_in_per_token_usd + x.output_tokens * x.price_out_per_token_usd
 
 
 def effective_hit_rate(x: EngineInputs, request_duration_s) -> Array:
     """The slider's hit rate, or the TTL-implied one when requests/min per prefix is set."""
     implied = ttl_hit_rate(x.requests_per_min_per_prefix, x.ttl_s, request_duration_s)
-    return np.where(x.requests_per_min_per_prefix > 0, implied, x.hit_rate)
+    return np.where(x.requests_per_min_per_prefix > 0, implied, x.cache_hit_rate)
 
 
 def cache_hit_prefill(x: EngineInputs) -> StepCost:

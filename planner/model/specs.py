@@ -44,7 +44,7 @@ class GPU(BaseModel):
         gt=0, le=10 * TERA, description="GPU-to-GPU bandwidth per GPU, one direction"
     )
     collective_latency_s: float = Field(ge=0, le=1 / MS_PER_S, description="fixed cost per all-reduce")
-    price_usd_per_hour: float = Field(ge=0, le=1000)
+    price_per_gpu_hour_usd: float = Field(ge=0, le=1000)
     source: str = Field(min_length=1)
     calibrated: bool = False
     compute_memory_overlap: float = Field(
@@ -145,7 +145,7 @@ class GpuProfileFile(BaseModel):
             peak_flop_per_s=peaks,
             interconnect_bytes_per_s=self.interconnect_gb_per_s * GB,
             collective_latency_s=self.collective_latency_us * _S_PER_US,
-            price_usd_per_hour=self.price_usd_per_gpu_hour,
+            price_per_gpu_hour_usd=self.price_usd_per_gpu_hour,
             source=self.source,
             calibrated=self.calibrated,
             compute_memory_overlap=self.compute_memory_overlap,

@@ -119,9 +119,9 @@ def expected_cost(
     written = cached - read
     plain = total - cached
     r = float(x.cache_read_multiplier)
-    p_in = float(x.price_in_usd_per_token)
+    p_in = float(x.price_in_per_token_usd)
     cost = (read * r + written * CACHE_WRITE_MULTIPLIER[ttl] + plain) * p_in + float(x.output_tokens) * float(
-        x.price_out_usd_per_token
+        x.price_out_per_token_usd
     )
     return Costing(read, written, cost, pos, h)
 
@@ -401,7 +401,7 @@ BREAKPOINT_COLUMNS = (
     "reusable_prefix_tokens",
     "shared_by",
     "above_minimum",
-    "hit_rate_frac",
+    "cache_hit_rate",
     "pays",
 )
 
@@ -419,7 +419,7 @@ def _breakpoints_frame(p: _Prefixes, slots: list[tuple[int, str]], rules: _Rules
             "reusable_prefix_tokens": int(min(p.ends[i], reusable_cap)),
             "shared_by": SHARED_BY[max((b.variability for b in p.blocks[: i + 1]), key=VARIABILITIES.index)],
             "above_minimum": bool(p.ends[i] >= rules.min_tokens),
-            "hit_rate_frac": float(p.hit_rates[i]),
+            "cache_hit_rate": float(p.hit_rates[i]),
             "pays": bool(p.ends[i] >= rules.min_tokens and p.hit_rates[i] > rules.break_even_frac),
         }
         for k, (i, source) in enumerate(slots, 1)
@@ -437,7 +437,7 @@ def _blocks_frame(p: _Prefixes) -> pd.DataFrame:
             "variability": [b.variability for b in p.blocks],
             "breakpoint": [b.breakpoint for b in p.blocks],
             "prefix_end_tokens": p.ends.astype(int),
-            "prefix_hit_rate_frac": p.hit_rates,
+            "prefix_cache_hit_rate": p.hit_rates,
         }
     )
 
@@ -492,7 +492,7 @@ def analyse(layout: Layout, x: EngineInputs, ttl: str, traffic: Traffic | None =
         ttl=ttl,
     )
     total = p.total_tokens
-    nocache = total * float(x.price_in_usd_per_token) + float(x.output_tokens) * float(x.price_out_usd_per_token)
+    nocache = total * float(x.price_in_per_token_usd) + float(x.output_tokens) * float(x.price_out_per_token_usd)
     report = LayoutReport(
         blocks=p.blocks,
         traffic=traffic,

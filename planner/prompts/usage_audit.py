@@ -423,7 +423,7 @@ class AuditReport:
     cache_creation_tokens: float
     cache_read_tokens: float
     output_tokens: float
-    hit_rate_frac: float | None  # None: no cached tokens at all
+    cache_hit_rate: float | None  # None: no cached tokens at all
     paid_usd: float
     nocache_usd: float
     ideal_usd: float
@@ -471,8 +471,8 @@ def _series(df: pd.DataFrame) -> tuple[pd.DataFrame, str, float | None, int]:
 
 def audit(
     parsed: ParsedLog,
-    price_in_usd_per_token: float,
-    price_out_usd_per_token: float,
+    price_in_per_token_usd: float,
+    price_out_per_token_usd: float,
     write_multiplier: float,
     read_multiplier: float = CACHE_READ_MULTIPLIER,
 ) -> AuditReport:
@@ -480,7 +480,7 @@ def audit(
     over time (module doc).  Rows are taken in time order (file order where untimed)."""
     df = parsed.rows.sort_values(["timestamp", "line"], na_position="last", kind="stable").reset_index(drop=True)
     paid, nocache, ideal = _costs(
-        df, price_in_usd_per_token, price_out_usd_per_token, write_multiplier, read_multiplier
+        df, price_in_per_token_usd, price_out_per_token_usd, write_multiplier, read_multiplier
     )
     df = df.assign(
         paid_usd=paid, ideal_usd=ideal, nocache_usd=nocache, writes=(df["cache_creation_input_tokens"] > 0).astype(int)
@@ -497,7 +497,7 @@ def audit(
         ideal_usd=("ideal_usd", "sum"),
     )
     cached = g["cache_creation_tokens"] + g["cache_read_tokens"]
-    g["hit_rate_frac"] = (g["cache_read_tokens"] / cached.where(cached > 0)).astype(float)
+    g["cache_hit_rate"] = (g["cache_read_tokens"] / cached.where(cached > 0)).astype(float)
     g["invalidated"] = (g["cache_read_tokens"] == 0) & (g["requests_writing"] >= 2)
     g = g.reset_index()
     read = float(df["cache_read_input_tokens"].sum())
@@ -510,7 +510,7 @@ def audit(
         cache_creation_tokens=created,
         cache_read_tokens=read,
         output_tokens=float(df["output_tokens"].sum()),
-        hit_rate_frac=read / (read + created) if read + created > 0 else None,
+        cache_hit_rate=read / (read + created) if read + created > 0 else None,
         paid_usd=float(paid.sum()),
         nocache_usd=float(nocache.sum()),
         ideal_usd=float(ideal.sum()),

@@ -119,7 +119,7 @@ def _replica_workload(s: Scenario, trace: Workload | None, replicas: int, max_re
 def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
     """Fewest replicas for one GPU × tp (a row of the table, before pricing)."""
     r, x = sim_inputs(s, catalog)
-    row = dict(gpu=s.gpu, name=r.gpu.name, tp=s.tp, price_usd_per_gpu_hour=float(np.asarray(x.price_usd_per_gpu_hour)))
+    row = dict(gpu=s.gpu, name=r.gpu.name, tp=s.tp, price_per_gpu_hour_usd=float(np.asarray(x.price_per_gpu_hour_usd)))
     plan = memory_plan(x)
     if not bool(plan["fits"]):
         return row | dict(fits=False, status="does not fit: weights and reserve exceed memory")
@@ -180,13 +180,13 @@ COLUMNS = (
     "status",
     "replicas",
     "gpus",
-    "usd_per_hour",
-    "usd_per_million_output_tokens",
+    "cost_per_hour_usd",
+    "cost_per_million_output_tokens_usd",
     "ttft_p99_s",
     "itl_p99_s",
     "goodput_frac",
     "kv_used_mean_frac",
-    "price_usd_per_gpu_hour",
+    "price_per_gpu_hour_usd",
     "simulations",
     "best",
 )
@@ -215,17 +215,19 @@ def size_fleet(
         if progress is not None:
             progress((k + 1) / len(combos))
     table = pd.DataFrame(rows).reindex(
-        columns=[c for c in COLUMNS if c not in ("gpus", "usd_per_hour", "usd_per_million_output_tokens", "best")]
+        columns=[
+            c for c in COLUMNS if c not in ("gpus", "cost_per_hour_usd", "cost_per_million_output_tokens_usd", "best")
+        ]
     )
     table["gpus"] = table["replicas"] * table["tp"]
-    table["usd_per_hour"] = table["gpus"] * table["price_usd_per_gpu_hour"]
+    table["cost_per_hour_usd"] = table["gpus"] * table["price_per_gpu_hour_usd"]
     tokens_per_hour = rate * mean_out * S_PER_HOUR
-    table["usd_per_million_output_tokens"] = (
-        table["usd_per_hour"] / tokens_per_hour * TOKENS_PER_MTOK if tokens_per_hour > 0 else np.nan
+    table["cost_per_million_output_tokens_usd"] = (
+        table["cost_per_hour_usd"] / tokens_per_hour * TOKENS_PER_MTOK if tokens_per_hour > 0 else np.nan
     )
-    table = table.sort_values(["usd_per_hour", "gpus", "ttft_p99_s"], na_position="last", kind="stable").reset_index(
-        drop=True
-    )
+    table = table.sort_values(
+        ["cost_per_hour_usd", "gpus", "ttft_p99_s"], na_position="last", kind="stable"
+    ).reset_index(drop=True)
     ok = table.index[table["status"] == "meets SLOs"]
     table["best"] = False
     best = int(ok[0]) if len(ok) else None
@@ -247,7 +249,7 @@ def _describe(row: pd.Series) -> str:
     """A table row in words: replicas × GPU name at tp (GPUs, $/h)."""
     gpus = int(row["gpus"])
     plural = "" if gpus == 1 else "s"
-    cost = f"{gpus} GPU{plural}, ${row['usd_per_hour']:,.2f}/h"
+    cost = f"{gpus} GPU{plural}, ${row['cost_per_hour_usd']:,.2f}/h"
     return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({cost})"
 
 
@@ -260,12 +262,14 @@ def best_reason(table: pd.DataFrame, best: int | None, s: Scenario, rate: float)
     if best is None:
         return f"No configuration meets {targets}."
     row = table.iloc[best]  # the index is 0 … n − 1: best is a position and a label
-    per_mtok = row["usd_per_million_output_tokens"]
+    per_mtok = row["cost_per_million_output_tokens_usd"]
     text = f"Cheapest way to meet {targets}: {_describe(row)}, ${per_mtok:,.3g} per million output tokens."
     others = table[(table["status"] == "meets SLOs") & (table.index != best)]
     if len(others):
         nxt = others.iloc[0]
-        extra = nxt["usd_per_hour"] / row["usd_per_hour"] - 1.0 if row["usd_per_hour"] > 0 else float("nan")
+        extra = (
+            nxt["cost_per_hour_usd"] / row["cost_per_hour_usd"] - 1.0 if row["cost_per_hour_usd"] > 0 else float("nan")
+        )
         text += f" Next: {_describe(nxt)}, {extra:+.0%}."
     return text
 
@@ -299,10 +303,10 @@ def disaggregated(
     rows = []
     for g in keys:
         fits, prefill_best, decode_best = _best_pools(s, catalog, g, tps, rate, mean_out)
-        price = float(np.asarray(sim_inputs(s.on_gpu(g, 1), catalog)[1].price_usd_per_gpu_hour))
+        price = float(np.asarray(sim_inputs(s.on_gpu(g, 1), catalog)[1].price_per_gpu_hour_usd))
         colo = table[(table["gpu"] == g) & (table["status"] == "meets SLOs")]
         colo_gpus = float(colo["gpus"].min()) if len(colo) else float("nan")
-        row = dict(gpu=g, name=catalog.gpus[g].name, price_usd_per_gpu_hour=price, colocated_gpus=colo_gpus)
+        row = dict(gpu=g, name=catalog.gpus[g].name, price_per_gpu_hour_usd=price, colocated_gpus=colo_gpus)
         if prefill_best and decode_best:
             total = prefill_best[0] + decode_best[0]
             row |= dict(
@@ -313,8 +317,8 @@ def disaggregated(
                 decode_gpus=decode_best[0],
                 decode_streams_per_gpu=decode_best[2],
                 disaggregated_gpus=total,
-                disaggregated_usd_per_hour=total * price,
-                colocated_usd_per_hour=colo_gpus * price,
+                disaggregated_cost_per_hour_usd=total * price,
+                colocated_cost_per_hour_usd=colo_gpus * price,
                 gpu_saving_frac=1.0 - total / colo_gpus if colo_gpus > 0 else float("nan"),
                 status="estimated",
             )
@@ -376,7 +380,7 @@ def sizing_text(z: Sizing) -> str:
     for _, row in z.table.iterrows():
         if row["status"] == "meets SLOs":
             nums = (
-                f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['usd_per_hour']:>10,.2f}{row['usd_per_million_output_tokens']:>9.3g}"
+                f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}{row['cost_per_million_output_tokens_usd']:>9.3g}"
                 f"{row['ttft_p99_s'] * MS_PER_S:>8.0f}ms{row['itl_p99_s'] * MS_PER_S:>7.1f}ms"
             )
         else:

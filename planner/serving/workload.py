@@ -95,7 +95,7 @@ def poisson_workload(
     spread: float,
     prompt_mean_tokens: float,
     output_mean_tokens: float,
-    hit_frac: float,
+    cache_hit_rate: float,
     prefix_tokens: int,
     seed: int,
 ) -> Workload:
@@ -104,7 +104,7 @@ def poisson_workload(
     unit_gaps = rng.exponential(1.0, n)
     prompt = lengths(rng, dist, spread=spread, mean=prompt_mean_tokens, n=n)
     output = lengths(rng, dist, spread=spread, mean=output_mean_tokens, n=n)
-    hits = rng.random(n) < hit_frac
+    hits = rng.random(n) < cache_hit_rate
     return Workload(
         arrival_s=np.cumsum(unit_gaps) / rate_per_s,
         prompt_tokens=prompt,

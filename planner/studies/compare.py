@@ -60,7 +60,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     tp_used = np.where(fits, float(scenario.tp), min_tp)
     runs = tp_used > 0
     out = compute(x.with_(tp=np.where(runs, tp_used, float(scenario.tp))))
-    price = np.asarray(x.price_usd_per_gpu_hour)
+    price = np.asarray(x.price_per_gpu_hour_usd)
 
     priced = price > 0
 
@@ -84,7 +84,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
             "cost_per_million_output_tokens_usd": pd.array(
                 metric("cost_per_million_output_tokens_usd"), dtype="Float64"
             ),
-            "price_usd_per_gpu_hour": price,
+            "price_per_gpu_hour_usd": price,
         }
     )
     batch_fits = runs & np.asarray(out["batch_fits_memory"], dtype=bool)

@@ -345,7 +345,7 @@ def cache_cost_curves(result: Result) -> pd.DataFrame:
     n, k = cost.shape
     return pd.DataFrame(
         {
-            "hit_rate": np.repeat(HIT_RATE_GRID, k),
+            "cache_hit_rate": np.repeat(HIT_RATE_GRID, k),
             "write_policy": np.tile(WRITE_POLICIES, n),
             "write_multiplier": np.tile(np.concatenate([[1.0], w]), n),
             "cost_per_request_usd": cost.ravel(),

@@ -395,7 +395,7 @@ def _rate_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Cost per million output tokens",
             "price per GPU-hour · tp / 3600 / (B / TPOT) · 10^6",
-            f"{num(float(x.price_usd_per_gpu_hour))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} "
+            f"{num(float(x.price_per_gpu_hour_usd))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} "
             f"· {num(TOKENS_PER_MTOK)}",
             _value(m["cost_per_million_output_tokens_usd"], "USD"),
         ),
@@ -478,7 +478,7 @@ def _cache_items(s: _Scenario) -> list[ExplainItem]:
     f = _scalar
     h, w, r = m["cache_hit_rate"], f(xa.cache_write_multiplier), f(xa.cache_read_multiplier)
     X = f(cacheable_prefix_tokens(xa))
-    p, o = f(xa.price_in_usd_per_token), f(xa.price_out_usd_per_token)
+    p, o = f(xa.price_in_per_token_usd), f(xa.price_out_per_token_usd)
     P, out = num(s.P), num(s.O)
     rpm = f(xa.requests_per_min_per_prefix)
     if rpm > 0:

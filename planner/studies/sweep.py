@@ -30,7 +30,7 @@ NUMERIC_KEYS: dict[str, tuple[str, float]] = {
     "prompt": ("prompt_tokens", 1.0),
     "output": ("output_tokens", 1.0),
     "chunk": ("chunk_tokens", 1.0),
-    "hit": ("hit_rate", 1.0),
+    "hit": ("cache_hit_rate", 1.0),
     "prefix": ("prefix_tokens", 1.0),
     "rpm": ("requests_per_min_per_prefix", 1.0),
     "gamma": ("gamma", 1.0),
@@ -40,9 +40,9 @@ NUMERIC_KEYS: dict[str, tuple[str, float]] = {
     "mbu": ("mbu", 1.0),
     "mem_util": ("mem_util", 1.0),
     "block": ("block_tokens", 1.0),
-    "price_in": ("price_in_usd_per_token", 1 / TOKENS_PER_MTOK),
-    "price_out": ("price_out_usd_per_token", 1 / TOKENS_PER_MTOK),
-    "gpu_price": ("price_usd_per_gpu_hour", 1.0),
+    "price_in": ("price_in_per_token_usd", 1 / TOKENS_PER_MTOK),
+    "price_out": ("price_out_per_token_usd", 1 / TOKENS_PER_MTOK),
+    "gpu_price": ("price_per_gpu_hour_usd", 1.0),
 }
 MAX_SWEEP_ROWS = 5_000_000
 

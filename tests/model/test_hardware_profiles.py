@@ -153,7 +153,7 @@ def test_interconnect_is_one_direction(shipped, key):
 def test_every_profile_names_a_source_url_and_a_price(shipped, key):
     gpu = shipped[0][key]
     assert "http" in gpu.source
-    assert gpu.price_usd_per_hour > 0
+    assert gpu.price_per_gpu_hour_usd > 0
 
 
 def test_memory_bound_ordering_is_sane(shipped):

@@ -34,7 +34,7 @@ def test_committed_measured_profiles_are_in_the_catalog(catalog):
     assert catalog.profile_keys()[-len(COMMITTED) :] == COMMITTED  # listed after the datasheet profiles
     for key in COMMITTED:
         g = catalog.profile(key)
-        assert g.calibrated and g.price_usd_per_hour == 0.0 and g.compute_memory_overlap != 1.0
+        assert g.calibrated and g.price_per_gpu_hour_usd == 0.0 and g.compute_memory_overlap != 1.0
 
 
 def test_a_missing_results_folder_is_no_problem(tmp_path):

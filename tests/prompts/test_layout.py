@@ -145,7 +145,7 @@ def test_varying_block_before_breakpoint_caps_the_prefix(x):
     bp = rep.breakpoints_frame.iloc[0]
     assert bp["prefix_tokens"] == 3050
     assert bp["reusable_prefix_tokens"] == 3000  # ends at the varying block
-    assert bp["hit_rate_frac"] == 0.0
+    assert bp["cache_hit_rate"] == 0.0
     assert "breakpoint_after_varying" in codes(rep)
     # every request writes the whole prefix at 1.25x and reads nothing
     assert rep.read_tokens == 0 and rep.written_tokens == 3050
@@ -157,7 +157,7 @@ def test_varying_block_before_breakpoint_caps_the_prefix(x):
 def test_breakpoint_before_the_varying_block_is_read(x):
     rep = analyse(decode("s:3000:s:*|s:50:r|m:200:r"), x, "5m", traffic(rpm=60))
     h = 1 - math.exp(-1.0 * 300)  # one request per second, whole 5-minute window
-    assert rep.breakpoints_frame.iloc[0]["hit_rate_frac"] == pytest.approx(h)
+    assert rep.breakpoints_frame.iloc[0]["cache_hit_rate"] == pytest.approx(h)
     assert rep.read_tokens == pytest.approx(3000 * h)
     assert not [f for f in rep.findings if f.severity == "error"]
     assert rep.ttft_saved_s > 0
@@ -235,10 +235,10 @@ def test_ttl_counts_from_the_start_of_the_request(x):
     layout = decode("s:5000:s:*|m:200:r")
     quick = analyse(layout, x, "5m", traffic(rpm=1.0, dur=10.0))
     slow = analyse(layout, x, "5m", traffic(rpm=1.0, dur=240.0))  # a four-minute stream
-    assert quick.breakpoints_frame.iloc[0]["hit_rate_frac"] == pytest.approx(1 - math.exp(-290 / 60))
-    assert slow.breakpoints_frame.iloc[0]["hit_rate_frac"] == pytest.approx(1 - math.exp(-60 / 60))
+    assert quick.breakpoints_frame.iloc[0]["cache_hit_rate"] == pytest.approx(1 - math.exp(-290 / 60))
+    assert slow.breakpoints_frame.iloc[0]["cache_hit_rate"] == pytest.approx(1 - math.exp(-60 / 60))
     gone = analyse(layout, x, "5m", traffic(rpm=1.0, dur=300.0))
-    assert gone.breakpoints_frame.iloc[0]["hit_rate_frac"] == 0.0
+    assert gone.breakpoints_frame.iloc[0]["cache_hit_rate"] == 0.0
     assert "below_break_even" in codes(gone)
     assert "ttl_mismatch" in codes(gone)  # 1 h leaves 55 minutes of window
 

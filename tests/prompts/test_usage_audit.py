@@ -52,7 +52,7 @@ def test_example_log_end_to_end():
     assert rep.requests == len(good)
     read = sum(r["cache_read_input_tokens"] for r in good)
     created = sum(r["cache_creation_input_tokens"] for r in good)
-    assert rep.hit_rate_frac == pytest.approx(read / (read + created))
+    assert rep.cache_hit_rate == pytest.approx(read / (read + created))
     paid = sum(
         r["input_tokens"] * P_IN
         + r["cache_creation_input_tokens"] * W * P_IN
@@ -81,8 +81,8 @@ def test_example_log_end_to_end():
     groups = rep.groups.set_index("group")
     assert groups.loc["doc-summariser", "cache_read_tokens"] == 0
     assert groups.loc["doc-summariser", "requests_writing"] == groups.loc["doc-summariser", "requests"]
-    assert math.isnan(groups.loc["code-review", "hit_rate_frac"])  # below the minimum: nothing cached
-    assert groups.loc["support-bot", "hit_rate_frac"] > 0.9
+    assert math.isnan(groups.loc["code-review", "cache_hit_rate"])  # below the minimum: nothing cached
+    assert groups.loc["support-bot", "cache_hit_rate"] > 0.9
     # the time series holds every token of the log
     assert rep.series_axis == "time" and rep.bin_width_s == 300  # two hours in 5-minute bins
     assert rep.series["cache_read_input_tokens"].sum() == read
@@ -256,12 +256,12 @@ def test_ideal_writes_once_per_group():
     assert rep.ideal_usd == pytest.approx(base + (1000 * W + 2000 * R) * P_IN)
     assert rep.paid_usd == pytest.approx(base + 3000 * W * P_IN)
     assert rep.nocache_usd == pytest.approx(base + 3000 * P_IN)
-    assert rep.hit_rate_frac == 0.0
+    assert rep.cache_hit_rate == 0.0
 
 
 def test_no_cached_tokens_gives_no_hit_rate():
     rep = audit(parse_usage_log(jsonl({"input_tokens": 5, "output_tokens": 1})), P_IN, P_OUT, W)
-    assert rep.hit_rate_frac is None
+    assert rep.cache_hit_rate is None
     assert rep.series_axis == "request" and rep.series["requests"].sum() == 1
 
 

@@ -68,13 +68,13 @@ def test_table_is_sorted_by_cost_and_flags_the_cheapest(sized):
     s, z = sized
     t = z.table
     ok = t[t["status"] == "meets SLOs"]
-    assert list(ok["usd_per_hour"]) == sorted(ok["usd_per_hour"])
+    assert list(ok["cost_per_hour_usd"]) == sorted(ok["cost_per_hour_usd"])
     assert z.best == 0 and bool(t.loc[0, "best"]) and t["best"].sum() == 1
     row = t.loc[0]
     assert row["gpus"] == row["replicas"] * row["tp"]
-    assert row["usd_per_hour"] == pytest.approx(row["gpus"] * row["price_usd_per_gpu_hour"])
-    per_mtok = row["usd_per_hour"] / 3600 / (s.rate * s.output) * 1e6
-    assert row["usd_per_million_output_tokens"] == pytest.approx(per_mtok)
+    assert row["cost_per_hour_usd"] == pytest.approx(row["gpus"] * row["price_per_gpu_hour_usd"])
+    per_mtok = row["cost_per_hour_usd"] / 3600 / (s.rate * s.output) * 1e6
+    assert row["cost_per_million_output_tokens_usd"] == pytest.approx(per_mtok)
     assert row["name"] in z.reason and "p99 TTFT" in z.reason
     assert (ok["ttft_p99_s"] <= s.slo_ttft_s).all() and (ok["itl_p99_s"] <= s.slo_tpot_s).all()
 
@@ -127,10 +127,10 @@ def test_sizing_a_trace(catalog):
 def test_a_gpu_price_override_applies_to_the_scenarios_own_gpu_only(catalog):
     s = Scenario(gpu="h100-sxm", gpu_price=1.25, rate=1.0, sim_requests=20)
     z = size_fleet(s, catalog, gpus=["h100-sxm", "a100-80gb-sxm"], tps=(1,), max_requests=20)
-    price = dict(zip(z.table["gpu"], z.table["price_usd_per_gpu_hour"], strict=True))
+    price = dict(zip(z.table["gpu"], z.table["price_per_gpu_hour_usd"], strict=True))
     _, other = sim_inputs(s.model_copy(update={"gpu": "a100-80gb-sxm", "gpu_price": None}), catalog)
     assert price["h100-sxm"] == 1.25
-    assert price["a100-80gb-sxm"] == pytest.approx(float(np.asarray(other.price_usd_per_gpu_hour)))
+    assert price["a100-80gb-sxm"] == pytest.approx(float(np.asarray(other.price_per_gpu_hour_usd)))
     assert price["a100-80gb-sxm"] != 1.25
-    disaggregated = dict(zip(z.disaggregated["gpu"], z.disaggregated["price_usd_per_gpu_hour"], strict=True))
+    disaggregated = dict(zip(z.disaggregated["gpu"], z.disaggregated["price_per_gpu_hour_usd"], strict=True))
     assert disaggregated == pytest.approx(price)

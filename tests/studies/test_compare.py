@@ -27,7 +27,7 @@ COLUMNS = [
     "tpot_s",
     "decode_tokens_per_s_per_gpu",
     "cost_per_million_output_tokens_usd",
-    "price_usd_per_gpu_hour",
+    "price_per_gpu_hour_usd",
     "batch_fits_memory",
     "meets_slo",
     "cheapest_meeting_slo",
@@ -38,7 +38,7 @@ COLUMNS = [
 def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
     assert list(df.columns) == COLUMNS
     assert list(df.gpu) == list(CATALOG.gpus)
-    for col in METRIC_COLUMNS + ("price_usd_per_gpu_hour",):
+    for col in METRIC_COLUMNS + ("price_per_gpu_hour_usd",):
         values = df[col].dropna().to_numpy(dtype=float)
         assert np.isfinite(values).all() and (values >= 0).all(), col
     runs = df.tp_used.notna()
@@ -112,8 +112,8 @@ def test_gpu_that_fits_nowhere_gets_a_note_and_no_numbers():
 
 def test_price_override_applies_to_the_scenarios_gpu_only():
     df = compare_gpus(Scenario(gpu="h100-sxm", gpu_price=0.5), CATALOG).set_index("gpu")
-    assert df.loc["h100-sxm", "price_usd_per_gpu_hour"] == 0.5
-    assert df.loc["h200", "price_usd_per_gpu_hour"] == CATALOG.gpus["h200"].price_usd_per_hour
+    assert df.loc["h100-sxm", "price_per_gpu_hour_usd"] == 0.5
+    assert df.loc["h200", "price_per_gpu_hour_usd"] == CATALOG.gpus["h200"].price_per_gpu_hour_usd
 
 
 def test_batch_beyond_memory_does_not_meet_the_slo():

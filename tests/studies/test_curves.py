@@ -259,14 +259,14 @@ def test_cache_costs_cross_no_cache_at_break_even():
     none = df[df.write_policy == "none"].cost_per_request_usd
     assert none.nunique() == 1 and none.iloc[0] == pytest.approx(r.metrics["nocache_cost_per_request_usd"])
     for policy in ("5m", "1h"):
-        c = df[df.write_policy == policy].sort_values("hit_rate")
+        c = df[df.write_policy == policy].sort_values("cache_hit_rate")
         assert (
             nondecreasing(-c.cost_per_request_usd)
             and c.cost_per_request_usd.iloc[0] > none.iloc[0] > c.cost_per_request_usd.iloc[-1]
         )
         assert be.loc[policy, "cost_per_request_usd"] == pytest.approx(none.iloc[0], rel=1e-12)
     assert be.loc["5m", "break_even_hit_rate"] == pytest.approx(r.metrics["cache_break_even_hit_rate"])
-    five = df[(df.write_policy == "5m") & (df.hit_rate == 0.4)]
+    five = df[(df.write_policy == "5m") & (df.cache_hit_rate == 0.4)]
     assert five.cost_per_request_usd.item() == pytest.approx(r.metrics["cache_cost_per_request_usd"])
     assert (df.cost_per_million_requests_usd == df.cost_per_request_usd * 1e6).all()
 

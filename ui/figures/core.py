@@ -465,10 +465,10 @@ def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
 # ---------------------------------------------------------------- prompt caching
 
 
-def cache_cost_figure(frame: pd.DataFrame, hit_rate: float, break_even: Mapping[str, float]) -> go.Figure:
+def cache_cost_figure(frame: pd.DataFrame, cache_hit_rate: float, break_even: Mapping[str, float]) -> go.Figure:
     """USD per million requests vs hit rate for each write policy; break-even hit rates
     (pass none when the prefix is too short to cache) and the scenario's hit rate marked."""
-    policy, hit = frame["write_policy"].to_numpy(), frame["hit_rate"].to_numpy()
+    policy, hit = frame["write_policy"].to_numpy(), frame["cache_hit_rate"].to_numpy()
     per_m, per_req = frame["cost_per_million_requests_usd"].to_numpy(), frame["cost_per_request_usd"].to_numpy()
     data = [
         dict(
@@ -488,7 +488,7 @@ def cache_cost_figure(frame: pd.DataFrame, hit_rate: float, break_even: Mapping[
     for i, (policy, h) in enumerate(break_even.items()):
         s, n = vline(h, f"{policy} break-even {fmt_num(h)}", False, color=COLORS[policy], y_text=0.98 - 0.1 * i)
         shapes.append(s), notes.append(n)
-    s, n = vline(hit_rate, f"this scenario {fmt_num(hit_rate)}", False, y_text=0.2)
+    s, n = vline(cache_hit_rate, f"this scenario {fmt_num(cache_hit_rate)}", False, y_text=0.2)
     return figure(
         data,
         shapes=shapes + [s],
@@ -498,7 +498,7 @@ def cache_cost_figure(frame: pd.DataFrame, hit_rate: float, break_even: Mapping[
     )
 
 
-def break_even_figure(frame: pd.DataFrame, hit_rate: float) -> go.Figure:
+def break_even_figure(frame: pd.DataFrame, cache_hit_rate: float) -> go.Figure:
     """Break-even hit rate per write policy (bars green when this scenario's hit rate beats it)."""
     data = [
         dict(
@@ -507,12 +507,12 @@ def break_even_figure(frame: pd.DataFrame, hit_rate: float) -> go.Figure:
             y=[POLICY_LABELS[p] for p in frame["write_policy"]],
             x=frame["break_even_hit_rate"].to_numpy(),
             marker=dict(
-                color=[COLORS["win"] if hit_rate > h else COLORS["lose"] for h in frame["break_even_hit_rate"]]
+                color=[COLORS["win"] if cache_hit_rate > h else COLORS["lose"] for h in frame["break_even_hit_rate"]]
             ),
             hovertemplate="%{y}: caching pays above a %{x:.3f} hit rate<extra></extra>",
         )
     ]
-    s, n = vline(hit_rate, f"this scenario {fmt_num(hit_rate)}", False)
+    s, n = vline(cache_hit_rate, f"this scenario {fmt_num(cache_hit_rate)}", False)
     return figure(
         data,
         height=240,

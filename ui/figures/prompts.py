@@ -59,7 +59,7 @@ def layout_figure(layouts: Sequence[tuple[str, LayoutReport]]) -> go.Figure:
                     name="breakpoint",
                     legendgroup="breakpoint",
                     showlegend="breakpoint" not in shown,
-                    customdata=[[b, fmt_pct(h)] for b, h in zip(bp["block"], bp["hit_rate_frac"], strict=True)],
+                    customdata=[[b, fmt_pct(h)] for b, h in zip(bp["block"], bp["cache_hit_rate"], strict=True)],
                     hovertemplate="breakpoint after block %{customdata[0]}: prefix %{x:,} tokens, "
                     "hit rate %{customdata[1]}<extra></extra>",
                 )

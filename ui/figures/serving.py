@@ -93,10 +93,12 @@ def sizing_figure(table: pd.DataFrame) -> go.Figure:
     bars = dict(
         type="bar",
         orientation="h",
-        x=ok["usd_per_hour"].tolist(),
+        x=ok["cost_per_hour_usd"].tolist(),
         y=labels,
         marker=dict(color=colors),
-        customdata=np.stack([ok["gpus"], ok["usd_per_million_output_tokens"]], axis=-1).tolist() if len(ok) else [],
+        customdata=np.stack([ok["gpus"], ok["cost_per_million_output_tokens_usd"]], axis=-1).tolist()
+        if len(ok)
+        else [],
         hovertemplate="%{y}: $%{x:,.2f}/h, %{customdata[0]} GPUs, $%{customdata[1]:.3g}/Mtok<extra></extra>",
     )
     return figure(

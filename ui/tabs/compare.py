@@ -25,7 +25,7 @@ COMPARE_DISPLAY = {
     "tpot_s": "TPOT (ms)",
     "decode_tokens_per_s_per_gpu": "tok/s per GPU",
     "cost_per_million_output_tokens_usd": "$ / M output tokens",
-    "price_usd_per_gpu_hour": "$ / GPU-hour",
+    "price_per_gpu_hour_usd": "$ / GPU-hour",
     "meets_slo": "meets SLOs",
     "note": "note",
 }

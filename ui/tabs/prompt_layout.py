@@ -53,7 +53,7 @@ MAX_RPM = 1_000_000.0  # requests per minute the editor accepts
 GROUP_COLUMNS = (
     "group",
     "requests",
-    "hit_rate_frac",
+    "cache_hit_rate",
     "invalidated",
     "requests_writing",
     "cache_read_tokens",
@@ -186,7 +186,7 @@ def _checker(st: Any, ctx: PageContext, layout: Layout) -> None:
                 ),
                 "shared_by": "shared by",
                 "above_minimum": cc.CheckboxColumn("≥ minimum"),
-                "hit_rate_frac": cc.NumberColumn("hit rate", format="percent"),
+                "cache_hit_rate": cc.NumberColumn("hit rate", format="percent"),
                 "pays": cc.CheckboxColumn("pays", help="cached, and the hit rate beats break-even"),
             },
         )
@@ -317,7 +317,7 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
     c1.metric("Requests", fmt_count(rep.requests))
     c2.metric(
         "Measured hit rate",
-        "no cached tokens" if rep.hit_rate_frac is None else fmt_pct(rep.hit_rate_frac),
+        "no cached tokens" if rep.cache_hit_rate is None else fmt_pct(rep.cache_hit_rate),
         help="cache_read / (cache_read + cache_creation)",
     )
     c3.metric(
@@ -351,7 +351,7 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
         hide_index=True,
         key="pl_groups",
         column_config={
-            "hit_rate_frac": cc.NumberColumn("hit rate", format="percent"),
+            "cache_hit_rate": cc.NumberColumn("hit rate", format="percent"),
             "invalidated": cc.CheckboxColumn("writes, no reads"),
             **{
                 c: cc.NumberColumn(c.replace("_", " "))

@@ -47,8 +47,8 @@ SIZING_DISPLAY = {
     "tp": "tp",
     "replicas": "replicas",
     "gpus": "GPUs",
-    "usd_per_hour": "$ / hour",
-    "usd_per_million_output_tokens": "$ / M output tokens",
+    "cost_per_hour_usd": "$ / hour",
+    "cost_per_million_output_tokens_usd": "$ / M output tokens",
     "ttft_p99_s": "p99 TTFT (ms)",
     "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
@@ -349,8 +349,8 @@ def _show_sizing(st: Any, z: Sizing) -> None:
             "decode_gpus",
             "disaggregated_gpus",
             "colocated_gpus",
-            "disaggregated_usd_per_hour",
-            "colocated_usd_per_hour",
+            "disaggregated_cost_per_hour_usd",
+            "colocated_cost_per_hour_usd",
             "status",
         )
         if c in d
@@ -361,8 +361,8 @@ def _show_sizing(st: Any, z: Sizing) -> None:
                 "name": "GPU",
                 "disaggregated_gpus": "disaggregated GPUs",
                 "colocated_gpus": "colocated GPUs",
-                "disaggregated_usd_per_hour": "disaggregated $/h",
-                "colocated_usd_per_hour": "colocated $/h",
+                "disaggregated_cost_per_hour_usd": "disaggregated $/h",
+                "colocated_cost_per_hour_usd": "colocated $/h",
             }
         ),
         hide_index=True,

@@ -110,7 +110,7 @@ def meets_slos(metrics: Mapping[str, Any], scenario: Scenario) -> bool:
 
 
 def _replica_price(_option: Option, result: Result) -> float:
-    return float(result.metrics["price_usd_per_hour_per_replica"])
+    return float(result.metrics["price_per_replica_hour_usd"])
 
 
 @dataclass(frozen=True)
