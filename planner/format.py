@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from planner.units import MS_PER_S, US_PER_S, KiB
+from planner.units import MS_PER_S, PERCENT, US_PER_S, KiB
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -110,4 +110,4 @@ def fmt_pct(frac: float, signed: bool = False) -> str:
     frac = float(frac)
     if not math.isfinite(frac):
         return "n/a"
-    return f"{frac * 100:+.1f}%" if signed else f"{frac * 100:.1f}%"
+    return f"{frac * PERCENT:+.1f}%" if signed else f"{frac * PERCENT:.1f}%"

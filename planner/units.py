@@ -14,14 +14,17 @@ PETA = 1e15
 KiB = 2**10
 MiB = 2**20
 GiB = 2**30
+TiB = 2**40
 
 GB = GIGA  # decimal gigabyte, as printed on datasheets
 TB = TERA
 
+PERCENT = 100.0  # a fraction × PERCENT = per cent, for display
 MS_PER_S = 1e3
 US_PER_S = 1e6
 S_PER_MINUTE = 60.0
 S_PER_HOUR = 3600.0
+S_PER_DAY = 86_400.0
 TOKENS_PER_MTOK = 1e6
 
 #: Bytes per element for weights and KV cache.  int4 is the raw nibble; the

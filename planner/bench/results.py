@@ -24,10 +24,11 @@ from planner.bench.plan import PHASES, Phase
 from planner.errors import format_validation_error
 from planner.export import frame_to_csv, present_frame
 from planner.model.specs import KEY_PATTERN, GpuProfileFile, ModelSpec
+from planner.units import MiB
 
 SCHEMA_VERSION: Final = 2
 #: Largest results file accepted (a full run is ~60 KB).
-MAX_RESULTS_BYTES = 5 * 2**20
+MAX_RESULTS_BYTES = 5 * MiB
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 ProfileLabel = Literal["datasheet", "calibrated"]

@@ -79,7 +79,7 @@ from planner.bench.threads import tune_malloc
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, GpuProfileFile
-from planner.units import GB, GIGA, MS_PER_S, TERA, US_PER_S, GiB, MiB
+from planner.units import GB, GIGA, MEGA, MS_PER_S, TERA, US_PER_S, GiB, MiB
 
 #: share of the memory free at the start that weights + KV caches may take: a host's RAM is
 #: shared with everything else running; a GPU's memory is the benchmark's own
@@ -406,7 +406,7 @@ def run_bench(
 
     model = plan.shape.model_spec(context_window_tokens=plan.max_positions)
     weight_bytes = plan.shape.params * be.bytes_per_element
-    log(f"decoder: {plan.shape.params / 1e6:.1f} M parameters, {weight_bytes / MiB:.0f} MiB of weights")
+    log(f"decoder: {plan.shape.params / MEGA:.1f} M parameters, {weight_bytes / MiB:.0f} MiB of weights")
     decoder = Decoder(plan.shape, be, plan.max_positions)
     be.tune_linear(decoder.weights(), [c.tokens for c in plan.cases])
     log(be.linear_note)
@@ -420,8 +420,8 @@ def run_bench(
     be.release()
     cal = Calibration(rounds)
     log(
-        f"calibration (median of {len(rounds)} rounds): peak {cal.peak_flop_per_s / 1e9:.1f} GFLOP/s, bandwidth "
-        f"{cal.bandwidth_bytes_per_s / 1e9:.1f} GB/s, overlap {cal.compute_memory_overlap:+.2f}, attention "
+        f"calibration (median of {len(rounds)} rounds): peak {cal.peak_flop_per_s / GIGA:.1f} GFLOP/s, bandwidth "
+        f"{cal.bandwidth_bytes_per_s / GB:.1f} GB/s, overlap {cal.compute_memory_overlap:+.2f}, attention "
         f"{cal.attention_compute_frac:.2f} of peak / {cal.attention_bandwidth_frac:.2f} of bandwidth"
     )
 

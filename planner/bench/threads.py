@@ -20,6 +20,8 @@ import os
 import re
 from pathlib import Path
 
+from planner.units import GiB, MiB
+
 _SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
 _GETTERS = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
 
@@ -100,8 +102,8 @@ def shorten_blas_spin(log2_cycles: int = BLAS_SPIN_LOG2_CYCLES) -> str:
 
 #: glibc mallopt parameters (malloc.h): M_TRIM_THRESHOLD = -1, M_MMAP_THRESHOLD = -3
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD_BYTES = 32 * 2**20  # glibc's ceiling for this setting on 64-bit
-TRIM_THRESHOLD_BYTES = 2**30
+MMAP_THRESHOLD_BYTES = 32 * MiB  # glibc's ceiling for this setting on 64-bit
+TRIM_THRESHOLD_BYTES = GiB
 
 
 def tune_malloc() -> str:

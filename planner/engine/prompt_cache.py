@@ -20,6 +20,7 @@ import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.engine.roofline import StepCost, prefill
+from planner.units import S_PER_MINUTE
 
 
 def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> Array:
@@ -28,7 +29,7 @@ def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> Array:
 
 
 def ttl_hit_rate(requests_per_min, ttl_s, request_duration_s) -> Array:
-    lam = np.asarray(requests_per_min, dtype=float) / 60.0
+    lam = np.asarray(requests_per_min, dtype=float) / S_PER_MINUTE
     window = np.maximum(np.asarray(ttl_s, dtype=float) - request_duration_s, 0.0)
     return 1.0 - np.exp(-lam * window)
 

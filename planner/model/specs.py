@@ -12,7 +12,7 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB
+from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, TiB
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 KvDtype = Literal["bf16", "fp16", "fp8", "int8"]
@@ -37,7 +37,7 @@ class GPU(BaseModel):
     key: str = Field(min_length=1, max_length=64, description="file stem, used in links")
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
-    memory_bytes: float = Field(gt=0, le=10 * 2**40, description="HBM/GDDR capacity")
+    memory_bytes: float = Field(gt=0, le=10 * TiB, description="HBM/GDDR capacity")
     memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100 * TERA)
     peak_flop_per_s: dict[ComputeDtype, float] = Field(description="dense (not 2:4-sparse) peak per compute dtype")
     interconnect_bytes_per_s: float = Field(

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from planner.format import fmt_count, fmt_pct
 from planner.prompts.layout_report import LayoutReport
 from planner.prompts.usage_audit import AuditReport
+from planner.units import S_PER_DAY, S_PER_HOUR, S_PER_MINUTE
 from ui.figures.theme import COLORS, figure
 
 _MARGIN = dict(l=10, r=10, t=30, b=40)
@@ -97,13 +98,13 @@ def audit_figure(report: AuditReport) -> go.Figure:
         for col, name, color in series
     ]
     if report.series_axis == "time":
-        width = int(report.bin_width_s or 60)
+        width = report.bin_width_s or S_PER_MINUTE
         unit = (
-            f"{width // 60}-minute"
-            if width < 3600
-            else f"{width // 3600}-hour"
-            if width < 86_400
-            else (f"{width // 86_400}-day")
+            f"{width / S_PER_MINUTE:g}-minute"
+            if width < S_PER_HOUR
+            else f"{width / S_PER_HOUR:g}-hour"
+            if width < S_PER_DAY
+            else f"{width / S_PER_DAY:g}-day"
         )
         xtitle = f"time (UTC), {unit} bins"
         xaxis = dict(title=xtitle)

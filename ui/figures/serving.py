@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.format import fmt_seconds
-from planner.units import MS_PER_S
+from planner.units import MS_PER_S, PERCENT
 from ui.figures.theme import COLORS, axis, figure, hline_paper, vline
 
 
@@ -69,7 +69,7 @@ def timeline_figure(frame: pd.DataFrame) -> go.Figure:
             type="scatter",
             mode="lines",
             x=frame["time_s"].tolist(),
-            y=(frame["kv_used_frac"] * 100).tolist(),
+            y=(frame["kv_used_frac"] * PERCENT).tolist(),
             name="KV cache used (%)",
             yaxis="y2",
             line=dict(color=COLORS["decode"], shape="hv"),
