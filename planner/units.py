@@ -5,7 +5,6 @@ Human units (GB, GiB, TFLOP/s, ms) appear only in data files, labels and CSV
 headers, and are converted with these constants.
 """
 
-KILO = 1e3
 MEGA = 1e6
 GIGA = 1e9
 TERA = 1e12
@@ -17,7 +16,6 @@ GiB = 2**30
 TiB = 2**40
 
 GB = GIGA  # decimal gigabyte, as printed on datasheets
-TB = TERA
 
 PERCENT = 100.0  # a fraction × PERCENT = per cent, for display
 MS_PER_S = 1e3

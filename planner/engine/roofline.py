@@ -108,11 +108,6 @@ class StepCost:
         """The weight matmuls (the part that changes regime with batch) are compute-bound."""
         return self.matmul_compute_s >= self.matmul_memory_s
 
-    @property
-    def arithmetic_intensity(self) -> Array:
-        """FLOP per byte moved (whole step)."""
-        return self.flop / self.bytes
-
 
 def overlapped_s(compute_s, memory_s, overlap):
     """Time of an operator group that must do ``compute_s`` of arithmetic and ``memory_s`` of

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from planner.model.specs import ModelSpec
 
-CUSTOM_KEY = "custom"
 #: Longest link value read (the Scenario field ``custom`` has the same limit).
 MAX_CUSTOM_CHARS = 600
 CODES: dict[str, str] = {
@@ -44,7 +43,6 @@ CODES: dict[str, str] = {
     "C": "context_window_tokens",
     "P": "min_cacheable_prompt_tokens",
 }
-FIELDS_TO_CODE = {v: k for k, v in CODES.items()}
 _PART = re.compile(r"^([A-Z][a-z]{0,2})(\d{1,9})$")
 
 

@@ -95,10 +95,6 @@ def parse_axis(key: str, spec: str) -> list:
     return list(dict.fromkeys(values))
 
 
-def input_columns() -> list[str]:
-    return list(FIELDS)
-
-
 def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.DataFrame:
     """Every combination of ``axes`` values over ``base``: inputs + metrics, one row each."""
     numeric = {k: np.asarray(v, dtype=float) for k, v in axes.items() if k in NUMERIC_KEYS}
