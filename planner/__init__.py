@@ -8,11 +8,29 @@ The public API::
 
 ``compute(EngineInputs)`` is the vectorised core (every field may be a numpy array);
 ``evaluate`` resolves one scenario against the catalog and returns plain numbers.
+The names load on first use, so importing one planner module (``planner.units``,
+``planner.prompts.layout``) does not pull in the whole engine.
 """
 
-from planner.engine.evaluate import Result, compute, evaluate
-from planner.links import from_query, to_query
-from planner.model.catalog import load_catalog
-from planner.model.scenario import Scenario
+from __future__ import annotations
 
-__all__ = ["Result", "Scenario", "compute", "evaluate", "from_query", "load_catalog", "to_query"]
+import importlib
+from typing import Any
+
+_PUBLIC = {
+    "Result": "planner.engine.evaluate",
+    "compute": "planner.engine.evaluate",
+    "evaluate": "planner.engine.evaluate",
+    "from_query": "planner.links",
+    "to_query": "planner.links",
+    "load_catalog": "planner.model.catalog",
+    "Scenario": "planner.model.scenario",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'planner' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

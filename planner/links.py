@@ -198,10 +198,18 @@ def _decode_value(key: str, raw: str) -> tuple[Any, LinkIssue | None]:
     return None, LinkIssue(key, f"{key}={_show(raw)}: {reason.lower()}; allowed: {allowed_range(key)}", True)
 
 
-def _drop_unknown_names(good: dict[str, Any], gpus: set[str] | None, models: set[str] | None) -> list[LinkIssue]:
-    """Remove a GPU, model or draft key the catalog does not have; one issue each."""
+def _drop_unknown_names(
+    good: dict[str, Any], gpus: set[str] | None, models: set[str] | None, engines: set[str] | None
+) -> list[LinkIssue]:
+    """Remove a GPU, model, draft or engine key the catalog does not have; one issue each."""
     issues = []
-    for key, known in (("gpu", gpus), ("model", None if models is None else models | {"custom"}), ("draft", models)):
+    named = (
+        ("gpu", gpus),
+        ("model", None if models is None else models | {"custom"}),
+        ("draft", models),
+        ("engine", engines),
+    )
+    for key, known in named:
         if known is not None and key in good and good[key] and good[key] not in known:
             bad = str(good.pop(key))
             issues.append(
@@ -241,8 +249,12 @@ def from_query(
     query: str | Mapping[str, str | list[str]],
     gpus: set[str] | None = None,
     models: set[str] | None = None,
+    engines: set[str] | None = None,
 ) -> tuple[Scenario, list[LinkIssue]]:
-    """Decode a link.  Returns the scenario and one issue per problem; never raises."""
+    """Decode a link.  Returns the scenario and one issue per problem; never raises.
+
+    ``gpus``, ``models``, ``engines``: the catalog's keys, when known (a value outside them is
+    reported and the default used)."""
     values, issues = _read_pairs(query)
     good: dict[str, Any] = {}
     for key, raw in values.items():
@@ -251,6 +263,6 @@ def from_query(
             good[key] = value
         else:
             issues.append(issue)
-    issues += _drop_unknown_names(good, gpus, models)
+    issues += _drop_unknown_names(good, gpus, models, engines)
     scenario, more = _validated(good)
     return scenario, issues + more

@@ -55,7 +55,7 @@ class LinkNote:
 def decode_query_params(query_params: Any, catalog: Catalog) -> tuple[Scenario, list[LinkNote]]:
     """``st.query_params`` (every value of a repeated key kept) → Scenario + notes."""
     raw = {key: query_params.get_all(key) for key in query_params}
-    scenario, issues = from_query(raw, set(catalog.profile_keys()), set(catalog.models))
+    scenario, issues = from_query(raw, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
     return scenario, [LinkNote(i.message, i.fatal) for i in issues]
 
 

@@ -23,7 +23,7 @@ Command = Callable[[argparse.Namespace, Catalog, TextIO, TextIO], int]
 
 def scenario_from_link(link: str, catalog: Catalog, err: TextIO) -> Scenario:
     """Decode ``link``; notices go to ``err``; rejected values raise BadInput."""
-    scenario, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models))
+    scenario, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
     fatal = [str(i) for i in issues if i.fatal]
     for i in issues:
         if not i.fatal:

@@ -22,6 +22,7 @@ from planner.engine.speculative import speculative
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model
+from planner.model.engine_profile import EngineProfile
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
@@ -32,10 +33,13 @@ SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab
 
 @dataclass(frozen=True)
 class Resolved:
+    """A scenario with its catalog entries looked up (and its shape overrides applied)."""
+
     scenario: Scenario
     gpu: GPU
     model: ModelSpec
     draft: ModelSpec | None
+    engine: EngineProfile
 
 
 def apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
@@ -58,6 +62,7 @@ def apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
 
 
 def resolve(s: Scenario, catalog: Catalog) -> Resolved:
+    """Look the scenario's GPU, model, draft and engine up; ScenarioError names every unknown key."""
     problems = []
     gpu = catalog.profile(s.gpu)
     if gpu is None:
@@ -75,9 +80,14 @@ def resolve(s: Scenario, catalog: Catalog) -> Resolved:
         draft = catalog.models.get(s.draft)
         if draft is None:
             problems.append(f"draft={s.draft!r}: unknown model preset")
+    engine = catalog.engines.get(s.engine)
+    if engine is None:
+        problems.append(
+            f"engine={s.engine!r}: unknown engine profile; choose one of {', '.join(sorted(catalog.engines))}"
+        )
     if problems:
         raise ScenarioError(problems)
-    return Resolved(s, gpu, apply_overrides(model, s), draft)  # type: ignore[arg-type]
+    return Resolved(s, gpu, apply_overrides(model, s), draft, engine)  # type: ignore[arg-type]
 
 
 def inputs_for(r: Resolved) -> EngineInputs:

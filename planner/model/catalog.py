@@ -23,12 +23,16 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from planner.errors import format_validation_error
+from planner.model.engine_profile import EngineProfile, EngineProfileFile
 from planner.model.specs import GPU, KEY_RE, KEY_RULE, GpuProfileFile, ModelSpec
 from planner.units import KiB
 
 DATA: Traversable = files("planner.data")
 HARDWARE_DIR: Traversable = DATA / "hardware_profiles"
 MODEL_DIR: Traversable = DATA / "model_presets"
+ENGINE_DIR: Traversable = DATA / "engines"
+#: The engine profile a scenario uses unless its ``engine`` key says otherwise.
+DEFAULT_ENGINE = "vllm"
 #: calibrated profiles written by ``python -m planner bench`` and committed with their results
 #: (``planner/`` sits in the checkout's root; in an installed package this folder does not exist)
 MEASURED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -53,6 +57,7 @@ class Catalog:
     models: dict[str, ModelSpec]
     problems: tuple[str, ...] = field(default=())
     measured: dict[str, GPU] = field(default_factory=dict)
+    engines: dict[str, EngineProfile] = field(default_factory=dict)
 
     def profile(self, key: str) -> GPU | None:
         """The datasheet or measured profile named ``key``."""
@@ -71,6 +76,18 @@ def parse_gpu_toml(text: str, key: str) -> GPU:
         raise ValueError(f"not valid TOML: {exc}") from None
     try:
         return GpuProfileFile.model_validate(data).to_gpu(key)
+    except ValidationError as exc:
+        raise ValueError(format_validation_error(exc)) from None
+
+
+def parse_engine_toml(text: str, key: str) -> EngineProfile:
+    """Validate one engine profile's TOML text; raises ValueError naming the bad fields."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from None
+    try:
+        return EngineProfileFile.model_validate(data).to_profile(key)
     except ValidationError as exc:
         raise ValueError(format_validation_error(exc)) from None
 
@@ -123,6 +140,11 @@ def load_models(directory: Traversable = MODEL_DIR) -> tuple[dict[str, ModelSpec
     return _read_dir(directory, lambda text, _key: parse_model_toml(text))
 
 
+def load_engines(directory: Traversable = ENGINE_DIR) -> tuple[dict[str, EngineProfile], list[str]]:
+    """The serving-engine profiles by key (``vllm``, ``sglang``, ``trtllm``), and the problems met."""
+    return _read_dir(directory, parse_engine_toml)
+
+
 def load_measured(directory: Traversable, datasheet_keys: set[str]) -> tuple[dict[str, GPU], list[str]]:
     """Calibrated profiles in ``directory`` (a missing folder is no problem: nothing measured yet).
     Each must say ``calibrated = true`` and must not reuse a datasheet profile's key."""
@@ -144,9 +166,14 @@ def load_catalog(
     hardware_dir: Traversable = HARDWARE_DIR,
     model_dir: Traversable = MODEL_DIR,
     measured_dir: Traversable = MEASURED_DIR,
+    engine_dir: Traversable = ENGINE_DIR,
 ) -> Catalog:
     """Everything the planner can pick from; a bad file is a line in ``problems``, never an exception."""
     gpus, p1 = load_gpus(hardware_dir)
     models, p2 = load_models(model_dir)
     measured, p3 = load_measured(measured_dir, set(gpus))
-    return Catalog(gpus=gpus, models=models, problems=tuple(p1 + p2 + p3), measured=measured)
+    engines, p4 = load_engines(engine_dir)
+    problems = p1 + p2 + p3 + p4
+    if DEFAULT_ENGINE not in engines:
+        problems.append(f"{DEFAULT_ENGINE}.toml: the default engine profile is missing")
+    return Catalog(gpus=gpus, models=models, problems=tuple(problems), measured=measured, engines=engines)

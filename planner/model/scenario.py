@@ -78,6 +78,9 @@ class Scenario(BaseModel):
     layout: str = Field(
         default="", max_length=2000, pattern=r"^[A-Za-z0-9._~:,;|*-]*$", description="prompt layout, compact encoding"
     )
+    engine: str = Field(
+        default="vllm", pattern=KEY_PATTERN, description="serving engine profile: vllm, sglang or trtllm"
+    )
 
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> Scenario:

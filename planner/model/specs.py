@@ -37,7 +37,10 @@ class GPU(BaseModel):
     key: str = Field(min_length=1, max_length=64, description="file stem, used in links")
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
-    memory_bytes: float = Field(gt=0, le=10 * TiB, description="HBM/GDDR capacity")
+    memory_bytes: float = Field(gt=0, le=10 * TiB, description="HBM/GDDR capacity (datasheet)")
+    memory_reported_bytes: float | None = Field(
+        default=None, gt=0, le=10 * TiB, description="total memory the driver reports (what engines size from)"
+    )
     memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100 * TERA)
     peak_flop_per_s: dict[ComputeDtype, float] = Field(description="dense (not 2:4-sparse) peak per compute dtype")
     interconnect_bytes_per_s: float = Field(
@@ -90,6 +93,16 @@ class GpuProfileFile(BaseModel):
     vendor: str = Field(min_length=1, max_length=40)
     memory_capacity_gb: float | None = Field(default=None, gt=0, le=10_000)
     memory_capacity_gib: float | None = Field(default=None, gt=0, le=10_000)
+    memory_reported_gib: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000,
+        description="total device memory as the driver reports it (torch.cuda.get_device_properties().total_memory), "
+        "GiB: what a serving engine sizes from; the datasheet capacity stays as documentation",
+    )
+    memory_reported_source: str | None = Field(
+        default=None, max_length=500, description="where the reported figure comes from"
+    )
     memory_bandwidth_tb_per_s: float = Field(gt=0, le=100)
     dense_tflops_bf16: float = Field(gt=0, le=50_000)
     dense_tflops_fp8: float | None = Field(default=None, gt=0, le=50_000)
@@ -141,6 +154,7 @@ class GpuProfileFile(BaseModel):
             name=self.name,
             vendor=self.vendor,
             memory_bytes=mem,
+            memory_reported_bytes=None if self.memory_reported_gib is None else self.memory_reported_gib * GiB,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_tb_per_s * TERA,
             peak_flop_per_s=peaks,
             interconnect_bytes_per_s=self.interconnect_gb_per_s * GB,

@@ -1,0 +1,41 @@
+"""Serving-engine profiles: what one engine (vLLM, SGLang, TensorRT-LLM) does differently.
+
+A profile is data (``planner/data/engines/<key>.toml``, with provenance) and has two parts,
+each owned by the model that uses it:
+  ``memory``  how the engine sizes its KV cache (``planner.model.engine_memory``)
+  ``timing``  the fitted efficiency parameters of its kernels and scheduler
+              (``planner.model.engine_timing``)
+The scenario's link key ``engine`` (default ``vllm``) selects the profile.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.model.engine_memory import EngineMemory
+from planner.model.engine_timing import EngineTiming
+from planner.model.specs import FROZEN
+
+
+class EngineProfileFile(BaseModel):
+    """Schema of ``planner/data/engines/*.toml``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=80, description="the engine's name as people write it")
+    version: str = Field(min_length=1, max_length=40, description="the release the parameters describe")
+    source: str = Field(min_length=1, max_length=4000, description="where the parameters come from")
+    notes: str = Field(default="", max_length=4000)
+    memory: EngineMemory = Field(default_factory=EngineMemory)
+    timing: EngineTiming = Field(default_factory=EngineTiming)
+
+    def to_profile(self, key: str) -> EngineProfile:
+        return EngineProfile(key=key, **self.model_dump())
+
+
+class EngineProfile(EngineProfileFile):
+    """One loaded engine profile (the file's fields plus its key)."""
+
+    model_config = FROZEN
+
+    key: str = Field(min_length=1, max_length=64, description="file stem, the link value of ``engine``")
