@@ -6,8 +6,10 @@ the engine (no pandas), so the most common call starts fast."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TextIO
 
 from planner.errors import BadInput, ProblemsError, TraceError
@@ -50,30 +52,34 @@ def evaluate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
 
 def sweep(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame
-    from planner.studies.sweep import parse_axis
-    from planner.studies.sweep import sweep as run_sweep
+    from planner.studies.sweep import parse_axis, sweep_chunks
 
     scenario = scenario_from_link(args.link, catalog, err)
     axes: dict[str, list[Any]] = {}
     problems: list[str] = []
     for item in args.set or []:
         key, sep, spec = item.partition("=")
+        key = key.strip()
         if not sep:
             problems.append(f"--set {item!r}: expected KEY=VALUES")
             continue
+        if key in axes:
+            print(f"warning: --set {key}: given more than once; the last values are used", file=err)
         try:
-            axes[key.strip()] = parse_axis(key.strip(), spec)
+            axes[key] = parse_axis(key, spec)
         except ProblemsError as exc:
             problems.extend(exc.problems)
     if problems:
         raise BadInput(problems)
-    text = frame_to_csv(present_frame(run_sweep(scenario, axes, catalog)))
+    chunks = sweep_chunks(scenario, axes, catalog)  # checks the budget and every combination first
+    first = next(chunks)
+    with open(args.out, "w", encoding="utf-8") if args.out else nullcontext(out) as sink:
+        rows = 0
+        for k, chunk in enumerate(itertools.chain([first], chunks)):
+            sink.write(frame_to_csv(present_frame(chunk), header=k == 0))
+            rows += len(chunk)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        print(f"wrote {text.count(chr(10)) - 1} rows to {args.out}", file=err)
-    else:
-        out.write(text)
+        print(f"wrote {rows} rows to {args.out}", file=err)
     return 0
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.engine.inputs import Array, EngineInputs, MetricValue
+from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape
 from planner.engine.roofline import (
     decode,
     decode_context_tokens,
@@ -117,7 +117,8 @@ def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, MetricValue]:
     draft = draft_step_s(x, target_step_s=plain)
     e = expected_tokens_per_step(x.alpha, x.gamma)
     step = x.gamma * draft + verify_step_s(x, x.gamma + 1.0)
-    grid = GAMMA_GRID.reshape((-1,) + (1,) * np.ndim(plain))
+    # one axis for γ in front of every scenario axis (α or the draft ratio may vary alone)
+    grid = GAMMA_GRID.reshape((-1,) + (1,) * len(broadcast_shape(x)))
     gains = expected_tokens_per_step(x.alpha, grid) * plain / (grid * draft + verify_step_s(x, grid + 1.0))
     best = np.argmax(gains, axis=0)
     return {

@@ -9,7 +9,8 @@ and the dashboard.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from planner.export import present_frame
 from planner.links import FIELDS, _coerce, _field_ok, allowed_range
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
-from planner.units import TOKENS_PER_MTOK
+from planner.units import GB, TOKENS_PER_MTOK
 
 #: Scenario key → (EngineInputs field, scale from the key's unit to SI).
 NUMERIC_KEYS: dict[str, tuple[str, float]] = {
@@ -44,7 +45,8 @@ NUMERIC_KEYS: dict[str, tuple[str, float]] = {
     "price_out": ("price_out_per_token_usd", 1 / TOKENS_PER_MTOK),
     "gpu_price": ("price_per_gpu_hour_usd", 1.0),
 }
-MAX_SWEEP_ROWS = 5_000_000
+#: Largest sweep: ≈ 80 s and ≈ 0.9 GB of CSV on this machine (see ROW_*_ESTIMATE).
+MAX_SWEEP_ROWS = 1_000_000
 
 
 def parse_axis(key: str, spec: str) -> list:
@@ -72,7 +74,7 @@ def parse_axis(key: str, spec: str) -> list:
             else int(np.floor((stop - start) / step + 1e-9)) + 1
         )
         if n > MAX_SWEEP_ROWS:
-            raise SweepError([f"{key}={spec!r}: {n} values; at most {MAX_SWEEP_ROWS}"])
+            raise SweepError([f"{key}={spec!r}: {n:,} values; a sweep has at most {MAX_SWEEP_ROWS:,} rows"])
         raws = [repr(start * step**i) if geometric else repr(start + i * step) for i in range(n)]
         if FIELDS[key].annotation in (int, int | None):
             raws = [str(int(round(float(r)))) for r in raws]
@@ -95,48 +97,92 @@ def parse_axis(key: str, spec: str) -> list:
     return list(dict.fromkeys(values))
 
 
-def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.DataFrame:
-    """Every combination of ``axes`` values over ``base``: inputs + metrics, one row each."""
+#: Rows computed and presented at a time: bounds the memory of a long sweep.
+CHUNK_ROWS = 20_000
+#: Measured on this 2-core machine (benchmarks/sweep_bench.py): presenting and writing one row of
+#: inputs + metrics as CSV takes ≈ 80 µs and ≈ 0.9 kB; used to state a sweep's cost before it runs.
+ROW_SECONDS_ESTIMATE = 80e-6
+ROW_CSV_BYTES_ESTIMATE = 900
+
+
+def sweep_rows(axes: Mapping[str, Sequence]) -> int:
+    """Rows a sweep over ``axes`` produces (the product of the axes' lengths)."""
+    return int(np.prod([len(v) for v in axes.values()], dtype=np.float64)) if axes else 1
+
+
+def check_sweep_budget(axes: Mapping[str, Sequence]) -> int:
+    """The sweep's row count, or SweepError stating its estimated time and size against the limit."""
+    n_rows = sweep_rows(axes)
+    if n_rows > MAX_SWEEP_ROWS:
+        raise SweepError(
+            [
+                f"sweep has {n_rows:,} rows (≈ {n_rows * ROW_SECONDS_ESTIMATE:,.0f} s and "
+                f"≈ {n_rows * ROW_CSV_BYTES_ESTIMATE / GB:,.1f} GB of CSV); the limit is {MAX_SWEEP_ROWS:,} rows: "
+                "narrow a range or use a coarser step"
+            ]
+        )
+    return n_rows
+
+
+def _combination(base: Scenario, update: dict[str, Any], prefix_swept: bool, catalog: Catalog) -> Scenario:
+    """The base scenario with one combination of categorical values (validated, resolvable)."""
+    try:
+        s = Scenario.model_validate({**base.model_dump(), **update, **({"prefix": 0} if prefix_swept else {})})
+    except ValidationError as exc:
+        raise SweepError([f"{update}: {format_validation_error(exc)}"]) from None
+    resolve(s, catalog)  # ScenarioError names an unknown GPU, model or engine
+    return s
+
+
+def _chunk_frame(s: Scenario, base: Scenario, catalog: Catalog, flat: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Inputs (link keys) then every metric for one categorical combination × a slice of the numeric grid."""
+    x = inputs_for(resolve(s, catalog))
+    changes = {NUMERIC_KEYS[k][0]: v * NUMERIC_KEYS[k][1] for k, v in flat.items()}
+    if "prefix" in flat or "prompt" in flat:
+        prompt = flat.get("prompt", s.prompt)
+        prefix = flat.get("prefix", base.prefix)
+        changes["prefix_tokens"] = np.minimum(prefix, prompt)
+    metrics = compute(x.with_(**changes).as_arrays())
+    n = max([len(v) for v in flat.values()], default=1)
+    cols: dict[str, Any] = {k: np.broadcast_to(np.asarray(getattr(s, k), dtype=object), (n,)) for k in FIELDS}
+    for k, v in flat.items():
+        cols[k] = v.astype(int) if FIELDS[k].annotation in (int, int | None) else v
+    if "prefix" in flat or "prompt" in flat:
+        cols["prefix"] = np.asarray(changes["prefix_tokens"]).astype(int)
+    for k, v in metrics.items():
+        cols[k] = np.broadcast_to(v, (n,))
+    return pd.DataFrame(cols)
+
+
+def sweep_chunks(
+    base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """``sweep``'s rows, ``chunk_rows`` at a time (raw SI values; present them with ``present_frame``).
+
+    The budget is checked and every categorical combination validated before the first row is
+    computed, so a sweep that cannot run fails at once."""
+    check_sweep_budget(axes)
     numeric = {k: np.asarray(v, dtype=float) for k, v in axes.items() if k in NUMERIC_KEYS}
     categorical = {k: list(v) for k, v in axes.items() if k not in NUMERIC_KEYS}
-    n_rows = int(np.prod([len(v) for v in axes.values()])) if axes else 1
-    if n_rows > MAX_SWEEP_ROWS:
-        raise SweepError([f"sweep has {n_rows} rows; at most {MAX_SWEEP_ROWS}"])
     grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
     flat = {k: g.ravel() for k, g in zip(numeric, grids, strict=True)}
-    frames = []
-    problems: list[str] = []
+    n = max([len(v) for v in flat.values()], default=1)
+    combos, problems = [], []
     for combo in itertools.product(*categorical.values()):
-        update = dict(zip(categorical, combo, strict=True))
         try:
-            s = Scenario.model_validate({**base.model_dump(), **update, **({"prefix": 0} if "prefix" in flat else {})})
-            r = resolve(s, catalog)
-        except ValidationError as exc:
-            problems.append(f"{update}: {format_validation_error(exc)}")
-            continue
-        except ScenarioError as exc:
+            combos.append(_combination(base, dict(zip(categorical, combo, strict=True)), "prefix" in flat, catalog))
+        except (SweepError, ScenarioError) as exc:
             problems.extend(exc.problems)
-            continue
-        x = inputs_for(r)
-        changes = {NUMERIC_KEYS[k][0]: v * NUMERIC_KEYS[k][1] for k, v in flat.items()}
-        if "prefix" in flat or "prompt" in flat:
-            prompt = flat.get("prompt", s.prompt)
-            prefix = flat.get("prefix", base.prefix)
-            changes["prefix_tokens"] = np.minimum(prefix, prompt)
-        x = x.with_(**changes)
-        metrics = compute(x)
-        n = max([len(v) for v in flat.values()], default=1)
-        cols = {k: np.broadcast_to(np.asarray(getattr(s, k), dtype=object), (n,)) for k in FIELDS}
-        for k, v in flat.items():
-            cols[k] = v.astype(int) if FIELDS[k].annotation in (int, int | None) else v
-        if "prefix" in flat or "prompt" in flat:
-            cols["prefix"] = changes["prefix_tokens"].astype(int)
-        for k, v in metrics.items():
-            cols[k] = np.broadcast_to(v, (n,))
-        frames.append(pd.DataFrame(cols))
     if problems:
         raise SweepError(problems)
-    return pd.concat(frames, ignore_index=True)
+    for s in combos:
+        for start in range(0, n, chunk_rows):
+            yield _chunk_frame(s, base, catalog, {k: v[start : start + chunk_rows] for k, v in flat.items()})
+
+
+def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.DataFrame:
+    """Every combination of ``axes`` values over ``base``: inputs + metrics, one row each."""
+    return pd.concat(list(sweep_chunks(base, axes, catalog)), ignore_index=True)
 
 
 def scenario_frame(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:

@@ -89,3 +89,14 @@ def test_sweep_bad_axis_exits_2():
 def test_module_entry_point_runs_without_traceback():
     p = subprocess.run([sys.executable, "-m", "planner", "evaluate", "tp=abc"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "tp='abc'" in p.stderr
+
+
+def test_sweep_warns_about_a_repeated_set_key(tmp_path):
+    code, _, err = run("sweep", "", "--set", "batch=1,2", "--set", "batch=4", "--out", str(tmp_path / "s.csv"))
+    assert code == 0 and "warning: --set batch: given more than once; the last values are used" in err
+    assert "wrote 1 rows" in err
+
+
+def test_sweep_over_the_budget_exits_2_before_any_work():
+    code, out, err = run("sweep", "", "--set", "prompt=1:5000000:1")
+    assert code == 2 and out == "" and "5,000,000 values; a sweep has at most 1,000,000 rows" in err
