@@ -248,6 +248,8 @@ def parse_results(data: str | bytes) -> BenchResults:
             raise ValueError("not UTF-8 text; expected the JSON written by `python -m planner bench`") from None
     try:
         raw = json.loads(data, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("not a results file: JSON nested too deeply to read") from None
     except (json.JSONDecodeError, ValueError) as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
     if not isinstance(raw, dict):

@@ -29,6 +29,7 @@ import io
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -58,6 +59,10 @@ REQUIRED_FIELDS = ("input_tokens", "output_tokens")
 KNOWN_FIELDS = (*COUNT_FIELDS, "timestamp", "group", "prefix")  # every other key is ignored
 #: Lines read at most (50 MiB holds about 320,000 of the records benchmarks/audit_bench.py writes).
 MAX_LINES = 1_000_000
+#: Columns of a CSV log (the audit reads at most six of them).
+MAX_COLUMNS = 1_000
+#: Names listed in one message before "and N more".
+MAX_NAMED = 10
 NO_GROUP = "(no group)"
 
 _WHOLE = re.compile(r"^\s*\d+(?:\.0*)?\s*$")
@@ -276,6 +281,9 @@ def _read_jsonl(text: str) -> tuple[pd.DataFrame, list[int], list[RowProblem]]:
             continue
         try:
             rec = decoder.decode(raw)
+        except RecursionError:
+            problems.append(RowProblem(n, "", "JSON nested too deeply to read"))
+            continue
         except ValueError as exc:
             problems.append(RowProblem(n, "", f"not valid JSON ({str(exc)[:80]})"))
             continue
@@ -297,9 +305,17 @@ def _read_csv(text: str) -> tuple[pd.DataFrame, list[int], list[RowProblem]]:
         header = [h.strip() for h in next(reader)]
     except (StopIteration, csv.Error):
         return pd.DataFrame(), [], [RowProblem(0, "", "no CSV header")]
-    dupes = sorted({h for h in header if header.count(h) > 1})
+    if len(header) > MAX_COLUMNS:
+        return (
+            pd.DataFrame(),
+            [],
+            [RowProblem(1, "", f"{len(header):,} columns; a usage log has at most {MAX_COLUMNS:,}")],
+        )
+    dupes = sorted(h for h, n in Counter(header).items() if n > 1)
     if dupes:
-        return pd.DataFrame(), [], [RowProblem(1, "", f"column(s) {', '.join(dupes)} appear more than once")]
+        shown = ", ".join(dupes[:MAX_NAMED]) + (f" and {len(dupes) - MAX_NAMED} more" if len(dupes) > MAX_NAMED else "")
+        return pd.DataFrame(), [], [RowProblem(1, "", f"column(s) {shown} appear more than once")]
+    keep = [i for i, h in enumerate(header) if h in KNOWN_FIELDS]  # only the columns the audit reads
     rows, lines = [], []
     while True:
         try:
@@ -314,10 +330,9 @@ def _read_csv(text: str) -> tuple[pd.DataFrame, list[int], list[RowProblem]]:
         if len(row) != len(header):
             problems.append(RowProblem(reader.line_num, "", f"expected {len(header)} fields, found {len(row)}"))
             continue
-        rows.append(row)
+        rows.append([row[i] for i in keep])
         lines.append(reader.line_num)
-    frame = pd.DataFrame(rows, columns=header, dtype=object)
-    return frame[[c for c in header if c in KNOWN_FIELDS]], lines, problems
+    return pd.DataFrame(rows, columns=[header[i] for i in keep], dtype=object), lines, problems
 
 
 def _detect_format(text: str, name: str) -> str:

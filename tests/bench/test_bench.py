@@ -475,3 +475,8 @@ def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
     from planner.model.catalog import load_measured
 
     assert load_measured(tmp_path / "benchmarks" / "results", set()) == ({}, [])
+
+
+def test_deeply_nested_results_json_is_reported_not_raised():
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_results("[" * 100_000)

@@ -339,3 +339,23 @@ def test_unknown_keys_are_ignored():
     parsed = parse_usage_log(jsonl({"input_tokens": 1, "output_tokens": 1, "model": "x", "extra": [1, 2]}))
     assert parsed.rows_rejected == 0
     assert set(parsed.rows.columns) == {"line", *COUNT_FIELDS, "timestamp", "group"}
+
+
+def test_deeply_nested_json_line_is_a_row_problem():
+    nested = b'{"a":' * 50_000 + b"1" + b"}" * 50_000
+    parsed = parse_usage_log(nested + b'\n{"input_tokens": 5, "output_tokens": 3}\n', "deep.jsonl")
+    assert [str(p) for p in parsed.problems] == ["line 1: JSON nested too deeply to read"]
+
+
+def test_a_wide_csv_header_is_refused_at_once():
+    """The duplicate-column check was quadratic (50,000 columns: 30 s)."""
+    header = ",".join(f"c{i}" for i in range(50_000))
+    parsed = parse_usage_log((header + "\n" + ",".join("1" for _ in range(50_000)) + "\n").encode(), "wide.csv")
+    assert [str(p) for p in parsed.problems] == ["line 1: 50,000 columns; a usage log has at most 1,000"]
+
+
+def test_duplicate_columns_are_named_at_most_ten_times():
+    header = ",".join(["input_tokens", "output_tokens"] + [f"d{i}" for i in range(20)] * 2)
+    parsed = parse_usage_log((header + "\n").encode(), "dupes.csv")
+    (problem,) = parsed.problems
+    assert "appear more than once" in str(problem) and "and 10 more" in str(problem)

@@ -71,7 +71,7 @@ def test_example_usage_log_end_to_end():
     at = app()
     at.button(key="pl_example").click().run()
     assert not at.exception
-    assert "doc" in texts(at.error) and "none was ever read" in texts(at.error)
+    assert "doc" in texts(at.error) and "never read from it" in texts(at.error)
     assert "1 of 171 rows rejected" in texts(at.warning) and "line 114" in texts(at.warning)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Requests"] == "170"
@@ -83,3 +83,31 @@ def test_tab_is_registered():
     from ui.tabs.registry import TABS, Tab
 
     assert Tab("Prompt layout", render) in TABS
+
+
+def test_ten_thousand_invalidated_groups_make_one_box():
+    """Each group writing and never reading used to get its own error box (10,000 groups → 10,002 boxes)."""
+    from planner.prompts.usage_audit import audit, parse_usage_log
+    from ui.tabs.prompt_layout import GROUPS_NAMED, _invalidated_groups
+
+    lines = [  # two requests per group, each writing its prefix again: never a read
+        f'{{"group": "g{i}", "input_tokens": 10, "cache_creation_input_tokens": {2000 + i}, "output_tokens": 5}}'
+        for i in range(10_000)
+        for _ in range(2)
+    ]
+    report = audit(parse_usage_log("\n".join(lines).encode(), "many.jsonl"), 3e-6, 15e-6, 1.25)
+
+    class Recorder:
+        def __init__(self):
+            self.errors: list[str] = []
+
+        def error(self, text):
+            self.errors.append(text)
+
+    st = Recorder()
+    _invalidated_groups(st, report)
+    assert len(st.errors) == 1
+    box = st.errors[0]
+    assert box.startswith("10,000 group(s) wrote to the cache and never read from it")
+    assert box.count("\n- ") == GROUPS_NAMED and "g9999" in box  # the biggest writer first
+    assert "… and 9,995 more groups, listed in the groups CSV below." in box

@@ -297,6 +297,29 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
     _audit_report(st, report, s.ttl)
 
 
+#: Invalidated groups named one by one; the rest are counted (every one is in the groups CSV).
+GROUPS_NAMED = 5
+
+
+def _invalidated_groups(st: Any, rep: AuditReport) -> None:
+    """One box for the groups whose cache writes were never read: the biggest few by name, then a count."""
+    bad = rep.groups[rep.groups["invalidated"]].sort_values("cache_creation_tokens", ascending=False)
+    if bad.empty:
+        return
+    named = [
+        f"group {g.group}: {fmt_count(g.requests_writing)} requests wrote {fmt_count(g.cache_creation_tokens)} tokens"
+        for g in bad.head(GROUPS_NAMED).itertuples(index=False)
+    ]
+    more = len(bad) - len(named)
+    tail = f"\n\n… and {fmt_count(more)} more groups, listed in the groups CSV below." if more > 0 else ""
+    st.error(
+        f"{fmt_count(len(bad))} group(s) wrote to the cache and never read from it. Something in the prefix changes "
+        "between requests (a timestamp, an id, reordered tools): move it after the last breakpoint.\n\n"
+        + md_list(named)
+        + tail
+    )
+
+
 def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
     parsed = rep.parsed
     if parsed.problems:
@@ -332,15 +355,7 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
         fmt_usd(rep.ideal_usd),
         help="Every cacheable token read except the first write of each group (a lower bound).",
     )
-    for g in rep.groups[rep.groups["invalidated"]].itertuples(index=False):
-        st.error(
-            md_escape(
-                f"Group {g.group}: {fmt_count(g.requests_writing)} requests wrote "
-                f"{fmt_count(g.cache_creation_tokens)} tokens to the "
-                f"cache and none was ever read. Something in the prefix changes between requests (a timestamp, an id, "
-                f"reordered tools): move it after the last breakpoint."
-            )
-        )
+    _invalidated_groups(st, rep)
     st.plotly_chart(audit_figure(rep), key="pl_audit_chart", config=PLOTLY_CONFIG)
     if rep.untimed_rows:
         st.caption(f"{fmt_count(rep.untimed_rows)} rows without a timestamp are left out of the time series.")
