@@ -12,6 +12,7 @@ reported with its key, the value and the allowed range while the rest loads.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args
@@ -28,6 +29,11 @@ LINK_VERSION = "1"
 VERSION_KEY = "v"
 MAX_VALUE_CHARS = 200
 MAX_QUERY_CHARS = 20_000
+#: Keys named when a long link is cut (the rest are counted).
+MAX_DROPPED_NAMED = 10
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NOT_FINITE = {"inf", "infinity", "nan"}
 FIELDS: dict[str, FieldInfo] = dict(Scenario.model_fields)
 DEFAULTS = Scenario()
 #: One validator per field, with the field's own bounds (``Annotated[type, FieldInfo]``).
@@ -105,14 +111,24 @@ def allowed_range(name: str) -> str:
     return f"{kind} in {left}{lo}, {hi}{right}"
 
 
+def max_value_chars(name: str) -> int:
+    """Longest value a link may give field ``name``: its own max_length (a layout, a custom
+    shape) or ``MAX_VALUE_CHARS``."""
+    lengths = [m.max_length for m in FIELDS[name].metadata if getattr(m, "max_length", None)]
+    return max([MAX_VALUE_CHARS, *lengths])
+
+
 def _coerce(name: str, raw: str) -> Any:
-    """Parse one raw query value for field ``name``; raises ValueError with the reason."""
+    """Parse one raw query value for field ``name``; raises ValueError with the reason.
+
+    Numbers are plain ASCII (``32``, ``0.5``, ``1e-3``): Python's int() and float() would also
+    take other scripts' digits (``１２``) and underscores (``1_000``); a link does not."""
     info = FIELDS[name]
     types = {a for a in (get_args(info.annotation) or (info.annotation,)) if a is not type(None)}
     if raw == "":
         raise ValueError("empty value")
-    if len(raw) > MAX_VALUE_CHARS:
-        raise ValueError(f"value longer than {MAX_VALUE_CHARS} characters")
+    if len(raw) > max_value_chars(name):
+        raise ValueError(f"value longer than {max_value_chars(name)} characters")
     if bool in types:
         low = raw.lower()
         if low in ("1", "true", "yes", "on"):
@@ -121,15 +137,15 @@ def _coerce(name: str, raw: str) -> Any:
             return False
         raise ValueError("not a boolean")
     if int in types:
-        try:
-            return int(raw)
-        except ValueError:
-            raise ValueError("not an integer") from None
+        if not _INT_RE.fullmatch(raw):
+            raise ValueError("not an integer (ASCII digits, e.g. 32)")
+        return int(raw)
     if float in types:
-        try:
-            v = float(raw)
-        except ValueError:
-            raise ValueError("not a number") from None
+        if raw.strip().lower().lstrip("+-") in _NOT_FINITE:
+            raise ValueError("not a finite number")
+        if not _FLOAT_RE.fullmatch(raw):
+            raise ValueError("not a number (ASCII digits, e.g. 0.5 or 1e-3)")
+        v = float(raw)
         if not math.isfinite(v):
             raise ValueError("not a finite number")
         return v
@@ -147,28 +163,56 @@ def _field_ok(name: str, value: Any) -> str | None:
 
 def parse_query(query: str | Mapping[str, str | list[str]]) -> list[tuple[str, str]]:
     """(key, value) pairs from a query string, a full link, or a mapping (lists allowed)."""
+    return _pairs_within_budget(query)[0]
+
+
+def _pairs_within_budget(query: str | Mapping[str, str | list[str]]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The link's pairs up to ``MAX_QUERY_CHARS`` characters, cut between two parameters (never inside
+    one), and the keys of the pairs that did not fit — the same rule for a CLI string and the
+    dashboard's mapping."""
     if isinstance(query, Mapping):
-        pairs: list[tuple[str, str]] = []
-        for k, v in query.items():
-            for item in v if isinstance(v, list) else [v]:
-                pairs.append((str(k), str(item)))
-        return pairs
-    text = query.strip()[:MAX_QUERY_CHARS]
-    if "?" in text or text.startswith(("http://", "https://")):
-        text = urlsplit(text).query
-    return parse_qsl(text.lstrip("?"), keep_blank_values=True)
+        pairs = [(str(k), str(item)) for k, v in query.items() for item in (v if isinstance(v, list) else [v])]
+    else:
+        text = query.strip()
+        if "?" in text or text.startswith(("http://", "https://")):
+            text = (
+                urlsplit(text[: MAX_QUERY_CHARS * 4]).query if len(text) > MAX_QUERY_CHARS * 4 else urlsplit(text).query
+            )
+        text = text.lstrip("?")
+        if len(text) > MAX_QUERY_CHARS:
+            cut = text.rfind("&", 0, MAX_QUERY_CHARS + 1)
+            head, tail = (text[:cut], text[cut + 1 : cut + 1 + MAX_QUERY_CHARS]) if cut >= 0 else ("", text)
+            dropped = [k for k, _ in parse_qsl(tail, keep_blank_values=True)]
+            return parse_qsl(head, keep_blank_values=True), dropped or ["(a value cut in two)"]
+        pairs = parse_qsl(text, keep_blank_values=True)
+    kept, used = [], 0
+    for i, (k, v) in enumerate(pairs):
+        used += len(k) + len(v) + 2  # "k=v&"
+        if used > MAX_QUERY_CHARS + 1:
+            return kept, [key for key, _ in pairs[i:]]
+        kept.append((k, v))
+    return kept, []
 
 
 def _read_pairs(query: str | Mapping[str, str | list[str]]) -> tuple[dict[str, str], list[LinkIssue]]:
     """The link's last value per key (version key removed) and the notices about its shape."""
     notices: list[LinkIssue] = []
-    if isinstance(query, str) and len(query.strip()) > MAX_QUERY_CHARS:
+    pairs, dropped = _pairs_within_budget(query)
+    if dropped:
+        dropped = sorted(dict.fromkeys(dropped), key=lambda k: k not in FIELDS)  # scenario keys named first
+        names = ", ".join(_show(k) for k in dropped[:MAX_DROPPED_NAMED])
+        more = f" and {len(dropped) - MAX_DROPPED_NAMED:,} more" if len(dropped) > MAX_DROPPED_NAMED else ""
         notices.append(
-            LinkIssue("", f"link: longer than {MAX_QUERY_CHARS:,} characters; only the start was read", False)
+            LinkIssue(
+                "",
+                f"link: longer than {MAX_QUERY_CHARS:,} characters; it was read up to the last whole parameter "
+                f"before that, so these were not read: {names}{more}",
+                True,
+            )
         )
     values: dict[str, str] = {}
     counts: dict[str, int] = {}
-    for key, raw in parse_query(query):
+    for key, raw in pairs:
         counts[key] = counts.get(key, 0) + 1
         values[key] = raw
     for key, n in counts.items():
@@ -184,8 +228,6 @@ def _read_pairs(query: str | Mapping[str, str | list[str]]) -> tuple[dict[str, s
 
 def _decode_value(key: str, raw: str) -> tuple[Any, LinkIssue | None]:
     """(value, None) when ``raw`` is valid for field ``key``, else (None, the issue)."""
-    if key not in FIELDS:
-        return None, LinkIssue(key[:64], f"{_show(key)}: unknown key, ignored", False)
     try:
         value = _coerce(key, raw)
     except ValueError as exc:
@@ -257,12 +299,19 @@ def from_query(
     reported and the default used)."""
     values, issues = _read_pairs(query)
     good: dict[str, Any] = {}
+    unknown = [key for key in values if key not in FIELDS]
     for key, raw in values.items():
-        value, issue = _decode_value(key, raw)
-        if issue is None:
-            good[key] = value
-        else:
-            issues.append(issue)
+        if key in FIELDS:
+            value, issue = _decode_value(key, raw)
+            if issue is None:
+                good[key] = value
+            else:
+                issues.append(issue)
+    if unknown:
+        names = ", ".join(_show(k) for k in unknown[:MAX_DROPPED_NAMED])
+        more = f" and {len(unknown) - MAX_DROPPED_NAMED:,} more" if len(unknown) > MAX_DROPPED_NAMED else ""
+        what = "unknown key, ignored" if len(unknown) == 1 else "unknown keys, ignored"
+        issues.append(LinkIssue(unknown[0][:64], f"{names}{more}: {what}", False))
     issues += _drop_unknown_names(good, gpus, models, engines)
     scenario, more = _validated(good)
     return scenario, issues + more

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,3 +155,42 @@ def test_custom_model_travels_exactly_and_bad_codes_are_named(catalog):
     assert s.model == DEFAULTS.model and issues[0].key == "custom" and "Q7" in issues[0].message
     s, issues = from_query("model=custom&custom=L32-H4096-A32-G5-D128-F1-V10-C10", GPUS, MODELS)
     assert issues[0].key == "custom" and "kv_heads" in issues[0].message
+
+
+def test_a_layout_longer_than_200_characters_round_trips():
+    """The app writes layouts up to 2,000 characters; the reader used to reject > 200."""
+    from planner.prompts.layout import Block, Layout, encode
+
+    layout = encode(Layout(blocks=tuple(Block(kind="system", tokens=100 + i, variability="stable") for i in range(40))))
+    assert len(layout) > 200
+    s = Scenario(layout=layout)
+    back, issues = from_query(to_query_string(s))
+    assert issues == [] and back.layout == layout
+
+
+def test_a_link_over_the_limit_is_cut_between_parameters_and_names_what_it_dropped():
+    """`…&batch=4000` at the 20,000-character mark used to be read as batch=40."""
+    filler = "layout=" + "t:1:s|" * 300  # a valid key, long value
+    link = "&".join([f"zz{i}=1" for i in range(2_400)]) + "&" + filler[:100] + "&batch=4000"
+    assert len(link) > 20_000
+    s, issues = from_query(link)
+    assert s.batch == 32  # not 40: batch was not read at all
+    fatal = [i.message for i in issues if i.fatal]
+    assert fatal and "batch" in fatal[0] and "longer than 20,000 characters" in fatal[0]
+    # the dashboard's mapping follows the same rule
+    s2, issues2 = from_query({f"zz{i}": "1" for i in range(3_000)} | {"batch": "4000"})
+    assert s2.batch == 32 and any("batch" in i.message and i.fatal for i in issues2)
+
+
+@pytest.mark.parametrize("raw", ["１２", "1_000", "12 ", "0x10", "٣"])
+def test_numbers_are_plain_ascii(raw):
+    s, issues = from_query({"batch": raw})
+    assert s.batch == 32 and issues[0].fatal and "not an integer (ASCII digits, e.g. 32)" in issues[0].message
+
+
+@pytest.mark.parametrize(
+    "raw, ok", [("0.5", True), (".5", True), ("1e-1", True), ("1.", True), ("0,5", False), ("½", False)]
+)
+def test_float_syntax(raw, ok):
+    s, issues = from_query({"alpha": raw})
+    assert (issues == []) is ok
