@@ -185,7 +185,8 @@ def _pairs_within_budget(query: str | Mapping[str, str | list[str]]) -> tuple[li
             dropped = [k for k, _ in parse_qsl(tail, keep_blank_values=True)]
             return parse_qsl(head, keep_blank_values=True), dropped or ["(a value cut in two)"]
         pairs = parse_qsl(text, keep_blank_values=True)
-    kept, used = [], 0
+    kept: list[tuple[str, str]] = []
+    used = 0
     for i, (k, v) in enumerate(pairs):
         used += len(k) + len(v) + 2  # "k=v&"
         if used > MAX_QUERY_CHARS + 1:
@@ -309,9 +310,9 @@ def from_query(
                 issues.append(issue)
     if unknown:
         names = ", ".join(_show(k) for k in unknown[:MAX_DROPPED_NAMED])
-        more = f" and {len(unknown) - MAX_DROPPED_NAMED:,} more" if len(unknown) > MAX_DROPPED_NAMED else ""
+        rest = f" and {len(unknown) - MAX_DROPPED_NAMED:,} more" if len(unknown) > MAX_DROPPED_NAMED else ""
         what = "unknown key, ignored" if len(unknown) == 1 else "unknown keys, ignored"
-        issues.append(LinkIssue(unknown[0][:64], f"{names}{more}: {what}", False))
+        issues.append(LinkIssue(unknown[0][:64], f"{names}{rest}: {what}", False))
     issues += _drop_unknown_names(good, gpus, models, engines)
-    scenario, more = _validated(good)
-    return scenario, issues + more
+    scenario, cross_field = _validated(good)
+    return scenario, issues + cross_field
