@@ -79,6 +79,15 @@ class GPU(BaseModel):
         return self
 
 
+#: Physical lower bounds of a profile (the smallest real device it could describe — a CPU core
+#: measured by the benchmark is above all of them): a smaller value is a typo or an attack
+#: (1e-300 TFLOP/s made every time infinite), not a device.
+MIN_MEMORY_GB = 0.1
+MIN_BANDWIDTH_TB_PER_S = 1e-4  # 0.1 GB/s
+MIN_TFLOPS = 1e-4  # 0.1 GFLOP/s
+MIN_INTERCONNECT_GB_PER_S = 0.01
+
+
 class GpuProfileFile(BaseModel):
     """Schema of ``hardware_profiles/*.toml`` (human units, unit in every name).
 
@@ -91,8 +100,8 @@ class GpuProfileFile(BaseModel):
 
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
-    memory_capacity_gb: float | None = Field(default=None, gt=0, le=10_000)
-    memory_capacity_gib: float | None = Field(default=None, gt=0, le=10_000)
+    memory_capacity_gb: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
+    memory_capacity_gib: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
     memory_reported_gib: float | None = Field(
         default=None,
         gt=0,
@@ -103,12 +112,12 @@ class GpuProfileFile(BaseModel):
     memory_reported_source: str | None = Field(
         default=None, max_length=500, description="where the reported figure comes from"
     )
-    memory_bandwidth_tb_per_s: float = Field(gt=0, le=100)
-    dense_tflops_bf16: float = Field(gt=0, le=50_000)
-    dense_tflops_fp8: float | None = Field(default=None, gt=0, le=50_000)
-    dense_tops_int8: float | None = Field(default=None, gt=0, le=50_000)
-    dense_tflops_fp4: float | None = Field(default=None, gt=0, le=50_000)
-    interconnect_gb_per_s: float = Field(gt=0, le=10_000, description="per GPU, one direction")
+    memory_bandwidth_tb_per_s: float = Field(ge=MIN_BANDWIDTH_TB_PER_S, le=100)
+    dense_tflops_bf16: float = Field(ge=MIN_TFLOPS, le=50_000)
+    dense_tflops_fp8: float | None = Field(default=None, ge=MIN_TFLOPS, le=50_000)
+    dense_tops_int8: float | None = Field(default=None, ge=MIN_TFLOPS, le=50_000)
+    dense_tflops_fp4: float | None = Field(default=None, ge=MIN_TFLOPS, le=50_000)
+    interconnect_gb_per_s: float = Field(ge=MIN_INTERCONNECT_GB_PER_S, le=10_000, description="per GPU, one direction")
     interconnect_name: str = Field(default="", max_length=80)
     collective_latency_us: float = Field(default=8.0, ge=0, le=1000)
     price_usd_per_gpu_hour: float = Field(ge=0, le=1000)

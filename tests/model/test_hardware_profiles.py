@@ -280,3 +280,17 @@ def test_measured_refinements_load(tmp_path):
     assert problems == []
     g = gpus["refined"]
     assert (g.compute_memory_overlap, g.attention_compute_frac, g.attention_bandwidth_frac) == (-0.4, 0.25, 0.55)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("dense_tflops_bf16", "1e-300"), ("memory_bandwidth_tb_per_s", "1e-300"), ("interconnect_gb_per_s", "1e-9")],
+)
+def test_degenerate_but_positive_values_are_refused_by_name(field, value, tmp_path):
+    """1e-300 TFLOP/s passed 'gt=0' and made every time infinite (findings crashed with a math domain error)."""
+    text = (HARDWARE_DIR / "h100-sxm.toml").read_text(encoding="utf-8")
+    lines = [f"{field} = {value}" if line.startswith(f"{field} ") else line for line in text.splitlines()]
+    (tmp_path / "tiny.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    gpus, problems = load_gpus(tmp_path)
+    assert gpus == {} and len(problems) == 1
+    assert problems[0].startswith(f"tiny.toml: {field}: Input should be greater than or equal to")
