@@ -36,7 +36,8 @@ def scenario_from_link(link: str, catalog: Catalog, err: TextIO) -> Scenario:
 
 
 def evaluate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
-    from planner.cli.render import scenario_row, text_rows
+    from planner.cli.render import scenario_row, scenario_text
+    from planner.engine.evaluate import evaluate as evaluate_scenario
 
     scenario = scenario_from_link(args.link, catalog, err)
     if args.format == "csv":
@@ -44,9 +45,10 @@ def evaluate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
         from planner.studies.sweep import scenario_frame
 
         out.write(frame_to_csv(scenario_frame(scenario, catalog)))
-        return 0
-    row = scenario_row(scenario, catalog)
-    out.write(json.dumps(row, indent=2, default=str) + "\n" if args.format == "json" else text_rows(row))
+    elif args.format == "json":
+        out.write(json.dumps(scenario_row(scenario, catalog), indent=2, default=str) + "\n")
+    else:
+        out.write(scenario_text(evaluate_scenario(scenario, catalog)))
     return 0
 
 

@@ -1,12 +1,21 @@
-"""Terminal renderers for the CLI's text and JSON output (no pandas)."""
+"""Terminal renderers for the CLI's output (no pandas).
+
+``--format json`` / ``csv`` are the machine formats: every input and metric, SI values
+(``scenario_row``).  The default text output is for people (``scenario_text``): what was
+planned, the inputs given (only the non-default ones), then the figures people read, in
+sections, in human units through ``planner.format``.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from planner.engine.evaluate import evaluate
+from planner.engine.evaluate import Result, evaluate
 from planner.export import present_metrics, present_value
-from planner.links import FIELDS
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
+from planner.links import FIELDS, to_query
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
@@ -20,7 +29,133 @@ def scenario_row(scenario: Scenario, catalog: Catalog) -> dict[str, Any]:
     return row
 
 
-def text_rows(row: dict[str, Any]) -> str:
-    """``key  value`` lines, the keys padded to one column."""
-    width = max(len(k) for k in row)
-    return "".join(f"{k:<{width}}  {v}\n" for k, v in row.items())
+Metrics = Mapping[str, Any]
+Line = tuple[str, Callable[[Metrics], str]]
+
+
+def _bound(flag: object) -> str:
+    return "compute-bound" if flag else "memory-bound"
+
+
+def _yes(flag: object) -> str:
+    return "yes" if flag else "no"
+
+
+def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
+    """(section title, [(label, value of the metrics)]) — the figures of the text output."""
+    ctx = s.prompt + s.output
+    return [
+        (
+            "Memory, per GPU",
+            [
+                ("fits", lambda m: _yes(m["fits"]) + ("" if m["fits"] else f" (smallest tp that fits: {_tp(m)})")),
+                ("weights", lambda m: fmt_bytes(m["weight_bytes_per_gpu"])),
+                ("activation reserve", lambda m: fmt_bytes(m["reserve_bytes_per_gpu"])),
+                ("KV cache budget", lambda m: fmt_bytes(m["kv_budget_bytes_per_gpu"])),
+                ("KV cache per token", lambda m: fmt_bytes(m["kv_bytes_per_token_per_gpu"])),
+                ("KV cache capacity", lambda m: fmt_count(m["kv_capacity_tokens"], "token")),
+                (
+                    f"max concurrency at {fmt_num(ctx)} tokens",
+                    lambda m: (
+                        f"{fmt_count(m['max_concurrent_sequences'], 'sequence')} (paged), "
+                        f"{fmt_count(m['max_concurrent_sequences_contiguous'])} (contiguous)"
+                    ),
+                ),
+            ],
+        ),
+        (
+            "Latency",
+            [
+                (
+                    f"TTFT, {fmt_num(s.prompt)}-token prompt, idle",
+                    lambda m: f"{fmt_seconds(m['ttft_s'])} ({_bound(m['prefill_compute_bound'])})",
+                ),
+                (
+                    f"TTFT under batch {fmt_num(s.batch)}, chunk {fmt_num(s.chunk)}",
+                    lambda m: fmt_seconds(m["chunked_ttft_s"]),
+                ),
+                (
+                    f"time per output token, batch {fmt_num(s.batch)}",
+                    lambda m: f"{fmt_seconds(m['tpot_s'])} ({_bound(m['decode_compute_bound'])}; {_ridge(m)})",
+                ),
+                ("worst inter-token gap while a prompt is chunked in", lambda m: fmt_seconds(m["chunked_max_itl_s"])),
+                (f"request latency, {fmt_num(s.output)} output tokens", lambda m: fmt_seconds(m["request_latency_s"])),
+            ],
+        ),
+        (
+            "Throughput and GPU cost",
+            [
+                ("decode throughput per GPU", lambda m: fmt_tokens_per_s(m["decode_tokens_per_s_per_gpu"])),
+                ("GPU price per replica-hour", lambda m: fmt_usd(m["price_per_replica_hour_usd"])),
+                ("GPU cost per million output tokens", lambda m: fmt_usd(m["cost_per_million_output_tokens_usd"])),
+            ],
+        ),
+        (
+            "Speculative decoding" + ("" if s.spec else " (off: what it would give)"),
+            [
+                (
+                    f"speedup at α {fmt_num(s.alpha)}, γ {s.gamma}",
+                    lambda m: (
+                        f"{fmt_num(m['spec_speedup'])}× ({fmt_num(m['spec_expected_tokens_per_step'])} tokens per pass)"
+                    ),
+                ),
+                (
+                    "best γ",
+                    lambda m: f"{fmt_num(m['spec_best_gamma'])} ({fmt_num(m['spec_best_speedup'])}×)",
+                ),
+            ],
+        ),
+        (
+            "Prompt caching, API prices",
+            [
+                (
+                    "hit rate",
+                    lambda m: fmt_pct(m["cache_hit_rate"]) + ("" if m["cache_applies"] else " (prefix too short)"),
+                ),
+                (
+                    "cost per request",
+                    lambda m: (
+                        f"{fmt_usd(m['cache_cost_per_request_usd'])} with caching, "
+                        f"{fmt_usd(m['nocache_cost_per_request_usd'])} without"
+                    ),
+                ),
+                ("saving", lambda m: fmt_pct(m["cache_saving_frac"])),
+                ("break-even hit rate", lambda m: fmt_pct(m["cache_break_even_hit_rate"])),
+            ],
+        ),
+    ]
+
+
+def _ridge(m: Metrics) -> str:
+    ridge = float(m["ridge_batch"])
+    return f"compute-bound from batch ≈ {fmt_num(round(ridge))}" if math.isfinite(ridge) else "never compute-bound"
+
+
+def _tp(m: Metrics) -> str:
+    return fmt_num(m["min_tp_that_fits"]) if m["min_tp_that_fits"] else "none up to 64"
+
+
+#: Sections whose figures need the model to fit on the GPUs (latency, throughput, speculative decoding).
+GPU_SECTIONS = (1, 2, 3)
+
+
+def scenario_text(result: Result) -> str:
+    """The people's view of one scenario: header, non-default inputs, sections of figures."""
+    r, m = result.resolved, result.metrics
+    s = r.scenario
+    given = {k: v for k, v in to_query(s).items() if k != "v"}
+    lines = [
+        f"{r.model.name} on {s.tp} × {r.gpu.name} · weights {s.wdtype}, KV cache {s.kvdtype} · "
+        f"{r.engine.name} {r.engine.version}",
+        "inputs: " + (", ".join(f"{k}={v}" for k, v in given.items()) if given else "the defaults"),
+    ]
+    sections = _sections(s)
+    width = max(len(label) for _, items in sections for label, _ in items)
+    for k, (title, items) in enumerate(sections):
+        lines += ["", title]
+        if k in GPU_SECTIONS and not m["fits"]:
+            lines.append(f"  {'does not fit in memory at tp ' + str(s.tp):<{width}}  (see Memory)")
+            continue
+        lines += [f"  {label:<{width}}  {value(m)}" for label, value in items]
+    lines += ["", "Every input and metric: --format json or --format csv."]
+    return "\n".join(lines) + "\n"

@@ -100,3 +100,23 @@ def test_sweep_warns_about_a_repeated_set_key(tmp_path):
 def test_sweep_over_the_budget_exits_2_before_any_work():
     code, out, err = run("sweep", "", "--set", "prompt=1:5000000:1")
     assert code == 2 and out == "" and "5,000,000 values; a sweep has at most 1,000,000 rows" in err
+
+
+def test_text_output_is_for_people():
+    code, out, _ = run("evaluate", "gpu=h200&model=llama-3.1-70b&tp=2")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "Llama-3.1-70B on 2 × NVIDIA H200 SXM · weights bf16, KV cache bf16 · vLLM 0.19.0"
+    assert lines[1] == "inputs: gpu=h200, tp=2, model=llama-3.1-70b"  # only what was given
+    for section in ("Memory, per GPU", "Latency", "Throughput and GPU cost", "Prompt caching, API prices"):
+        assert section in lines
+    body = "\n".join(lines)
+    assert " GiB" in body and " ms" in body and " tok/s" in body and "$" in body
+    assert "kv_bytes_per_token" not in body  # metric names are for --format json / csv
+
+
+def test_text_output_of_a_model_that_does_not_fit_shows_no_latency_numbers():
+    code, out, _ = run("evaluate", "model=llama-3.1-405b&gpu=l4")
+    assert code == 0 and "fits" in out and "no (smallest tp that fits: 64)" in out
+    latency = out.split("\nLatency\n")[1].split("\n\n")[0]
+    assert latency.strip().startswith("does not fit in memory at tp 1") and " ms" not in latency
