@@ -20,7 +20,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planner.errors import format_validation_error
 from planner.model.engine_profile import EngineProfile, EngineProfileFile
@@ -68,40 +68,34 @@ class Catalog:
         return sorted(self.gpus) + sorted(self.measured)
 
 
-def parse_gpu_toml(text: str, key: str) -> GPU:
-    """Validate one profile's TOML text; raises ValueError naming the bad fields."""
+M = TypeVar("M", bound=BaseModel)
+
+
+def _validated_toml(text: str, schema: type[M]) -> M:
+    """``text`` parsed as TOML and validated by ``schema``; ValueError naming the bad fields."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"not valid TOML: {exc}") from None
     try:
-        return GpuProfileFile.model_validate(data).to_gpu(key)
+        return schema.model_validate(data)
     except ValidationError as exc:
         raise ValueError(format_validation_error(exc)) from None
+
+
+def parse_gpu_toml(text: str, key: str) -> GPU:
+    """Validate one GPU profile's TOML text; raises ValueError naming the bad fields."""
+    return _validated_toml(text, GpuProfileFile).to_gpu(key)
 
 
 def parse_engine_toml(text: str, key: str) -> EngineProfile:
     """Validate one engine profile's TOML text; raises ValueError naming the bad fields."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"not valid TOML: {exc}") from None
-    try:
-        return EngineProfileFile.model_validate(data).to_profile(key)
-    except ValidationError as exc:
-        raise ValueError(format_validation_error(exc)) from None
+    return _validated_toml(text, EngineProfileFile).to_profile(key)
 
 
 def parse_model_toml(text: str) -> ModelSpec:
     """Validate one model preset's TOML text; raises ValueError naming the bad fields."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"not valid TOML: {exc}") from None
-    try:
-        return ModelSpec.model_validate(data)
-    except ValidationError as exc:
-        raise ValueError(format_validation_error(exc)) from None
+    return _validated_toml(text, ModelSpec)
 
 
 def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[dict[str, T], list[str]]:
