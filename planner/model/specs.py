@@ -106,8 +106,11 @@ class GpuProfileFile(BaseModel):
 
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
-    generation: str = Field(
-        default="", max_length=40, description="architecture generation, for grouping (Hopper, Blackwell, CDNA 3 …)"
+    generation: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=40,
+        description="architecture generation, for grouping (Hopper, Blackwell, CDNA 3 …)",
     )
     memory_capacity_gb: float | None = Field(default=None, gt=0, le=10_000)
     memory_capacity_gib: float | None = Field(default=None, gt=0, le=10_000)

@@ -20,7 +20,7 @@ from planner.model.hf_import.dense import (
     qwen_upper_layers,
 )
 from planner.model.hf_import.falcon import FALCON_CONTEXT_TOKENS, falcon_bias, falcon_kv_heads, falcon_mlp
-from planner.model.hf_import.gemma import gemma2_alternating, gemma3_pattern
+from planner.model.hf_import.gemma import GEMMA3_CONTEXT_TOKENS, GEMMA3_VOCAB, gemma2_alternating, gemma3_pattern
 from planner.model.hf_import.gpt2 import gpt2_mlp
 from planner.model.hf_import.llama4 import llama4_layers, llama4_mlp
 from planner.model.hf_import.mamba import (
@@ -49,7 +49,13 @@ QWEN3 = replace(GENERIC, label="Qwen3 / Qwen3-MoE", window_layers=qwen_upper_lay
 DEEPSEEK = replace(GENERIC, label="DeepSeek-V2/V3 (MLA, MoE)", window_layers=no_window)
 GEMMA = replace(GENERIC, label="Gemma", tied_by_default=True)
 GEMMA2 = replace(GEMMA, label="Gemma 2", window_layers=gemma2_alternating)
-GEMMA3 = replace(GEMMA, label="Gemma 3", window_layers=gemma3_pattern)
+GEMMA3 = replace(
+    GEMMA,
+    label="Gemma 3",
+    window_layers=gemma3_pattern,
+    default_context_tokens=GEMMA3_CONTEXT_TOKENS,
+    default_vocab=GEMMA3_VOCAB,
+)
 FALCON = Family(
     label="Falcon",
     kv_heads=falcon_kv_heads,

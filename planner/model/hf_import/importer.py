@@ -41,7 +41,7 @@ def read_core(reader: ConfigReader, model_type: str, family: Family) -> Core:
         layers=_layer_count(reader),
         hidden=reader.shape(HIDDEN_KEYS, "hidden", required=True),
         heads=reader.shape(HEADS_KEYS, "heads", required=True),
-        vocab=reader.shape("vocab_size", "vocab", required=True),
+        vocab=reader.shape("vocab_size", "vocab", required=family.default_vocab is None, default=family.default_vocab),
         context_window_tokens=reader.shape(
             CONTEXT_KEYS, "context_window_tokens", required=context_required, default=family.default_context_tokens
         ),

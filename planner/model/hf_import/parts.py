@@ -107,6 +107,8 @@ class Family:
     tied_by_default: bool = False
     #: Context when the config has none; None: ``max_position_embeddings`` is required.
     default_context_tokens: int | None = None
+    #: Vocabulary when the config has none (the config class's default); None: required.
+    default_vocab: int | None = None
     #: The whole MLP rule of a family whose experts follow its own keys (Llama-4, Jamba,
     #: Nemotron-H); None: routed experts by their keys, else ``dense_mlp``.
     mlp: DenseMlpRule | None = None
