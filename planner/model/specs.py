@@ -39,6 +39,26 @@ KNOWN_GENERATIONS = {
     "mi325x": "CDNA 3",
 }
 
+#: Vendors in the order their GPU groups are listed (others after them, alphabetically).
+VENDOR_ORDER = ("NVIDIA", "AMD")
+#: Architecture generations, oldest first per vendor: the order GPU groups are listed in.
+GENERATION_ORDER = ("Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4")
+#: Model families by the start of the model's name (lower case), in the order they are listed.
+MODEL_FAMILIES = (
+    ("llama", "Llama (Meta)"),
+    ("qwen", "Qwen (Alibaba)"),
+    ("deepseek", "DeepSeek"),
+    ("kimi", "Kimi (Moonshot AI)"),
+    ("gpt-oss", "gpt-oss (OpenAI)"),
+    ("mistral", "Mistral"),
+    ("mixtral", "Mistral"),
+    ("gemma", "Gemma (Google)"),
+    ("phi", "Phi (Microsoft)"),
+    ("falcon", "Falcon (TII)"),
+    ("opt", "OPT (Meta)"),
+)
+OTHER_FAMILY = "Other"
+
 #: Seconds per microsecond: the same double as the literal 1e-6, so profile values stay bit-identical.
 _S_PER_US = 1 / US_PER_S
 
@@ -77,6 +97,20 @@ class GPU(BaseModel):
     attention_bandwidth_frac: float = Field(
         default=1.0, gt=0, le=1, description="share of the weight-streaming bandwidth the attention kernels reach"
     )
+
+    @property
+    def group(self) -> str:
+        """The picker group: "vendor · generation" (measured profiles: "Measured")."""
+        if self.calibrated:
+            return "Measured"
+        return f"{self.vendor} · {self.generation}" if self.generation else self.vendor
+
+    @property
+    def group_order(self) -> tuple[int, int, str, int, str]:
+        """Sort key: measured last, then vendor (NVIDIA, AMD, others), generation oldest first, name."""
+        vendor = VENDOR_ORDER.index(self.vendor) if self.vendor in VENDOR_ORDER else len(VENDOR_ORDER)
+        rank = GENERATION_ORDER.index(self.generation) if self.generation in GENERATION_ORDER else len(GENERATION_ORDER)
+        return (int(self.calibrated), vendor, self.vendor, rank, self.name)
 
     def peak_for(self, compute_dtype: str) -> float:
         """Dense peak for ``compute_dtype``; falls back to bf16 when the chip lacks it."""
@@ -330,6 +364,18 @@ class ModelSpec(BaseModel):
         if self.kv_heads == 1:
             return "MQA"
         return "GQA"
+
+    @property
+    def family(self) -> str:
+        """The picker group: the family the name starts with (an "org/" prefix ignored), else "Other"."""
+        name = self.name.lower().rsplit("/", 1)[-1]
+        return next((label for prefix, label in MODEL_FAMILIES if name.startswith(prefix)), OTHER_FAMILY)
+
+    @property
+    def family_order(self) -> int:
+        """Position of the family in :data:`MODEL_FAMILIES` (Other last)."""
+        labels = list(dict.fromkeys(label for _, label in MODEL_FAMILIES))
+        return labels.index(self.family) if self.family in labels else len(labels)
 
     @property
     def attention_layers(self) -> int:

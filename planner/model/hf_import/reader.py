@@ -1,8 +1,8 @@
 """Reading a config.json: parsing, the language model's part, typed fields, every problem at once.
 
 Nothing here knows a model family.  :func:`parse_config` turns the text into a
-dict (``json.loads`` only; ``NaN``/``Infinity`` refused, nesting too deep
-reported), :func:`language_model_config` picks a multimodal model's
+dict (``json.loads`` only; ``NaN``/``Infinity`` read as floats, nesting too
+deep reported), :func:`language_model_config` picks a multimodal model's
 ``text_config``, and :class:`ConfigReader` reads typed fields under their
 aliases, recording each problem instead of stopping at the first.
 """
