@@ -11,11 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.engine.evaluate import evaluate
+from planner.engine.inputs import from_specs
+from planner.engine.memory import kv_bytes_per_sequence, kv_bytes_per_token
+from planner.model.catalog import load_gpus
 from planner.model.custom_model import decode_model, encode_model
 from planner.model.hf_import import model_from_hf_config
+from planner.model.params import param_counts
 from planner.model.scenario import Scenario
+from planner.model.specs import ModelSpec
 
 BF16 = 2
 CONFIGS = Path(__file__).parent / "hf_configs"
@@ -104,3 +111,57 @@ def test_new_presets_round_trip_through_the_custom_code(key: str, catalog) -> No
     back = decode_model(encode_model(m), m.name)
     skip = {"source", "published_params"}
     assert back.model_dump(exclude=skip) == m.model_dump(exclude=skip)
+
+
+# --- properties over random layer layouts -----------------------------------------------------
+
+H100 = load_gpus()[0]["h100-sxm"]
+
+
+@st.composite
+def layouts(draw) -> ModelSpec:
+    layers = draw(st.integers(2, 96))
+    state = draw(st.integers(0, layers - 1))
+    free = draw(st.integers(0, layers - 1 - state))
+    local = draw(st.integers(0, layers - state - free - 1))
+    chunked = draw(st.booleans())
+    window = draw(st.integers(16, 65536))
+    kinds = (
+        {"chunked_attention_layers": local, "chunked_attention_tokens": window}
+        if chunked
+        else {"sliding_window_layers": local, "sliding_window_tokens": window}
+    )
+    return ModelSpec(
+        name="random",
+        layers=layers,
+        hidden=1024,
+        heads=16,
+        kv_heads=draw(st.sampled_from([1, 2, 4, 8, 16])),
+        head_dim=64,
+        ffn=2816,
+        vocab=32000,
+        context_window_tokens=131072,
+        state_layers=state,
+        state_bytes_per_layer=draw(st.integers(1, 10**8)) if state else 0,
+        state_params_per_layer=draw(st.integers(0, 10**7)),
+        attention_free_layers=free,
+        mlp_free_layers=draw(st.integers(0, layers)),
+        attention_sinks=draw(st.booleans()),
+        **kinds,
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=layouts(), n=st.integers(1, 1_000_000))
+def test_kv_of_a_sequence_is_the_layer_formula(m: ModelSpec, n: int) -> None:
+    x = from_specs(H100, m, Scenario(tp=1))
+    per = 2 * m.kv_heads * m.head_dim * BF16
+    window = m.sliding_window_tokens or m.chunked_attention_tokens
+    local = m.sliding_window_layers + m.chunked_attention_layers
+    want = per * (m.full_attention_layers * n + local * min(n, window)) + m.state_layers * m.state_bytes_per_layer
+    assert float(kv_bytes_per_sequence(x, n)) == pytest.approx(want, rel=1e-12)
+    assert float(kv_bytes_per_token(x)) == per * m.attention_layers
+    assert decode_model(encode_model(m), m.name) == m  # every layer-kind field travels in a link
+    # removing state layers' weights or sinks never adds parameters
+    lean = m.model_copy(update={"state_params_per_layer": 0, "attention_sinks": False})
+    assert param_counts(lean).total <= param_counts(m).total
