@@ -165,3 +165,43 @@ def test_kv_of_a_sequence_is_the_layer_formula(m: ModelSpec, n: int) -> None:
     # removing state layers' weights or sinks never adds parameters
     lean = m.model_copy(update={"state_params_per_layer": 0, "attention_sinks": False})
     assert param_counts(lean).total <= param_counts(m).total
+
+
+@pytest.mark.parametrize(
+    ("config", "kw"),
+    [
+        ("qwen3-next-80b-a3b-thinking.json", {"gpu": "h200", "tp": 2}),
+        ("nemotron-h-56b-base-8k.json", {"gpu": "b200", "tp": 2, "spec": True, "draft": "llama-3.2-1b"}),
+        ("llama-3.3-nemotron-super-49b-v1.json", {"gpu": "h200", "tp": 2, "prompt": 8000}),
+    ],
+)
+def test_explain_reproduces_every_metric_of_a_hybrid(config: str, kw: dict, catalog) -> None:
+    """The Explain tab's substituted arithmetic gives each headline metric for hybrids too
+    (the re-evaluation of tests/studies/test_explain.py, on imported configs)."""
+    from tests.studies.test_explain import check
+
+    spec = model_from_hf_config((CONFIGS / config).read_text())
+    items = check(evaluate(Scenario(model="custom", custom=encode_model(spec), **kw), catalog))
+    per_token = next(i for i in items if i.title == "KV cache per token")
+    assert f"2 · {spec.attention_layers} · " in per_token.substituted
+
+
+@pytest.mark.parametrize("config", ["qwen3-next-80b-a3b-thinking.json", "llama-3.3-nemotron-super-49b-v1.json"])
+def test_simulator_step_time_equals_the_roofline_for_hybrids(config: str, catalog) -> None:
+    """The simulator's fast path (engine/step_time.py) reads the state and writes only the attention
+    layers' KV, like roofline.step_cost (the same check as tests/serving for the presets)."""
+    import numpy as np
+
+    from planner.engine.roofline import step_cost
+    from planner.engine.step_time import Roofline
+    from planner.serving.simulate import sim_inputs
+
+    spec = model_from_hf_config((CONFIGS / config).read_text())
+    _, x = sim_inputs(Scenario(model="custom", custom=encode_model(spec), gpu="h200", tp=2), catalog)
+    fast = Roofline.from_inputs(x)
+    steps = [(64, 1, 9000, 0, 0), (8, 3, 500, 2048, 4096), (0, 1, 0, 8192, 0), (300, 1, 40e3, 0, 0)]
+    for seqs, q, ctx, n, past in steps:
+        want = float(step_cost(x, seqs=seqs, q=q, ctx=ctx, n=n, past=past).time_s)
+        assert fast.scalar_time_s(seqs, q, ctx, [n] if n else [], [past] if n else []) == pytest.approx(want, rel=1e-9)
+        if n == 0:
+            assert float(fast.decode_time_s(seqs, q, np.array([ctx]))[0]) == pytest.approx(want, rel=1e-9)
