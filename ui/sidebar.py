@@ -62,9 +62,12 @@ def gpu_options(catalog: Catalog) -> list[str]:
 
 
 def gpu_label(catalog: Catalog, key: str) -> str:
-    """ "NVIDIA · Hopper — NVIDIA H200 SXM · 131 GiB": the group first, so the list reads grouped."""
+    """ "NVIDIA · Hopper — H200 SXM · 131 GiB": the group first, so the list reads grouped."""
     gpu = catalog.profile(key)
-    return key if gpu is None else f"{gpu.group} — {gpu.name} · {fmt_bytes(gpu.memory_bytes)}"
+    if gpu is None:
+        return key
+    name = gpu.name.removeprefix(f"{gpu.vendor} ") if not gpu.calibrated else gpu.name  # the group names the vendor
+    return f"{gpu.group} — {name} · {fmt_bytes(gpu.memory_bytes)}"
 
 
 def model_options(catalog: Catalog) -> list[str]:

@@ -45,7 +45,7 @@ def test_pure_ordering_and_labels(catalog) -> None:
     assert groups[0] == "NVIDIA · Ampere" and groups[-1] == "Measured"
     hopper = [k for k in keys if catalog.profile(k).group == "NVIDIA · Hopper"]
     assert set(hopper) == {"h100-pcie", "h100-sxm", "h20", "h200", "h800"}
-    assert sidebar.gpu_label(catalog, "h20").startswith("NVIDIA · Hopper — NVIDIA H20 · ")
+    assert sidebar.gpu_label(catalog, "h20").startswith("NVIDIA · Hopper — H20 · ")
     models = sidebar.model_options(catalog)
     assert models[-1] == CUSTOM_MODEL and sorted(models[:-1]) == sorted(catalog.models)
     families = [catalog.models[k].family for k in models[:-1]]
