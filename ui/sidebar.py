@@ -17,14 +17,15 @@ from pydantic import ValidationError
 
 from planner.engine.evaluate import CUSTOM_MODEL, SHAPE_KEYS, resolve
 from planner.errors import ScenarioError, format_validation_error
-from planner.format import fmt_bytes, fmt_count, fmt_usd
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_usd
 from planner.links import DEFAULTS, FIELDS
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model, encode_model
 from planner.model.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.model.params import kv_elements_per_token, state_bytes_per_sequence
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
-from planner.units import KV_DTYPES, WEIGHT_DTYPES
+from planner.units import DTYPE_BYTES, KV_DTYPES, TERA, WEIGHT_DTYPES
 from ui.format import md_escape
 from ui.state import SCENARIO_KEY
 
@@ -52,6 +53,54 @@ def field_bounds(name: str) -> tuple[float | None, float | None, bool]:
         if getattr(m, "le", None) is not None:
             hi = m.le
     return lo, hi, strict
+
+
+def gpu_options(catalog: Catalog) -> list[str]:
+    """Every selectable profile, grouped: vendor, generation oldest first, then measured ones."""
+    profiles = {**catalog.gpus, **catalog.measured}
+    return sorted(profiles, key=lambda k: profiles[k].group_order)
+
+
+def gpu_label(catalog: Catalog, key: str) -> str:
+    """ "NVIDIA · Hopper — H200 SXM · 131 GiB": the group first, so the list reads grouped."""
+    gpu = catalog.profile(key)
+    if gpu is None:
+        return key
+    name = gpu.name.removeprefix(f"{gpu.vendor} ") if not gpu.calibrated else gpu.name  # the group names the vendor
+    return f"{gpu.group} — {name} · {fmt_bytes(gpu.memory_bytes)}"
+
+
+def model_options(catalog: Catalog) -> list[str]:
+    """Every preset grouped by family (in ``MODEL_FAMILIES`` order), then the custom shape."""
+    models = catalog.models
+    return sorted(models, key=lambda k: (models[k].family_order, models[k].family, models[k].name)) + [CUSTOM_MODEL]
+
+
+def model_label(catalog: Catalog, key: str) -> str:
+    """ "Qwen (Alibaba) — Qwen3-8B": the family first, so the list reads grouped."""
+    if key == CUSTOM_MODEL:
+        return "Custom shape (config.json or code)"
+    m = catalog.models.get(key)
+    return key if m is None else f"{m.family} — {m.name}"
+
+
+def gpu_facts(gpu: Any) -> str:
+    """The chosen profile's key facts, one line."""
+    price = "not priced" if gpu.price_per_gpu_hour_usd <= 0 else f"{fmt_usd(gpu.price_per_gpu_hour_usd)}/GPU-h"
+    return (
+        f"{fmt_bytes(gpu.memory_bytes)} · {fmt_num(gpu.memory_bandwidth_bytes_per_s / TERA)} TB/s · "
+        f"{fmt_num(gpu.peak_flop_per_s['bf16'] / TERA)} TFLOP/s bf16 · {price}"
+    )
+
+
+def model_facts(m: ModelSpec) -> str:
+    """The chosen shape's key facts, one line: layers by kind, attention, KV per token, context."""
+    kv = fmt_bytes(kv_elements_per_token(m) * DTYPE_BYTES["bf16"])
+    state = f" + {fmt_bytes(state_bytes_per_sequence(m))} state per sequence" if m.is_hybrid else ""
+    return (
+        f"{m.layers} layers ({m.layer_summary}) · {m.attention_kind} · KV {kv}/token (bf16){state} · "
+        f"{fmt_count(m.context_window_tokens)}-token context"
+    )
 
 
 def divisors(n: int) -> list[int]:
@@ -198,7 +247,7 @@ def _on_import_config(st: Any, source: str) -> None:
         ss[key] = None
     ss[HF_MESSAGE_KEY] = (
         "success",
-        f"loaded {spec.name}: {spec.layers} layers, {spec.attention_kind}, "
+        f"loaded {spec.name}: {spec.layers} layers ({spec.layer_summary}), {spec.attention_kind}, "
         f"{spec.heads} heads / {spec.kv_heads} KV heads, {fmt_count(spec.context_window_tokens)}-token window",
     )
 
@@ -210,13 +259,17 @@ def _hardware(st: Any, catalog: Catalog) -> None:
     st.header("Hardware")
     st.selectbox(
         "GPU profile",
-        catalog.profile_keys(),
+        gpu_options(catalog),
         key="gpu",
-        format_func=lambda k: f"{catalog.profile(k).name} · {fmt_bytes(catalog.profile(k).memory_bytes)}",
-        help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour. "
+        format_func=lambda k: gpu_label(catalog, k),
+        help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour; "
+        "grouped by vendor and generation, oldest first. "
         "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
         "their rates are achieved ones, so MFU and MBU do not derate them).",
     )
+    chosen = catalog.profile(st.session_state.get("gpu", ""))
+    if chosen is not None:
+        st.caption(md_escape(gpu_facts(chosen)))
     _int_input(
         st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count."
     )
@@ -227,13 +280,16 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
     st.header("Model")
     st.selectbox(
         "Model preset",
-        sorted(catalog.models) + [CUSTOM_MODEL],
+        model_options(catalog),
         key="model",
-        format_func=lambda k: "Custom shape (config.json or code)" if k == CUSTOM_MODEL else catalog.models[k].name,
+        format_func=lambda k: model_label(catalog, k),
         on_change=_on_model_change,
         args=(st, catalog),
-        help="Published model shape (model_presets/*.toml), or 'custom' for an imported config.json.",
+        help="Published model shape (model_presets/*.toml), grouped by family, or 'custom' for an imported "
+        "config.json.",
     )
+    if base is not None:
+        st.caption(md_escape(model_facts(base)))
     if ss.get("model") == CUSTOM_MODEL:
         st.text_input(
             "Custom shape code",
@@ -382,9 +438,9 @@ def _speculative(st: Any, catalog: Catalog) -> None:
     )
     st.selectbox(
         "Draft",
-        [""] + sorted(catalog.models),
+        [""] + model_options(catalog)[:-1],
         key="draft",
-        format_func=lambda k: "Cost ratio (no draft model)" if not k else catalog.models[k].name,
+        format_func=lambda k: "Cost ratio (no draft model)" if not k else model_label(catalog, k),
         help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
     )
     if not ss.get("draft"):

@@ -18,6 +18,7 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
 if TYPE_CHECKING:
+    from planner.model.specs import GPU, ModelSpec
     from planner.serving.workload import Workload
 
 Command = Callable[[argparse.Namespace, Catalog, TextIO, TextIO], int]
@@ -144,17 +145,53 @@ def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -
     return 0
 
 
-def list_catalog(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
-    names = (
-        {k: g.name for k, g in catalog.gpus.items()}
-        if args.command == "gpus"
-        else {k: m.name for k, m in catalog.models.items()}
+def _gpu_row(key: str, gpu: GPU) -> str:
+    """One profile's key facts: memory, bandwidth, dense bf16 peak, price."""
+    from planner.format import fmt_num, fmt_usd
+    from planner.units import GB, TERA
+
+    price = "not priced" if gpu.price_per_gpu_hour_usd <= 0 else f"{fmt_usd(gpu.price_per_gpu_hour_usd)}/GPU-h"
+    facts = (
+        f"{fmt_num(gpu.memory_bytes / GB):>5} GB  {fmt_num(gpu.memory_bandwidth_bytes_per_s / TERA):>5} TB/s  "
+        f"{fmt_num(gpu.peak_flop_per_s['bf16'] / TERA):>6} TFLOP/s bf16  {price}"
     )
-    for key, name in sorted(names.items()):
-        out.write(f"{key:<16} {name}\n")
+    where = f"  [measured: benchmarks/results/{key}.toml]" if gpu.calibrated else ""
+    return f"  {key:<24} {gpu.name:<46} {facts}{where}"
+
+
+def _model_row(key: str, m: ModelSpec) -> str:
+    """One preset's key facts: parameters, layers and their kinds, attention, KV per token, context."""
+    from planner.format import fmt_bytes, fmt_count, fmt_num
+    from planner.model.params import kv_elements_per_token, param_counts, state_bytes_per_sequence
+    from planner.units import DTYPE_BYTES, GIGA
+
+    pc = param_counts(m)
+    params = f"{fmt_num(pc.total / GIGA)}B" + (f" ({fmt_num(pc.active / GIGA)}B active)" if m.is_moe else "")
+    kv = fmt_bytes(kv_elements_per_token(m) * DTYPE_BYTES["bf16"])
+    state = f" + {fmt_bytes(state_bytes_per_sequence(m))}/seq state" if m.is_hybrid else ""
+    return (
+        f"  {key:<30} {m.name:<36} {params:<22} {m.layers:>3} layers ({m.layer_summary}), {m.attention_kind}, "
+        f"KV {kv}/token bf16{state}, {fmt_count(m.context_window_tokens)}-token context"
+    )
+
+
+def list_catalog(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    """``kvplan gpus`` / ``kvplan models``: every profile or preset with its key facts, grouped by
+    vendor and generation (GPUs) or family (models)."""
     if args.command == "gpus":
-        for key, gpu in sorted(catalog.measured.items()):
-            out.write(f"{key:<16} {gpu.name}  [measured: benchmarks/results/{key}.toml]\n")
+        profiles = {**catalog.gpus, **catalog.measured}
+        keys = sorted(profiles, key=lambda k: profiles[k].group_order)
+        groups = [(profiles[k].group, _gpu_row(k, profiles[k])) for k in keys]
+    else:
+        models = catalog.models
+        keys = sorted(models, key=lambda k: (models[k].family_order, models[k].family, k))
+        groups = [(models[k].family, _model_row(k, models[k])) for k in keys]
+    current = None
+    for group, row in groups:
+        if group != current:
+            out.write(f"{group}\n")
+            current = group
+        out.write(f"{row}\n")
     return 0
 
 

@@ -28,6 +28,7 @@ from planner.model.params import (
     kv_elements_per_token_per_layer,
     moe_layers,
     param_counts,
+    state_bytes_per_sequence,
 )
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
@@ -79,8 +80,8 @@ class EngineInputs:
     vocab: Array
     kv_elements_per_token_per_layer: Array  # 2·g·k, or r_kv + k_rope (MLA)
     kv_sharded: Array  # 1 if KV heads split across TP ranks (not MLA)
-    full_attention_layers: Array
-    window_layers: Array
+    full_attention_layers: Array  # attention layers that see the whole context
+    window_layers: Array  # sliding-window or chunked-attention layers (at most window_tokens cached)
     window_tokens: Array
     context_window_tokens: Array
     total_params: Array
@@ -94,6 +95,7 @@ class EngineInputs:
     attention_dim_prefill: Array  # d_qk + d_v per head
     attention_dim_decode: Array
     activation_elements_per_token_per_layer: Array
+    state_bytes_per_sequence: Array  # fixed recurrent state of the state layers, one sequence, all GPUs
     # dtypes
     weight_bytes_per_param: Array
     kv_bytes_per_element: Array
@@ -151,9 +153,22 @@ def field_names() -> tuple[str, ...]:
     return tuple(f.name for f in fields(EngineInputs))
 
 
+def _local_attention(m: ModelSpec) -> tuple[int, int]:
+    """(layers, tokens) of the model's local attention: sliding windows, else chunked attention.
+
+    A chunked layer (Llama-4) caches and attends at most one chunk, like a window of that
+    size: exact while the context is within one chunk, an upper bound (≤ 2× the mean) past it.
+    """
+    if m.sliding_window_layers and m.sliding_window_tokens:
+        return m.sliding_window_layers, m.sliding_window_tokens
+    if m.chunked_attention_layers:
+        return m.chunked_attention_layers, m.chunked_attention_tokens
+    return 0, 0
+
+
 def _model_fields(m: ModelSpec) -> dict[str, float]:
     pc = param_counts(m)
-    win_layers = m.sliding_window_layers if m.sliding_window_tokens else 0
+    win_layers, win_tokens = _local_attention(m)
     prefill_dim, decode_dim = attention_dims(m)
     return dict(
         layers=m.layers,
@@ -164,9 +179,9 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
         vocab=m.vocab,
         kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(m),
         kv_sharded=0.0 if m.is_mla else 1.0,
-        full_attention_layers=m.layers - win_layers,
+        full_attention_layers=m.attention_layers - win_layers,
         window_layers=win_layers,
-        window_tokens=m.sliding_window_tokens or 1.0,
+        window_tokens=win_tokens or 1.0,
         context_window_tokens=m.context_window_tokens,
         total_params=pc.total,
         matmul_params=pc.matmul_active,
@@ -179,6 +194,7 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
         attention_dim_prefill=prefill_dim,
         attention_dim_decode=decode_dim,
         activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(m),
+        state_bytes_per_sequence=state_bytes_per_sequence(m),
     )
 
 

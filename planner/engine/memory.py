@@ -7,6 +7,7 @@ KV bytes per token        = 2 · layers · kv_heads · head_dim · kv_dtype_byte
                             — NVIDIA, "Mastering LLM Techniques: Inference Optimization" (2023);
                             DeepSeek-V2 paper §2.1 for MLA.
 KV bytes for L tokens     = per-layer-token bytes · (full_layers · L + window_layers · min(L, W))
+                            + fixed state of the state layers (linear attention, Mamba) / tp
 Weights per GPU           = params · bytes_per_param / tp
 Reserve per GPU           = 512 MiB workspace + step_tokens · activation elements/layer / tp · 2 B
                             + sampled sequences · vocab · 4 B (fp32 logits)
@@ -43,14 +44,19 @@ def kv_bytes_per_token_per_layer(x: EngineInputs, tp: Quantity | None = None) ->
 
 
 def kv_bytes_per_token(x: EngineInputs) -> Array:
-    """Whole-model KV bytes per token (all layers, all GPUs): 2·L·g·k·b (MLA: L·(r+k_rope)·b)."""
-    return x.layers * x.kv_elements_per_token_per_layer * x.kv_bytes_per_element
+    """Whole-model KV bytes per token (all attention layers, all GPUs): 2·L·g·k·b (MLA: L·(r+k_rope)·b)."""
+    return kv_layers(x) * x.kv_elements_per_token_per_layer * x.kv_bytes_per_element
+
+
+def kv_layers(x: EngineInputs) -> Array:
+    """Layers that cache K/V: full plus sliding/chunked attention (state layers cache none)."""
+    return x.full_attention_layers + x.window_layers
 
 
 def kv_bytes_per_token_for_heads(x: EngineInputs, kv_heads: Quantity) -> Array:
     """What the cache would cost per token with ``kv_heads`` K/V heads (MHA = heads, MQA = 1):
     2 · L · g · k · b.  For an MLA model k is the mean of its expanded K and V head dims."""
-    return 2 * x.layers * kv_heads * x.head_dim * x.kv_bytes_per_element
+    return 2 * kv_layers(x) * kv_heads * x.head_dim * x.kv_bytes_per_element
 
 
 def kv_cached_layer_tokens(x: EngineInputs, context_tokens: Quantity) -> Array:
@@ -59,8 +65,10 @@ def kv_cached_layer_tokens(x: EngineInputs, context_tokens: Quantity) -> Array:
 
 
 def kv_bytes_per_sequence(x: EngineInputs, context_tokens: Quantity, tp: Quantity | None = None) -> Array:
-    """KV bytes of one sequence of ``context_tokens`` on one GPU."""
-    return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens)
+    """KV bytes of one sequence of ``context_tokens`` on one GPU, plus the state layers' fixed
+    state (split over the tp ranks with their heads, as vLLM's MambaStateShapeCalculator does)."""
+    state = x.state_bytes_per_sequence / (x.tp if tp is None else tp)
+    return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens) + state
 
 
 def weight_bytes_total(x: EngineInputs) -> Array:
@@ -125,7 +133,7 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     """The per-GPU memory plan and concurrency limits (see module doc)."""
     raw = kv_budget_raw_bytes(x)
     budget = np.maximum(raw, 0.0)
-    per_tok_gpu = x.layers * kv_bytes_per_token_per_layer(x)
+    per_tok_gpu = kv_layers(x) * kv_bytes_per_token_per_layer(x)
     seq_actual = kv_bytes_per_sequence(x, context_tokens(x))
     seq_paged = kv_bytes_per_sequence(x, paged_context_tokens(x))
     seq_contig = kv_bytes_per_sequence(x, contiguous_context_tokens(x))

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
-from planner.engine.memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer
+from planner.engine.memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, kv_layers
 from planner.units import ACTIVATION_BYTES
 
 
@@ -172,12 +172,15 @@ def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0) -> Ste
         attention_flop(x, seqs * q, ctx, x.attention_dim_decode)
         + attention_flop(x, n, past + (n + 1.0) / 2.0, x.attention_dim_prefill)
     ) / x.tp
-    kv_tok = x.layers * kv_bytes_per_token_per_layer(x)
+    kv_tok = kv_layers(x) * kv_bytes_per_token_per_layer(x)
     return StepCost(
         matmul_flop=matmul_flop,
         matmul_bytes=weight_bytes_touched_per_gpu(x, tokens) + tokens * activation_bytes_per_token(x),
         attention_flop=attention_flop_,
-        attention_bytes=seqs * kv_bytes_per_sequence(x, ctx) + kv_bytes_per_sequence(x, past) + tokens * kv_tok,
+        # the prefill chunk's cache (and a hybrid's state) is read only when there is a chunk
+        attention_bytes=seqs * kv_bytes_per_sequence(x, ctx)
+        + np.where(n > 0, kv_bytes_per_sequence(x, past), 0.0)
+        + tokens * kv_tok,
         s_per_flop=1.0 / (x.peak_flop_per_s * x.mfu),
         s_per_byte=1.0 / (x.bandwidth_bytes_per_s * x.mbu),
         comm_s=comm_s(x, tokens),

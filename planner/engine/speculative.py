@@ -56,6 +56,7 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         moe_layers=0.0,
         experts=0.0,
         expert_params=0.0,
+        state_bytes_per_sequence=0.0,
     )
 
 

@@ -9,7 +9,7 @@ plus prefill chunks j of n_j new tokens after p_j tokens already in the cache.
   matmul     F_mm = [2·(N_active − N_head)·T + 2·N_head·(seqs·q + #chunks)] / tp
              B_mm = weights touched(T) + T·activations
   attention  F_att = [2·h·d_dec·seqs·q·K(ctx) + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
-             B_att = kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·kv·L
+             B_att = kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·kv·L_att + (seqs + #chunks)·S   (S: a hybrid's state)
   time       = R(F_mm/(peak·MFU), B_mm/(bw·MBU)) + R(F_att/(a_c·peak·MFU), B_att/(a_m·bw·MBU)) + t_comm(T)
              R(c, m) = max(c, m) + (1 − o)·min(c, m)   (``roofline.overlapped_s``; o = a_c = a_m = 1
              in datasheet profiles: the plain roofline)
@@ -65,7 +65,8 @@ class Roofline:
     window_tokens: float
     kv_layer_bytes: float  # per token per layer per GPU
     act_token_bytes: float  # activations through the matmuls, per token
-    kv_token_bytes: float  # KV written, per token (all layers)
+    kv_token_bytes: float  # KV written, per token (all attention layers)
+    state_bytes: float  # a hybrid's fixed state per sequence per GPU, read each step (0: none)
     dense_weight_bytes: float
     expert_weight_bytes: float  # all routed experts
     expert_miss: float  # 1 − k/E: chance one token skips a given expert
@@ -92,6 +93,7 @@ class Roofline:
                 "full_attention_layers",
                 "window_layers",
                 "window_tokens",
+                "state_bytes_per_sequence",
                 "layers",
                 "activation_elements_per_token_per_layer",
                 "total_params",
@@ -126,7 +128,8 @@ class Roofline:
             window_tokens=f["window_tokens"],
             kv_layer_bytes=kv_layer,
             act_token_bytes=f["layers"] * f["activation_elements_per_token_per_layer"] / tp * ACTIVATION_BYTES,
-            kv_token_bytes=f["layers"] * kv_layer,
+            kv_token_bytes=(f["full_attention_layers"] + f["window_layers"]) * kv_layer,
+            state_bytes=f["state_bytes_per_sequence"] / tp,
             dense_weight_bytes=(f["total_params"] - f["lookup_params"] - experts) * f["weight_bytes_per_param"] / tp,
             expert_weight_bytes=experts * f["weight_bytes_per_param"] / tp,
             expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
@@ -163,7 +166,8 @@ class Roofline:
         )
         attention = overlapped_s(
             self.decode_attn_flop * tokens * self.att_s_per_flop * keys,
-            (self.kv_layer_bytes * seqs * keys + tokens * self.kv_token_bytes) * self.att_s_per_byte,
+            (self.kv_layer_bytes * seqs * keys + seqs * self.state_bytes + tokens * self.kv_token_bytes)
+            * self.att_s_per_byte,
             self.overlap,
         )
         return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
@@ -185,7 +189,7 @@ class Roofline:
             kv_read += full * p + win * (p if p < w else w)
         weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
         mm_bytes = weights + tokens * self.act_token_bytes
-        att_bytes = self.kv_layer_bytes * kv_read + tokens * self.kv_token_bytes
+        att_bytes = self.kv_layer_bytes * kv_read + tokens * self.kv_token_bytes + (seqs + chunks) * self.state_bytes
         o = self.overlap
         mc, mm = mm_flop * self.s_per_flop, mm_bytes * self.s_per_byte
         ac, am = att_flop * self.att_s_per_flop, att_bytes * self.att_s_per_byte

@@ -42,8 +42,20 @@ CODES: dict[str, str] = {
     "Lw": "sliding_window_layers",
     "C": "context_window_tokens",
     "P": "min_cacheable_prompt_tokens",
+    "Wc": "chunked_attention_tokens",
+    "Lc": "chunked_attention_layers",
+    "Sk": "attention_sinks",
+    "Og": "attention_output_gate",
+    "Ls": "state_layers",
+    "Sb": "state_bytes_per_layer",
+    "Sp": "state_params_per_layer",
+    "La": "attention_free_layers",
+    "Ln": "mlp_free_layers",
+    "Fs": "shared_expert_ffn",
 }
-_PART = re.compile(r"^([A-Z][a-z]{0,2})(\d{1,9})$")
+#: Fields written as 0/1.
+FLAGS = ("tied_embeddings", "gated_mlp", "qkv_bias", "attention_sinks", "attention_output_gate")
+_PART = re.compile(r"^([A-Z][a-z]{0,2})(\d{1,12})$")
 
 
 def encode_model(m: ModelSpec) -> str:
@@ -70,7 +82,7 @@ def decode_model(text: str, name: str = "Custom model") -> ModelSpec:
             raise ValueError(f"custom: cannot read {part[:20]!r}; codes are {', '.join(CODES)}")
         field = CODES[m.group(1)]
         value = int(m.group(2))
-        data[field] = bool(value) if field in ("tied_embeddings", "gated_mlp", "qkv_bias") else value
+        data[field] = bool(value) if field in FLAGS else value
     data.setdefault("gated_mlp", True)
     try:
         return ModelSpec.model_validate(data)

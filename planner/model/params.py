@@ -1,13 +1,18 @@
 """Parameter counts of a decoder-only transformer, from its config shape.
 
 Per layer (d = hidden, h = heads, g = kv_heads, k = head_dim, f = ffn):
-  attention (MHA/GQA/MQA)  d·h·k (Q) + 2·d·g·k (K, V) + h·k·d (O)  [+ (h+2g)·k biases]
+  attention (MHA/GQA/MQA)  d·h·k (Q) + 2·d·g·k (K, V) + h·k·d (O)  [+ (h+2g)·k biases] [+ h sinks]
+                           [+ d·h·k output gate]
   attention (MLA)          d·r_q + r_q·h·(k_nope+k_rope)  (or d·h·(k_nope+k_rope) without q-LoRA)
                            + d·(r_kv + k_rope) + r_kv·h·(k_nope + k_v) + h·k_v·d
+  state mixer              state_params_per_layer (linear attention / Mamba; the importer's formula)
   dense MLP                3·d·f if gated (SwiGLU/GeGLU) else 2·d·f
-  MoE MLP                  (E + S)·3·d·f_e + d·E (router)
+  MoE MLP                  E·3·d·f_e + S·3·d·f_s + d·E (router), f_s = shared_expert_ffn or f_e
+                           (2 for 3 when the MLPs are not gated)
   norms                    2·d
-Plus the embedding v·d, an untied LM head v·d, and the final norm d.
+Attention sits on the attention layers (layers − state − attention-free), the state mixer
+on the state layers, an MLP on every layer but the MLP-free ones: ``dense_layers`` of those
+dense, the rest MoE.  Plus the embedding v·d, an untied LM head v·d, and the final norm d.
 Active parameters count only the k routed + S shared experts of each MoE layer.
 Biases outside Q/K/V and positional tables are ignored (< 0.2 % for the presets).
 """
@@ -32,7 +37,9 @@ def _attention_params(m: ModelSpec) -> float:
         return float(q + kv + h * m.v_head_dim * d)
     k, g = m.head_dim, m.kv_heads
     bias = (h + 2 * g) * k if m.qkv_bias else 0
-    return float(d * h * k + 2 * d * g * k + h * k * d + bias)
+    sinks = h if m.attention_sinks else 0
+    gate = d * h * k if m.attention_output_gate else 0
+    return float(d * h * k + 2 * d * g * k + h * k * d + bias + sinks + gate)
 
 
 def _mlp_matrices(m: ModelSpec) -> int:
@@ -40,12 +47,27 @@ def _mlp_matrices(m: ModelSpec) -> int:
 
 
 def expert_params(m: ModelSpec) -> float:
-    """Parameters of one routed (or shared) expert: 3·d·f_e (experts are gated)."""
-    return float(3 * m.hidden * m.moe_ffn) if m.is_moe else 0.0
+    """Parameters of one routed expert: 3·d·f_e (2·d·f_e when the MLPs are not gated, Nemotron-H)."""
+    return float(_mlp_matrices(m) * m.hidden * m.moe_ffn) if m.is_moe else 0.0
+
+
+def shared_expert_ffn(m: ModelSpec) -> int:
+    """Width of one shared expert: ``shared_expert_ffn``, else the routed expert's ``moe_ffn``."""
+    return m.shared_expert_ffn or m.moe_ffn
+
+
+def shared_expert_params(m: ModelSpec) -> float:
+    """Parameters of one shared expert: 3·d·f_s (2·d·f_s when not gated)."""
+    return float(_mlp_matrices(m) * m.hidden * shared_expert_ffn(m)) if m.is_moe else 0.0
+
+
+def mlp_layers(m: ModelSpec) -> int:
+    """Layers with an MLP (dense or MoE)."""
+    return m.layers - m.mlp_free_layers
 
 
 def moe_layers(m: ModelSpec) -> int:
-    return m.layers - m.dense_layers if m.is_moe else 0
+    return mlp_layers(m) - m.dense_layers if m.is_moe else 0
 
 
 @dataclass(frozen=True)
@@ -70,13 +92,15 @@ def param_counts(m: ModelSpec) -> ParamCounts:
     norms = 2 * d
     dense_mlp = _mlp_matrices(m) * d * m.ffn
     n_moe = moe_layers(m)
-    n_dense = m.layers - n_moe
+    n_dense = mlp_layers(m) - n_moe
     e = expert_params(m)
-    moe_total = (m.experts + m.shared_experts) * e + d * m.experts
-    moe_active = (m.experts_per_token + m.shared_experts) * e + d * m.experts
+    shared = m.shared_experts * shared_expert_params(m)
+    moe_total = m.experts * e + shared + d * m.experts
+    moe_active = m.experts_per_token * e + shared + d * m.experts
     embedding = float(m.vocab * d)
     lm_head = 0.0 if m.tied_embeddings else float(m.vocab * d)
-    common = m.layers * (attn + norms) + n_dense * dense_mlp + embedding + lm_head + d
+    mixers = m.attention_layers * attn + m.state_layers * m.state_params_per_layer
+    common = mixers + m.layers * norms + n_dense * dense_mlp + embedding + lm_head + d
     return ParamCounts(
         total=float(common + n_moe * moe_total),
         active=float(common + n_moe * moe_active),
@@ -111,11 +135,25 @@ def activation_elements_per_token_per_layer(m: ModelSpec) -> float:
     """Elements each matmul reads as input and writes as output, per token per layer.
 
     QKV: d in, (h+2g)·k out; O: h·k in, d out; MLP: d in, (2 if gated else 1)·f out,
-    f in, d out (MoE: f = (k_routed + shared)·f_e).  Used only for memory traffic.
+    f in, d out (MoE: f = k_routed·f_e + shared·f_s).  Used only for memory traffic.
     """
     d, h = m.hidden, m.heads
     k = m.v_head_dim if m.is_mla else m.head_dim
     g = m.heads if m.is_mla else m.kv_heads
-    f = (m.experts_per_token + m.shared_experts) * m.moe_ffn if m.is_moe else m.ffn
+    f = m.experts_per_token * m.moe_ffn + m.shared_experts * shared_expert_ffn(m) if m.is_moe else m.ffn
     up = 2 if m.gated_mlp else 1
     return float(d + (h + 2 * g) * k + h * k + d + d + up * f + f + d)
+
+
+def kv_elements_per_token(m: ModelSpec) -> float:
+    """Cached elements one token adds across the model: attention layers · per-layer elements.
+
+    State layers (linear attention, Mamba) and attention-free layers cache nothing per token;
+    sliding and chunked layers count here too (their cap is a per-sequence limit, not a
+    per-token one)."""
+    return m.attention_layers * kv_elements_per_token_per_layer(m)
+
+
+def state_bytes_per_sequence(m: ModelSpec) -> float:
+    """Fixed recurrent state one sequence holds, whatever its length: state layers · bytes per layer."""
+    return float(m.state_layers * m.state_bytes_per_layer)

@@ -25,6 +25,40 @@ KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 KEY_RE = re.compile(KEY_PATTERN)
 KEY_RULE = "a lower-case key of letters, digits, '.', '_' or '-' (≤ 64 chars)"
 
+#: Generation of the shipped profiles whose files carry no ``generation`` line (by file stem).
+KNOWN_GENERATIONS = {
+    "a100-40gb-sxm": "Ampere",
+    "a100-80gb-sxm": "Ampere",
+    "h100-sxm": "Hopper",
+    "h100-pcie": "Hopper",
+    "h200": "Hopper",
+    "b200": "Blackwell",
+    "l4": "Ada Lovelace",
+    "l40s": "Ada Lovelace",
+    "mi300x": "CDNA 3",
+    "mi325x": "CDNA 3",
+}
+
+#: Vendors in the order their GPU groups are listed (others after them, alphabetically).
+VENDOR_ORDER = ("NVIDIA", "AMD")
+#: Architecture generations, oldest first per vendor: the order GPU groups are listed in.
+GENERATION_ORDER = ("Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4")
+#: Model families by the start of the model's name (lower case), in the order they are listed.
+MODEL_FAMILIES = (
+    ("llama", "Llama (Meta)"),
+    ("qwen", "Qwen (Alibaba)"),
+    ("deepseek", "DeepSeek"),
+    ("kimi", "Kimi (Moonshot AI)"),
+    ("gpt-oss", "gpt-oss (OpenAI)"),
+    ("mistral", "Mistral"),
+    ("mixtral", "Mistral"),
+    ("gemma", "Gemma (Google)"),
+    ("phi", "Phi (Microsoft)"),
+    ("falcon", "Falcon (TII)"),
+    ("opt", "OPT (Meta)"),
+)
+OTHER_FAMILY = "Other"
+
 #: Seconds per microsecond: the same double as the literal 1e-6, so profile values stay bit-identical.
 _S_PER_US = 1 / US_PER_S
 
@@ -37,6 +71,7 @@ class GPU(BaseModel):
     key: str = Field(min_length=1, max_length=64, description="file stem, used in links")
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
+    generation: str = Field(default="", max_length=40, description="architecture generation (Hopper, CDNA 3 …)")
     memory_bytes: float = Field(gt=0, le=10 * TiB, description="HBM/GDDR capacity (datasheet)")
     memory_reported_bytes: float | None = Field(
         default=None, gt=0, le=10 * TiB, description="total memory the driver reports (what engines size from)"
@@ -62,6 +97,20 @@ class GPU(BaseModel):
     attention_bandwidth_frac: float = Field(
         default=1.0, gt=0, le=1, description="share of the weight-streaming bandwidth the attention kernels reach"
     )
+
+    @property
+    def group(self) -> str:
+        """The picker group: "vendor · generation" (measured profiles: "Measured")."""
+        if self.calibrated:
+            return "Measured"
+        return f"{self.vendor} · {self.generation}" if self.generation else self.vendor
+
+    @property
+    def group_order(self) -> tuple[int, int, str, int, str]:
+        """Sort key: measured last, then vendor (NVIDIA, AMD, others), generation oldest first, name."""
+        vendor = VENDOR_ORDER.index(self.vendor) if self.vendor in VENDOR_ORDER else len(VENDOR_ORDER)
+        rank = GENERATION_ORDER.index(self.generation) if self.generation in GENERATION_ORDER else len(GENERATION_ORDER)
+        return (int(self.calibrated), vendor, self.vendor, rank, self.name)
 
     def peak_for(self, compute_dtype: str) -> float:
         """Dense peak for ``compute_dtype``; falls back to bf16 when the chip lacks it."""
@@ -100,6 +149,12 @@ class GpuProfileFile(BaseModel):
 
     name: str = Field(min_length=1, max_length=120)
     vendor: str = Field(min_length=1, max_length=40)
+    generation: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=40,
+        description="architecture generation, for grouping (Hopper, Blackwell, CDNA 3 …)",
+    )
     memory_capacity_gb: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
     memory_capacity_gib: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
     memory_reported_gib: float | None = Field(
@@ -162,6 +217,7 @@ class GpuProfileFile(BaseModel):
             key=key,
             name=self.name,
             vendor=self.vendor,
+            generation=self.generation or KNOWN_GENERATIONS.get(key, ""),
             memory_bytes=mem,
             memory_reported_bytes=None if self.memory_reported_gib is None else self.memory_reported_gib * GiB,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_tb_per_s * TERA,
@@ -182,9 +238,24 @@ class ModelSpec(BaseModel):
 
     ``ffn`` is the dense MLP intermediate size; ``moe_ffn`` the per-expert one.
     MoE: ``experts`` routed experts of which ``experts_per_token`` are used per
-    token, plus ``shared_experts`` always used; the first ``dense_layers``
-    layers are dense.  MLA (DeepSeek-V2/V3): ``kv_lora_rank`` > 0 switches the
-    KV cache to the compressed latent plus the decoupled RoPE key.
+    token, plus ``shared_experts`` always used (each ``shared_expert_ffn`` wide,
+    0 = ``moe_ffn``); ``dense_layers`` of the layers are dense (leading as in
+    DeepSeek, or interleaved as in Llama-4-Maverick: only the count matters).
+    MLA (DeepSeek-V2/V3): ``kv_lora_rank`` > 0 switches the KV cache to the
+    compressed latent plus the decoupled RoPE key.
+
+    Layer kinds (only their counts change memory and time, not their positions):
+    ``sliding_window_layers`` see the last ``sliding_window_tokens`` (Mistral,
+    Gemma 2/3, gpt-oss); ``chunked_attention_layers`` see only their own
+    ``chunked_attention_tokens``-long chunk (Llama-4); ``state_layers`` are
+    linear-attention or state-space mixers (Qwen3-Next's Gated DeltaNet,
+    Mamba in Jamba and Nemotron-H) that keep ``state_bytes_per_layer`` per
+    sequence whatever its length and have ``state_params_per_layer`` weights;
+    ``attention_free_layers`` have no mixer (DeciLM no-op attention); the rest
+    are full attention.  ``mlp_free_layers`` have no MLP.  ``attention_sinks``:
+    gpt-oss's learned per-head sink logit (no KV, ``heads`` weights per layer);
+    ``attention_output_gate``: Qwen3-Next's sigmoid gate on the attention output
+    (another d·h·k weights per attention layer, no KV).
     """
 
     model_config = FROZEN
@@ -204,7 +275,7 @@ class ModelSpec(BaseModel):
     experts_per_token: int = Field(default=0, ge=0, le=4096)
     shared_experts: int = Field(default=0, ge=0, le=64)
     moe_ffn: int = Field(default=0, ge=0, le=1_048_576)
-    dense_layers: int = Field(default=0, ge=0, le=1000, description="leading dense layers in an MoE")
+    dense_layers: int = Field(default=0, ge=0, le=1000, description="dense (non-MoE) MLP layers in an MoE")
     kv_lora_rank: int = Field(default=0, ge=0, le=65_536)
     q_lora_rank: int = Field(default=0, ge=0, le=65_536)
     qk_rope_head_dim: int = Field(default=0, ge=0, le=4096)
@@ -216,6 +287,27 @@ class ModelSpec(BaseModel):
     min_cacheable_prompt_tokens: int = Field(default=0, ge=0, le=1_000_000)
     published_params: float = Field(default=0, ge=0, le=1e14)
     source: str = Field(default="", max_length=2000)
+    # --- layer kinds beyond full / sliding attention (docs/model.md "Attention types and hybrid state")
+    chunked_attention_tokens: int = Field(
+        default=0, ge=0, le=100_000_000, description="chunked local attention: a query sees only its own chunk"
+    )
+    chunked_attention_layers: int = Field(default=0, ge=0, le=1000, description="layers with chunked attention")
+    attention_sinks: bool = Field(default=False, description="one learned sink logit per head per layer (gpt-oss)")
+    attention_output_gate: bool = Field(
+        default=False, description="attention output gated by a second query-sized projection (Qwen3-Next)"
+    )
+    state_layers: int = Field(
+        default=0, ge=0, le=1000, description="layers whose mixer is a recurrent state (linear attention, Mamba): no KV"
+    )
+    state_bytes_per_layer: int = Field(
+        default=0, ge=0, le=100_000_000_000, description="fixed state one sequence holds in one state layer, bytes"
+    )
+    state_params_per_layer: int = Field(default=0, ge=0, le=100_000_000_000, description="weights of one state mixer")
+    attention_free_layers: int = Field(
+        default=0, ge=0, le=1000, description="layers with no token mixer at all (DeciLM no-op attention)"
+    )
+    mlp_free_layers: int = Field(default=0, ge=0, le=1000, description="layers with no MLP (Nemotron-H mixer blocks)")
+    shared_expert_ffn: int = Field(default=0, ge=0, le=1_048_576, description="shared expert size; 0 = moe_ffn")
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
@@ -236,7 +328,33 @@ class ModelSpec(BaseModel):
             raise ValueError("sliding_window_layers needs sliding_window_tokens > 0")
         if self.kv_lora_rank and not (self.qk_nope_head_dim and self.v_head_dim):
             raise ValueError("MLA needs qk_nope_head_dim and v_head_dim")
+        self._check_layer_kinds()
         return self
+
+    def _check_layer_kinds(self) -> None:
+        """The per-kind layer counts fit in ``layers`` and carry their sizes."""
+        if self.chunked_attention_layers and not self.chunked_attention_tokens:
+            raise ValueError("chunked_attention_layers needs chunked_attention_tokens > 0")
+        if self.chunked_attention_layers and self.sliding_window_layers:
+            raise ValueError(
+                "sliding_window_layers and chunked_attention_layers together are not supported "
+                "(the engine holds one local window per model; no published model has both)"
+            )
+        if self.state_layers and not self.state_bytes_per_layer:
+            raise ValueError("state_layers needs state_bytes_per_layer > 0")
+        local = self.sliding_window_layers + self.chunked_attention_layers
+        if local + self.state_layers + self.attention_free_layers > self.layers:
+            raise ValueError(
+                f"sliding ({self.sliding_window_layers}) + chunked ({self.chunked_attention_layers}) + state "
+                f"({self.state_layers}) + attention-free ({self.attention_free_layers}) layers "
+                f"exceed layers={self.layers}"
+            )
+        if self.attention_layers < 1:
+            raise ValueError("a model needs at least one attention layer (a KV cache to plan)")
+        if self.mlp_free_layers > self.layers:
+            raise ValueError("mlp_free_layers must be ≤ layers")
+        if self.experts and self.dense_layers + self.mlp_free_layers > self.layers:
+            raise ValueError("dense_layers + mlp_free_layers must be ≤ layers")
 
     @property
     def is_moe(self) -> bool:
@@ -255,3 +373,44 @@ class ModelSpec(BaseModel):
         if self.kv_heads == 1:
             return "MQA"
         return "GQA"
+
+    @property
+    def family(self) -> str:
+        """The picker group: the family the name starts with (an "org/" prefix ignored), else "Other"."""
+        name = self.name.lower().rsplit("/", 1)[-1]
+        return next((label for prefix, label in MODEL_FAMILIES if name.startswith(prefix)), OTHER_FAMILY)
+
+    @property
+    def family_order(self) -> int:
+        """Position of the family in :data:`MODEL_FAMILIES` (Other last)."""
+        labels = list(dict.fromkeys(label for _, label in MODEL_FAMILIES))
+        return labels.index(self.family) if self.family in labels else len(labels)
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with softmax attention (full, sliding or chunked): the ones with a KV cache."""
+        return self.layers - self.state_layers - self.attention_free_layers
+
+    @property
+    def full_attention_layers(self) -> int:
+        """Attention layers that see the whole context."""
+        return self.attention_layers - self.sliding_window_layers - self.chunked_attention_layers
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Some layers hold a fixed recurrent state instead of a growing KV cache."""
+        return self.state_layers > 0
+
+    @property
+    def layer_summary(self) -> str:
+        """The layer kinds in words, e.g. "18 full + 18 sliding (128)" or "12 full + 36 state"."""
+        parts = [f"{self.full_attention_layers} full"] if self.full_attention_layers else []
+        if self.sliding_window_layers:
+            parts.append(f"{self.sliding_window_layers} sliding ({self.sliding_window_tokens:,})")
+        if self.chunked_attention_layers:
+            parts.append(f"{self.chunked_attention_layers} chunked ({self.chunked_attention_tokens:,})")
+        if self.state_layers:
+            parts.append(f"{self.state_layers} state")
+        if self.attention_free_layers:
+            parts.append(f"{self.attention_free_layers} no-attention")
+        return " + ".join(parts)

@@ -202,7 +202,8 @@ def size_fleet(
     progress: Callable[[float], None] | None = None,
 ) -> Sizing:
     """The sizing table (module doc) for every GPU profile (or ``gpus``) × ``tps``."""
-    keys = list(catalog.gpus) if gpus is None else list(gpus)
+    # An unpriced profile (price 0: none published) would rank as free; it is sized only when asked for.
+    keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     rate = s.rate if trace is None else trace.rate_per_s
     mean_out = float(s.output) if trace is None else float(np.mean(trace.output_tokens))
     rows = []

@@ -100,6 +100,8 @@ class _Scenario:
         self.a = f(x.activation_elements_per_token_per_layer)
         self.kv_b = f(x.kv_bytes_per_element)
         self.per_layer = f(x.kv_elements_per_token_per_layer) * self.kv_b
+        # layers that cache K/V (state and no-mixer layers of hybrids do not) and their fixed state
+        self.L_kv, self.state = self.full + self.win, f(x.state_bytes_per_sequence)
         self.o, self.a_c, self.a_m = (
             f(x.compute_memory_overlap),
             f(x.attention_compute_frac),
@@ -119,6 +121,10 @@ class _Scenario:
         if self.win == 0:
             return f"{num(self.full)} · {tokens}"
         return f"({num(self.full)} · {tokens} + {num(self.win)} · min({tokens}, {num(self.W)}))"
+
+    def state_gpu(self) -> str:
+        """The hybrid state layers' fixed state of one sequence on one GPU, as a term to add ('' when none)."""
+        return f" + {num(self.state)} / {num(self.tp)}" if self.state else ""
 
     def per_layer_gpu(self) -> str:
         """KV bytes per token per layer on one GPU: ⌈g/tp⌉ of the g heads (the MLA latent is replicated)."""
@@ -193,7 +199,9 @@ COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency
 def _kv_items(s: _Scenario) -> list[ExplainItem]:
     """KV cache per token (and the MHA baseline) and per sequence."""
     m, M = s.m, s.model
-    L, P, out = num(s.L), num(s.P), num(s.O)
+    L, P, out = num(s.L_kv), num(s.P), num(s.O)
+    if s.L_kv != s.L:  # a hybrid: only its attention layers cache K/V
+        return _hybrid_kv_items(s)
     if M.is_mla:
         items = [
             ExplainItem(
@@ -228,6 +236,33 @@ def _kv_items(s: _Scenario) -> list[ExplainItem]:
         )
     )
     return items
+
+
+def _hybrid_kv_items(s: _Scenario) -> list[ExplainItem]:
+    """KV of a model with state or no-mixer layers: the attention layers' KV plus the fixed state."""
+    m, k, g, h, b = s.m, num(s.model.head_dim), num(s.g), num(s.h), num(s.kv_b)
+    L, P, out = num(s.L_kv), num(s.P), num(s.O)
+    return [
+        ExplainItem(
+            "KV cache per token",
+            "2 · L_att · g · k · b_kv  (K and V of the attention layers; state layers cache none)",
+            f"2 · {L} · {g} · {k} · {b}",
+            _bytes_value(m["kv_bytes_per_token"]),
+        ),
+        ExplainItem(
+            "KV cache per token with MHA (baseline)",
+            "2 · L_att · h · k · b_kv  (every query head its own K/V)",
+            f"2 · {L} · {h} · {k} · {b}",
+            _bytes_value(m["kv_bytes_per_token_mha"]),
+        ),
+        ExplainItem(
+            "KV cache per sequence",
+            "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W)) + S  "
+            "(S: the state layers' fixed state, docs/model.md §12)",
+            f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {out})')} + {num(s.state)}",
+            _bytes_value(m["kv_bytes_per_sequence"]),
+        ),
+    ]
 
 
 def _budget_items(s: _Scenario) -> list[ExplainItem]:
@@ -279,7 +314,7 @@ def _concurrency_items(s: _Scenario) -> list[ExplainItem]:
             "max(window, P + O)",
         ),
     ):
-        seq = f"{s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')}"
+        seq = f"{s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')}{s.state_gpu()}"
         n1 = f"⌊({avail} - {num(s.C)} · {act}) / ({seq} + {logit})⌋"
         n2 = f"⌊{avail} / ({seq} + {act} + {logit})⌋"
         small = m[key] <= s.C
@@ -323,7 +358,7 @@ def _step_items(s: _Scenario) -> list[ExplainItem]:
             "Prefill bytes per GPU",
             "weights read (all but an untied embedding table) + P · KV per token per GPU (written) "
             "+ P · L · a / tp · 2 B (activations)",
-            f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}",
+            f"{s.weights_touched(s.P)} + {P} · {kv_tok} + {P} · {act}{s.state_gpu()}",
             _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
@@ -341,7 +376,7 @@ def _step_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Decode bytes per GPU",
             "weights read + B · KV(ctx) per GPU + B · KV per token per GPU (written) + B · L · a / tp · 2 B",
-            f"{s.weights_touched(s.B)} + {B} · {s.per_layer_gpu()} · {s.layer_tokens(ctx)} "
+            f"{s.weights_touched(s.B)} + {B} · ({s.per_layer_gpu()} · {s.layer_tokens(ctx)}{s.state_gpu()}) "
             f"+ {B} · {kv_tok} + {B} · {act}",
             _bytes_value(m["decode_bytes"]),
         ),

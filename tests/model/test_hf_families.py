@@ -29,20 +29,46 @@ TINY = {
 CLAIMED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
     "deepseek_v32", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "refinedweb", "refinedwebmodel", "opt",
-    "gpt2",
+    "gpt2", "gpt_oss", "llama4", "llama4_text", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
+    "qwen3_5_moe_text", "jamba", "nemotron_h", "nemotron-nas",
 )  # fmt: skip
+
+_GDN = {
+    "linear_num_key_heads": 2,
+    "linear_key_head_dim": 16,
+    "linear_num_value_heads": 4,
+    "linear_value_head_dim": 16,
+    "linear_conv_kernel_dim": 4,
+}
+_BLOCK = {"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 1.5, "no_op": False}}
+#: What a family with its own layout keys needs on top of TINY (and the layer count it then has).
+EXTRA: dict[str, tuple[dict, int]] = {
+    "llama4": ({"num_local_experts": 4, "num_experts_per_tok": 1, "intermediate_size_mlp": 256}, 4),
+    "jamba": ({"attn_layer_period": 2, "attn_layer_offset": 1}, 4),
+    "nemotron_h": (
+        {"hybrid_override_pattern": "M-*-", "mamba_num_heads": 4, "mamba_head_dim": 32, "ssm_state_size": 16},
+        2,
+    ),
+    "nemotron-nas": ({"block_configs": [_BLOCK] * 4}, 4),
+    **{t: (_GDN, 4) for t in ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")},
+}
+EXTRA["llama4_text"] = EXTRA["llama4"]
+
+
+def _tiny(model_type: str, **more) -> dict:
+    return {**TINY, **EXTRA.get(model_type, ({}, 4))[0], "model_type": model_type, **more}
 
 
 def test_table_keys_are_lower_case_model_types() -> None:
-    assert all(k == k.lower() and re.fullmatch(r"[a-z0-9_]+", k) for k in FAMILIES)
+    assert all(k == k.lower() and re.fullmatch(r"[a-z0-9_-]+", k) for k in FAMILIES)
     assert all(isinstance(f, Family) for f in FAMILIES.values())
 
 
 @pytest.mark.parametrize("model_type", CLAIMED)
 def test_every_claimed_model_type_has_an_entry_and_imports(model_type: str) -> None:
     assert model_type in FAMILIES
-    m = model_from_hf_config({**TINY, "model_type": model_type})
-    assert (m.layers, m.hidden, m.heads) == (4, 64, 4)
+    m = model_from_hf_config(_tiny(model_type))
+    assert (m.layers, m.hidden, m.heads) == (EXTRA.get(model_type, ({}, 4))[1], 64, 4)
     family = FAMILIES[model_type]
     assert m.gated_mlp is family.gated_mlp
     assert m.tied_embeddings is family.tied_by_default
@@ -63,10 +89,10 @@ def test_unknown_and_case_variants() -> None:
 
 
 def test_family_rules_differ_where_the_docs_say() -> None:
-    window = {**TINY, "sliding_window": 64}
-    layers = {t: model_from_hf_config({**window, "model_type": t}).sliding_window_layers for t in FAMILIES}
-    assert layers["mistral"] == layers["gemma"] == layers["gpt2"] == 4  # every layer
+    layers = {t: model_from_hf_config(_tiny(t, sliding_window=64)).sliding_window_layers for t in FAMILIES}
+    assert layers["mistral"] == layers["gemma"] == layers["gpt2"] == layers["gpt_oss"] == 4  # every layer
     assert layers["llama"] == layers["deepseek_v3"] == layers["falcon"] == layers["opt"] == 0  # ignored
+    assert layers["llama4"] == layers["jamba"] == layers["nemotron_h"] == layers["nemotron-nas"] == 0
     assert layers["gemma2"] == 2  # alternating
     assert layers["gemma3"] == 4  # one global layer in six: none of four
     assert layers["qwen2"] == 0  # off unless use_sliding_window

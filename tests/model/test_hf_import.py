@@ -7,12 +7,14 @@ published config.json files named in each fixture.
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import pytest
 
 from planner.model.catalog import load_models
 from planner.model.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.model.hf_import.reader import parse_config
 from planner.model.params import param_counts
 
 PRESETS, _ = load_models()
@@ -408,9 +410,9 @@ def test_moe_layer_freq_counts_dense_layers() -> None:
     assert m.dense_layers == 27 - moe
 
 
-def test_qwen_moe_shared_expert_in_expert_units() -> None:
+def test_qwen_moe_shared_expert_of_its_own_width() -> None:
     m = model_from_hf_config(QWEN15_MOE)
-    assert (m.experts, m.experts_per_token, m.moe_ffn, m.shared_experts) == (60, 4, 1408, 4)
+    assert (m.experts, m.experts_per_token, m.moe_ffn, m.shared_experts, m.shared_expert_ffn) == (60, 4, 1408, 1, 5632)
     assert m.qkv_bias and m.sliding_window_layers == 0
     pc = param_counts(m)
     assert pc.total == pytest.approx(14.3e9, rel=0.03)  # Qwen1.5-MoE-A2.7B card: 14.3B total
@@ -584,14 +586,22 @@ def test_hidden_not_divisible_by_heads_asks_for_head_dim() -> None:
         "",
         "not json",
         "{'single': 'quotes'}",
-        '{"hidden_size": NaN}',
-        '{"hidden_size": Infinity}',
         "[" * 100_000,
     ],
 )
 def test_invalid_json(text: str) -> None:
     with pytest.raises(ValueError, match="^config.json is not valid JSON: "):
         model_from_hf_config(text)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_numbers_parse_but_never_become_a_shape(constant: str) -> None:
+    """Python's json.dumps writes Infinity into real configs (Nemotron-H's time_step_limit):
+    it parses, and a shape field holding one is named as not an integer."""
+    assert math.isinf(parse_config('{"t": [0.0, Infinity]}')["t"][1])
+    shown = constant.lower().replace("infinity", "inf")
+    with pytest.raises(ValueError, match=f"'hidden_size' must be an integer, got {shown}"):
+        model_from_hf_config(f'{{"hidden_size": {constant}}}')
 
 
 def test_invalid_utf8_bytes() -> None:

@@ -36,12 +36,33 @@ TOTALS = [
     ("falcon-40b", 0.035, "40B, tiiuae/falcon-40b model card (rounded)"),
     ("llama-3.2-1b", 0.01, "1.23B, Llama 3.2 model card"),
     ("qwen2.5-0.5b", 0.01, "0.49B, Qwen2.5-0.5B model card"),
+    # The presets people deploy now (issue 19): each within 2 % of its published total.
+    ("qwen3-8b", 0.02, "8.2B, Qwen/Qwen3-8B model card"),
+    ("qwen3-32b", 0.02, "32.8B, Qwen/Qwen3-32B model card"),
+    ("qwen3-30b-a3b", 0.02, "30.5B total, Qwen/Qwen3-30B-A3B model card"),
+    ("qwen3-235b-a22b", 0.02, "235B total, Qwen/Qwen3-235B-A22B model card"),
+    ("gpt-oss-20b", 0.02, "21B, openai/gpt-oss-20b model card"),
+    ("gpt-oss-120b", 0.02, "117B, openai/gpt-oss-120b model card"),
+    ("llama-4-scout-17b-16e", 0.02, "109B total incl. vision, Llama 4 model card (text tower 107.8B)"),
+    ("llama-4-maverick-17b-128e", 0.02, "400B total, Llama 4 model card"),
+    ("deepseek-r1", 0.02, "671B, deepseek-ai/DeepSeek-R1 model card"),
+    ("deepseek-r1-distill-llama-70b", 0.02, "70B, Llama-3.3-70B-Instruct card (the distill's base)"),
+    ("kimi-k2-instruct", 0.02, "1.04T total, Kimi K2 technical report arXiv:2507.20534 (card: 1T)"),
+    ("mistral-small-3.1-24b", 0.02, "24B incl. vision, Mistral-Small-3.1 model card"),
+    ("gemma-3-27b", 0.02, "27.016B text = 1,416M + 25,600M, Gemma 3 report arXiv:2503.19786"),
+    ("phi-4", 0.02, "14.7B, HF safetensors count (card: 14B)"),
 ]
 
 # (preset key, published activated parameters, source)
 ACTIVE = [
     ("mixtral-8x7b", 12.9e9, "12.9B active, Mixtral paper arXiv:2401.04088"),
     ("deepseek-v3", 37e9, "37B activated, DeepSeek-V3 report arXiv:2412.19437"),
+    ("qwen3-30b-a3b", 3.3e9, "3.3B activated, Qwen/Qwen3-30B-A3B model card"),
+    ("qwen3-235b-a22b", 22e9, "22B activated, Qwen/Qwen3-235B-A22B model card"),
+    ("llama-4-scout-17b-16e", 17e9, "17B activated, Llama 4 model card"),
+    ("llama-4-maverick-17b-128e", 17e9, "17B activated, Llama 4 model card"),
+    ("deepseek-r1", 37e9, "37B activated, deepseek-ai/DeepSeek-R1 model card"),
+    ("kimi-k2-instruct", 32.6e9, "32.6B activated, Kimi K2 technical report arXiv:2507.20534"),
 ]
 
 
@@ -136,3 +157,29 @@ def test_draft_models_share_their_targets_vocabulary() -> None:
     assert MODELS["qwen2.5-0.5b"].hidden < MODELS["qwen2.5-7b"].hidden
     for key in ("llama-3.2-1b", "qwen2.5-0.5b"):
         assert param_counts(MODELS[key]).total < 2e9
+
+
+@pytest.mark.parametrize(
+    ("key", "published"),
+    [("gpt-oss-20b", 3.6e9), ("gpt-oss-120b", 5.1e9)],  # "(21B parameters with 3.6B active ...)", "(117B ... 5.1B)"
+)
+def test_gpt_oss_active_excludes_the_input_embedding(key: str, published: float) -> None:
+    """OpenAI's active counts leave out the embedding lookup (0.58B); the rest matches to 2 %."""
+    pc = param_counts(MODELS[key])
+    assert pc.active - pc.embedding == pytest.approx(published, rel=0.02)
+
+
+def test_layer_kinds_of_the_new_presets() -> None:
+    """The per-layer attention patterns, as the configs and their modelling code give them."""
+    oss = MODELS["gpt-oss-120b"]
+    assert (oss.sliding_window_tokens, oss.sliding_window_layers, oss.full_attention_layers) == (128, 18, 18)
+    assert oss.attention_sinks and oss.qkv_bias
+    gemma = MODELS["gemma-3-27b"]  # global iff (i + 1) % 6 == 0 over 62 layers: 10 global
+    assert (gemma.sliding_window_tokens, gemma.sliding_window_layers, gemma.full_attention_layers) == (1024, 52, 10)
+    assert gemma.tied_embeddings and gemma.vocab == 262_208
+    for key, dense in (("llama-4-scout-17b-16e", 0), ("llama-4-maverick-17b-128e", 24)):
+        m = MODELS[key]  # RoPE layers chunked, every 4th (NoPE) global
+        assert (m.chunked_attention_tokens, m.chunked_attention_layers, m.full_attention_layers) == (8192, 36, 12)
+        assert (m.shared_experts, m.moe_ffn, m.ffn, m.dense_layers) == (1, 8192, 16384, dense)
+    assert MODELS["qwen3-8b"].layer_summary == "36 full"
+    assert MODELS["kimi-k2-instruct"].attention_kind == "MLA"

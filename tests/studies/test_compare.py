@@ -52,7 +52,13 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
     assert nowhere[list(METRIC_COLUMNS)].isna().all().all()
     assert (nowhere.note == "does not fit at any tp up to 64").all()
     assert not (nowhere.meets_slo | nowhere.cheapest_meeting_slo | nowhere.fits).any()
-    assert df[runs][list(METRIC_COLUMNS)].notna().all().all()
+    # every metric where the GPU runs; the cost only where it is priced (a profile with no
+    # published price, e.g. H20, says "not priced" and is never the cheapest)
+    priced = df.price_per_gpu_hour_usd > 0
+    cost = "cost_per_million_output_tokens_usd"
+    assert df[runs][[c for c in METRIC_COLUMNS if c != cost]].notna().all().all()
+    assert df[runs & priced][cost].notna().all() and df[~priced][cost].isna().all()
+    assert df[~priced & runs].note.str.contains("not priced").all()
     # SLO and the single cheapest row
     ok = (
         runs
@@ -61,10 +67,10 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
         & (df.tpot_s <= s.slo_tpot_s).fillna(False)
     )
     assert (df.meets_slo == ok).all()
-    assert df.cheapest_meeting_slo.sum() == (1 if df.meets_slo.any() else 0)
-    if df.meets_slo.any():
+    assert df.cheapest_meeting_slo.sum() == (1 if (df.meets_slo & priced).any() else 0)
+    if (df.meets_slo & priced).any():
         best = df[df.cheapest_meeting_slo].iloc[0]
-        assert best.meets_slo
+        assert best.meets_slo and best.price_per_gpu_hour_usd > 0
         assert best.cost_per_million_output_tokens_usd == df[df.meets_slo].cost_per_million_output_tokens_usd.min()
 
 
@@ -97,6 +103,9 @@ def test_rows_equal_evaluating_each_gpu_at_tp_used():
         assert row.fits == evaluate(s.model_copy(update={"gpu": row.gpu}), CATALOG).metrics["fits"]
         assert row.max_concurrent_sequences == m["max_concurrent_sequences"]
         for col in ("ttft_s", "tpot_s", "decode_tokens_per_s_per_gpu", "cost_per_million_output_tokens_usd"):
+            if col.startswith("cost") and row.price_per_gpu_hour_usd == 0:
+                assert pd.isna(getattr(row, col)), row.gpu  # unpriced: no cost shown
+                continue
             assert getattr(row, col) == pytest.approx(m[col], rel=1e-12), (row.gpu, col)
 
 

@@ -2,7 +2,8 @@
 
 Pure and offline: the caller passes the file's text (``str`` or ``bytes``) or
 the already-parsed ``dict``; nothing is fetched, executed or evaluated (the
-text goes through :func:`json.loads` only, with ``NaN``/``Infinity`` refused).
+text goes through :func:`json.loads` only; ``NaN``/``Infinity`` parse as floats and
+are refused wherever a shape needs an integer).
 
 Families understood (by ``model_type``, table in ``families``, and by the keys present):
 
@@ -33,6 +34,28 @@ Families understood (by ``model_type``, table in ``families``, and by the keys p
   MLP is ``ffn_hidden_size`` or 4 x hidden, not gated; context 2048 when the
   config has no ``max_position_embeddings`` (``falcon``).
 * GPT-2: ``n_inner`` or 4 x hidden, not gated, Q/K/V biases, tied (``gpt2``).
+* gpt-oss (``gpt_oss``): ``layer_types`` alternating sliding/full, attention sinks.
+* Llama 4 (``llama4``, ``llama4_text``): chunked local attention on the RoPE layers
+  (``attention_chunk_size``, ``no_rope_layers``), routed experts plus one shared
+  expert on the MoE layers (``interleave_moe_layer_step``), dense
+  ``intermediate_size_mlp`` elsewhere (``llama4``).
+* Hybrids whose state layers hold a fixed state per sequence instead of a growing
+  KV cache: Qwen3-Next / Qwen3.5 (``qwen3_next``, ``qwen3_5*``: Gated DeltaNet,
+  ``full_attention_interval`` or ``layer_types``), Jamba (``jamba``: Mamba-1,
+  attention and MoE periods) and Nemotron-H (``nemotron_h``:
+  ``hybrid_override_pattern`` or ``layers_block_type``, Mamba-2, latent MoE)
+  (``qwen3_next``, ``mamba``, ``state``).
+* DeciLM / Nemotron-NAS (``nemotron-nas``): ``block_configs`` with no-op attention
+  and per-block FFN widths (``decilm``).
+* Gemma 3's config.json leaves out ``vocab_size`` and ``max_position_embeddings``:
+  the transformers defaults (262,208; 131,072) apply (``gemma``).
+
+``layer_types`` of any family may name full, sliding, chunked and state layers;
+``sliding_window_pattern`` puts the window on all but every pattern-th layer;
+per-layer KV-head lists are read when every layer has the same count.  A config
+that is not a decoder-only transformer (encoder, encoder-decoder, vision or
+speech encoder, diffusers component, pure state-space model) is refused in one
+sentence saying what it is (``guards``).
 
 Aliases: ``num_hidden_layers``/``n_layer``/``num_layers``,
 ``hidden_size``/``n_embd``, ``num_attention_heads``/``n_head``.  A

@@ -20,8 +20,42 @@ QWEN_MAX_WINDOW_LAYERS = 28
 
 
 def gqa_kv_heads(reader: ConfigReader, core: Core) -> int | None:
-    """``num_key_value_heads`` (or an alias); absent: as many as the attention heads (MHA)."""
-    return reader.shape(KV_HEADS_KEYS, "kv_heads", default=core.heads)
+    """``num_key_value_heads`` (or an alias); absent: as many as the attention heads (MHA).
+
+    A list (one entry per layer, as OpenELM writes it) is read when every layer has the
+    same count; layers that differ are refused, naming the counts: the planner holds one
+    KV-head count for all attention layers.  Gemma-4-style global layers with their own
+    ``num_global_key_value_heads`` / ``global_head_dim`` are refused the same way."""
+    _global_layers_differ(reader)
+    key = next((k for k in KV_HEADS_KEYS if reader.cfg.get(k) is not None), None)
+    per_layer = reader.cfg.get(key) if key else None
+    if not isinstance(per_layer, list):
+        return reader.shape(KV_HEADS_KEYS, "kv_heads", default=core.heads)
+    counts = set(per_layer)
+    if not per_layer or not all(isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in counts):
+        reader.problems.append(f"config.json field '{key}' must be an integer or a list of integers > 0 per layer")
+        return None
+    if len(counts) > 1:
+        reader.problems.append(
+            f"config.json field '{key}' gives the layers different KV-head counts ({sorted(counts)[:8]}); "
+            "the planner needs one KV-head count for every attention layer"
+        )
+        return None
+    if core.layers and len(per_layer) != core.layers:
+        reader.problems.append(f"config.json field '{key}' has {len(per_layer)} entries for {core.layers} layers")
+        return None
+    return counts.pop()
+
+
+def _global_layers_differ(reader: ConfigReader) -> None:
+    """A problem when global layers declare their own KV heads or head size (Gemma 4)."""
+    for key, base in (("num_global_key_value_heads", "num_key_value_heads"), ("global_head_dim", "head_dim")):
+        value, base_value = reader.cfg.get(key), reader.cfg.get(base)
+        if value is not None and value != base_value:
+            reader.problems.append(
+                f"config.json field '{key}' ({value!r:.20}) differs from '{base}' ({base_value!r:.20}): the global "
+                "layers cache a different K/V width; the planner needs one width for every attention layer"
+            )
 
 
 def head_dim_from_hidden(reader: ConfigReader, core: Core) -> int | None:

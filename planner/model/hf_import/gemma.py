@@ -11,6 +11,10 @@ from planner.model.hf_import.reader import ConfigReader
 
 #: Gemma 3's default ``sliding_window_pattern``: five local layers, then one global.
 GEMMA3_WINDOW_PATTERN = 6
+#: transformers ``Gemma3TextConfig`` defaults, which the published Gemma 3 config.json files rely on
+#: (google/gemma-3-27b-it's text_config gives neither ``vocab_size`` nor ``max_position_embeddings``).
+GEMMA3_VOCAB = 262_208
+GEMMA3_CONTEXT_TOKENS = 131_072
 
 
 def gemma2_alternating(reader: ConfigReader, layers: int) -> int:

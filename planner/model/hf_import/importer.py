@@ -8,9 +8,10 @@ from pydantic import ValidationError
 
 from planner.model.hf_import.dense import head_dim_from_hidden
 from planner.model.hf_import.families import family_for
+from planner.model.hf_import.guards import not_a_decoder
 from planner.model.hf_import.mla import mla_attention
 from planner.model.hf_import.moe import routed_experts_mlp
-from planner.model.hf_import.parts import Attention, Core, Family, Mlp
+from planner.model.hf_import.parts import Attention, Core, Family, LayerKinds, Mlp, StateMixer
 from planner.model.hf_import.reader import (
     CONTEXT_KEYS,
     HEADS_KEYS,
@@ -22,11 +23,14 @@ from planner.model.hf_import.reader import (
     language_model_config,
     parse_config,
 )
-from planner.model.hf_import.sliding import sliding_window
+from planner.model.hf_import.sliding import layer_kinds
 from planner.model.specs import ModelSpec
 
 SOURCE = "Hugging Face config.json"
+MAX_LAYERS = 1000
 MAX_NAME_CHARS = 120
+#: ``head_dim`` and the alias Nemotron-H uses.
+HEAD_DIM_KEYS = ("head_dim", "attention_head_dim")
 
 
 def read_core(reader: ConfigReader, model_type: str, family: Family) -> Core:
@@ -34,14 +38,23 @@ def read_core(reader: ConfigReader, model_type: str, family: Family) -> Core:
     context_required = family.default_context_tokens is None
     return Core(
         model_type=model_type,
-        layers=reader.shape(LAYERS_KEYS, "layers", required=True),
+        layers=_layer_count(reader),
         hidden=reader.shape(HIDDEN_KEYS, "hidden", required=True),
         heads=reader.shape(HEADS_KEYS, "heads", required=True),
-        vocab=reader.shape("vocab_size", "vocab", required=True),
+        vocab=reader.shape("vocab_size", "vocab", required=family.default_vocab is None, default=family.default_vocab),
         context_window_tokens=reader.shape(
             CONTEXT_KEYS, "context_window_tokens", required=context_required, default=family.default_context_tokens
         ),
     )
+
+
+def _layer_count(reader: ConfigReader) -> int | None:
+    """``num_hidden_layers`` (or an alias); else the length of a ``layers_block_type`` list (Nemotron-3)."""
+    blocks = reader.cfg.get("layers_block_type")
+    if not any(reader.cfg.get(k) is not None for k in LAYERS_KEYS) and isinstance(blocks, list) and blocks:
+        reader.origin["layers"] = "layers_block_type"
+        return len(blocks) if len(blocks) <= MAX_LAYERS else reader.shape(LAYERS_KEYS, "layers", required=True)
+    return reader.shape(LAYERS_KEYS, "layers", required=True)
 
 
 def read_attention(reader: ConfigReader, family: Family, core: Core) -> Attention:
@@ -49,7 +62,7 @@ def read_attention(reader: ConfigReader, family: Family, core: Core) -> Attentio
     kv_lora_rank = reader.shape("kv_lora_rank", "kv_lora_rank", minimum=0, default=0) or 0
     if kv_lora_rank:
         return mla_attention(reader, core, kv_lora_rank)
-    head_dim = reader.shape("head_dim", "head_dim")
+    head_dim = reader.shape(HEAD_DIM_KEYS, "head_dim")
     kv_heads = family.kv_heads(reader, core)
     if head_dim is None:
         head_dim = head_dim_from_hidden(reader, core)
@@ -57,7 +70,10 @@ def read_attention(reader: ConfigReader, family: Family, core: Core) -> Attentio
 
 
 def read_mlp(reader: ConfigReader, family: Family, core: Core) -> Mlp:
-    """Routed experts when the config has their keys (and the family allows them), else the family's MLP."""
+    """The family's own MLP rule, else routed experts when the config has their keys (and the
+    family allows them), else the family's dense MLP."""
+    if family.mlp is not None:
+        return family.mlp(reader, core)
     mlp = routed_experts_mlp(reader, core) if family.routed_experts else None
     if mlp is None:
         return family.dense_mlp(reader, core)
@@ -86,42 +102,58 @@ def _spec(reader: ConfigReader, fields: dict[str, Any]) -> ModelSpec:
         raise ValueError(OUT_OF_BOUNDS + "; ".join(parts)) from None
 
 
-def model_from_hf_config(config: str | bytes | dict, name: str | None = None) -> ModelSpec:
-    """Map a Hugging Face ``config.json`` (text or parsed dict) to a :class:`ModelSpec`.
+def read_state(reader: ConfigReader, family: Family, core: Core, kinds: LayerKinds) -> StateMixer:
+    """The state layers' size and weights (zero when the model has none)."""
+    if not kinds.state_layers or family.state_mixer is None:
+        return StateMixer()
+    return family.state_mixer(reader, core)
 
-    Raises ``ValueError`` naming the offending config.json field(s) for a missing,
-    mistyped or out-of-bounds field, invalid JSON, or text over ``MAX_CONFIG_BYTES``
-    (every problem at once); ``TypeError`` for a ``config`` or ``name`` of the wrong type.
-    """
-    reader = ConfigReader(language_model_config(parse_config(config)))
+
+def model_fields(reader: ConfigReader, name: str | None) -> dict[str, Any]:
+    """Every ModelSpec field the config gives, read in steps (core, attention, MLP, layer kinds,
+    state, flags); problems are collected on ``reader``.  New readers add their fields here."""
     model_type = (reader.text("model_type") or "").lower()
     family = family_for(model_type)
     core = read_core(reader, model_type, family)
     attention = read_attention(reader, family, core)
     mlp = read_mlp(reader, family, core)
-    tied = reader.flag("tie_word_embeddings", family.tied_by_default)
-    qkv_bias = family.qkv_bias(reader)
-    window, window_layers = sliding_window(reader, family, core.layers) if core.layers else (0, 0)
-    label = _label(reader, name, model_type)
+    kinds = layer_kinds(reader, family, core)
+    state = read_state(reader, family, core, kinds)
+    folded = {k: v for k, v in vars(kinds).items() if k != "layers"}
+    return {
+        "name": _label(reader, name, model_type),
+        "layers": kinds.layers or core.layers,
+        "hidden": core.hidden,
+        "heads": core.heads,
+        "vocab": core.vocab,
+        "context_window_tokens": core.context_window_tokens,
+        "tied_embeddings": reader.flag("tie_word_embeddings", family.tied_by_default),
+        "gated_mlp": family.gated_mlp,
+        "qkv_bias": family.qkv_bias(reader),
+        "attention_sinks": family.attention_sinks,
+        "attention_output_gate": family.output_gate(reader) if family.output_gate else False,
+        **vars(attention),
+        **vars(mlp),
+        **folded,
+        **vars(state),
+        "source": SOURCE,
+    }
+
+
+def model_from_hf_config(config: str | bytes | dict, name: str | None = None) -> ModelSpec:
+    """Map a Hugging Face ``config.json`` (text or parsed dict) to a :class:`ModelSpec`.
+
+    Raises ``ValueError`` naming the offending config.json field(s) for a missing,
+    mistyped or out-of-bounds field, invalid JSON, text over ``MAX_CONFIG_BYTES``, or a
+    config that is not a decoder-only transformer (every problem at once); ``TypeError``
+    for a ``config`` or ``name`` of the wrong type.
+    """
+    reader = ConfigReader(language_model_config(parse_config(config)))
+    refused = not_a_decoder(reader.cfg, (reader.text("model_type") or "").lower())
+    if refused:
+        raise ValueError(refused)
+    fields = model_fields(reader, name)
     problems = reader.message()
     if problems:
         raise ValueError(problems)
-    return _spec(
-        reader,
-        {
-            "name": label,
-            "layers": core.layers,
-            "hidden": core.hidden,
-            "heads": core.heads,
-            "vocab": core.vocab,
-            "context_window_tokens": core.context_window_tokens,
-            "tied_embeddings": tied,
-            "gated_mlp": family.gated_mlp,
-            "qkv_bias": qkv_bias,
-            **vars(attention),
-            **vars(mlp),
-            "sliding_window_tokens": window,
-            "sliding_window_layers": window_layers,
-            "source": SOURCE,
-        },
-    )
+    return _spec(reader, fields)

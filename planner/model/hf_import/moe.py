@@ -4,18 +4,16 @@
 * DeepSeek-V2/V3 (``n_routed_experts``): ``moe_intermediate_size`` per routed
   expert, ``n_shared_experts`` always used, the first ``first_k_dense_replace``
   layers dense and then every ``moe_layer_freq``-th layer MoE.
-* Qwen2-MoE / Qwen3-MoE (``num_experts`` + ``moe_intermediate_size``): the
-  shared expert's ``shared_expert_intermediate_size`` counted in units of the
-  routed expert's size; layer i is MoE when (i + 1) is a multiple of
-  ``decoder_sparse_step`` and i is not in ``mlp_only_layers``.
+* Qwen2-MoE / Qwen3-MoE (``num_experts`` + ``moe_intermediate_size``): one
+  shared expert of ``shared_expert_intermediate_size`` when it is set; layer i
+  is MoE when (i + 1) is a multiple of ``decoder_sparse_step`` and i is not in
+  ``mlp_only_layers``.
 
 The layer counts loop over at most ModelSpec's 1,000 layers: the reader has
 refused a larger ``num_hidden_layers`` before any of this runs.
 """
 
 from __future__ import annotations
-
-import math
 
 from planner.model.hf_import.parts import Core, Mlp
 from planner.model.hf_import.reader import ConfigReader
@@ -68,17 +66,19 @@ def qwen_dense_layers(layers: int, step: int, mlp_only: frozenset[int]) -> int:
 
 
 def qwen_moe_mlp(reader: ConfigReader, core: Core) -> Mlp:
-    """Qwen2-MoE / Qwen3-MoE: routed experts plus a shared expert counted in routed-expert units."""
-    ffn = reader.shape("intermediate_size", "ffn", required=True)
+    """Qwen2-MoE / Qwen3-MoE / Qwen3-Next: routed experts plus one shared expert of
+    ``shared_expert_intermediate_size``; ``intermediate_size`` (the dense MLP) is needed
+    only when some layer is dense."""
     experts = reader.shape("num_experts", "experts") or 0
     per_token = reader.shape("num_experts_per_tok", "experts_per_token", required=True) or 0
     moe_ffn = reader.shape("moe_intermediate_size", "moe_ffn") or 0
     shared_ffn = reader.integer("shared_expert_intermediate_size", minimum=0, default=0) or 0
-    shared = math.ceil(shared_ffn / moe_ffn) if shared_ffn and moe_ffn else 0
     step = reader.integer("decoder_sparse_step", default=1) or 1
     mlp_only = _mlp_only_layers(reader)
     dense = qwen_dense_layers(core.layers, step, mlp_only) if core.layers else 0
-    return Mlp(ffn, experts, per_token, shared, moe_ffn, dense)
+    ffn = reader.shape("intermediate_size", "ffn", required=dense > 0, default=None if dense else moe_ffn or None)
+    shared = 1 if shared_ffn else 0
+    return Mlp(ffn, experts, per_token, shared, moe_ffn, dense, shared_ffn)
 
 
 def routed_experts_mlp(reader: ConfigReader, core: Core) -> Mlp | None:

@@ -40,6 +40,31 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class LayerKinds:
+    """ModelSpec's layer-kind counts (all 0: every layer full attention with an MLP).
+
+    ``layers`` replaces the config's layer count when a family folds its blocks
+    (Nemotron-H: a mixer block and an MLP block make one planner layer)."""
+
+    sliding_window_tokens: int = 0
+    sliding_window_layers: int = 0
+    chunked_attention_tokens: int = 0
+    chunked_attention_layers: int = 0
+    state_layers: int = 0
+    attention_free_layers: int = 0
+    mlp_free_layers: int = 0
+    layers: int | None = None
+
+
+@dataclass(frozen=True)
+class StateMixer:
+    """What one state layer (linear attention, Mamba) costs: fixed state per sequence and weights."""
+
+    state_bytes_per_layer: int = 0
+    state_params_per_layer: int = 0
+
+
+@dataclass(frozen=True)
 class Mlp:
     """ModelSpec's MLP fields: ``ffn`` dense (Mixtral: per expert); the MoE counts 0 for a dense model."""
 
@@ -49,6 +74,7 @@ class Mlp:
     shared_experts: int = 0
     moe_ffn: int = 0
     dense_layers: int = 0
+    shared_expert_ffn: int = 0
 
 
 #: (reader, core) -> KV heads of a non-MLA attention.
@@ -60,6 +86,10 @@ BiasRule = Callable[[ConfigReader], bool]
 #: (reader, layers) -> layers that use the sliding window; called only when the config
 #: sets a window and no explicit ``layer_types``.
 WindowRule = Callable[[ConfigReader, int], int]
+#: (reader, core) -> the layer kinds of a family with its own layout keys (no ``layer_types``).
+LayerKindsRule = Callable[[ConfigReader, Core], LayerKinds]
+#: (reader, core) -> the cost of one state layer.
+StateRule = Callable[[ConfigReader, Core], StateMixer]
 
 
 @dataclass(frozen=True)
@@ -77,3 +107,16 @@ class Family:
     tied_by_default: bool = False
     #: Context when the config has none; None: ``max_position_embeddings`` is required.
     default_context_tokens: int | None = None
+    #: Vocabulary when the config has none (the config class's default); None: required.
+    default_vocab: int | None = None
+    #: The whole MLP rule of a family whose experts follow its own keys (Llama-4, Jamba,
+    #: Nemotron-H); None: routed experts by their keys, else ``dense_mlp``.
+    mlp: DenseMlpRule | None = None
+    #: The layer layout of a family with its own keys; None: ``layer_types``, else the window rule.
+    layer_kinds: LayerKindsRule | None = None
+    #: The state layer's size and weights (hybrid families).
+    state_mixer: StateRule | None = None
+    #: One learned sink logit per head in every attention layer (gpt-oss).
+    attention_sinks: bool = False
+    #: Whether the attention output is gated (Qwen3-Next, Qwen3.5: q_proj twice as wide).
+    output_gate: BiasRule | None = None

@@ -1,8 +1,8 @@
 """Reading a config.json: parsing, the language model's part, typed fields, every problem at once.
 
 Nothing here knows a model family.  :func:`parse_config` turns the text into a
-dict (``json.loads`` only; ``NaN``/``Infinity`` refused, nesting too deep
-reported), :func:`language_model_config` picks a multimodal model's
+dict (``json.loads`` only; ``NaN``/``Infinity`` read as floats, nesting too
+deep reported), :func:`language_model_config` picks a multimodal model's
 ``text_config``, and :class:`ConfigReader` reads typed fields under their
 aliases, recording each problem instead of stopping at the first.
 """
@@ -161,7 +161,7 @@ class ConfigReader:
 
     def message(self) -> str | None:
         """Every problem found, in one line; None when there is none."""
-        parts = list(self.problems)
+        parts = list(dict.fromkeys(self.problems))
         if self.out_of_bounds:
             parts.append(OUT_OF_BOUNDS + "; ".join(self.out_of_bounds))
         return "; ".join(parts) or None
@@ -184,8 +184,11 @@ def _config_text(config: str | bytes | bytearray) -> str:
         raise ValueError(f"config.json is not valid JSON: not UTF-8 text ({exc})") from None
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+def _non_finite(name: str) -> float:
+    """``NaN`` / ``Infinity`` / ``-Infinity`` as floats: Python's json.dumps writes them into real
+    configs (Nemotron-H's ``time_step_limit``), and a shape field holding one is refused later
+    as "must be an integer" (``ConfigReader.integer`` accepts finite integral floats only)."""
+    return float(name.lower().replace("infinity", "inf"))
 
 
 def parse_config(config: str | bytes | bytearray | dict) -> dict[str, Any]:
@@ -198,10 +201,10 @@ def parse_config(config: str | bytes | bytearray | dict) -> dict[str, Any]:
         )
     text = _config_text(config)
     try:
-        data = json.loads(text.lstrip("\ufeff"), parse_constant=_no_constants)
+        data = json.loads(text.lstrip("\ufeff"), parse_constant=_non_finite)
     except RecursionError:
         raise ValueError("config.json is not valid JSON: nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, NaN/Infinity, over-long integers
+    except ValueError as exc:  # JSONDecodeError, over-long integers
         raise ValueError(f"config.json is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"config.json must be a JSON object {{...}}, got {type(data).__name__}")

@@ -187,8 +187,8 @@ class Context:
         the first profile in key order wins a tie)."""
         best: tuple[float, Option] | None = None
         for key in sorted(self.catalog.gpus):
-            if key == self.scenario.gpu:
-                continue
+            if key == self.scenario.gpu or self.catalog.gpus[key].price_per_gpu_hour_usd <= 0:
+                continue  # an unpriced profile (no published price) is never "the cheaper switch"
             tp = self.smallest_tp(key, ok)
             if tp is None:
                 continue
