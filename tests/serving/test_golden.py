@@ -24,7 +24,8 @@ from planner.model.catalog import Catalog, load_catalog
 from planner.model.scenario import Scenario
 from planner.serving.results import SimResult
 from planner.serving.simulate import SimConfig, sim_inputs, simulate, simulate_scenario
-from planner.serving.workload import Workload, parse_trace, scenario_workload
+from planner.serving.traces import parse_trace
+from planner.serving.workload import Workload, scenario_workload
 
 GOLDEN = Path(__file__).with_name("golden_simulate.json")
 
@@ -46,7 +47,7 @@ def _trace() -> Workload:
     for i in range(300):
         pid = "" if i % 4 == 3 else f"p{i % 5}"
         rows.append(f"{(i * 37 % 300) * 0.02:.2f},{600 + (i * 131) % 1500},{20 + (i * 53) % 400},{pid}")
-    return parse_trace("\n".join(rows) + "\n", prefix_tokens=512)
+    return parse_trace("\n".join(rows) + "\n", prefix_tokens=512).workload
 
 
 def _over_window(catalog: Catalog) -> SimResult:
@@ -54,7 +55,7 @@ def _over_window(catalog: Catalog) -> SimResult:
     w = scenario_workload(s)
     prompt = w.prompt_tokens.copy()
     prompt[[5, 50, 120]] = 200_000  # llama-3.1-8b's window is 131,072 tokens
-    return _run(s, catalog, Workload(w.arrival_s, prompt, w.output_tokens, w.prefix_hit_tokens, "poisson"))
+    return _run(s, catalog, dataclasses.replace(w, prompt_tokens=prompt))
 
 
 CASES: dict[str, Callable[[Catalog], SimResult]] = {

@@ -14,7 +14,7 @@ from planner.model.scenario import Scenario
 from planner.serving.acceptance import draw_accepted_tokens
 from planner.serving.results import MAX_TIMELINE_POINTS, REJECTED_CONTEXT, REJECTED_KV, SERVED, requests_frame
 from planner.serving.simulate import SimConfig, sim_inputs, simulate, simulate_scenario
-from planner.serving.workload import Workload, poisson_workload
+from planner.serving.workload import Workload, poisson_workload, shared_prefix
 
 # a dense GQA model, an MoE, sliding windows, MLA; tp 1 and tp > 1
 SHAPES = [
@@ -39,15 +39,15 @@ class ConstantStep:
         return np.full(np.shape(ctx), self.seconds)
 
 
-def _workload(arrival, prompt, output, cached=None) -> Workload:
-    n = len(arrival)
-    return Workload(
-        np.asarray(arrival, dtype=float),
-        np.asarray(prompt, dtype=np.int64),
-        np.asarray(output, dtype=np.int64),
-        np.zeros(n, dtype=np.int64) if cached is None else np.asarray(cached, dtype=np.int64),
-        "test",
+def _workload(arrival, prompt, output, shared=None) -> Workload:
+    """Requests; ``shared[i]`` > 0: request i's prompt begins with that many tokens of one shared prefix."""
+    w = Workload(
+        np.asarray(arrival, dtype=float), np.asarray(prompt, dtype=np.int64), np.asarray(output, dtype=np.int64), "test"
     )
+    if shared is None:
+        return w
+    shared = np.minimum(np.asarray(shared, dtype=np.int64), w.prompt_tokens)
+    return shared_prefix(w, shared > 0, shared, ["p"] * len(w))
 
 
 def _config(**kw) -> SimConfig:

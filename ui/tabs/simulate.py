@@ -23,12 +23,8 @@ from planner.model.scenario import Scenario
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
 from planner.serving.simulate import simulate_scenario
 from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing, size_fleet
-from planner.serving.workload import (
-    MAX_TRACE_BYTES,
-    MAX_TRACE_ROWS,
-    Workload,
-    parse_trace,
-)
+from planner.serving.traces import MAX_TRACE_BYTES, MAX_TRACE_ROWS, parse_trace
+from planner.serving.workload import Workload
 from ui.figures.serving import latency_cdf_figure, sizing_figure, timeline_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
@@ -232,7 +228,7 @@ def render(ctx: PageContext) -> None:
         trace = None
         if data is not None:
             try:
-                trace = parse_trace(data, s.prefix)
+                trace = parse_trace(data, s.prefix).workload
             except TraceError as exc:
                 st.error("The trace cannot be used:\n\n" + md_list(exc.problems))
                 action = None
