@@ -25,9 +25,9 @@ import pytest
 from planner.engine.step_time import RooflineStepTime
 from planner.model.catalog import Catalog, load_catalog
 from planner.model.scenario import Scenario
+from planner.serving.fleet import simulate_fleet_scenario
 from planner.serving.results import SimResult
 from planner.serving.simulate import SimConfig, sim_inputs, simulate, simulate_scenario
-from planner.serving.fleet import simulate_fleet_scenario
 from planner.serving.traces import bundled_trace, parse_trace
 from planner.serving.workload import Workload, scenario_workload
 
