@@ -117,14 +117,15 @@ class PrefixCache:
     def register_computed(
         self, request: int, keys: list[int], ends: list[int], cum: list[int], j: int, context: int
     ) -> tuple[int, int]:
-        """Cache blocks j, j + 1, … of request ``request``'s chain that end by ``context`` tokens (``register``
-        for each).  Returns (the next block to cache, KV blocks newly shared)."""
-        if self.mode == "pool" and self.queue_units != self.pool.free_blocks:
-            self._evict()
+        """Cache blocks j, j + 1, … of request ``request``'s chain that end by ``context`` tokens, in use by it;
+        a block another request cached first stays a private copy (vLLM does not deduplicate).
+        Returns (the next block to cache, KV blocks newly shared)."""
         entries, held, weight = self.entries, self.held[request], self.pool.full_weight
         shared = 0
         while j < len(keys) and ends[j] <= context:
             key = keys[j]
+            if key in entries and self.mode == "pool" and self.queue_units != self.pool.free_blocks:
+                self._evict()  # it may have been evicted since the last look-up
             if key not in entries:
                 blocks = cum[j] - (cum[j - 1] if j else 0)
                 entries[key] = [1, -1, blocks * weight, blocks]

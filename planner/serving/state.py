@@ -164,6 +164,7 @@ class RunState:
         self.next_unit = [0] * n
         self.register_at = [NEVER] * n
         self.prefix_blocks_total = (-(-w.prompt_tokens // w.prefix_block_tokens)).tolist()
+        self.max_shared_blocks = [0] * n  # KV blocks a look-up could find at most (ends ≤ prompt − 1)
         if self.cfg.prefix_cache == "off" or not w.has_prefixes:
             return
         _, inverse, counts = np.unique(w.prefix_keys, return_inverse=True, return_counts=True)
@@ -178,6 +179,8 @@ class RunState:
                 self.keys[i] = keys[a:j]
                 self.ends[i] = ends[a:j]
                 self.cum_blocks[i] = [e // block for e in ends[a:j]]
+                usable = [e for e in ends[a:j] if e <= self.prompt_tokens[i] - 1]
+                self.max_shared_blocks[i] = usable[-1] // block if usable else 0
 
     def start(self, i: int, found: int) -> None:
         """Request i (re)starts its prefill with its first ``found`` prefix blocks from the cache."""

@@ -76,12 +76,15 @@ def admit_waiting(
     while budget_tokens > 0 and waiting and len(running) < run.cfg.batch:
         i = waiting[0]
         target = run.prompt_tokens[i] + run.generated_tokens[i]
+        positions = pool.blocks_for(target)
+        if pool.charge(positions, run.max_shared_blocks[i]) > pool.free_blocks:
+            break  # it cannot fit even if the cache held its whole prefix: no look-up needed
         keys = run.keys[i]
         found = extra = shared = 0
         if keys and cache is not None:
             found, extra = cache.lookup(keys, run.ends[i], run.prompt_tokens[i] - 1)
             shared = run.cum_blocks[i][found - 1] if found else 0
-        if pool.charge(pool.blocks_for(target), shared) + extra > pool.free_blocks:
+        if pool.charge(positions, shared) + extra > pool.free_blocks:
             break
         waiting.popleft()
         running.append(i)
