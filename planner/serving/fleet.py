@@ -91,7 +91,7 @@ def _prefix_affinity(run: RunState, reps: list[Replica], i: int) -> int:
     best = max(range(len(reps)), key=lambda k: (held[k], -loads[k], -k))
     if held[best] > CACHE_THRESHOLD * prompt:
         return best
-    sizes = [r.cache.cached_blocks if r.cache is not None else 0 for r in reps]
+    sizes = [r.cache.size_blocks() if r.cache is not None else 0 for r in reps]
     return min(range(len(reps)), key=lambda k: (sizes[k], loads[k], k))
 
 

@@ -29,7 +29,7 @@ before the next look-up, which is when evictions become visible.
 from __future__ import annotations
 
 from collections import deque
-from typing import get_args
+from typing import Any, get_args
 
 from planner.model.scenario import PrefixCacheMode
 from planner.serving.blocks import BlockPool
@@ -55,8 +55,9 @@ class PrefixCache:
     def __init__(self, pool: BlockPool, mode: PrefixCacheMode, requests: int):
         self.pool, self.mode = pool, mode
         self.entries: dict[int, list[int]] = {}
-        # the free queue, LRU first: (key or -1 for blocks holding nothing findable, units, stamp)
-        self.queue: deque[tuple[int, int, int]] = deque([(-1, pool.capacity_blocks, 0)])
+        # the free queue, LRU first: (-1, units) holding nothing findable, or (stamp, keys) the prefix
+        # blocks one release freed, tail first from the end of the list
+        self.queue: deque[tuple[int, Any]] = deque([(-1, pool.capacity_blocks)])
         self.queue_units = pool.capacity_blocks
         self.stamp = 0
         self.cached_blocks = 0  # KV blocks in entries (in use or not)
@@ -71,20 +72,34 @@ class PrefixCache:
         debt = self.queue_units - self.pool.free_blocks
         queue, entries = self.queue, self.entries
         while debt > 0:
-            key, units, stamp = queue[0]
-            if key >= 0:
-                entry = entries.get(key)
+            stamp, payload = queue[0]
+            if stamp < 0:  # free units holding nothing findable
+                take = min(payload, debt)
+                if take == payload:
+                    queue.popleft()
+                else:
+                    queue[0] = (-1, payload - take)
+                debt -= take
+                self.queue_units -= take
+                continue
+            keys = payload  # one release's prefix blocks, the next to evict last
+            while keys and debt > 0:
+                entry = entries.get(keys[-1])
                 if entry is None or entry[1] != stamp:
-                    queue.popleft()  # touched or evicted since: nothing free here
+                    keys.pop()  # touched or evicted since: nothing free here
                     continue
-                del entries[key]
+                del entries[keys.pop()]
                 self.cached_blocks -= entry[3]
-            take = min(units, debt)
-            queue.popleft()
-            if units > take:
-                queue.appendleft((-1, units - take, 0))
-            debt -= take
-            self.queue_units -= take
+                take = min(entry[2], debt)
+                debt -= take
+                self.queue_units -= take
+                if entry[2] > take:  # the rest of its blocks are free and hold nothing findable
+                    if not keys:
+                        queue.popleft()
+                    queue.appendleft((-1, entry[2] - take))
+                    return
+            if not keys:
+                queue.popleft()
 
     def lookup(self, keys: list[int], ends: list[int], limit_tokens: int) -> tuple[int, int]:
         """(blocks found, units they need from the free pool) for a chain, up to ``limit_tokens``."""
@@ -120,12 +135,12 @@ class PrefixCache:
         """Cache blocks j, j + 1, … of request ``request``'s chain that end by ``context`` tokens, in use by it;
         a block another request cached first stays a private copy (vLLM does not deduplicate).
         Returns (the next block to cache, KV blocks newly shared)."""
+        if self.mode == "pool" and self.queue_units != self.pool.free_blocks:
+            self._evict()  # evictions since the last look-up first: what is cached, and how much
         entries, held, weight = self.entries, self.held[request], self.pool.full_weight
         shared = 0
         while j < len(keys) and ends[j] <= context:
             key = keys[j]
-            if key in entries and self.mode == "pool" and self.queue_units != self.pool.free_blocks:
-                self._evict()  # it may have been evicted since the last look-up
             if key not in entries:
                 blocks = cum[j] - (cum[j - 1] if j else 0)
                 entries[key] = [1, -1, blocks * weight, blocks]
@@ -144,20 +159,30 @@ class PrefixCache:
         pool.free_blocks += private_units
         pooled = self.mode == "pool"
         if pooled and private_units:
-            self.queue.append((-1, private_units, 0))
+            self.queue.append((-1, private_units))
             self.queue_units += private_units
         held = self.held[request]
-        for key in reversed(held):
+        self.stamp += 1
+        stamp, freed, units = self.stamp, [], 0
+        for key in reversed(held):  # tail first
             entry = entries[key]
             entry[0] -= 1
             if entry[0] == 0:
-                pool.free_blocks += entry[2]
-                if pooled:
-                    self.stamp += 1
-                    entry[1] = self.stamp
-                    self.queue.append((key, entry[2], self.stamp))
-                    self.queue_units += entry[2]
+                units += entry[2]
+                entry[1] = stamp
+                freed.append(key)
+        pool.free_blocks += units
+        if pooled and freed:
+            freed.reverse()  # evicted from the end: the tail first
+            self.queue.append((stamp, freed))
+            self.queue_units += units
         held.clear()
+
+    def size_blocks(self) -> int:
+        """KV blocks the cache holds now (after the evictions still pending)."""
+        if self.mode == "pool" and self.queue_units != self.pool.free_blocks:
+            self._evict()
+        return self.cached_blocks
 
     def holds(self, keys: list[int], ends: list[int], limit_tokens: int) -> int:
         """Tokens of the chain this cache would serve now (the router's view; no side effects on hits)."""

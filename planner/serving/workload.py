@@ -120,20 +120,17 @@ class Workload:
         """Per request: tokens of its leading prefix blocks whose key appeared in an earlier request
         (what an unbounded prefix cache could serve), at most prompt − 1 (vLLM recomputes the last token)."""
         out = np.zeros(len(self), dtype=np.int64)
-        seen: set[int] = set()
-        keys, ends, offsets, prompt = (
-            self.prefix_keys.tolist(),
-            self.prefix_ends.tolist(),
-            self.offsets.tolist(),
-            self.prompt_tokens.tolist(),
-        )
-        for i in range(len(self)):
-            a, b = offsets[i], offsets[i + 1]
-            j = a
-            while j < b and keys[j] in seen and ends[j] <= prompt[i] - 1:
-                j += 1
-            out[i] = ends[j - 1] if j > a else 0
-            seen.update(keys[a:b])
+        if not self.has_prefixes:
+            return out
+        owner = np.repeat(np.arange(len(self)), np.diff(self.offsets))  # the request of each block
+        _, first, inverse = np.unique(self.prefix_keys, return_index=True, return_inverse=True)
+        usable = (owner[first][inverse] < owner) & (self.prefix_ends <= self.prompt_tokens[owner] - 1)
+        # the leading run of usable blocks of each request: up to its first unusable one
+        position = np.arange(owner.size) - self.offsets[owner]
+        stop = np.full(len(self), np.iinfo(np.int64).max)
+        np.minimum.at(stop, owner[~usable], position[~usable])
+        lead = usable & (position < stop[owner])
+        np.maximum.at(out, owner[lead], self.prefix_ends[lead])
         return out
 
 
