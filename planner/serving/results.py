@@ -106,20 +106,20 @@ def percentiles(
 
 
 def per_request_itl_p50_max(itl_parts: list[list[np.ndarray]], requests: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each request's inverse-CDF median and largest ITL, from one sort of all of them.
+    """Each request's inverse-CDF median and largest ITL (a partial sort per request).
 
     ``itl_parts[i]``: arrays of request i's ITLs; NaN for a request without any.  The median of
     c sorted values is the ⌈c/2⌉-th (inverse CDF at 0.5)."""
     p50, pmax = np.full(requests, np.nan), np.full(requests, np.nan)
-    counts = np.array([sum(a.shape[0] for a in parts) for parts in itl_parts], dtype=np.int64)
-    if counts.sum() == 0:
-        return p50, pmax
-    values = np.concatenate([a for parts in itl_parts for a in parts])
-    ordered = values[np.lexsort((values, np.repeat(np.arange(requests), counts)))]
-    starts = np.cumsum(counts) - counts
-    has = counts > 0
-    p50[has] = ordered[starts[has] + (counts[has] + 1) // 2 - 1]
-    pmax[has] = ordered[starts[has] + counts[has] - 1]
+    for i, parts in enumerate(itl_parts):
+        if not parts:
+            continue
+        values = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if values.shape[0] == 0:
+            continue
+        k = (values.shape[0] + 1) // 2 - 1
+        p50[i] = np.partition(values, k)[k]
+        pmax[i] = values.max()
     return p50, pmax
 
 
