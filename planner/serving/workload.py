@@ -186,6 +186,23 @@ def shared_prefix(w: Workload, shares: np.ndarray, prefix_tokens: np.ndarray, gr
     return with_prefix_blocks(w, counts, keys, flat_ends)
 
 
+def one_shared_prefix(w: Workload, prefix_tokens: np.ndarray, block_tokens: int = PREFIX_BLOCK_TOKENS) -> Workload:
+    """``w`` where request i's prompt begins with the first ``prefix_tokens[i]`` tokens (0 = none) of one
+    shared prefix: ``shared_prefix`` with one group, vectorised.  Full blocks j are key j; a shorter last
+    block ending at token P gets a key of its own per P (the same classes as ``chain_keys``)."""
+    counts = -(-prefix_tokens // block_tokens)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    owner = np.repeat(np.arange(len(w)), counts)
+    j = np.arange(int(offsets[-1])) - offsets[owner]
+    ends = np.minimum((j + 1) * block_tokens, prefix_tokens[owner])
+    partial = ends % block_tokens != 0
+    keys = j.copy()
+    full = int(counts.max()) if len(w) else 0
+    _, rank = np.unique(ends[partial], return_inverse=True)
+    keys[partial] = full + rank
+    return with_prefix_blocks(w, counts, keys, ends, block_tokens)
+
+
 def lengths(rng: np.random.Generator, dist: LengthDist, mean: float, spread: float, n: int) -> np.ndarray:
     """``n`` token counts with mean ``mean`` and coefficient of variation ``spread`` (module doc)."""
     if dist == "fixed" or spread == 0.0:
@@ -220,7 +237,7 @@ def poisson_workload(
     output = lengths(rng, dist, spread=spread, mean=output_mean_tokens, n=n)
     shares = rng.random(n) < cache_hit_rate
     w = Workload(np.cumsum(unit_gaps) / rate_per_s, prompt, output, "poisson")
-    return shared_prefix(w, shares, np.minimum(prefix_tokens, prompt), ["system prompt"] * n)
+    return one_shared_prefix(w, np.where(shares, np.minimum(prefix_tokens, prompt), 0))
 
 
 def scenario_workload(s: Scenario, rate_per_s: float | None = None, n: int | None = None) -> Workload:
