@@ -132,14 +132,17 @@ class DecodeSet:
     def jumped(self, steps: int, pool: BlockPool) -> None:
         """``steps`` decode steps ran: cover the last one's positions (the caller checked they fit);
         advance the tick."""
-        held, block = pool.held_blocks, pool.block_tokens
+        held, block, offsets, epoch = pool.held_blocks, pool.block_tokens, self.ctx_off, self.epoch
         reach = steps - 1 + self.q + block - 1 + self.tick
         free = pool.free_blocks
         for i in self.members:
-            positions = (self.ctx_off[i] + reach) // block
+            positions = (offsets[i] + reach) // block
             if positions > held[i]:
                 free -= pool.growth(held[i], positions)
                 held[i] = positions
-                self._push_growth(i, positions, block)
         pool.free_blocks = free
         self.tick += steps
+        # one growth entry per member, rebuilt at once (a jump moves most of them)
+        lead = 1 - self.q  # the growth tick is held·block − q − ctx_off + 1
+        self.grow_at = [(held[i] * block - offsets[i] + lead, i, epoch[i], held[i]) for i in self.members]
+        heapq.heapify(self.grow_at)

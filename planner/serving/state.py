@@ -168,19 +168,21 @@ class RunState:
         if self.cfg.prefix_cache == "off" or not w.has_prefixes:
             return
         _, inverse, counts = np.unique(w.prefix_keys, return_inverse=True, return_counts=True)
-        shareable = (counts[inverse] > 1).tolist()
-        keys, ends, offsets = w.prefix_keys.tolist(), w.prefix_ends.tolist(), w.offsets.tolist()
-        for i in range(n):
-            a, b = offsets[i], offsets[i + 1]
-            j = a
-            while j < b and shareable[j]:
-                j += 1
-            if j > a:
-                self.keys[i] = keys[a:j]
-                self.ends[i] = ends[a:j]
-                self.cum_blocks[i] = [e // block for e in ends[a:j]]
-                usable = [e for e in ends[a:j] if e <= self.prompt_tokens[i] - 1]
-                self.max_shared_blocks[i] = usable[-1] // block if usable else 0
+        owner = np.repeat(np.arange(n), np.diff(w.offsets))
+        position = np.arange(owner.size) - w.offsets[owner]
+        alone = counts[inverse] == 1
+        lead = np.full(n, np.iinfo(np.int64).max)
+        np.minimum.at(lead, owner[alone], position[alone])  # the first block no other request has
+        lead = np.minimum(lead, np.diff(w.offsets))
+        usable = (position < lead[owner]) & (w.prefix_ends <= w.prompt_tokens[owner] - 1)
+        most = np.zeros(n, dtype=np.int64)
+        np.maximum.at(most, owner[usable], w.prefix_ends[usable] // block)
+        self.max_shared_blocks = most.tolist()
+        keys, ends, cum = w.prefix_keys.tolist(), w.prefix_ends.tolist(), (w.prefix_ends // block).tolist()
+        starts = w.offsets.tolist()
+        for i in np.flatnonzero(lead > 0).tolist():
+            a, b = starts[i], starts[i] + int(lead[i])
+            self.keys[i], self.ends[i], self.cum_blocks[i] = keys[a:b], ends[a:b], cum[a:b]
 
     def start(self, i: int, found: int) -> None:
         """Request i (re)starts its prefill with its first ``found`` prefix blocks from the cache."""
