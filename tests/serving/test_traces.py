@@ -207,3 +207,13 @@ def test_the_scenario_names_a_bundled_trace_and_its_replay():
     full = bundled_trace("azure-code-2023").workload
     rel = full.arrival_s - full.arrival_s[0]
     assert len(w) == int(((rel >= 600.0) & (rel < 660.0)).sum())
+
+
+def test_azure_2024_timestamps_with_a_zone_and_without_one_are_both_utc():
+    text = (
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2024-05-10 00:00:00.0096020+00:00,100,10\n"
+        "2024-05-10 02:00:01.0096020+02:00,100,10\n"  # 00:00:01 UTC
+        "2024-05-10 00:00:02.0096020,100,10\n"
+    )
+    assert parse_trace(text).workload.arrival_s == pytest.approx([0.0, 1.0, 2.0])
