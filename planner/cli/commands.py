@@ -101,29 +101,65 @@ def findings(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
     return 0
 
 
+def _traffic_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The link keys the traffic options set (``--scale``, ``--window``, ``--prefix-cache``, fleet)."""
+    from planner.serving.traces import BUNDLED, parse_window
+
+    changes: dict[str, Any] = {}
+    if args.scale is not None:
+        changes["trace_scale"] = args.scale
+    if args.window:
+        start_s, duration_s = parse_window(args.window)
+        changes.update(trace_start_s=start_s, trace_duration_s=duration_s or 0.0)
+    if args.prefix_cache:
+        changes["prefix_cache"] = args.prefix_cache
+    if args.replicas is not None:
+        changes["replicas"] = args.replicas
+    if args.router:
+        changes["router"] = args.router
+    if args.trace in BUNDLED:
+        changes["trace"] = args.trace
+    return changes
+
+
 def _scenario_and_trace(args: argparse.Namespace, catalog: Catalog, err: TextIO) -> tuple[Scenario, Workload | None]:
-    from planner.serving.workload import read_trace_file
+    """The scenario with the traffic options applied, and the trace it replays (None: Poisson arrivals)."""
+    from planner.serving.traces import BUNDLED, read_trace_file, scenario_traffic
 
     scenario = scenario_from_link(args.link, catalog, err)
     try:
-        return scenario, (read_trace_file(args.trace, scenario.prefix) if args.trace else None)
+        scenario = scenario.with_changes(**_traffic_changes(args))
+        trace = read_trace_file(args.trace, scenario.prefix) if args.trace and args.trace not in BUNDLED else None
+        if trace is not None and trace.skipped_rows:
+            print(f"warning: {trace.skipped_reason}", file=err)
+        if (args.scale is not None or args.window) and trace is None and not scenario.trace:
+            raise BadInput(["--scale and --window replay a trace: give --trace FILE|NAME (or trace= in the link)"])
+        return scenario, scenario_traffic(scenario, trace)
     except TraceError as exc:
         raise BadInput(exc.problems) from None
 
 
 def simulate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame, present_metrics
+    from planner.serving.fleet import fleet_text, replica_frame, simulate_fleet_scenario
     from planner.serving.results import requests_frame, summary_text
-    from planner.serving.simulate import simulate_scenario
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
-    result = simulate_scenario(scenario, catalog, workload=trace)
+    fleet = simulate_fleet_scenario(scenario, catalog, workload=trace)
+    result = fleet.combined
     if args.format == "csv":
         out.write(frame_to_csv(present_frame(requests_frame(result))))
     elif args.format == "json":
-        out.write(json.dumps(present_metrics(result.summary), indent=2) + "\n")
+        record = present_metrics(result.summary) | {
+            "traffic": trace.name or trace.source if trace is not None else "poisson",
+            "prefix_cache": scenario.prefix_cache,
+            "router": scenario.router,
+        }
+        if scenario.replicas > 1:
+            record["per_replica"] = present_frame(replica_frame(fleet)).to_dict("records")
+        out.write(json.dumps(record, indent=2, default=str) + "\n")
     else:
-        out.write(summary_text(result))
+        out.write(summary_text(result) + (fleet_text(fleet) if scenario.replicas > 1 else ""))
     return 0
 
 

@@ -3,7 +3,8 @@
   kvplan evaluate "<query string or link>" [--format text|json|csv]
   kvplan sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE]
   kvplan findings "<query string or link>" [--format text|json|csv]
-  kvplan simulate|size "<link>" [--trace FILE.csv] [--format text|json|csv]
+  kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
+                      [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
   kvplan gpus | models
   kvplan serve [--port N]                                    (the dashboard)
   kvplan bench [--device cuda|cpu] [--quick] [--out DIR]    (planner/bench/cli.py)
@@ -28,6 +29,27 @@ from planner.model.catalog import load_catalog
 FORMATS = ("text", "json", "csv")
 
 
+def add_traffic_options(sp: argparse.ArgumentParser) -> None:
+    """The simulator's trace replay, prefix cache and fleet options (each also a link key)."""
+    sp.add_argument(
+        "--scale", type=float, metavar="N", help="replay the trace at N × its recorded rate (link: trace_scale)"
+    )
+    sp.add_argument(
+        "--window",
+        metavar="START:DURATION",
+        help="only the trace's requests arriving in this window, seconds (START: = to the end)",
+    )
+    sp.add_argument(
+        "--prefix-cache",
+        choices=("pool", "unbounded", "off"),
+        help="prefix cache shared across requests: pool (vLLM, in the free KV blocks; default), unbounded, off",
+    )
+    sp.add_argument("--replicas", type=int, metavar="N", help="replicas behind the router (link: replicas)")
+    sp.add_argument(
+        "--router", choices=("round_robin", "least_tokens", "prefix_affinity"), help="how requests reach the replicas"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvplan", description="kvplan: LLM inference capacity planning")
     sub = p.add_subparsers(dest="command", required=True)
@@ -50,9 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
             "link", nargs="?", default="", help="query string or full link (rate, dist, slo_ttft_s, … are link keys)"
         )
         sp.add_argument(
-            "--trace", metavar="CSV", help="replay a trace: arrival_s,prompt_tokens,output_tokens[,prefix_id]"
+            "--trace",
+            metavar="FILE|NAME",
+            help="replay a trace: kvplan CSV (arrival_s,prompt_tokens,output_tokens[,prefix_id]), Azure LLM inference "
+            "CSV, BurstGPT CSV or Mooncake JSONL, gzip or not; or a bundled trace: azure-code-2023, azure-conv-2023, "
+            "mooncake-conversation, mooncake-synthetic",
         )
         sp.add_argument("--format", choices=FORMATS, default="text")
+        add_traffic_options(sp)
     sub.add_parser("gpus", help="list GPU profiles")
     sub.add_parser("models", help="list model presets")
     sv = sub.add_parser("serve", help="start the dashboard (streamlit) on 127.0.0.1")

@@ -16,6 +16,10 @@ from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
 
 TTL = Literal["5m", "1h"]
 LengthDist = Literal["fixed", "uniform", "lognormal"]
+#: The simulator's prefix cache (planner/serving/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
+PrefixCacheMode = Literal["pool", "unbounded", "off"]
+Router = Literal["round_robin", "least_tokens", "prefix_affinity"]
+TraceName = Literal["", "azure-code-2023", "azure-conv-2023", "mooncake-conversation", "mooncake-synthetic"]
 
 
 class Scenario(BaseModel):
@@ -80,6 +84,18 @@ class Scenario(BaseModel):
     )
     engine: str = Field(
         default="vllm", pattern=KEY_PATTERN, description="serving engine profile: vllm, sglang or trtllm"
+    )
+    # the simulator's traffic, prefix cache and fleet
+    prefix_cache: PrefixCacheMode = Field(
+        default="pool", description="simulated prefix cache: pool (vLLM: in the free KV blocks), unbounded, off"
+    )
+    replicas: int = Field(default=1, ge=1, le=256, description="replicas simulated behind the router")
+    router: Router = Field(default="round_robin", description="round_robin, least_tokens or prefix_affinity")
+    trace: TraceName = Field(default="", description="bundled trace replayed instead of Poisson arrivals ('' = none)")
+    trace_scale: float = Field(default=1.0, gt=0.0, le=1000.0, description="trace replay rate, × the recorded rate")
+    trace_start_s: float = Field(default=0.0, ge=0.0, le=1e7, description="trace window start, seconds")
+    trace_duration_s: float = Field(
+        default=0.0, ge=0.0, le=1e7, description="trace window length, seconds (0 = to the end)"
     )
 
     @model_validator(mode="after")

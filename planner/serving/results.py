@@ -27,8 +27,8 @@ import pandas as pd
 
 from planner.format import fmt_count, fmt_pct, fmt_seconds, fmt_sig, fmt_tokens_per_s
 
-if TYPE_CHECKING:  # simulate.py imports this module: the config's type only, no import cycle at run time
-    from planner.serving.simulate import SimConfig
+if TYPE_CHECKING:  # state.py imports this module: the config's type only, no import cycle at run time
+    from planner.serving.state import SimConfig
 
 MAX_TIMELINE_POINTS = 2000
 PERCENTILES = (50, 90, 99)
@@ -73,6 +73,12 @@ class SimResult:
     steps: int
     stopped_early: bool  # stop_on_slo_miss fired: the SLOs are certainly missed
     summary: dict[str, float | bool] = field(default_factory=dict)
+    # the prefix cache, per request at its first admission (0 blocks: never admitted)
+    prefix_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    prefix_hit_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    replica: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    prefix_cache_max_blocks: float = 0.0  # the most KV blocks of shared prefix blocks one replica's cache held
+    prefix_reuse_ceiling_frac: float = 0.0  # prompt tokens an unbounded cache could serve / prompt tokens
 
     @property
     def tpot_s(self) -> np.ndarray:
@@ -100,20 +106,48 @@ def percentiles(
 
 
 def per_request_itl_p50_max(itl_parts: list[list[np.ndarray]], requests: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each request's inverse-CDF median and largest ITL, from one sort of all of them.
+    """Each request's inverse-CDF median and largest ITL (a partial sort per request).
 
     ``itl_parts[i]``: arrays of request i's ITLs; NaN for a request without any.  The median of
     c sorted values is the ⌈c/2⌉-th (inverse CDF at 0.5)."""
     p50, pmax = np.full(requests, np.nan), np.full(requests, np.nan)
-    counts = np.array([sum(a.shape[0] for a in parts) for parts in itl_parts], dtype=np.int64)
-    if counts.sum() == 0:
-        return p50, pmax
-    values = np.concatenate([a for parts in itl_parts for a in parts])
-    ordered = values[np.lexsort((values, np.repeat(np.arange(requests), counts)))]
-    starts = np.cumsum(counts) - counts
-    has = counts > 0
-    p50[has] = ordered[starts[has] + (counts[has] + 1) // 2 - 1]
-    pmax[has] = ordered[starts[has] + counts[has] - 1]
+    for i, parts in enumerate(itl_parts):
+        if not parts:
+            continue
+        values = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if values.shape[0] == 0:
+            continue
+        k = (values.shape[0] + 1) // 2 - 1
+        p50[i] = np.partition(values, k)[k]
+        pmax[i] = values.max()
+    return p50, pmax
+
+
+def per_request_itl_from_runs(
+    step_logs: list[np.ndarray],
+    replica: list[int],
+    decode_runs: list[list[tuple[int, int]]],
+    gaps: list[list[float]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's inverse-CDF median and largest ITL without speculative decoding.
+
+    A request decodes in every step of its replica from its prefill to its completion or
+    preemption, so its ITLs are the durations of runs of consecutive steps
+    (``step_logs[replica][a:b]`` for each run (a, b)) and the gaps of its recomputations."""
+    n = len(decode_runs)
+    p50, pmax = np.full(n, np.nan), np.full(n, np.nan)
+    for i in range(n):
+        runs, extra = decode_runs[i], gaps[i]
+        if not runs and not extra:
+            continue
+        log = step_logs[replica[i]]
+        if len(runs) == 1 and not extra:
+            values = log[runs[0][0] : runs[0][1]]
+        else:
+            values = np.concatenate([log[a:b] for a, b in runs] + [np.array(extra, dtype=float)])
+        k = (values.shape[0] + 1) // 2 - 1
+        p50[i] = np.partition(values, k)[k]
+        pmax[i] = values.max()
     return p50, pmax
 
 
@@ -187,14 +221,43 @@ def with_summary(r: SimResult) -> SimResult:
         queue_max=float(r.queue_len.max()) if r.queue_len.size else 0.0,
         steps=float(r.steps),
     )
+    out.update(prefix_cache_summary(r))
+    # a rejected request never gets its first token: for the verdict its TTFT is infinite
+    ran = r.status != NOT_RUN
+    ttft_all = np.where(served, r.ttft_s, np.inf)[ran]
+    out["ttft_p99_with_rejected_s"] = percentiles(ttft_all, (99,))[0]
     out["slo_met"] = bool(
         not r.stopped_early
         and out["rejected_kv"] == 0
         and n_served > 0
-        and out["ttft_p99_s"] <= r.config.slo_ttft_s
+        and out["ttft_p99_with_rejected_s"] <= r.config.slo_ttft_s
         and (r.itl_s.size == 0 or out["itl_p99_s"] <= r.config.slo_tpot_s)
     )
     return replace(r, summary=out)
+
+
+def prefix_cache_summary(r: SimResult) -> dict[str, float]:
+    """Prefix-cache hit rates over the requests admitted at least once, by tokens (vLLM's
+    ``prefix_cache_hits / prefix_cache_queries``), by prefix blocks and by requests; and the
+    cache size that produced them: the pool's blocks (``pool``: the cache lives in the free KV
+    blocks), inf (``unbounded``) or 0 (``off``), and the most blocks of shared prefix blocks it
+    held (it holds other freed blocks too, as vLLM does, but no request finds them); and the
+    traffic's ceiling: the share of prompt tokens an unbounded cache could serve."""
+    admitted = r.prefix_blocks > 0
+    prompt = float(r.prompt_tokens[admitted].sum())
+    blocks = float(r.prefix_blocks.sum())
+    mode = r.config.prefix_cache
+    capacity = {"pool": float(r.config.kv_capacity_blocks), "unbounded": float("inf"), "off": 0.0}[mode]
+    return dict(
+        prefix_cache_hit_rate_tokens=float(r.cached_tokens[admitted].sum()) / prompt if prompt else float("nan"),
+        prefix_cache_hit_rate_blocks=float(r.prefix_hit_blocks.sum()) / blocks if blocks else float("nan"),
+        prefix_cache_hit_rate_requests=float((r.prefix_hit_blocks[admitted] > 0).mean())
+        if admitted.any()
+        else float("nan"),
+        prefix_cache_capacity_blocks=capacity,
+        prefix_cache_max_blocks=r.prefix_cache_max_blocks,
+        prefix_reuse_ceiling_frac=r.prefix_reuse_ceiling_frac,
+    )
 
 
 # ------------------------------------------------------------------ views
@@ -208,6 +271,9 @@ def requests_frame(r: SimResult) -> pd.DataFrame:
             "arrival_s": r.arrival_s,
             "prompt_tokens": r.prompt_tokens,
             "cached_tokens": r.cached_tokens,
+            "prefix_blocks": r.prefix_blocks,
+            "prefix_hit_blocks": r.prefix_hit_blocks,
+            "replica": r.replica,
             "output_tokens": r.output_tokens,
             "status": [STATUS_NAMES[int(v)] for v in r.status],
             "ttft_s": r.ttft_s,
@@ -273,11 +339,38 @@ def summary_text(r: SimResult) -> str:
             f"{fmt_tokens_per_s(sm['output_tokens_per_s'])} output, {fmt_sig(sm['requests_per_s'])} requests/s",
         ),
         ("goodput", f"{fmt_pct(sm['goodput_frac'])} of requests meet {targets}"),
-        ("p99 SLOs met", "yes" if sm["slo_met"] else "no"),
+        ("p99 SLOs met", _verdict(sm)),
         (
             "KV cache used",
             f"mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])} of {kv_blocks}",
         ),
         ("queue", f"max {fmt_count(sm['queue_max'])} waiting; {fmt_count(sm['preemptions'], 'preemption')}"),
+        _prefix_row(r),
     ]
     return "".join(f"{k:<26}{v}\n" for k, v in rows)
+
+
+def _verdict(sm: dict[str, float | bool]) -> str:
+    """yes / no, and the rejections that count against the TTFT target."""
+    rejected = sm["rejected_context"] + sm["rejected_kv"]
+    if sm["slo_met"]:
+        return "yes" + (f" ({fmt_count(rejected)} rejected requests within the 1 % the p99 allows)" if rejected else "")
+    return "no" + (f" ({fmt_count(rejected)} of {fmt_count(sm['requests'])} requests rejected)" if rejected else "")
+
+
+def _prefix_row(r: SimResult) -> tuple[str, str]:
+    """The prefix cache's hit rates and the cache size that produced them."""
+    sm, mode = r.summary, r.config.prefix_cache
+    if mode == "off":
+        return "prefix cache", "off (no sharing between requests)"
+    if not sm["prefix_reuse_ceiling_frac"]:
+        return "prefix cache", "no prompt shares a prefix with another in this traffic"
+    where = "unbounded" if mode == "unbounded" else f"in the KV pool of {fmt_count(sm['kv_capacity_blocks'], 'block')}"
+    return (
+        "prefix cache hit rate",
+        f"{fmt_pct(sm['prefix_cache_hit_rate_tokens'])} of prompt tokens, "
+        f"{fmt_pct(sm['prefix_cache_hit_rate_blocks'])} of prefix blocks, "
+        f"{fmt_pct(sm['prefix_cache_hit_rate_requests'])} of requests (cache {where}, at most "
+        f"{fmt_count(sm['prefix_cache_max_blocks'], 'block')} of shared prefixes; an unbounded cache: "
+        f"{fmt_pct(sm['prefix_reuse_ceiling_frac'])} of prompt tokens)",
+    )

@@ -3,7 +3,9 @@
 Colocated (every replica prefills and decodes, as simulated):
   for each GPU profile and tp in 1, 2, 4, 8 whose memory plan fits, replicas r is the
   smallest count for which one replica, fed rate / r (Poisson thinning; a trace is split
-  round-robin), meets p99 TTFT ≤ slo_ttft_s and p99 ITL ≤ slo_tpot_s in ``simulate``.
+  round-robin), meets p99 TTFT ≤ slo_ttft_s and p99 ITL ≤ slo_tpot_s in ``simulate``;
+  with a load-aware ``router`` (least_tokens, prefix_affinity) the whole fleet of r
+  replicas is simulated (``fleet.simulate_fleet``) on the first r × n requests instead.
   Search: from the analytic guess r₀ = ⌈rate / capacity⌉, capacity = 1 / (O·t_dec(B)/B +
   t_prefill(P)) with B = min(batch, KV concurrency), exponential steps then bisection;
   the answer r was simulated to pass and r − 1 to fail (or r = 1).  A configuration that
@@ -37,8 +39,10 @@ from planner.engine.step_time import RooflineStepTime
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.serving.fleet import simulate_fleet
 from planner.serving.results import SimResult
 from planner.serving.simulate import SimConfig, sim_inputs, simulate
+from planner.serving.state import P99_MISS_FRAC
 from planner.serving.workload import Workload, scenario_workload, split_round_robin
 from planner.units import MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -116,6 +120,26 @@ def _replica_workload(s: Scenario, trace: Workload | None, replicas: int, max_re
     return split_round_robin(trace, replicas).take(slice(0, max_requests))
 
 
+def _fleet_workload(s: Scenario, trace: Workload | None, replicas: int, max_requests: int) -> Workload:
+    """The first ``replicas`` × ``max_requests`` requests of the whole fleet's traffic."""
+    n = min(s.sim_requests, max_requests) * replicas
+    if trace is None:
+        return scenario_workload(s, n=n)
+    return trace.take(slice(0, n))
+
+
+def _simulated(
+    s: Scenario, trace: Workload | None, replicas: int, n: int, cfg: SimConfig, timer: RooflineStepTime, fleet: bool
+) -> SimResult:
+    """One sizing run: one replica's share (round-robin), or the whole fleet behind a load-aware router
+    (``fleet``; the low-load check needs no router: at 1 % load no queue forms)."""
+    if not fleet or s.router == "round_robin" or replicas == 1:
+        w = _replica_workload(s, trace, replicas, n)
+        return simulate(w, cfg, timer, stop_on_slo_miss=True, detail=False)
+    w = _fleet_workload(s, trace, replicas, n)
+    return simulate_fleet(w, cfg, timer, replicas, s.router, stop_on_slo_miss=True, detail=False).combined
+
+
 def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
     """Fewest replicas for one GPU × tp (a row of the table, before pricing)."""
     r, x = sim_inputs(s, catalog)
@@ -127,15 +151,14 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
     timer = RooflineStepTime.from_inputs(x)
     concurrency = int(min(s.batch, float(plan["max_concurrent_sequences"])))
     rate = s.rate if trace is None else trace.rate_per_s
-    cached = s.hit * s.prefix if trace is None else float(np.mean(trace.prefix_hit_tokens))
+    cached = s.hit * s.prefix if trace is None else float(np.mean(trace.reusable_prefix_tokens()))
     capacity = _capacity_per_s(timer, s, concurrency, cached)
     n_full = min(s.sim_requests, max_requests)
     results: dict[tuple[int, int], SimResult] = {}
 
-    def run(replicas: int, n: int) -> SimResult:
+    def run(replicas: int, n: int, fleet: bool = True) -> SimResult:
         if (replicas, n) not in results:
-            w = _replica_workload(s, trace, replicas, n)
-            results[replicas, n] = simulate(w, cfg, timer, stop_on_slo_miss=True, detail=False)
+            results[replicas, n] = _simulated(s, trace, replicas, n, cfg, timer, fleet)
         return results[replicas, n]
 
     def passes(n: int) -> Callable[[int], bool]:
@@ -144,11 +167,16 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
     idle = max(1, math.ceil(rate / (IDLE_LOAD_FRAC * capacity))) if math.isfinite(rate) else 1
     if trace is not None:
         idle = min(idle, len(trace))
-    idle_run = run(idle, min(n_full, IDLE_REQUESTS))
+    idle_run = run(idle, min(n_full, IDLE_REQUESTS), fleet=False)
     if not idle_run.summary["slo_met"]:
         sm = idle_run.summary
         if sm["rejected_kv"] > 0:
             why = "some requests need more KV blocks than one replica holds"
+        elif sm["rejected_context"] > P99_MISS_FRAC * sm["requests"]:
+            why = (
+                f"{sm['rejected_context'] / sm['requests']:.1%} of requests are longer than the context window "
+                "(rejected requests count as TTFT misses: more than the 1 % a p99 allows)"
+            )
         else:
             why = (
                 f"misses the SLOs even at low load (p99 TTFT {sm['ttft_p99_s']:.3g} s, p99 ITL {sm['itl_p99_s']:.3g} s)"

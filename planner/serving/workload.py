@@ -1,4 +1,4 @@
-"""Requests for the serving simulator: Poisson arrivals with random lengths, or a CSV trace.
+"""Requests for the serving simulator: Poisson arrivals with random lengths, or a trace.
 
 Poisson:  inter-arrival gaps E_i / λ with E_i ~ Exp(1) (the unit draws come first, so
           the same seed at another rate gives the same sequence, time-scaled: sizing
@@ -9,61 +9,101 @@ Lengths with mean m and coefficient of variation c (``spread``):
   lognormal  exp(N(μ, σ²)),  σ² = ln(1 + c²),  μ = ln m − σ²/2
   rounded to whole tokens, at least 1 (a uniform lower end below 1 is clipped, so for
   c > 1/√3 the mean rises slightly).
-Prefix reuse: with probability ``hit`` a request's first ``prefix`` tokens are in the
-server's prefix cache (vLLM automatic prefix caching).  In a trace, a request hits when
-an earlier row has the same ``prefix_id``; the shared prefix is ``prefix`` tokens.
 
-Trace CSV columns: ``arrival_s, prompt_tokens, output_tokens[, prefix_id]`` (header
-row required, other columns ignored, rows in any order).  Every row is validated by
-pydantic; errors name the row (1 = first data row), its line in the file and the field.
+Shared prefixes.  A request's prompt may begin with *prefix blocks* that other requests
+share: block j ends at token ``prefix_ends[j]`` and is named by a chain key, equal in two
+requests exactly when the blocks and everything before them are equal (vLLM hashes each
+KV block together with its parent's hash; Mooncake's ``hash_ids`` are such a chain of
+512-token blocks).  Whether a shared block is *found* is decided by the simulator's prefix
+cache, not here: a Poisson request carries, with probability ``hit``, the scenario's shared
+``prefix``-token system prompt (blocks of ``PREFIX_BLOCK_TOKENS``, the last one shorter);
+a trace carries its own ids.  ``reusable_prefix_tokens`` is the ceiling an unbounded cache
+would reach: the tokens of blocks whose key appeared in an earlier request.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import TraceError
 from planner.model.scenario import LengthDist, Scenario
-from planner.units import MiB
 
-if TYPE_CHECKING:  # csv.reader's class lives in the private _csv module: for the annotation only
-    import _csv
-
-MAX_TRACE_BYTES = 20 * MiB
-MAX_TRACE_ROWS = 200_000
-MAX_REPORTED_ROWS = 10
-REQUIRED_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
-OPTIONAL_COLUMNS = ("prefix_id",)
+#: Tokens per prefix block where the workload chooses (Poisson, prefix_id traces): Mooncake's block.
+PREFIX_BLOCK_TOKENS = 512
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
 class Workload:
-    """Requests sorted by arrival.  ``prefix_hit_tokens``: prompt tokens found in the prefix cache
-    (before the simulator rounds them down to whole KV blocks)."""
+    """Requests sorted by arrival, and the shared prefix blocks of each prompt.
+
+    Request i's prefix blocks are ``prefix_keys[prefix_offsets[i]:prefix_offsets[i + 1]]``
+    (chain keys, ints) ending at the token positions ``prefix_ends[…]`` (increasing, ≤ prompt)."""
 
     arrival_s: np.ndarray  # (n,) float64, non-decreasing
     prompt_tokens: np.ndarray  # (n,) int64 ≥ 1
     output_tokens: np.ndarray  # (n,) int64 ≥ 1
-    prefix_hit_tokens: np.ndarray  # (n,) int64 ≥ 0
-    source: str  # "poisson" or "trace"
+    source: str = "trace"  # "poisson", or the trace format
+    prefix_keys: np.ndarray = field(default_factory=lambda: _EMPTY)
+    prefix_ends: np.ndarray = field(default_factory=lambda: _EMPTY)
+    prefix_offsets: np.ndarray | None = None  # (n + 1,); None = no shared blocks
+    prefix_block_tokens: int = PREFIX_BLOCK_TOKENS
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.prefix_offsets is None:
+            object.__setattr__(self, "prefix_offsets", np.zeros(len(self) + 1, dtype=np.int64))
 
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
 
+    @property
+    def offsets(self) -> np.ndarray:
+        assert self.prefix_offsets is not None  # set in __post_init__
+        return self.prefix_offsets
+
+    def prefix_blocks(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(chain keys, end tokens) of request i's shared prefix blocks."""
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.prefix_keys[a:b], self.prefix_ends[a:b]
+
+    @property
+    def has_prefixes(self) -> bool:
+        return self.prefix_keys.size > 0
+
     def take(self, index: slice | np.ndarray) -> Workload:
         """The requests at ``index`` (a slice, or an index or boolean array), in their order."""
+        rows = np.arange(len(self))[index]
+        starts, stops = self.offsets[rows], self.offsets[rows + 1]
+        counts = stops - starts
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        flat = np.repeat(starts - offsets[:-1], counts) + np.arange(int(offsets[-1]))
         return Workload(
-            self.arrival_s[index],
-            self.prompt_tokens[index],
-            self.output_tokens[index],
-            self.prefix_hit_tokens[index],
+            self.arrival_s[rows],
+            self.prompt_tokens[rows],
+            self.output_tokens[rows],
             self.source,
+            self.prefix_keys[flat],
+            self.prefix_ends[flat],
+            offsets,
+            self.prefix_block_tokens,
+            self.name,
+        )
+
+    def with_arrivals(self, arrival_s: np.ndarray) -> Workload:
+        return Workload(
+            arrival_s,
+            self.prompt_tokens,
+            self.output_tokens,
+            self.source,
+            self.prefix_keys,
+            self.prefix_ends,
+            self.prefix_offsets,
+            self.prefix_block_tokens,
+            self.name,
         )
 
     @property
@@ -71,6 +111,96 @@ class Workload:
         """Mean arrival rate: (n − 1) / (last − first arrival); inf when they all arrive at once."""
         span = float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) > 1 else 0.0
         return (len(self) - 1) / span if span > 0 else float("inf")
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.arrival_s[-1] - self.arrival_s[0]) if len(self) else 0.0
+
+    def reusable_prefix_tokens(self) -> np.ndarray:
+        """Per request: tokens of its leading prefix blocks whose key appeared in an earlier request
+        (what an unbounded prefix cache could serve), at most prompt − 1 (vLLM recomputes the last token)."""
+        out = np.zeros(len(self), dtype=np.int64)
+        if not self.has_prefixes:
+            return out
+        owner = np.repeat(np.arange(len(self)), np.diff(self.offsets))  # the request of each block
+        _, first, inverse = np.unique(self.prefix_keys, return_index=True, return_inverse=True)
+        usable = (owner[first][inverse] < owner) & (self.prefix_ends <= self.prompt_tokens[owner] - 1)
+        # the leading run of usable blocks of each request: up to its first unusable one
+        position = np.arange(owner.size) - self.offsets[owner]
+        stop = np.full(len(self), np.iinfo(np.int64).max)
+        np.minimum.at(stop, owner[~usable], position[~usable])
+        lead = usable & (position < stop[owner])
+        np.maximum.at(out, owner[lead], self.prefix_ends[lead])
+        return out
+
+
+def chain_keys(blocks: Sequence[Sequence[Hashable]], ends: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Chain keys of each request's blocks: block j of two requests gets the same int key exactly when
+    their ids and end tokens agree for blocks 0 … j (vLLM's parent-hash chain).  Returns (counts, keys)."""
+    table: dict[tuple[int, Hashable, int], int] = {}
+    keys: list[int] = []
+    counts = np.zeros(len(blocks), dtype=np.int64)
+    for i, (ids, stops) in enumerate(zip(blocks, ends, strict=True)):
+        parent = -1
+        for raw, end in zip(ids, stops, strict=True):
+            parent = table.setdefault((parent, raw, end), len(table))
+            keys.append(parent)
+        counts[i] = len(ids)
+    return counts, np.array(keys, dtype=np.int64)
+
+
+def with_prefix_blocks(
+    w: Workload, counts: np.ndarray, keys: np.ndarray, ends: np.ndarray, block_tokens: int = PREFIX_BLOCK_TOKENS
+) -> Workload:
+    """``w`` with prefix blocks (per-request ``counts`` of the flat ``keys`` / ``ends``)."""
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return Workload(
+        w.arrival_s,
+        w.prompt_tokens,
+        w.output_tokens,
+        w.source,
+        keys.astype(np.int64),
+        ends.astype(np.int64),
+        offsets,
+        block_tokens,
+        w.name,
+    )
+
+
+def prefix_block_ends(prefix_tokens: int, block_tokens: int = PREFIX_BLOCK_TOKENS) -> list[int]:
+    """End tokens of a ``prefix_tokens``-token prefix cut into blocks (the last one shorter)."""
+    ends = list(range(block_tokens, prefix_tokens, block_tokens))
+    return ends + [prefix_tokens] if prefix_tokens > 0 else []
+
+
+def shared_prefix(w: Workload, shares: np.ndarray, prefix_tokens: np.ndarray, group: Sequence[Hashable]) -> Workload:
+    """``w`` where request i (``shares[i]``) begins with the prefix of ``group[i]``, ``prefix_tokens[i]`` long."""
+    blocks: list[list[Hashable]] = []
+    ends: list[list[int]] = []
+    for share, tokens, name in zip(shares.tolist(), prefix_tokens.tolist(), group, strict=True):
+        stops = prefix_block_ends(int(tokens)) if share else []
+        blocks.append([name] + list(range(1, len(stops))) if stops else [])
+        ends.append(stops)
+    counts, keys = chain_keys(blocks, ends)
+    flat_ends = np.array([e for stops in ends for e in stops], dtype=np.int64)
+    return with_prefix_blocks(w, counts, keys, flat_ends)
+
+
+def one_shared_prefix(w: Workload, prefix_tokens: np.ndarray, block_tokens: int = PREFIX_BLOCK_TOKENS) -> Workload:
+    """``w`` where request i's prompt begins with the first ``prefix_tokens[i]`` tokens (0 = none) of one
+    shared prefix: ``shared_prefix`` with one group, vectorised.  Full blocks j are key j; a shorter last
+    block ending at token P gets a key of its own per P (the same classes as ``chain_keys``)."""
+    counts = -(-prefix_tokens // block_tokens)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    owner = np.repeat(np.arange(len(w)), counts)
+    j = np.arange(int(offsets[-1])) - offsets[owner]
+    ends = np.minimum((j + 1) * block_tokens, prefix_tokens[owner])
+    partial = ends % block_tokens != 0
+    keys = j.copy()
+    full = int(counts.max()) if len(w) else 0
+    _, rank = np.unique(ends[partial], return_inverse=True)
+    keys[partial] = full + rank
+    return with_prefix_blocks(w, counts, keys, ends, block_tokens)
 
 
 def lengths(rng: np.random.Generator, dist: LengthDist, mean: float, spread: float, n: int) -> np.ndarray:
@@ -99,19 +229,15 @@ def poisson_workload(
     prefix_tokens: int,
     seed: int,
 ) -> Workload:
-    """``n`` Poisson arrivals at ``rate_per_s`` (first at t = E_1/λ), lengths as in the module doc."""
+    """``n`` Poisson arrivals at ``rate_per_s`` (first at t = E_1/λ), lengths as in the module doc;
+    with probability ``cache_hit_rate`` a prompt begins with the shared ``prefix_tokens``-token prefix."""
     rng = np.random.default_rng(seed)
     unit_gaps = rng.exponential(1.0, n)
     prompt = lengths(rng, dist, spread=spread, mean=prompt_mean_tokens, n=n)
     output = lengths(rng, dist, spread=spread, mean=output_mean_tokens, n=n)
-    hits = rng.random(n) < cache_hit_rate
-    return Workload(
-        arrival_s=np.cumsum(unit_gaps) / rate_per_s,
-        prompt_tokens=prompt,
-        output_tokens=output,
-        prefix_hit_tokens=np.where(hits, np.minimum(prefix_tokens, prompt), 0).astype(np.int64),
-        source="poisson",
-    )
+    shares = rng.random(n) < cache_hit_rate
+    w = Workload(np.cumsum(unit_gaps) / rate_per_s, prompt, output, "poisson")
+    return one_shared_prefix(w, np.where(shares, np.minimum(prefix_tokens, prompt), 0))
 
 
 def scenario_workload(s: Scenario, rate_per_s: float | None = None, n: int | None = None) -> Workload:
@@ -130,124 +256,28 @@ def scenario_workload(s: Scenario, rate_per_s: float | None = None, n: int | Non
     )
 
 
-class TraceRow(BaseModel):
-    """One request of a trace."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", str_strip_whitespace=True)
-
-    arrival_s: float = Field(ge=0.0, le=1e7, allow_inf_nan=False, description="arrival time, seconds")
-    prompt_tokens: int = Field(ge=1, le=10_000_000)
-    output_tokens: int = Field(ge=1, le=1_000_000)
-    prefix_id: str | None = Field(default=None, max_length=128, description="requests sharing an id share a prefix")
-
-
-def _row_problem(row_number: int, line: int, exc: ValidationError) -> str:
-    parts = []
-    for e in exc.errors():
-        field = ".".join(str(x) for x in e["loc"]) or "(row)"
-        given = e.get("input")
-        shown = "" if isinstance(given, dict) else f" (got {str(given)[:40]!r})"
-        parts.append(f"{field}: {e['msg']}{shown}")
-    return f"row {row_number} (line {line}): " + "; ".join(parts)
+def time_window(w: Workload, start_s: float, duration_s: float | None) -> Workload:
+    """The requests arriving in [first + start, first + start + duration), re-timed to start at 0."""
+    if len(w) == 0:
+        return w
+    first = float(w.arrival_s[0])
+    rel = w.arrival_s - first
+    keep = rel >= start_s
+    if duration_s is not None:
+        keep &= rel < start_s + duration_s
+    if not keep.any():
+        span = f"{w.duration_s:,.1f}"
+        until = "the end" if duration_s is None else f"{start_s + duration_s:,.1f} s"
+        raise TraceError([f"window {start_s:,.1f} s to {until}: no requests (the trace spans 0 to {span} s)"])
+    out = w.take(keep)
+    return out.with_arrivals(out.arrival_s - first - start_s)
 
 
-def parse_trace(
-    data: bytes | str,
-    prefix_tokens: int,
-    max_bytes: int = MAX_TRACE_BYTES,
-    max_rows: int = MAX_TRACE_ROWS,
-) -> Workload:
-    """Validate a CSV trace (module doc) into a Workload; raises TraceError naming each bad row.
-
-    A request whose ``prefix_id`` appeared on an earlier-arriving row finds
-    min(``prefix_tokens``, prompt) tokens cached.
-    """
-    reader = csv.reader(io.StringIO(_trace_text(data, max_bytes)))
-    header = [h.strip() for h in next(reader, [])]
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise TraceError(
-            [
-                f"trace header: missing column {c!r} (need {', '.join(REQUIRED_COLUMNS)}; optional prefix_id)"
-                for c in missing
-            ]
-        )
-    return _trace_workload(_validated_rows(reader, header, max_rows), prefix_tokens)
-
-
-def _trace_text(data: bytes | str, max_bytes: int) -> str:
-    """The trace as text, after the size check (bytes are UTF-8, an optional BOM dropped)."""
-    size = len(data.encode("utf-8") if isinstance(data, str) else data)
-    if size > max_bytes:
-        raise TraceError([f"trace: {size:,} bytes; the limit is {max_bytes:,}"])
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise TraceError(["trace: not UTF-8 text"]) from None
-
-
-def _validated_rows(reader: _csv.Reader, header: list[str], max_rows: int) -> list[TraceRow]:
-    """Every non-blank data row validated; TraceError lists the first bad rows, then a count."""
-    wanted = [(i, name) for i, name in enumerate(header) if name in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
-    rows: list[TraceRow] = []
-    problems: list[str] = []
-    bad_rows = 0
-    number = 0
-    for cells in reader:
-        if not any(c.strip() for c in cells):
-            continue  # blank line
-        number += 1
-        if number > max_rows:
-            raise TraceError([f"trace: more than {max_rows:,} rows"])
-        record = {name: cells[i] for i, name in wanted if i < len(cells) and cells[i].strip() != ""}
-        try:
-            rows.append(TraceRow.model_validate(record))
-        except ValidationError as exc:
-            bad_rows += 1
-            if bad_rows <= MAX_REPORTED_ROWS:
-                problems.append(_row_problem(number, reader.line_num, exc))
-    if bad_rows > MAX_REPORTED_ROWS:
-        problems.append(f"… and {bad_rows - MAX_REPORTED_ROWS} more bad rows")
-    if problems:
-        raise TraceError(problems)
-    if not rows:
-        raise TraceError(["trace: no data rows"])
-    return rows
-
-
-def _trace_workload(rows: list[TraceRow], prefix_tokens: int) -> Workload:
-    """The rows sorted by arrival (stable); a row hits the prefix cache when an earlier one shares its prefix_id."""
-    arrival = np.array([r.arrival_s for r in rows], dtype=float)
-    order = np.argsort(arrival, kind="stable")
-    prompt = np.array([r.prompt_tokens for r in rows], dtype=np.int64)[order]
-    seen: set[str] = set()
-    hit = np.zeros(len(rows), dtype=bool)
-    for k, i in enumerate(order):
-        pid = rows[i].prefix_id
-        if pid is not None:
-            hit[k] = pid in seen
-            seen.add(pid)
-    return Workload(
-        arrival_s=arrival[order],
-        prompt_tokens=prompt,
-        output_tokens=np.array([r.output_tokens for r in rows], dtype=np.int64)[order],
-        prefix_hit_tokens=np.where(hit, np.minimum(prefix_tokens, prompt), 0).astype(np.int64),
-        source="trace",
-    )
-
-
-def read_trace_file(path: str, prefix_tokens: int, max_bytes: int = MAX_TRACE_BYTES) -> Workload:
-    """``parse_trace`` of a file (edge function: the only file I/O here); size checked before reading."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise TraceError([f"trace {path}: {exc.strerror or exc}"]) from None
-    if len(data) > max_bytes:
-        raise TraceError([f"trace {path}: larger than the {max_bytes:,}-byte limit"])
-    return parse_trace(data, prefix_tokens, max_bytes=max_bytes)
+def time_scaled(w: Workload, factor: float) -> Workload:
+    """The same requests at ``factor`` × the recorded rate (arrival times divided by ``factor``)."""
+    if not (factor > 0 and np.isfinite(factor)):
+        raise TraceError([f"scale: {factor!r} is not a positive number (1 = the recorded rate, 3 = 3× as fast)"])
+    return w if factor == 1 else w.with_arrivals(w.arrival_s / factor)
 
 
 def split_round_robin(w: Workload, replicas: int, index: int = 0) -> Workload:

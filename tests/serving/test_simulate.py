@@ -10,11 +10,19 @@ from hypothesis import strategies as st
 from planner.engine.roofline import decode, decode_context_tokens, prefill, step_cost
 from planner.engine.speculative import expected_tokens_per_step, spec_step_s
 from planner.engine.step_time import Roofline, RooflineStepTime
+from planner.errors import ScenarioError
 from planner.model.scenario import Scenario
 from planner.serving.acceptance import draw_accepted_tokens
-from planner.serving.results import MAX_TIMELINE_POINTS, REJECTED_CONTEXT, REJECTED_KV, SERVED, requests_frame
+from planner.serving.results import (
+    MAX_TIMELINE_POINTS,
+    REJECTED_CONTEXT,
+    REJECTED_KV,
+    SERVED,
+    requests_frame,
+    summary_text,
+)
 from planner.serving.simulate import SimConfig, sim_inputs, simulate, simulate_scenario
-from planner.serving.workload import Workload, poisson_workload
+from planner.serving.workload import Workload, poisson_workload, shared_prefix
 
 # a dense GQA model, an MoE, sliding windows, MLA; tp 1 and tp > 1
 SHAPES = [
@@ -39,15 +47,15 @@ class ConstantStep:
         return np.full(np.shape(ctx), self.seconds)
 
 
-def _workload(arrival, prompt, output, cached=None) -> Workload:
-    n = len(arrival)
-    return Workload(
-        np.asarray(arrival, dtype=float),
-        np.asarray(prompt, dtype=np.int64),
-        np.asarray(output, dtype=np.int64),
-        np.zeros(n, dtype=np.int64) if cached is None else np.asarray(cached, dtype=np.int64),
-        "test",
+def _workload(arrival, prompt, output, shared=None) -> Workload:
+    """Requests; ``shared[i]`` > 0: request i's prompt begins with that many tokens of one shared prefix."""
+    w = Workload(
+        np.asarray(arrival, dtype=float), np.asarray(prompt, dtype=np.int64), np.asarray(output, dtype=np.int64), "test"
     )
+    if shared is None:
+        return w
+    shared = np.minimum(np.asarray(shared, dtype=np.int64), w.prompt_tokens)
+    return shared_prefix(w, shared > 0, shared, ["p"] * len(w))
 
 
 def _config(**kw) -> SimConfig:
@@ -289,3 +297,49 @@ def test_invariants(n, batch, chunk, blocks, gamma, seed):
     assert r.itl_weight.sum() == pytest.approx(float((w.output_tokens[served] - 1).sum()))
     assert 0.0 <= r.summary["kv_used_max_frac"] <= 1.0
     assert r.summary["goodput_frac"] <= 1.0
+
+
+def test_a_recomputed_token_is_one_itl_from_the_last_token_before_the_preemption():
+    # blocks of 16, room for 4: both requests reach 32 tokens at t = 0.17 and need a third block each;
+    # the newest is preempted then (its 17th token was just emitted), recomputed once the other ends
+    # at 0.30, and emits its next token at 0.31: one ITL of 0.14 s, not 0.30 s from its first token
+    w = _workload([0.0, 0.0], [16, 16], [30, 30])
+    r = simulate(w, _config(kv_capacity_blocks=4, chunk_tokens=64), ConstantStep(0.01))
+    assert r.preemptions.tolist() == [0, 1]
+    assert r.itl_max_s[1] == pytest.approx(0.14)
+    assert r.e2e_s[1] == pytest.approx(0.31 + 12 * 0.01)
+
+
+def test_rejected_requests_count_against_the_ttft_target():
+    def run(rejected: int):
+        prompts = [100] * (200 - rejected) + [5000] * rejected
+        w = _workload(np.arange(200) * 1.0, prompts, [5] * 200)
+        return simulate(w, _config(context_window_tokens=1000), ConstantStep(0.01))
+
+    over = run(3)  # 1.5 % never get a first token: the p99 TTFT over all requests is infinite
+    assert over.summary["rejected_context"] == 3 and over.summary["ttft_p99_s"] < 1.0
+    assert over.summary["ttft_p99_with_rejected_s"] == np.inf and not over.summary["slo_met"]
+    assert "3 of 200 requests rejected" in summary_text(over)
+    within = run(2)  # exactly 1 %: the p99 still lands on a served request
+    assert within.summary["rejected_context"] == 2 and within.summary["slo_met"]
+
+
+def test_a_layout_that_does_not_fit_is_named_not_simulated(catalog):
+    with pytest.raises(ScenarioError) as exc:
+        simulate_scenario(Scenario(model="llama-3.1-70b", sim_requests=10), catalog)
+    assert "does not fit" in exc.value.problems[0] and "tp ≥ 2" in exc.value.problems[0]
+
+
+def test_sliding_window_layers_hold_only_their_window(catalog):
+    """Mistral 7B (every layer windowed at 4,096) with 30k-token prompts: vLLM charges each request
+    ⌈min(W − 1 + chunk, max_model_len) / 16⌉ + 1 blocks, so the pool holds ⌊capacity / 385⌋ of them
+    decoding together, where charging every layer the whole context allowed only ⌊capacity / 2,019⌋."""
+    s = Scenario(model="mistral-7b", prompt=30000, output=2000, dist="fixed", rate=1000.0, sim_requests=150, batch=256)
+    _, x = sim_inputs(s, catalog)
+    cfg = SimConfig.from_inputs(x, s)
+    assert cfg.window_cap_blocks == -(-(4095 + 2048) // 16) + 1 == 385 and cfg.unit_weights == (0, 1, 32)
+    r = simulate_scenario(s, catalog)
+    start, end = r.arrival_s + r.ttft_s, r.arrival_s + r.e2e_s
+    events = sorted([(t, 1) for t in start] + [(t, -1) for t in end])
+    peak = max(np.cumsum([d for _, d in events]))
+    assert peak == cfg.capacity_units // 385 > 5 * (cfg.kv_capacity_blocks // -(-(32000 + 1) // 16))

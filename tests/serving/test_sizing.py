@@ -18,7 +18,7 @@ from planner.serving.sizing import (
     fewest_passing,
     size_fleet,
 )
-from planner.serving.workload import parse_trace
+from planner.serving.traces import parse_trace
 
 REQUESTS = 300
 
@@ -116,7 +116,7 @@ def test_unreachable_targets_and_models_that_do_not_fit(catalog):
 
 def test_sizing_a_trace(catalog):
     rows = "".join(f"{i * 0.05},{1000 + (i % 7) * 100},{100 + (i % 5) * 20}\n" for i in range(200))
-    trace = parse_trace("arrival_s,prompt_tokens,output_tokens\n" + rows, prefix_tokens=0)
+    trace = parse_trace("arrival_s,prompt_tokens,output_tokens\n" + rows, prefix_tokens=0).workload
     s = Scenario(sim_requests=REQUESTS)
     z = size_fleet(s, catalog, trace=trace, gpus=["h100-sxm"], tps=(1,), max_requests=REQUESTS)
     assert z.rate_per_s == pytest.approx(20.0, rel=0.01)

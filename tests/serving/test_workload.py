@@ -1,21 +1,23 @@
-"""Request generation: length distributions, Poisson arrivals, CSV traces."""
+"""Request generation: length distributions, Poisson arrivals, shared prefix blocks, windows and scaling."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from planner.errors import TraceError
 from planner.model.scenario import Scenario
 from planner.serving.workload import (
-    MAX_REPORTED_ROWS,
+    PREFIX_BLOCK_TOKENS,
+    Workload,
+    chain_keys,
     lengths,
-    parse_trace,
     poisson_workload,
+    prefix_block_ends,
     scenario_workload,
     split_round_robin,
+    time_scaled,
+    time_window,
 )
 
 
@@ -37,8 +39,9 @@ def test_poisson_rate_and_seed():
     w = poisson_workload(4.0, 20_000, "lognormal", 0.5, 1000, 200, 0.3, 512, seed=3)
     assert np.all(np.diff(w.arrival_s) >= 0)
     assert w.rate_per_s == pytest.approx(4.0, rel=0.02)
-    assert (w.prefix_hit_tokens > 0).mean() == pytest.approx(0.3, abs=0.01)
-    assert np.all(w.prefix_hit_tokens <= w.prompt_tokens)
+    sharing = np.diff(w.offsets) > 0
+    assert sharing.mean() == pytest.approx(0.3, abs=0.01)
+    assert np.all(w.prefix_ends <= np.repeat(w.prompt_tokens, np.diff(w.offsets)))
     again = poisson_workload(4.0, 20_000, "lognormal", 0.5, 1000, 200, 0.3, 512, seed=3)
     assert np.array_equal(w.arrival_s, again.arrival_s) and np.array_equal(w.prompt_tokens, again.prompt_tokens)
 
@@ -50,57 +53,6 @@ def test_another_rate_scales_the_same_arrivals():
     assert np.array_equal(a.prompt_tokens, b.prompt_tokens)
 
 
-GOOD = "arrival_s,prompt_tokens,output_tokens,prefix_id\n0.5,100,20,sys\n0.0,200,10,\n1.0,300,30,sys\n"
-
-
-def test_trace_parses_sorts_and_marks_prefix_hits():
-    w = parse_trace(GOOD.encode(), prefix_tokens=64)
-    assert list(w.arrival_s) == [0.0, 0.5, 1.0]
-    assert list(w.prompt_tokens) == [200, 100, 300]
-    assert list(w.prefix_hit_tokens) == [0, 0, 64]  # the first 'sys' row misses, the second hits
-    assert w.source == "trace"
-
-
-def test_trace_without_prefix_column_and_with_extra_columns():
-    w = parse_trace("prompt_tokens,note,arrival_s,output_tokens\n5,x,0,1\n", prefix_tokens=100)
-    assert list(w.prompt_tokens) == [5] and list(w.prefix_hit_tokens) == [0]
-
-
-@pytest.mark.parametrize(
-    ("text", "needle"),
-    [
-        ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,0,5\n", "row 2 (line 3): prompt_tokens"),
-        ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n\n1,0,5\n", "row 2 (line 4): prompt_tokens"),
-        ("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,10,5\nnan,10,5\n", "row 3 (line 4): arrival_s"),
-        ("arrival_s,prompt_tokens,output_tokens\n0,12.5,5\n", "row 1 (line 2): prompt_tokens"),
-        ("arrival_s,prompt_tokens,output_tokens\n0,10\n", "row 1 (line 2): output_tokens"),
-        ("arrival_s,prompt_tokens,output_tokens\n-1,10,5\n", "row 1 (line 2): arrival_s"),
-        ("arrival_s,prompt_tokens\n0,10\n", "missing column 'output_tokens'"),
-        ("arrival_s,prompt_tokens,output_tokens\n", "no data rows"),
-        (b"\xff\xfe", "not UTF-8"),
-    ],
-)
-def test_bad_traces_name_the_row_and_field(text, needle):
-    with pytest.raises(TraceError) as exc:
-        parse_trace(text if isinstance(text, bytes) else text.encode(), prefix_tokens=0)
-    assert any(needle in p for p in exc.value.problems), exc.value.problems
-
-
-def test_many_bad_rows_are_summarised():
-    text = "arrival_s,prompt_tokens,output_tokens\n" + "0,x,1\n" * 25
-    with pytest.raises(TraceError) as exc:
-        parse_trace(text, prefix_tokens=0)
-    assert len(exc.value.problems) == MAX_REPORTED_ROWS + 1
-    assert "15 more bad rows" in exc.value.problems[-1]
-
-
-def test_trace_size_and_row_limits():
-    with pytest.raises(TraceError, match="limit"):
-        parse_trace(GOOD, prefix_tokens=0, max_bytes=10)
-    with pytest.raises(TraceError, match="more than 2 rows"):
-        parse_trace(GOOD, prefix_tokens=0, max_rows=2)
-
-
 def test_round_robin_split():
     w = poisson_workload(1.0, 10, "fixed", 0.0, 10, 10, 0.0, 0, seed=0)
     parts = [split_round_robin(w, 3, i) for i in range(3)]
@@ -108,18 +60,48 @@ def test_round_robin_split():
     assert np.array_equal(np.sort(np.concatenate([p.arrival_s for p in parts])), w.arrival_s)
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.floats(0, 1e6), st.integers(1, 10**6), st.integers(1, 10**5), st.sampled_from(["", "a", "b"])),
-        min_size=1,
-        max_size=30,
-    )
-)
-def test_any_valid_trace_round_trips(rows):
-    text = "arrival_s,prompt_tokens,output_tokens,prefix_id\n" + "".join(f"{a!r},{p},{o},{i}\n" for a, p, o, i in rows)
-    w = parse_trace(text, prefix_tokens=50)
-    assert len(w) == len(rows)
-    assert np.all(np.diff(w.arrival_s) >= 0)
-    assert sorted(w.prompt_tokens.tolist()) == sorted(p for _, p, _, _ in rows)
-    assert int((w.prefix_hit_tokens > 0).sum()) == sum(max(0, [i for *_, i in rows].count(k) - 1) for k in ("a", "b"))
+def test_prefix_blocks_are_512_tokens_and_the_last_one_shorter():
+    assert prefix_block_ends(1024) == [512, 1024]
+    assert prefix_block_ends(1100) == [512, 1024, 1100]
+    assert prefix_block_ends(300) == [300] and prefix_block_ends(0) == []
+    assert PREFIX_BLOCK_TOKENS == 512
+
+
+def test_chain_keys_match_only_with_the_same_parents():
+    counts, keys = chain_keys([["a", 1, 2], ["a", 1, 3], ["b", 1, 2]], [[512, 1024, 1536]] * 3)
+    assert counts.tolist() == [3, 3, 3]
+    a, b, c = keys[:3].tolist(), keys[3:6].tolist(), keys[6:].tolist()
+    assert a[:2] == b[:2] and a[2] != b[2]  # same first two blocks, different third
+    assert not set(c) & set(a)  # a different first block: nothing shared after it either
+    _, other_end = chain_keys([["a"], ["a"]], [[512], [500]])
+    assert other_end[0] != other_end[1]  # the same id over fewer tokens is another block
+
+
+def test_poisson_requests_share_the_system_prompt_and_the_ceiling_counts_reuse():
+    w = poisson_workload(1.0, 400, "fixed", 0.0, 2048, 10, 0.5, 1024, seed=1)
+    sharing = np.diff(w.offsets) > 0
+    keys = [tuple(w.prefix_blocks(i)[0].tolist()) for i in np.flatnonzero(sharing)]
+    assert len(set(keys)) == 1 and len(keys[0]) == 2  # one 1,024-token prefix of two blocks
+    reuse = w.reusable_prefix_tokens()
+    first = int(np.flatnonzero(sharing)[0])
+    assert reuse[first] == 0 and set(reuse[sharing].tolist()[1:]) == {1024} and not reuse[~sharing].any()
+
+
+def test_take_keeps_each_requests_blocks():
+    w = poisson_workload(1.0, 50, "fixed", 0.0, 2048, 10, 0.5, 1024, seed=2)
+    part = w.take(np.arange(50) % 3 == 1)
+    for k, i in enumerate(range(1, 50, 3)):
+        assert np.array_equal(part.prefix_blocks(k)[0], w.prefix_blocks(i)[0])
+        assert part.prompt_tokens[k] == w.prompt_tokens[i]
+
+
+def test_window_and_scale():
+    w = Workload(np.arange(10.0) + 5.0, np.full(10, 100), np.full(10, 10))
+    part = time_window(w, 2.0, 3.0)  # recorded t = 7, 8, 9 → 0, 1, 2
+    assert part.arrival_s.tolist() == [0.0, 1.0, 2.0]
+    assert time_window(w, 8.0, None).arrival_s.tolist() == [0.0, 1.0]
+    assert time_scaled(w, 4.0).rate_per_s == pytest.approx(4 * w.rate_per_s)
+    with pytest.raises(TraceError, match="no requests"):
+        time_window(w, 100.0, 5.0)
+    with pytest.raises(TraceError, match="positive"):
+        time_scaled(w, 0.0)

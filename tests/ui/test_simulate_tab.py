@@ -3,6 +3,8 @@ PageContext the way app.py does and applies ``update_scenario`` on the next run.
 
 from __future__ import annotations
 
+import gzip
+
 from streamlit.testing.v1 import AppTest
 
 from planner.model.scenario import Scenario
@@ -19,32 +21,83 @@ def press(at: AppTest, label: str) -> AppTest:
     return next(b for b in at.button if b.label == label).click().run()
 
 
+def charts(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
 def test_simulate_applies_changed_inputs_to_the_scenario_and_shows_results():
     at = app(Scenario(sim_requests=200))
     assert not at.exception
-    assert "Press **Simulate one replica**" in at.info[0].value
+    assert "Press **Simulate**" in at.info[0].value
     at.number_input(key="_sim_w_rate").set_value(4.0)
     at.selectbox(key="_sim_w_dist").set_value("uniform")
-    press(at, "Simulate one replica")
+    press(at, "Simulate")
     assert not at.exception, [e.message for e in at.exception]
     s = Scenario.model_validate_json(at.session_state["scenario"])
     assert (s.rate, s.dist) == (4.0, "uniform")
-    assert [m.label for m in at.metric][:2] == ["p99 TTFT", "p99 inter-token"]
-    assert len(at.get("plotly_chart")) == 3  # two CDFs and the timeline
+    assert [m.label for m in at.metric] == [
+        "p99 TTFT",
+        "p99 inter-token",
+        "Output tokens/s",
+        "Goodput",
+        "Prefix-cache hits",
+    ]
+    assert charts(at) == 3  # two CDFs and the timeline
     # the same scenario again: served from the cache, still shown
     at.run()
-    assert len(at.get("plotly_chart")) == 3
+    assert charts(at) == 3
+
+
+def test_a_bundled_trace_is_previewed_then_replayed_with_its_prefix_cache_hits():
+    at = app(Scenario(gpu="h200", tp=4, batch=256, chunk=8192))
+    at.selectbox(key="_sim_w_trace").set_value("mooncake-synthetic")
+    at.number_input(key="_sim_w_trace_duration_s").set_value(120.0)
+    press(at, "Simulate")
+    assert not at.exception, [e.message for e in at.exception]
+    s = Scenario.model_validate_json(at.session_state["scenario"])
+    assert (s.trace, s.trace_duration_s) == ("mooncake-synthetic", 120.0)
+    assert any("requests over" in c.value and "repeat an earlier prompt" in c.value for c in at.caption)
+    assert charts(at) == 2 + 3  # arrival rate and lengths, then two CDFs and the timeline
+    hits = next(m for m in at.metric if m.label == "Prefix-cache hits")
+    assert hits.value != "0%" and "%" in hits.value
+
+
+def test_a_fleet_shows_each_replica():
+    at = app(Scenario(sim_requests=300, rate=8.0, replicas=3, router="least_tokens"))
+    press(at, "Simulate")
+    assert not at.exception, [e.message for e in at.exception]
+    assert "3 replicas" in at.subheader[0].value
+    assert len(at.dataframe) == 1 and charts(at) == 4  # CDFs, timeline, per-replica load
+
+
+def test_a_layout_that_does_not_fit_gives_a_message_not_empty_charts():
+    at = app(Scenario(model="llama-3.1-70b", sim_requests=50))
+    press(at, "Simulate")
+    assert not at.exception
+    shown = " ".join(e.value for e in at.error)
+    assert "does not fit" in shown and "tp ≥ 2" in shown
+    assert charts(at) == 0 and not at.metric
 
 
 def test_a_bad_trace_is_reported_by_row_and_nothing_runs():
     at = app(Scenario(sim_requests=100))
     bad = b"arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,-4,5\n"
-    at.file_uploader(key="_sim_w_trace").set_value(("trace.csv", bad, "text/csv")).run()
-    press(at, "Simulate one replica")
+    at.file_uploader(key="_sim_w_upload").set_value(("trace.csv", bad, "text/csv")).run()
+    press(at, "Simulate")
     assert not at.exception
     shown = [e.value.replace("\\", "") for e in at.error]
     assert any("row 2 (line 3): prompt_tokens" in e for e in shown), shown
-    assert len(at.get("plotly_chart")) == 0
+    assert charts(at) == 0
+
+
+def test_an_uploaded_gzip_burstgpt_trace_is_read():
+    rows = "".join(f"{t},ChatGPT,{200 + t},{20 + t % 7},0,Conversation log\n" for t in range(0, 120, 2))
+    data = gzip.compress(("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n" + rows).encode())
+    at = app(Scenario())
+    at.file_uploader(key="_sim_w_upload").set_value(("burst.csv.gz", data, "application/gzip")).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("60 requests over" in c.value and "no prefix information" in c.value for c in at.caption)
+    assert charts(at) == 2
 
 
 def test_sizing_shows_the_table_with_the_best_row_and_a_chart():
@@ -53,4 +106,4 @@ def test_sizing_shows_the_table_with_the_best_row_and_a_chart():
     assert not at.exception, [e.message for e in at.exception]
     assert at.success and "Cheapest way to meet" in at.success[0].value
     assert len(at.dataframe) == 2  # colocated table, disaggregated estimate
-    assert len(at.get("plotly_chart")) == 1
+    assert charts(at) == 1

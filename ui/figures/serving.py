@@ -109,3 +109,78 @@ def sizing_figure(table: pd.DataFrame) -> go.Figure:
         height=max(260, 22 * len(ok) + 120),
         showlegend=False,
     )
+
+
+def arrival_rate_figure(frame: pd.DataFrame, title: str) -> go.Figure:
+    """Requests per second over the trace's time (one step per bin)."""
+    width = float(frame["bin_s"].iloc[0]) if len(frame) else 0.0
+    line = dict(
+        type="scatter",
+        mode="lines",
+        x=frame["time_s"].tolist(),
+        y=frame["requests_per_s"].tolist(),
+        line=dict(color=COLORS["decode"], shape="hv"),
+        name="arrivals",
+        hovertemplate="%{x:.0f} s: %{y:.3g} requests/s<extra></extra>",
+    )
+    return figure(
+        [line],
+        title=dict(text=f"{title}: arrival rate ({fmt_seconds(width)} bins)"),
+        xaxis=axis("time since the first request (s)"),
+        yaxis=axis("requests/s", rangemode="tozero"),
+        showlegend=False,
+        height=300,
+    )
+
+
+def length_figure(frame: pd.DataFrame) -> go.Figure:
+    """Prompt and output length histograms on log-spaced bins (bars at the bins' geometric centres)."""
+    data = []
+    for kind, color in (("prompt", COLORS["prefill"]), ("output", COLORS["decode"])):
+        part = frame[frame["kind"] == kind]
+        centres = np.sqrt(part["lo_tokens"].to_numpy() * part["hi_tokens"].to_numpy())
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=centres.tolist(),
+                y=part["requests"].tolist(),
+                name=f"{kind} tokens",
+                line=dict(color=color, shape="spline"),
+                customdata=np.stack([part["lo_tokens"], part["hi_tokens"]], axis=-1).tolist(),
+                hovertemplate=kind
+                + " %{customdata[0]:,.0f}–%{customdata[1]:,.0f} tokens: %{y} requests<extra></extra>",
+            )
+        )
+    return figure(
+        data,
+        title=dict(text="Prompt and output lengths"),
+        xaxis=axis("tokens (log scale)", log=True),
+        yaxis=axis("requests per bin", rangemode="tozero"),
+        height=300,
+    )
+
+
+def replica_figure(frame: pd.DataFrame) -> go.Figure:
+    """Requests routed to each replica (bars) and its prefix-cache hit rate by tokens (markers, right axis)."""
+    labels = [f"replica {int(k)}" for k in frame["replica"]]
+    data = [
+        dict(type="bar", x=labels, y=frame["requests"].tolist(), name="requests", marker=dict(color=COLORS["paged"])),
+        dict(
+            type="scatter",
+            mode="markers",
+            x=labels,
+            y=(frame["prefix_cache_hit_rate_tokens"] * PERCENT).tolist(),
+            name="prefix-cache hit rate (% of prompt tokens)",
+            yaxis="y2",
+            marker=dict(color=COLORS["win"], size=12),
+        ),
+    ]
+    return figure(
+        data,
+        title=dict(text="Load and prefix-cache hits per replica"),
+        xaxis=axis("", category=True),
+        yaxis=axis("requests", rangemode="tozero"),
+        yaxis2=axis("hit rate (%)", overlaying="y", side="right", range=[0, 100]),
+        height=320,
+    )

@@ -1,46 +1,83 @@
-"""Simulate & size tab: one replica's simulated latencies, and the fleet that meets the SLOs.
+"""Simulate & size tab: the traffic (generated, a bundled production trace or an upload), the
+simulated replicas' latencies and prefix-cache hit rates, and the fleet that meets the SLOs.
 
-Workload and SLO inputs are Scenario fields (link keys).  They sit in a form with
-their own widget keys; pressing a button applies changed values with
-``ctx.update_scenario`` (the link follows) and the action runs on that rerun.
-Results are cached with ``st.cache_data`` keyed by the scenario's JSON and the
-trace's SHA-256: the run itself happens outside the cached function so that its
-progress bar is an ordinary element (a cached function's elements are replayed).
+Workload, trace replay, prefix-cache, fleet and SLO inputs are Scenario fields (link keys).
+They sit in a form with their own widget keys; pressing a button applies changed values with
+``ctx.update_scenario`` (the link follows) and the action runs on that rerun.  An uploaded
+trace is session-only (it cannot travel in a link) and is used while no bundled trace is
+selected.  Results are cached with ``st.cache_data`` keyed by the scenario's JSON and the
+upload's SHA-256: the run itself happens outside the cached function so that its progress
+bar is an ordinary element (a cached function's elements are replayed).
+
+The prefix cache here is the serving engine's own KV cache shared across requests (vLLM's
+automatic prefix caching); the API prompt-cache pricing is the Prompt caching tab's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from typing import Any, get_args
 
 import pandas as pd
 
-from planner.errors import TraceError
+from planner.errors import ScenarioError, TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
-from planner.model.scenario import Scenario
+from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
+from planner.serving.fleet import FleetResult, replica_frame, simulate_fleet_scenario
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
-from planner.serving.simulate import simulate_scenario
 from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing, size_fleet
-from planner.serving.workload import (
-    MAX_TRACE_BYTES,
-    MAX_TRACE_ROWS,
-    Workload,
-    parse_trace,
+from planner.serving.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
+from planner.serving.traffic import arrival_rate_frame, length_frame, traffic_summary
+from planner.serving.workload import Workload
+from ui.figures.serving import (
+    arrival_rate_figure,
+    latency_cdf_figure,
+    length_figure,
+    replica_figure,
+    sizing_figure,
+    timeline_figure,
 )
-from ui.figures.serving import latency_cdf_figure, sizing_figure, timeline_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
 from ui.state import PageContext
 
-FORM_FIELDS = ("rate", "dist", "spread", "sim_requests", "seed", "slo_ttft_s", "slo_tpot_s")
+FORM_FIELDS = (
+    "rate",
+    "dist",
+    "spread",
+    "sim_requests",
+    "seed",
+    "slo_ttft_s",
+    "slo_tpot_s",
+    "trace",
+    "trace_scale",
+    "trace_start_s",
+    "trace_duration_s",
+    "prefix_cache",
+    "replicas",
+    "router",
+)
 _W = "_sim_w_"  # widget key prefix (the sidebar owns the keys named like the fields)
 _SYNCED = "_sim_form_for"
 _PENDING = "_sim_pending_action"
-_TRACE = _W + "trace"
+_UPLOAD = _W + "upload"
 SIMULATE, SIZE = "simulate", "size"
 PROGRESS_AFTER_S = 1.0
+TRACE_LABELS = {"": "Poisson arrivals (generated), or the uploaded trace"} | {
+    name: f"{name}: {text}" for name, (_, text) in BUNDLED.items()
+}
+CACHE_LABELS = {
+    "pool": "in the free KV blocks (vLLM)",
+    "unbounded": "unbounded (the traffic's ceiling)",
+    "off": "off (no sharing)",
+}
+ROUTER_LABELS = {
+    "round_robin": "round-robin",
+    "least_tokens": "least outstanding tokens",
+    "prefix_affinity": "prefix affinity (SGLang cache-aware)",
+}
 
 SIZING_DISPLAY = {
     "name": "GPU",
@@ -53,6 +90,17 @@ SIZING_DISPLAY = {
     "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
     "status": "status",
+}
+REPLICA_DISPLAY = {
+    "replica": "replica",
+    "requests": "requests",
+    "output_tokens_per_s": "output tokens/s",
+    "ttft_p99_s": "p99 TTFT (ms)",
+    "itl_p99_s": "p99 ITL (ms)",
+    "kv_used_mean_frac": "KV used (mean)",
+    "preemptions": "preemptions",
+    "prefix_cache_hit_rate_tokens": "prefix hit (tokens)",
+    "prefix_cache_hit_rate_requests": "prefix hit (requests)",
 }
 
 
@@ -74,6 +122,11 @@ def _lookup(st: Any, key: str) -> Any:
         return None
 
 
+def _parsed_upload(st: Any, data: bytes, prefix_tokens: int) -> Trace:
+    """The uploaded trace, validated once per content (TraceError is raised, never cached)."""
+    return st.cache_data(max_entries=4, show_spinner=False)(parse_trace)(data, prefix_tokens)
+
+
 def _upper(name: str) -> float:
     """The field's upper bound (``le``) from the Scenario model."""
     return next(float(m.le) for m in FIELDS[name].metadata if getattr(m, "le", None) is not None)
@@ -88,91 +141,189 @@ def _sync_form(ss: Any, s: Scenario) -> None:
         ss[_SYNCED] = values
 
 
+def _traffic_inputs(st: Any) -> None:
+    """The trace, its replay (scale, window), the prefix cache and the fleet."""
+    c1, c2, c3 = st.columns([2, 1, 1])
+    c1.selectbox(
+        "Traffic",
+        get_args(TraceName),
+        format_func=TRACE_LABELS.get,
+        key=_W + "trace",
+        help="A bundled production trace (Azure LLM inference 2023, CC-BY 4.0; Mooncake FAST'25, Apache-2.0, "
+        "with shared prefix blocks), or generated Poisson arrivals with the lengths below.",
+    )
+    c2.number_input(
+        "Replay speed (× recorded rate)",
+        min_value=0.001,
+        max_value=_upper("trace_scale"),
+        step=0.5,
+        format="%g",
+        key=_W + "trace_scale",
+        help="3 = the same requests arriving three times as fast (a trace only).",
+    )
+    c3.selectbox(
+        "Prefix cache",
+        get_args(PrefixCacheMode),
+        format_func=CACHE_LABELS.get,
+        key=_W + "prefix_cache",
+        help="The serving engine's KV cache shared across requests (vLLM automatic prefix caching): cached "
+        "blocks stay in the free KV blocks until the pool needs them (LRU). Not the API prompt-cache pricing.",
+    )
+    c1, c2, c3, c4 = st.columns(4)
+    c1.number_input(
+        "Window start (s)",
+        min_value=0.0,
+        max_value=_upper("trace_start_s"),
+        step=60.0,
+        format="%g",
+        key=_W + "trace_start_s",
+        help="Replay only the trace's requests from this time on (seconds after its first request).",
+    )
+    c2.number_input(
+        "Window length (s, 0 = to the end)",
+        min_value=0.0,
+        max_value=_upper("trace_duration_s"),
+        step=60.0,
+        format="%g",
+        key=_W + "trace_duration_s",
+    )
+    c3.number_input(
+        "Replicas",
+        min_value=1,
+        max_value=int(_upper("replicas")),
+        step=1,
+        key=_W + "replicas",
+        help="Behind one router.",
+    )
+    c4.selectbox("Router", get_args(Router), format_func=ROUTER_LABELS.get, key=_W + "router")
+
+
+def _workload_inputs(st: Any, s: Scenario) -> None:
+    c1, c2, c3 = st.columns(3)
+    c1.number_input(
+        "Arrival rate (requests/s)",
+        min_value=min(0.001, s.rate),
+        max_value=_upper("rate"),
+        step=0.5,
+        format="%g",
+        key=_W + "rate",
+        help="Poisson arrivals to the whole fleet (when no trace is replayed); requests per second.",
+    )
+    c2.selectbox(
+        "Length distribution",
+        ("fixed", "uniform", "lognormal"),
+        key=_W + "dist",
+        help="Prompt and output lengths around the sidebar's prompt and output tokens.",
+    )
+    c3.number_input(
+        "Spread (CV)",
+        min_value=0.0,
+        max_value=_upper("spread"),
+        step=0.1,
+        format="%g",
+        key=_W + "spread",
+        help="Coefficient of variation of the lengths: standard deviation / mean.",
+    )
+    c1.number_input(
+        "Requests simulated",
+        min_value=10,
+        max_value=100_000,
+        step=500,
+        key=_W + "sim_requests",
+        help="Poisson requests in one simulation; count (a trace is replayed whole).",
+    )
+    c2.number_input(
+        "Seed", min_value=0, max_value=2**31 - 1, step=1, key=_W + "seed", help="Same seed, same requests and result."
+    )
+    c1.number_input(
+        "p99 TTFT target (s)",
+        min_value=min(0.001, s.slo_ttft_s),
+        max_value=_upper("slo_ttft_s"),
+        step=0.1,
+        format="%g",
+        key=_W + "slo_ttft_s",
+        help="Time-to-first-token SLO, 99th percentile; rejected requests count as misses; seconds.",
+    )
+    c2.number_input(
+        "p99 inter-token target (s)",
+        min_value=min(0.0001, s.slo_tpot_s),
+        max_value=_upper("slo_tpot_s"),
+        step=0.005,
+        format="%g",
+        key=_W + "slo_tpot_s",
+        help="Inter-token latency SLO, 99th percentile over tokens; seconds.",
+    )
+
+
 def _form(st: Any, s: Scenario) -> tuple[str | None, dict[str, Any]]:
     """The inputs; returns (action pressed, values)."""
     st.file_uploader(
-        "Trace CSV (optional: replaces the generated requests)",
-        type=["csv"],
-        key=_TRACE,
-        help="Columns arrival_s, prompt_tokens, output_tokens and optional prefix_id (rows sharing an id share the "
-        f"prefix); ≤ {fmt_bytes(MAX_TRACE_BYTES)}, ≤ {fmt_count(MAX_TRACE_ROWS)} rows.",
+        "Upload a trace (optional: used while Traffic is the generated arrivals)",
+        type=["csv", "jsonl", "json", "gz"],
+        key=_UPLOAD,
+        help="kvplan CSV (arrival_s, prompt_tokens, output_tokens, optional prefix_id), Azure LLM inference CSV "
+        "(TIMESTAMP, ContextTokens, GeneratedTokens), BurstGPT CSV or Mooncake JSONL (timestamp, input_length, "
+        f"output_length, hash_ids); gzip accepted; ≤ {fmt_bytes(MAX_TRACE_BYTES)}, ≤ {fmt_count(MAX_TRACE_ROWS)} rows.",
     )
     with st.form("sim_form", border=True):
-        c1, c2, c3 = st.columns(3)
-        c1.number_input(
-            "Arrival rate (requests/s)",
-            min_value=min(0.001, s.rate),
-            max_value=_upper("rate"),
-            step=0.5,
-            format="%g",
-            key=_W + "rate",
-            help="Poisson arrivals to the whole fleet; one replica when simulating; requests per second.",
-        )
-        c2.selectbox(
-            "Length distribution",
-            ("fixed", "uniform", "lognormal"),
-            key=_W + "dist",
-            help="Prompt and output lengths around the sidebar's prompt and output tokens.",
-        )
-        c3.number_input(
-            "Spread (CV)",
-            min_value=0.0,
-            max_value=_upper("spread"),
-            step=0.1,
-            format="%g",
-            key=_W + "spread",
-            help="Coefficient of variation of the lengths: standard deviation / mean.",
-        )
-        c1.number_input(
-            "Requests simulated",
-            min_value=10,
-            max_value=100_000,
-            step=500,
-            key=_W + "sim_requests",
-            help="Requests in one simulation; count.",
-        )
-        c2.number_input(
-            "Seed",
-            min_value=0,
-            max_value=2**31 - 1,
-            step=1,
-            key=_W + "seed",
-            help="Same seed, same requests and same result.",
-        )
-        c1.number_input(
-            "p99 TTFT target (s)",
-            min_value=min(0.001, s.slo_ttft_s),
-            max_value=_upper("slo_ttft_s"),
-            step=0.1,
-            format="%g",
-            key=_W + "slo_ttft_s",
-            help="Time-to-first-token SLO, 99th percentile; seconds.",
-        )
-        c2.number_input(
-            "p99 inter-token target (s)",
-            min_value=min(0.0001, s.slo_tpot_s),
-            max_value=_upper("slo_tpot_s"),
-            step=0.005,
-            format="%g",
-            key=_W + "slo_tpot_s",
-            help="Inter-token latency SLO, 99th percentile over tokens; seconds.",
-        )
+        _traffic_inputs(st)
+        _workload_inputs(st, s)
         b1, b2, _ = st.columns([1, 1, 2])
-        simulate = b1.form_submit_button("Simulate one replica", type="primary", icon=":material/play_arrow:")
+        simulate = b1.form_submit_button("Simulate", type="primary", icon=":material/play_arrow:")
         size = b2.form_submit_button("Size the fleet", icon=":material/calculate:")
     values = {f: st.session_state[_W + f] for f in FORM_FIELDS}
     return (SIMULATE if simulate else SIZE if size else None), values
 
 
-def _trace_bytes(st: Any) -> tuple[bytes | None, str, str | None]:
-    """(bytes, sha256 hex, problem) of the uploaded trace; ('', None) when there is none."""
-    up = st.session_state.get(_TRACE)
+def _upload(st: Any) -> tuple[bytes | None, str, str | None]:
+    """(bytes, sha256 hex, problem) of the uploaded trace; (None, '', None) when there is none."""
+    up = st.session_state.get(_UPLOAD)
     if up is None:
         return None, "", None
     if up.size > MAX_TRACE_BYTES:
         return None, "", f"the trace is {fmt_count(up.size)} bytes; the limit is {fmt_count(MAX_TRACE_BYTES)}"
     data = up.getvalue()
     return data, hashlib.sha256(data).hexdigest(), None
+
+
+def _traffic(st: Any, s: Scenario, data: bytes | None) -> tuple[Workload | None, str, list[str]]:
+    """(workload or None for Poisson, its name, problems) of the selected traffic, replayed."""
+    try:
+        if s.trace:
+            trace, name = bundled_trace(s.trace, s.prefix), s.trace
+        elif data is not None:
+            trace, name = _parsed_upload(st, data, s.prefix), "the uploaded trace"
+        else:
+            return None, f"Poisson arrivals at {fmt_num(s.rate)}/s", []
+        workload = replay(trace, s.trace_scale, s.trace_start_s, s.trace_duration_s or None)
+    except TraceError as exc:
+        return None, "", exc.problems
+    if trace.skipped_rows:
+        st.caption(md_escape(trace.skipped_reason))
+    return workload, name, []
+
+
+def _preview(st: Any, w: Workload, name: str, s: Scenario) -> None:
+    """The replayed trace before simulating: its counts, arrival rate over time and lengths."""
+    sm = traffic_summary(w)
+    scale = f" at {fmt_num(s.trace_scale)}× its recorded rate" if s.trace_scale != 1 else ""
+    reuse = (
+        f"; {fmt_pct(sm['prefix_reuse_ceiling_frac'])} of prompt tokens repeat an earlier prompt's prefix blocks"
+        if sm["prefix_reuse_ceiling_frac"]
+        else "; no prefix information (no sharing between requests)"
+    )
+    st.caption(
+        md_text(
+            f"{md_escape(name)}{scale}: {fmt_count(sm['requests'])} requests over {fmt_seconds(sm['duration_s'])}, "
+            f"mean {fmt_num(sm['rate_per_s'])}/s, peak {fmt_num(sm['peak_rate_per_s'])}/s; prompts p50 "
+            f"{fmt_count(sm['prompt_p50_tokens'])} / p99 {fmt_count(sm['prompt_p99_tokens'])} tokens, outputs p50 "
+            f"{fmt_count(sm['output_p50_tokens'])} / p99 {fmt_count(sm['output_p99_tokens'])}{reuse}."
+        )
+    )
+    rate, lengths = arrival_rate_frame(w), length_frame(w)
+    left, right = st.columns(2)
+    left.plotly_chart(arrival_rate_figure(rate, "Traffic"), key="sim-trace-rate", config=PLOTLY_CONFIG)
+    right.plotly_chart(length_figure(lengths), key="sim-trace-lengths", config=PLOTLY_CONFIG)
 
 
 def _progress(st: Any, text: str):
@@ -187,14 +338,19 @@ def _progress(st: Any, text: str):
     return report, slot
 
 
-def _run(ctx: PageContext, action: str, key: str, trace: Workload | None) -> None:
-    st = ctx.st
-    if action == SIMULATE:
-        report, slot = _progress(st, "Simulating one replica…")
-        value: Any = simulate_scenario(ctx.scenario, ctx.catalog, workload=trace, progress=report)
-    else:
-        report, slot = _progress(st, "Sizing: every GPU profile × tp 1, 2, 4, 8…")
-        value = size_fleet(ctx.scenario, ctx.catalog, trace=trace, progress=report)
+def _run(ctx: PageContext, action: str, key: str, workload: Workload | None) -> None:
+    st, s = ctx.st, ctx.scenario
+    try:
+        if action == SIMULATE:
+            where = "one replica" if s.replicas == 1 else f"{s.replicas} replicas"
+            report, slot = _progress(st, f"Simulating {where}…")
+            value: Any = simulate_fleet_scenario(s, ctx.catalog, workload=workload, progress=report)
+        else:
+            report, slot = _progress(st, "Sizing: every GPU profile × tp 1, 2, 4, 8…")
+            value = size_fleet(s, ctx.catalog, trace=workload, progress=report)
+    except ScenarioError as exc:
+        st.error("Nothing to simulate:\n\n" + md_list(exc.problems))
+        return
     slot.empty()
     _store(st)(key, value)
 
@@ -207,16 +363,16 @@ def render(ctx: PageContext) -> None:
         return
     st.caption(
         md_text(
-            f"Requests arrive at the rate below; prompt and output lengths average {fmt_count(s.prompt)} and "
-            f"{fmt_count(s.output)} tokens (sidebar), {fmt_pct(s.hit)} of prompts find {fmt_count(s.prefix)} tokens "
-            f"in the prefix cache. One replica is {s.tp} × {ctx.result.resolved.gpu.name}, continuous batching up to "
-            f"{fmt_count(s.batch)} sequences, {fmt_count(s.chunk)}-token steps."
+            f"One replica is {s.tp} × {ctx.result.resolved.gpu.name}, continuous batching up to {fmt_count(s.batch)} "
+            f"sequences, {fmt_count(s.chunk)}-token steps. Generated prompts and outputs average "
+            f"{fmt_count(s.prompt)} and {fmt_count(s.output)} tokens (sidebar); {fmt_pct(s.hit)} of them begin with a "
+            f"shared {fmt_count(s.prefix)}-token prefix, and the prefix cache decides how many find it."
         )
     )
     ss = st.session_state
     _sync_form(ss, s)
     action, values = _form(st, s)
-    data, digest, problem = _trace_bytes(st)
+    data, digest, problem = _upload(st)
     if problem:
         st.error(md_escape(problem))
     if action:
@@ -225,42 +381,36 @@ def render(ctx: PageContext) -> None:
             ss[_PENDING] = action
             ctx.update_scenario(**changes)  # reruns; the action runs with the new scenario
             return
-    pending = ss.pop(_PENDING, None)
-    action = action or pending
-    keys = {a: f"{a}|{s.model_dump_json()}|{digest}" for a in (SIMULATE, SIZE)}
+    action = action or ss.pop(_PENDING, None)
+    workload, name, problems = _traffic(st, s, data)
+    if problems:
+        st.error("The trace cannot be used:\n\n" + md_list(problems))
+        action = None
+    elif workload is not None:
+        _preview(st, workload, name, s)
+    upload_key = digest if not s.trace else ""
+    keys = {a: f"{a}|{s.model_dump_json()}|{upload_key}" for a in (SIMULATE, SIZE)}
     if action and not problem:
-        trace = None
-        if data is not None:
-            try:
-                trace = parse_trace(data, s.prefix)
-            except TraceError as exc:
-                st.error("The trace cannot be used:\n\n" + md_list(exc.problems))
-                action = None
-        if action:
-            _run(ctx, action, keys[action], trace)
-    sim: SimResult | None = _lookup(st, keys[SIMULATE])
+        _run(ctx, action, keys[action], workload)
+    fleet: FleetResult | None = _lookup(st, keys[SIMULATE])
     sizing: Sizing | None = _lookup(st, keys[SIZE])
-    if sim is None and sizing is None:
+    if fleet is None and sizing is None:
         st.info(
-            "Press **Simulate one replica** for latency distributions, "
-            "or **Size the fleet** for the cheapest fleet meeting the targets."
+            "Press **Simulate** for latency distributions and prefix-cache hit rates, or **Size the fleet** for "
+            "the cheapest fleet meeting the targets."
         )
-    if sim is not None:
-        _show_simulation(st, sim, s, digest)
+    if fleet is not None:
+        _show_simulation(st, fleet, s, name)
     if sizing is not None:
         _show_sizing(st, sizing)
 
 
-def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
-    sm = r.summary
-    source = "the uploaded trace" if digest else f"{fmt_count(sm['requests'])} Poisson arrivals at {fmt_num(s.rate)}/s"
-    st.subheader("One replica")
-    st.caption(md_text(f"Simulated {source}, seed {s.seed}."))
+def _metrics(st: Any, sm: dict[str, Any]) -> None:
     m = st.columns(5)
     m[0].metric(
         "p99 TTFT",
         fmt_seconds(sm["ttft_p99_s"]),
-        help=f"p50 {fmt_seconds(sm['ttft_p50_s'])}, p90 {fmt_seconds(sm['ttft_p90_s'])}",
+        help=f"p50 {fmt_seconds(sm['ttft_p50_s'])}, p90 {fmt_seconds(sm['ttft_p90_s'])} (served requests)",
     )
     m[1].metric(
         "p99 inter-token",
@@ -273,23 +423,49 @@ def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
     m[3].metric(
         "Goodput",
         fmt_pct(sm["goodput_frac"]),
-        help="Share of requests with TTFT and mean time per output token within the targets.",
+        help="Share of all requests (rejected ones included) with TTFT and mean time per output token within the "
+        f"targets. KV cache used: mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])}; "
+        f"{fmt_count(sm['preemptions'], 'preemption')}.",
     )
     m[4].metric(
-        "Preemptions",
-        fmt_count(sm["preemptions"]),
-        help=f"KV cache used: mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])}",
+        "Prefix-cache hits",
+        fmt_pct(sm["prefix_cache_hit_rate_tokens"]),
+        help=f"Of prompt tokens; {fmt_pct(sm['prefix_cache_hit_rate_blocks'])} of prefix blocks, "
+        f"{fmt_pct(sm['prefix_cache_hit_rate_requests'])} of requests found some. An unbounded cache would serve "
+        f"{fmt_pct(sm['prefix_reuse_ceiling_frac'])} of prompt tokens.",
     )
-    verdict = "meets" if sm["slo_met"] else "misses"
+
+
+def _verdict(st: Any, sm: dict[str, Any], s: Scenario) -> None:
     rejected = int(sm["rejected_context"] + sm["rejected_kv"])
     note = (
-        f" {fmt_count(rejected)} requests were rejected (longer than the context window or the KV cache)."
+        f" {fmt_count(rejected)} of {fmt_count(sm['requests'])} requests were rejected (longer than the context "
+        "window, or than the whole KV cache); they count as misses against the TTFT target."
         if rejected
         else ""
     )
-    (st.success if sm["slo_met"] else st.warning)(
-        md_text(f"This replica {verdict} the p99 targets at this load.{note}")
-    )
+    where = "This replica" if s.replicas == 1 else "This fleet"
+    verdict = "meets" if sm["slo_met"] else "misses"
+    (st.success if sm["slo_met"] else st.warning)(md_text(f"{where} {verdict} the p99 targets at this load.{note}"))
+
+
+def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
+    r: SimResult = f.combined
+    sm = r.summary
+    st.subheader("One replica" if s.replicas == 1 else f"{s.replicas} replicas, {ROUTER_LABELS[f.router]} router")
+    cache = CACHE_LABELS[s.prefix_cache]
+    st.caption(md_text(f"Simulated {md_escape(name)}, seed {s.seed}; prefix cache {cache}."))
+    if sm["served_requests"] == 0:
+        st.error(
+            md_text(
+                f"No request was served: {fmt_count(sm['rejected_context'])} are longer than the model's context "
+                f"window and {fmt_count(sm['rejected_kv'])} need more KV blocks than the replica's "
+                f"{fmt_count(sm['kv_capacity_blocks'])}. Nothing to chart."
+            )
+        )
+        return
+    _metrics(st, sm)
+    _verdict(st, sm, s)
     cdf = cdf_frame(r)
     left, right = st.columns(2)
     left.plotly_chart(
@@ -299,6 +475,22 @@ def _show_simulation(st: Any, r: SimResult, s: Scenario, digest: str) -> None:
         latency_cdf_figure(cdf, "itl", "Inter-token latency", s.slo_tpot_s), key="sim-cdf-itl", config=PLOTLY_CONFIG
     )
     st.plotly_chart(timeline_figure(timeline_frame(r)), key="sim-timeline", config=PLOTLY_CONFIG)
+    if s.replicas > 1:
+        frame = replica_frame(f)
+        st.dataframe(
+            display_frame(frame, REPLICA_DISPLAY, ("ttft_p99_s", "itl_p99_s")),
+            hide_index=True,
+            column_config={
+                "p99 TTFT (ms)": st.column_config.NumberColumn(format="%.0f"),
+                "p99 ITL (ms)": st.column_config.NumberColumn(format="%.1f"),
+                "output tokens/s": st.column_config.NumberColumn(format="%.0f"),
+                "KV used (mean)": st.column_config.NumberColumn(format="percent"),
+                "prefix hit (tokens)": st.column_config.NumberColumn(format="percent"),
+                "prefix hit (requests)": st.column_config.NumberColumn(format="percent"),
+            },
+        )
+        st.plotly_chart(replica_figure(frame), key="sim-replicas", config=PLOTLY_CONFIG)
+        download_csv(st, "Per-replica CSV", frame, "sim-replicas")
     c1, c2, c3 = st.columns(3)
     with c1:
         download_csv(st, "Per-request CSV", requests_frame(r), "sim-requests")
@@ -331,9 +523,10 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     st.caption(
         md_text(
             f"Fewest replicas per GPU profile and tp meeting both p99 targets at {fmt_num(z.rate_per_s)} requests/s: "
-            f"each replica gets rate ÷ replicas; each search run simulates {fmt_count(z.requests_per_simulation)} "
-            f"requests (at most {fmt_count(SIZING_MAX_REQUESTS)}, fewer than a full simulation, to keep the table "
-            "fast), and replicas − 1 was simulated to miss."
+            f"with round-robin each replica gets its share, with a load-aware router the whole fleet is simulated; "
+            f"each search run simulates {fmt_count(z.requests_per_simulation)} requests per replica (at most "
+            f"{fmt_count(SIZING_MAX_REQUESTS)}, fewer than a full simulation, to keep the table fast), and "
+            "replicas − 1 was simulated to miss."
         )
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
