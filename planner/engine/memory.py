@@ -262,14 +262,14 @@ def max_batch_that_fits(x: EngineInputs, lo: Quantity, hi: Quantity) -> Array:
     """Largest batch B in [lo, hi] whose sequences fit at once, max concurrency(B) ≥ B (B is also
     max_num_seqs, so the sampler's share of the peak activation grows with it; concurrency falls as B
     rises, so a bisection finds it).  ``lo`` must fit (0 always does)."""
-    lo = np.floor(np.asarray(lo, dtype=float))
-    hi = np.maximum(np.floor(np.asarray(hi, dtype=float)), lo)
+    low: Array = np.floor(np.asarray(lo, dtype=float))
+    high: Array = np.maximum(np.floor(np.asarray(hi, dtype=float)), low)
     ctx = context_tokens(x)
-    while np.any(hi > lo):
-        mid = np.ceil((lo + hi) / 2.0)
+    while np.any(high > low):
+        mid = np.ceil((low + high) / 2.0)
         ok = max_concurrency(x.with_(batch=np.maximum(mid, 1.0)), ctx) >= mid
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1.0)
-    return lo
+        low, high = np.where(ok, mid, low), np.where(ok, high, mid - 1.0)
+    return low
 
 
 def _feasible_batch(x: EngineInputs, concurrency: Array) -> Array:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.engine.inputs import Array, EngineInputs
+from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.format import fmt_count
 from planner.model.quantization import VOCAB_PADDING, scheme_for
 from planner.model.scenario import Scenario
@@ -170,7 +170,7 @@ def _divides(n: Array, d: Array) -> Array:
     return np.mod(n, d) == 0
 
 
-def config_valid(x: EngineInputs) -> Array:
+def config_valid(x: EngineInputs) -> MetricValue:
     """The module doc's rules over arrays (the draft's heads included when it has one)."""
     tp = np.maximum(x.tp, 1.0)
     kv_ok = np.where(tp <= x.kv_heads, _divides(x.kv_heads, tp), _divides(tp, x.kv_heads))

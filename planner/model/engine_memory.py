@@ -27,7 +27,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 BudgetRule = Literal["vllm", "sglang", "trtllm"]
-_GIB = dict(ge=0, le=1024)
 
 
 class EngineMemory(BaseModel):
@@ -43,21 +42,21 @@ class EngineMemory(BaseModel):
     cuda_graphs_in_budget: bool = Field(
         default=False, description="CUDA-graph memory is subtracted from the KV budget (vLLM ≥ 0.21 by default)"
     )
-    activation_base_gib: float = Field(default=0.061, **_GIB, description="P₀, GiB")
+    activation_base_gib: float = Field(default=0.061, ge=0, le=1024, description="P₀, GiB")
     sampler_bytes_per_logit: float = Field(default=14.46, ge=0, le=1000, description="s, bytes per request · vocab")
     hidden_states_kept: float = Field(default=1.0, ge=0, le=16, description="k_h, hidden vectors kept per step token")
     forward_ffn_factor: float = Field(default=3.0, ge=0, le=64, description="a_f, FFN-wide vectors alive per token")
     forward_hidden_factor: float = Field(default=4.0, ge=0, le=64, description="a_h, hidden-wide vectors alive")
     moe_workspace: bool = Field(default=True, description="the fused-MoE caches add to the sampler peak")
     activation_source: str = Field(default="", max_length=4000)
-    non_torch_gib_tp1: float = Field(default=0.25, **_GIB)
-    non_torch_gib_tp2: float = Field(default=2.08, **_GIB)
-    non_torch_gib_tp4: float = Field(default=2.16, **_GIB, description="tp ≥ 4")
+    non_torch_gib_tp1: float = Field(default=0.25, ge=0, le=1024)
+    non_torch_gib_tp2: float = Field(default=2.08, ge=0, le=1024)
+    non_torch_gib_tp4: float = Field(default=2.16, ge=0, le=1024, description="tp ≥ 4")
     non_torch_source: str = Field(default="", max_length=4000)
-    baseline_gib_tp1: float = Field(default=0.51, **_GIB)
-    baseline_gib_tp2: float = Field(default=1.61, **_GIB)
-    baseline_gib_tp4: float = Field(default=1.53, **_GIB, description="tp ≥ 4")
+    baseline_gib_tp1: float = Field(default=0.51, ge=0, le=1024)
+    baseline_gib_tp2: float = Field(default=1.61, ge=0, le=1024)
+    baseline_gib_tp4: float = Field(default=1.53, ge=0, le=1024, description="tp ≥ 4")
     baseline_source: str = Field(default="", max_length=4000)
-    cuda_graph_base_gib: float = Field(default=0.328, **_GIB)
+    cuda_graph_base_gib: float = Field(default=0.328, ge=0, le=1024)
     cuda_graph_per_layer_gib: float = Field(default=0.0172, ge=0, le=16)
     cuda_graph_source: str = Field(default="", max_length=4000)

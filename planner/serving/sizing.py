@@ -34,9 +34,9 @@ import pandas as pd
 
 from planner.engine.evaluate import resolve
 from planner.engine.memory import memory_plan
-from planner.engine.validity import quant_group, valid_tps
 from planner.engine.speculative import expected_tokens_per_step
 from planner.engine.step_time import RooflineStepTime
+from planner.engine.validity import quant_group, valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario

@@ -112,7 +112,6 @@ def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int, priced: bo
     if not priced:
         notes.append("not priced (set a GPU price)")
     if not bool(np.asarray(out["batch_fits_memory"])[i]):
-        notes.append(
-            f"batch {s.batch} exceeds the {np.floor(np.asarray(out['max_concurrent_sequences'])[i]):.0f} sequences that fit"
-        )
+        held = np.floor(np.asarray(out["max_concurrent_sequences"])[i])
+        notes.append(f"batch {s.batch} exceeds the {held:.0f} sequences that fit")
     return "; ".join(notes)

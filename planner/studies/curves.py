@@ -72,10 +72,11 @@ def log_grid(lo: float, hi: float, points: int, *extra) -> np.ndarray:
 
 
 def memory_breakdown(result: Result) -> pd.DataFrame:
-    """Per-GPU memory as the engine lays it out (``engine.memory``): weights, peak activation,
-    non-torch memory, CUDA graphs, the start-up baseline, the KV cache held by the current batch
-    and the free rest of it, what is left unallocated, and — beyond the device — any KV the batch
-    needs past the budget and any memory the plan needs past the total.
+    """Per-GPU memory as the engine lays it out (``engine.memory``), in device order: the start-up
+    baseline (CUDA context), then the engine's budget — weights, peak activation, non-torch memory,
+    the KV cache held by the current batch and the free rest of it — then the CUDA graphs (vLLM 0.19
+    captures them outside the budget) and what is left unallocated; beyond the device, any KV the
+    batch needs past the budget and any memory the plan needs past the total.
 
     kv_in_use = min(batch · allocated KV per sequence, budget); kv_free = budget − kv_in_use;
     unallocated = max(headroom, 0), over_capacity = max(−headroom, 0).  The first eight
@@ -89,13 +90,13 @@ def memory_breakdown(result: Result) -> pd.DataFrame:
     in_use = min(demand, budget)
     headroom = m["memory_headroom_bytes_per_gpu"]
     rows = {
+        "startup_baseline": m["startup_baseline_bytes_per_gpu"],
         "weights": m["weight_bytes_per_gpu"],
         "activation": m["activation_bytes_per_gpu"],
         "non_torch": m["non_torch_bytes_per_gpu"],
-        "cuda_graphs": m["cuda_graph_bytes_per_gpu"],
-        "startup_baseline": m["startup_baseline_bytes_per_gpu"],
         "kv_cache_in_use": in_use,
         "kv_cache_free": budget - in_use,
+        "cuda_graphs": m["cuda_graph_bytes_per_gpu"],
         "unallocated": max(headroom, 0.0),
         "kv_cache_over_budget": max(demand - budget, 0.0),
         "over_capacity": max(-headroom, 0.0),
@@ -105,7 +106,8 @@ def memory_breakdown(result: Result) -> pd.DataFrame:
 
 def concurrency_vs_context(result: Result) -> pd.DataFrame:
     """Max concurrent sequences vs context length, paged (vLLM's blocks ÷ blocks per request,
-    fractional) vs contiguous (whole sequences) (``memory_plan`` swept over prompt = L, output = 0).  Grid: log-spaced 256 … ≥ 2 × window, plus the
+    fractional) vs contiguous (whole sequences) (``memory_plan`` swept over prompt = L, output = 0).
+    Grid: log-spaced 256 … ≥ 2 × window, plus the
     window and the scenario's context."""
     x = result.inputs
     window = _f(x.context_window_tokens)

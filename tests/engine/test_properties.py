@@ -75,7 +75,8 @@ def test_monotonic_in_kv_heads(s):
         return
     divisors = [d for d in range(1, m.heads + 1) if m.heads % d == 0]  # at tp = 1 every divisor splits
     kv = [
-        float(np.asarray(compute(x_of(s.model_copy(update={"kv_heads": d, "tp": 1})))["kv_bytes_per_token"])) for d in divisors
+        float(np.asarray(compute(x_of(s.model_copy(update={"kv_heads": d, "tp": 1})))["kv_bytes_per_token"]))
+        for d in divisors
     ]
     assert all(a < b for a, b in zip(kv, kv[1:], strict=False))  # pairs of neighbours
 

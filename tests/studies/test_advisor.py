@@ -21,7 +21,6 @@ from planner.export import frame_to_csv
 from planner.format import fmt_pct
 from planner.links import from_query
 from planner.model.scenario import Scenario
-from tests.valid_configs import valid_kw
 from planner.studies.advisor import (
     FRAME_COLUMNS,
     KV_ROOM_MIN_FRAC,
@@ -34,6 +33,7 @@ from planner.studies.advisor import (
     metric_value,
 )
 from planner.studies.advisor.checks.memory import next_kv_heads_down
+from tests.valid_configs import valid_kw
 
 
 def scenario(catalog, query: str) -> Scenario:

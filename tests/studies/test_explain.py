@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.engine.evaluate import evaluate
+from planner.engine.validity import valid_tps
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
-from planner.engine.validity import valid_tps
 from planner.studies.explain import ExplainItem, exact, explain, num
 
 CATALOG = load_catalog()
@@ -136,8 +136,20 @@ SCENARIOS = [
     dict(model="llama-3.1-70b", tp=2, spec=True, draft="llama-3.1-8b", gpu="h200"),  # draft pages share blocks
     dict(model="llama-3.1-8b", engine="sglang", mem_util=0.85),
     dict(model="llama-3.1-8b", engine="trtllm", wdtype="fp8", kvdtype="fp8"),
-    dict(model="qwen2.5-7b", tp=4, cal_total_gib=79.19, cal_weights_gib=3.55, cal_act_gib=2.21, cal_nontorch_gib=2.13,
-         cal_graph_gib=0.64, batch=1024, chunk=8192, prompt=8191, output=1, mem_util=0.95),
+    dict(
+        model="qwen2.5-7b",
+        tp=4,
+        cal_total_gib=79.19,
+        cal_weights_gib=3.55,
+        cal_act_gib=2.21,
+        cal_nontorch_gib=2.13,
+        cal_graph_gib=0.64,
+        batch=1024,
+        chunk=8192,
+        prompt=8191,
+        output=1,
+        mem_util=0.95,
+    ),
 ]
 
 
