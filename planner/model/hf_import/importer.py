@@ -11,6 +11,7 @@ from planner.model.hf_import.families import family_for
 from planner.model.hf_import.mla import mla_attention
 from planner.model.hf_import.moe import routed_experts_mlp
 from planner.model.hf_import.parts import Attention, Core, Family, Mlp
+from planner.model.hf_import.quantization import WeightQuant, quantization_from_config
 from planner.model.hf_import.reader import (
     CONTEXT_KEYS,
     HEADS_KEYS,
@@ -125,3 +126,13 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
             "source": SOURCE,
         },
     )
+
+
+def model_and_quantization_from_hf_config(
+    config: str | bytes | dict, name: str | None = None
+) -> tuple[ModelSpec, WeightQuant | None]:
+    """``model_from_hf_config`` plus the checkpoint's weight quantisation (its ``quantization_config``,
+    ``planner.model.hf_import.quantization``), None for a 16-bit checkpoint; ``ValueError`` names a
+    field of either that cannot be read."""
+    data = parse_config(config)
+    return model_from_hf_config(data, name), quantization_from_config(data)
