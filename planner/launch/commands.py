@@ -69,6 +69,11 @@ class LaunchCommand:
         return next((i for i, a in enumerate(self.argv) if a.startswith("--")), len(self.argv))
 
 
+def _activation_dtype(wdtype: str) -> str:
+    """The model dtype ``--kv-cache-dtype auto`` means: a 16-bit checkpoint's own, else bf16."""
+    return wdtype if wdtype in VLLM_DTYPE else "bf16"
+
+
 def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
     """The checkpoint to serve: the preset's Hugging Face repository, else a placeholder and why."""
     repo = hf_repo_id(model) if preset != CUSTOM_MODEL else None
@@ -120,7 +125,7 @@ def vllm_command(r: Resolved) -> LaunchCommand:
     argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(s.mem_util)]
     if s.wdtype in VLLM_DTYPE:
         argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv = "auto" if s.kvdtype == s.wdtype else VLLM_KV_DTYPE.get(s.kvdtype)
+    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else VLLM_KV_DTYPE.get(s.kvdtype)
     if kv is None:
         notes.append(
             f"KV cache: vLLM 0.19 has no {s.kvdtype} KV cache (--kv-cache-dtype takes auto, float16, bfloat16, fp8 "
@@ -159,7 +164,7 @@ def sglang_command(r: Resolved) -> LaunchCommand:
     argv += ["--chunked-prefill-size", str(s.chunk), "--context-length", str(s.prompt + s.output)]
     if s.wdtype in VLLM_DTYPE:
         argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv = "auto" if s.kvdtype == s.wdtype else SGLANG_KV_DTYPE.get(s.kvdtype)
+    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else SGLANG_KV_DTYPE.get(s.kvdtype)
     if kv is None:
         notes.append(f"KV cache: SGLang has no {s.kvdtype} KV cache (auto, bf16, fp8_e4m3, fp8_e5m2 …)")
     else:

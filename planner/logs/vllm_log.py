@@ -221,7 +221,9 @@ def _settings(text: str) -> dict[str, Any]:
         "max_model_len": _int(args.get("max_model_len", cfg.get("max_seq_len"))),
         "max_num_batched_tokens": _int(mnbt or defaults.get("max_num_batched_tokens")),
         "max_num_seqs": _int(args.get("max_num_seqs") or defaults.get("max_num_seqs")),
-        "gpu_memory_utilization": float(util) if isinstance(util, (int, float)) and 0 < util <= 1 else None,
+        "gpu_memory_utilization": float(util)
+        if isinstance(util, (int, float)) and not isinstance(util, bool)
+        else None,
         "block_size": _int(args.get("block_size")),
         "enable_prefix_caching": None if prefix is None else str(prefix) == "True",
     }

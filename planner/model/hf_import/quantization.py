@@ -77,7 +77,9 @@ def _compressed_weights(cfg: dict[str, Any]) -> dict[str, Any]:
     groups = cfg.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         raise ValueError("quantization_config.config_groups: missing; compressed-tensors needs at least one group")
-    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict) and isinstance(g.get("weights"), dict)]
+    weights: list[dict[str, Any]] = [
+        g["weights"] for g in groups.values() if isinstance(g, dict) and isinstance(g.get("weights"), dict)
+    ]
     if not weights:
         raise ValueError("quantization_config.config_groups: no group quantises weights")
     first = weights[0]
