@@ -110,32 +110,33 @@ def weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
 # ---------------------------------------------------------------- reserved outside the KV cache
 
 
-def step_tokens(x: EngineInputs) -> Array:
+def step_tokens(x: EngineInputs, batch: Quantity | None = None) -> Array:
     """Tokens of the profile run's dummy batch: max_num_batched_tokens (the chunk; ≥ batch)."""
-    return np.maximum(x.chunk_tokens, x.batch)
+    return np.maximum(x.chunk_tokens, x.batch if batch is None else batch)
 
 
 def _by_tp(tp: Array, one: Array, two: Array, four: Array) -> Array:
     return np.where(tp <= 1, one, np.where(tp <= 2, two, four))
 
 
-def activation_terms(x: EngineInputs, tp: Quantity | None = None) -> dict[str, Array]:
+def activation_terms(x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None) -> dict[str, Array]:
     """The parts of the profile run's peak (planner.model.engine_memory): forward, kept hidden
-    states, sampler, fused-MoE caches and the constant, bytes per GPU."""
+    states, sampler, fused-MoE caches and the constant, bytes per GPU (at ``batch``: x.batch)."""
     tp = _tp(x, tp)
-    c = step_tokens(x)
+    b_seqs = x.batch if batch is None else batch
+    c = step_tokens(x, b_seqs)
     b = ACTIVATION_BYTES
     forward = c * (x.fwd_ffn_factor * x.forward_ffn / tp + x.fwd_hidden_factor * x.hidden) * b
     keep = x.hidden_kept * c * x.hidden * b
-    sampler = x.sampler_bytes_per_logit * np.minimum(x.batch, c) * x.vocab
+    sampler = x.sampler_bytes_per_logit * np.minimum(b_seqs, c) * x.vocab
     moe_wide = np.maximum(2.0 * x.moe_ffn / tp, x.hidden) + x.moe_ffn / tp
     moe = np.where((x.experts > 0) & (x.moe_workspace > 0), c * x.experts_per_token * moe_wide * b, 0.0)
     return {"base": x.act_base_bytes, "forward": forward, "keep": keep, "sampler": sampler, "moe": moe}
 
 
-def activation_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+def activation_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None) -> Array:
     """P = P₀ + max(P_fwd, P_keep + P_sampler) + P_moe, or the log's peak-activation figure."""
-    t = activation_terms(x, tp)
+    t = activation_terms(x, tp, batch)
     modelled = t["base"] + np.maximum(t["forward"], t["keep"] + t["sampler"]) + t["moe"]
     return _calibrated(x.cal_activation_bytes, modelled)
 
@@ -172,8 +173,12 @@ def requested_bytes_per_gpu(x: EngineInputs) -> Array:
 def kv_budget_raw_bytes(x: EngineInputs, tp: Quantity | None = None) -> Array:
     """The engine's KV budget per GPU by its rule (negative when the weights do not fit):
     vLLM R − W − reserve; SGLang (T − baseline) · u − W; TensorRT-LLM u · (T − baseline − W − reserve)."""
-    w, reserve = weight_bytes_per_gpu(x, tp), reserve_bytes_per_gpu(x, tp)
-    free = x.memory_reported_bytes - baseline_bytes_per_gpu(x, tp)
+    return _budget(x, weight_bytes_per_gpu(x, tp), reserve_bytes_per_gpu(x, tp), baseline_bytes_per_gpu(x, tp))
+
+
+def _budget(x: EngineInputs, w: Array, reserve: Array, baseline: Array) -> Array:
+    """``kv_budget_raw_bytes`` from its already-computed terms."""
+    free = x.memory_reported_bytes - baseline
     vllm = requested_bytes_per_gpu(x) - w - reserve
     sglang = free * x.mem_util - w
     trtllm = x.mem_util * (free - w - reserve)
@@ -221,30 +226,42 @@ def draft_kv_bytes_per_token_per_gpu(x: EngineInputs, tp: Quantity | None = None
     return np.where((x.spec_on > 0) & (x.has_draft_model > 0), per_token, 0.0)
 
 
-def block_bytes(x: EngineInputs, tp: Quantity | None = None) -> Array:
+def _page_bytes(x: EngineInputs, tp: Quantity | None) -> Array:
+    """Bytes of one block of one layer on one GPU: block · KV bytes per token per layer."""
+    return x.block_tokens * kv_bytes_per_token_per_layer(x, tp)
+
+
+def block_bytes(x: EngineInputs, tp: Quantity | None = None, groups: dict[str, Array] | None = None) -> Array:
     """Bytes one block index costs: page · layers per group, plus the draft's pages of that block."""
-    page = x.block_tokens * kv_bytes_per_token_per_layer(x, tp)
-    g = kv_groups(x)
+    g = kv_groups(x) if groups is None else groups
     draft = x.block_tokens * draft_kv_bytes_per_token_per_gpu(x, tp)
-    return page * g["layers_per_group"] + draft / (g["full_groups"] + g["window_groups"])
+    return _page_bytes(x, tp) * g["layers_per_group"] + draft / (g["full_groups"] + g["window_groups"])
 
 
-def blocks_per_request(x: EngineInputs, context: Quantity) -> Array:
+def blocks_per_request(
+    x: EngineInputs, context: Quantity, groups: dict[str, Array] | None = None, batch: Quantity | None = None
+) -> Array:
     """Blocks one request of ``context`` tokens needs, over all groups (``max_memory_usage_bytes``):
     full ⌈L/B⌉; sliding window ⌈min(W − 1 + C, L)/B⌉ + 1 (the window may start inside a block)."""
-    g = kv_groups(x)
+    g = kv_groups(x) if groups is None else groups
     full = np.ceil(np.asarray(context) / x.block_tokens)
-    window = np.ceil(np.minimum(x.window_tokens - 1.0 + step_tokens(x), context) / x.block_tokens) + 1.0
+    window = np.ceil(np.minimum(x.window_tokens - 1.0 + step_tokens(x, batch), context) / x.block_tokens) + 1.0
     return g["full_groups"] * full + g["window_groups"] * window
 
 
-def kv_allocated_bytes_per_sequence(x: EngineInputs, context: Quantity, tp: Quantity | None = None) -> Array:
+def kv_allocated_bytes_per_sequence(
+    x: EngineInputs,
+    context: Quantity,
+    tp: Quantity | None = None,
+    groups: dict[str, Array] | None = None,
+    batch: Quantity | None = None,
+) -> Array:
     """Bytes of the blocks one sequence of ``context`` tokens holds on one GPU (all groups, the draft's
     pages too), plus any fixed per-sequence state ``kv_bytes_per_sequence`` charges at 0 tokens."""
-    page = x.block_tokens * kv_bytes_per_token_per_layer(x, tp)
-    g = kv_groups(x)
+    g = kv_groups(x) if groups is None else groups
     draft = np.ceil(np.asarray(context) / x.block_tokens) * x.block_tokens * draft_kv_bytes_per_token_per_gpu(x, tp)
-    return blocks_per_request(x, context) * page * g["layers_per_group"] + draft + kv_bytes_per_sequence(x, 0.0, tp)
+    paged = blocks_per_request(x, context, g, batch) * _page_bytes(x, tp) * g["layers_per_group"]
+    return paged + draft + kv_bytes_per_sequence(x, 0.0, tp)
 
 
 def kv_blocks(x: EngineInputs, tp: Quantity | None = None) -> Array:
@@ -255,48 +272,73 @@ def kv_blocks(x: EngineInputs, tp: Quantity | None = None) -> Array:
 def max_concurrency(x: EngineInputs, context: Quantity, tp: Quantity | None = None) -> Array:
     """Requests of ``context`` tokens the pool holds at once: blocks · block bytes / allocated bytes per
     sequence (= blocks / blocks per request; ``get_max_concurrency_for_kv_cache_config``), fractional."""
-    return kv_blocks(x, tp) * block_bytes(x, tp) / kv_allocated_bytes_per_sequence(x, context, tp)
+    g = kv_groups(x)
+    bb = block_bytes(x, tp, g)
+    blocks = np.floor(np.maximum(kv_budget_raw_bytes(x, tp), 0.0) / bb)
+    return blocks * bb / kv_allocated_bytes_per_sequence(x, context, tp, g)
 
 
 def max_batch_that_fits(x: EngineInputs, lo: Quantity, hi: Quantity) -> Array:
     """Largest batch B in [lo, hi] whose sequences fit at once, max concurrency(B) ≥ B (B is also
     max_num_seqs, so the sampler's share of the peak activation grows with it; concurrency falls as B
-    rises, so a bisection finds it).  ``lo`` must fit (0 always does)."""
+    rises, so a bisection finds it).  ``lo`` must fit (0 always does).  Only the activation peak and
+    the window's chunk depend on B: the budget moves by the change of the peak (× u for TensorRT-LLM,
+    not at all for SGLang, whose activations lie outside its static fraction)."""
     low: Array = np.floor(np.asarray(lo, dtype=float))
     high: Array = np.maximum(np.floor(np.asarray(hi, dtype=float)), low)
     ctx = context_tokens(x)
+    groups = kv_groups(x)
+    bb = block_bytes(x, None, groups)
+    raw0, peak0 = kv_budget_raw_bytes(x), activation_bytes_per_gpu(x)
+    share = np.where(x.mem_rule == 1, 0.0, np.where(x.mem_rule == 2, x.mem_util, 1.0))
     while np.any(high > low):
         mid = np.ceil((low + high) / 2.0)
-        ok = max_concurrency(x.with_(batch=np.maximum(mid, 1.0)), ctx) >= mid
+        b = np.maximum(mid, 1.0)
+        raw = raw0 + share * (peak0 - activation_bytes_per_gpu(x, None, b))
+        held = np.floor(np.maximum(raw, 0.0) / bb) * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups, b)
+        ok = held >= mid
         low, high = np.where(ok, mid, low), np.where(ok, high, mid - 1.0)
     return low
 
 
-def _feasible_batch(x: EngineInputs, concurrency: Array) -> Array:
-    """min(batch, the largest batch that fits): a batch that does not fit is searched between
-    ⌊concurrency at the batch⌋ (which fits: fewer dummy requests, a smaller peak) and the batch."""
+def _feasible_batch(x: EngineInputs, concurrency: Array, groups: dict[str, Array], bb: Array) -> Array:
+    """min(batch, the largest batch that fits), in closed form: with the chunk fixed the budget at batch B
+    is min(A_flat, A_lin − u′·s·V·B) (the profile peak is max(forward, kept states + sampler)), so
+    B* = ⌊min(A_flat / a, A_lin / (a + u′·s·V))⌋ with a the blocks one sequence holds (exact: a is whole
+    blocks) and u′ the budget's share of the peak (1 vLLM, u TensorRT-LLM, 0 SGLang)."""
     fits = concurrency >= x.batch
     if np.all(fits):
         return np.broadcast_to(x.batch, np.shape(concurrency)).astype(float)
-    low = np.minimum(np.floor(concurrency), x.batch)
-    return np.where(fits, x.batch, max_batch_that_fits(x, low, np.where(fits, low, x.batch)))
+    t = activation_terms(x)
+    share = np.where(x.mem_rule == 1, 0.0, np.where(x.mem_rule == 2, x.mem_util, 1.0))
+    share = np.where(np.isfinite(x.cal_activation_bytes), 0.0, share)  # a logged peak does not move
+    raw0, peak0 = kv_budget_raw_bytes(x), activation_bytes_per_gpu(x)
+    flat = raw0 + share * (peak0 - t["base"] - t["moe"] - t["forward"])
+    linear = raw0 + share * (peak0 - t["base"] - t["moe"] - t["keep"])
+    per_request = np.floor(kv_allocated_bytes_per_sequence(x, context_tokens(x), None, groups) / bb) * bb
+    slope = share * x.sampler_bytes_per_logit * x.vocab
+    best = np.floor(np.minimum(flat / per_request, linear / (per_request + slope)))
+    return np.where(fits, x.batch, np.clip(best, 0.0, x.batch))
 
 
 def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     """The per-GPU memory plan and concurrency limits (see module doc)."""
-    raw = kv_budget_raw_bytes(x)
-    budget = np.maximum(raw, 0.0)
-    weights, reserve = weight_bytes_per_gpu(x), reserve_bytes_per_gpu(x)
+    weights, act, non_torch = weight_bytes_per_gpu(x), activation_bytes_per_gpu(x), non_torch_bytes_per_gpu(x)
     graphs, baseline = cuda_graph_bytes_per_gpu(x), baseline_bytes_per_gpu(x)
+    in_budget = act + non_torch + np.where(x.graphs_in_budget > 0, graphs, 0.0)
+    reserve = np.where(x.mem_rule == 1, 0.0, in_budget)  # as reserve_bytes_per_gpu
+    raw = _budget(x, weights, reserve, baseline)
+    budget = np.maximum(raw, 0.0)
     ctx = context_tokens(x)
     seq_actual = kv_bytes_per_sequence(x, ctx)
     seq_paged = kv_bytes_per_sequence(x, paged_context_tokens(x))
     seq_contig = kv_bytes_per_sequence(x, contiguous_context_tokens(x))
-    blocks = kv_blocks(x)
     groups = kv_groups(x)
-    concurrency = max_concurrency(x, ctx)
+    bb = block_bytes(x, None, groups)
+    blocks = np.floor(budget / bb)
+    concurrency = blocks * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups)
     outside = np.where(x.graphs_in_budget > 0, 0.0, graphs)
-    outside = outside + np.where(x.mem_rule == 1, activation_bytes_per_gpu(x) + non_torch_bytes_per_gpu(x), 0.0)
+    outside = outside + np.where(x.mem_rule == 1, act + non_torch, 0.0)
     usable = budget + weights + reserve
     headroom = x.memory_reported_bytes - baseline - usable - outside
     return {
@@ -318,14 +360,14 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
         "min_tp_that_fits": min_tp_that_fits(x),
         "memory_total_bytes_per_gpu": x.memory_reported_bytes,
         "draft_weight_bytes_per_gpu": draft_weight_bytes_per_gpu(x),
-        "activation_bytes_per_gpu": activation_bytes_per_gpu(x),
-        "non_torch_bytes_per_gpu": non_torch_bytes_per_gpu(x),
+        "activation_bytes_per_gpu": act,
+        "non_torch_bytes_per_gpu": non_torch,
         "cuda_graph_bytes_per_gpu": graphs,
         "startup_baseline_bytes_per_gpu": baseline,
         "memory_headroom_bytes_per_gpu": headroom,
         "kv_blocks": blocks,
-        "kv_blocks_per_request": blocks_per_request(x, ctx),
-        "feasible_batch": _feasible_batch(x, concurrency),
+        "kv_blocks_per_request": blocks_per_request(x, ctx, groups),
+        "feasible_batch": _feasible_batch(x, concurrency, groups, bb),
         "config_valid": config_valid(x),
     }
 

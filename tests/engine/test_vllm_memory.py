@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from benchmarks.accuracy import kv_capacity
 from benchmarks.accuracy.rows import load_rows
@@ -17,6 +19,7 @@ from planner.errors import ScenarioError
 from planner.links import from_query, to_query_string
 from planner.model.scenario import Scenario
 from planner.units import GB, GiB
+from tests.valid_configs import valid_kw
 
 ROWS = {r.id[:3]: r for r in load_rows() if r.category == "kv_capacity"}
 
@@ -163,3 +166,21 @@ def test_sizing_offers_only_valid_tps(catalog):
 def test_min_tp_is_one_the_engine_accepts(catalog):
     m = m_of(catalog, "model=qwen2.5-72b&gpu=l40s")
     assert m["min_tp_that_fits"] in (2, 4, 8, 16, 32, 64) and not m["fits"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    gpu=st.sampled_from(["l4", "a100-40gb-sxm", "h100-sxm"]),
+    model=st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "gemma-2-9b", "mixtral-8x7b", "mistral-7b"]),
+    tp=st.sampled_from([1, 2, 4]),
+    batch=st.integers(64, 4096),
+    prompt=st.integers(256, 16_000),
+    engine=st.sampled_from(["vllm", "sglang", "trtllm"]),
+)
+def test_the_feasible_batch_fits_and_one_more_does_not(catalog, gpu, model, tp, batch, prompt, engine):
+    kw = valid_kw(dict(gpu=gpu, model=model, tp=tp, batch=batch, chunk=batch, prompt=prompt), catalog)
+    m = evaluate(Scenario(**kw, engine=engine), catalog).metrics
+    assume(m["fits"] and not m["batch_fits_memory"])
+    f = int(m["feasible_batch"])
+    assert evaluate(Scenario(**{**kw, "batch": f}, engine=engine), catalog).metrics["batch_fits_memory"]
+    assert not evaluate(Scenario(**{**kw, "batch": f + 1}, engine=engine), catalog).metrics["batch_fits_memory"]
