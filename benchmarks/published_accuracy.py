@@ -23,9 +23,23 @@ from planner.model.catalog import load_catalog  # noqa: E402
 def main() -> None:
     rows = load_rows()
     catalog = load_catalog()
-    sections = {"kv_capacity": kv_capacity.predictions(rows, catalog), **latency.predictions(rows, catalog)}
+    sections = {
+        "kv_capacity": kv_capacity.predictions(rows, catalog, "in_sample"),
+        "kv_held_out": kv_capacity.predictions(rows, catalog, "held_out"),
+        **latency.predictions(rows, catalog),
+    }
+    titles = {
+        "kv_capacity": "kv_capacity, in-sample (the 18 rows vLLM's memory constants are fitted on)",
+        "kv_held_out": "kv_capacity, held-out (never fitted)",
+    }
     for name, preds in sections.items():
-        print(table(name, preds))
+        print(table(titles.get(name, name), preds))
+        print()
+    waiting = kv_capacity.pending(rows, catalog)
+    if waiting:
+        print(f"## kv_capacity, pending ({len(waiting)} held-out rows kvplan cannot predict yet)")
+        for row_id, reason in waiting:
+            print(f"{row_id:<36}{reason}")
         print()
     print("## summary")
     for name, preds in sections.items():

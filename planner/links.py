@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from planner.model.custom_model import decode_model
-from planner.model.scenario import Scenario
+from planner.model.scenario import Scenario, default_prefix
 from planner.model.specs import KEY_RULE
 
 LINK_VERSION = "1"
@@ -68,7 +68,8 @@ def to_query(s: Scenario) -> dict[str, str]:
     q = {VERSION_KEY: LINK_VERSION}
     for name in FIELDS:
         v = getattr(s, name)
-        if v != getattr(DEFAULTS, name):
+        default = default_prefix(s.prompt) if name == "prefix" else getattr(DEFAULTS, name)
+        if v != default:
             q[name] = _format_value(v)
     return q
 

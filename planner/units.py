@@ -25,8 +25,8 @@ S_PER_HOUR = 3600.0
 S_PER_DAY = 86_400.0
 TOKENS_PER_MTOK = 1e6
 
-#: Bytes per element for weights and KV cache.  int4 is the raw nibble; the
-#: scale/zero overhead of group quantisation is added in ``memory.weight_bytes_per_param``.
+#: Bytes per element for weights and KV cache.  int4 and fp4 are the raw nibble; the scales
+#: of each quantisation layout are added in ``planner.model.quantization``.
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "bf16": 2.0,
@@ -42,8 +42,3 @@ KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 
 #: Activations are kept in 16-bit in every serving stack we model.
 ACTIVATION_BYTES = 2.0
-
-#: int4 weight-only quantisation (GPTQ/AWQ style): one fp16 scale and one fp16
-#: zero-point per group of 128 weights -> 2*2/128 = 0.03125 extra bytes/param.
-INT4_GROUP_SIZE = 128
-INT4_SCALE_BYTES_PER_GROUP = 4.0

@@ -164,9 +164,13 @@ def main() -> None:
     if result is None:
         st.error("This scenario cannot be evaluated:\n\n" + md_list(problems))
     else:
+        for note in result.resolved.notes:  # defaults moved to fit what was typed, replicated KV heads
+            st.info(md_escape(note))
         baseline = headline.mha_baseline(scenario, result.resolved.model)
         mha = evaluated(baseline.model_dump_json())[0] if baseline is not None else None
-        headline.render(st, headline.headline_items(result, mha), headline.notices(result))
+        smaller = headline.feasible_scenario(result)
+        feasible = evaluated(smaller.model_dump_json())[0] if smaller is not None else None
+        headline.render(st, headline.headline_items(result, mha, feasible), headline.notices(result))
 
     ctx = PageContext(st, scenario, result, cat, page_data(key))
     for panel in registry.PANELS:

@@ -67,14 +67,36 @@ def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict
     return dict(delta=fmt_pct(_rel(v, b), signed=True), delta_color=color, delta_description="vs MHA")
 
 
-def headline_items(result: Result, mha: Result | None) -> list[Headline]:
-    """The eight headline numbers of ``result``; ``mha`` is the same scenario with kv_heads = heads."""
+def feasible_scenario(result: Result) -> Scenario | None:
+    """The scenario at its feasible batch (``memory.feasible_batch``) when the batch does not fit the
+    KV cache but a smaller one does; None otherwise.  Headline TPOT, tokens/s and $ are shown there."""
+    m = result.metrics
+    if not m["fits"] or m["batch_fits_memory"] or m["feasible_batch"] < 1:
+        return None
+    return result.resolved.scenario.with_changes(batch=int(m["feasible_batch"]))
+
+
+def _at_feasible(result: Result, feasible: Result | None) -> tuple[Result, str]:
+    """Where the rate figures come from, and the words saying so."""
+    if feasible is None:
+        return result, ""
+    b, asked = fmt_count(feasible.resolved.scenario.batch), fmt_count(result.resolved.scenario.batch)
+    return feasible, f" Shown at batch {b}, the most the KV cache holds (batch {asked} does not fit)."
+
+
+def headline_items(result: Result, mha: Result | None, feasible: Result | None = None) -> list[Headline]:
+    """The eight headline numbers of ``result``; ``mha`` is the same scenario with kv_heads = heads;
+    ``feasible`` the scenario at its feasible batch (``feasible_scenario``), where TPOT, tokens/s and
+    the cost are then read."""
     m = result.metrics
     s = result.resolved.scenario
     fits = bool(m["fits"])
     no_fit = "does not fit"
     tp = int(s.tp)
     sequence_tokens = fmt_count(s.prompt + s.output)
+    rate, said = _at_feasible(result, feasible)
+    if feasible is not None:
+        return _items_at_feasible(result, mha, rate, said)
     items = [
         Headline(
             "KV cache per token",
@@ -84,7 +106,7 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
         ),
         Headline(
             "Max concurrency",
-            f"{fmt_count(m['max_concurrent_sequences'])} seqs" if fits else no_fit,
+            f"{fmt_num(m['max_concurrent_sequences'])} seqs" if fits else no_fit,
             help=f"Sequences of {sequence_tokens} tokens (prompt + output) the paged KV cache holds per replica.",
             **(_vs_mha(result, mha, "max_concurrent_sequences", inverse=False) if fits else {}),
         ),
@@ -112,6 +134,24 @@ def headline_items(result: Result, mha: Result | None) -> list[Headline]:
         _cache_item(result),
     ]
     return items
+
+
+def _items_at_feasible(result: Result, mha: Result | None, rate: Result, said: str) -> list[Headline]:
+    """The headline when the batch does not fit: TPOT, tokens/s and $ at the feasible batch (no MHA delta)."""
+    items = headline_items(result, mha)
+    rm = rate.metrics
+    b = f"at batch {fmt_count(rate.resolved.scenario.batch)}"
+    replaced = {
+        "TPOT": fmt_seconds(rm["tpot_s"]),
+        "Tokens/s per GPU": fmt_tokens_per_s(rm["decode_tokens_per_s_per_gpu"]),
+        "Cost per M output tokens": fmt_usd(rm["cost_per_million_output_tokens_usd"])
+        if float(rm["price_per_replica_hour_usd"]) > 0
+        else "not priced",
+    }
+    return [
+        Headline(i.label, replaced[i.label], None, "normal", b, i.help + said) if i.label in replaced else i
+        for i in items
+    ]
 
 
 def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
@@ -188,12 +228,17 @@ def notices(result: Result) -> list[Notice]:
     if not m["fits"]:
         min_tp = int(m["min_tp_that_fits"])
         where = f"smallest tp that fits: **{min_tp}**" if min_tp else "it does not fit at any tp up to 64"
-        usable = m["usable_bytes_per_gpu"]
-        if m["kv_budget_bytes_per_gpu"] <= 0:
+        total = fmt_bytes(m["memory_total_bytes_per_gpu"])
+        if m["memory_headroom_bytes_per_gpu"] < 0:
             why = (
-                f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} "
-                f"reserve per GPU exceed the {fmt_bytes(usable)} usable per {r.gpu.name} "
-                f"({fmt_pct(s.mem_util)} of {fmt_bytes(r.gpu.memory_bytes)})"
+                f"the start-up baseline, the {fmt_pct(s.mem_util)} budget and the CUDA graphs need "
+                f"{fmt_bytes(-m['memory_headroom_bytes_per_gpu'])} more than the {total} a {r.gpu.name} reports"
+            )
+        elif m["kv_budget_bytes_per_gpu"] <= 0:
+            why = (
+                f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} of "
+                f"activation peak and non-torch memory per GPU exceed the {fmt_bytes(m['usable_bytes_per_gpu'])} "
+                f"{r.engine.name} budgets on a {r.gpu.name} ({fmt_pct(s.mem_util)} of the {total} it reports)"
             )
         else:
             why = (
@@ -201,14 +246,15 @@ def notices(result: Result) -> list[Notice]:
                 f"less than one {fmt_count(s.prompt + s.output)}-token sequence needs"
             )
         out.append(Notice("error", f"**Does not fit** at tp={s.tp}: {why}; {where}."))
-    elif s.batch > m["max_concurrent_sequences"]:
-        limit = fmt_count(m["max_concurrent_sequences"])
+    elif not m["batch_fits_memory"]:
+        limit = fmt_num(m["max_concurrent_sequences"])
+        feasible = fmt_count(m["feasible_batch"])
         out.append(
             Notice(
                 "warning",
                 f"Batch {fmt_count(s.batch)} > max concurrency {limit}: the KV cache holds only {limit} sequences "
                 f"of {fmt_count(s.prompt + s.output)} tokens; the rest would queue or be preempted. "
-                "TPOT and tokens/s assume the whole batch decodes together.",
+                f"TPOT, tokens/s and cost are shown at batch {feasible}, the most that fit.",
             )
         )
     ridge = float(m["ridge_batch"])

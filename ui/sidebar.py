@@ -21,8 +21,9 @@ from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_usd
 from planner.links import DEFAULTS, FIELDS
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model, encode_model
-from planner.model.hf_import import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.model.hf_import import MAX_CONFIG_BYTES, model_and_quantization_from_hf_config
 from planner.model.params import kv_elements_per_token, state_bytes_per_sequence
+from planner.model.quantization import compatible_quants, scheme_for
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
 from planner.units import DTYPE_BYTES, KV_DTYPES, TERA, WEIGHT_DTYPES
@@ -30,6 +31,7 @@ from ui.format import md_escape
 from ui.state import SCENARIO_KEY
 
 CHUNK_OPTIONS = tuple(2**k for k in range(4, 21))  # 16 … 1,048,576 tokens
+CALIBRATION_KEYS = ("cal_total_gib", "cal_weights_gib", "cal_act_gib", "cal_nontorch_gib", "cal_graph_gib")
 HF_MESSAGE_KEY = "_hf_message"
 _OVERRIDE_LABELS = {
     "layers": ("Layers", "Transformer blocks; blank = the preset's value."),
@@ -153,6 +155,10 @@ def enforce_cross_field_rules(ss: Any, base: ModelSpec | None) -> list[str]:
     Runs before the widgets exist, so the fixed values are what they show.
     """
     notes = []
+    quant, wdtype = ss.get("quant") or "", ss.get("wdtype", DEFAULTS.wdtype)
+    if quant and quant not in compatible_quants(wdtype):
+        notes.append(f"quant={quant}: does not store {wdtype} weights; using the usual layout")
+        ss["quant"] = ""
     if base is not None and base.is_mla:
         for key in ("kv_heads", "head_dim"):
             if ss.get(key) is not None:
@@ -237,7 +243,7 @@ def _on_import_config(st: Any, source: str) -> None:
             ss[HF_MESSAGE_KEY] = ("error", "paste the text of a config.json first")
             return
     try:
-        spec = model_from_hf_config(text)
+        spec, quant = model_and_quantization_from_hf_config(text)
     except ValueError as exc:
         ss[HF_MESSAGE_KEY] = ("error", str(exc))
         return
@@ -245,10 +251,13 @@ def _on_import_config(st: Any, source: str) -> None:
     ss["custom"] = encode_model(spec)
     for key in SHAPE_KEYS:
         ss[key] = None
+    if quant is not None:  # a quantised checkpoint is sized as it is stored
+        ss.update(quant.changes())
     ss[HF_MESSAGE_KEY] = (
         "success",
         f"loaded {spec.name}: {spec.layers} layers ({spec.layer_summary}), {spec.attention_kind}, "
-        f"{spec.heads} heads / {spec.kv_heads} KV heads, {fmt_count(spec.context_window_tokens)}-token window",
+        f"{spec.heads} heads / {spec.kv_heads} KV heads, {fmt_count(spec.context_window_tokens)}-token window"
+        + (f"; weights {quant.label}" if quant is not None else ""),
     )
 
 
@@ -320,6 +329,7 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
         help="Storage type of the weights: bytes per parameter (int4 adds group scales).",
     )
     c2.selectbox("KV dtype", KV_DTYPES, key="kvdtype", help="Storage type of the KV cache: bytes per cached element.")
+    _quantisation(st)
     with st.expander("Shape overrides"):
         for key, (label, help) in _OVERRIDE_LABELS.items():
             preset = getattr(base, key, None) if base is not None else None
@@ -346,6 +356,29 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
         message = ss.pop(HF_MESSAGE_KEY, None)
         if message:
             getattr(st, message[0])(md_escape(message[1]))
+
+
+def _quantisation(st: Any) -> None:
+    """The layout of quantised weights (``planner.model.quantization``): scales, and what stays 16 bit."""
+    ss = st.session_state
+    options = [""] + compatible_quants(ss.get("wdtype", DEFAULTS.wdtype))
+    if len(options) <= 2 and options[-1] == "none":
+        return
+    c1, c2 = st.columns(2)
+    c1.selectbox(
+        "Quantisation layout",
+        options,
+        key="quant",
+        format_func=lambda k: k or f"usual ({scheme_for(ss.get('wdtype', DEFAULTS.wdtype)).key})",
+        help="How the checkpoint stores the weights (scales per tensor, channel, block or group; NVFP4/MXFP4); "
+        "embeddings and the LM head stay 16 bit (docs/model.md §2).",
+    )
+    scheme = scheme_for(ss.get("wdtype", DEFAULTS.wdtype), ss.get("quant") or "")
+    if scheme.scale in ("group", "group_zero"):
+        with c2:
+            _int_input(
+                st, "qgroup", "Group size", "Weights per scale group (GPTQ/AWQ/W4A16); 0 = per channel.", step=32
+            )
 
 
 def _workload(st: Any) -> None:
@@ -484,6 +517,16 @@ def _advanced(st: Any, catalog: Catalog) -> None:
             "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.",
         )
         _int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
+        st.toggle(
+            "Hybrid KV-cache manager",
+            key="hybrid_kv",
+            help="vLLM's hybrid manager (on by default) keeps only the window of sliding-window layers; off "
+            "(--disable-hybrid-kv-cache-manager) they are allocated like full ones.",
+        )
+        calibrated = {k: ss.get(k) for k in CALIBRATION_KEYS if ss.get(k) is not None}
+        if calibrated:
+            st.caption("Memory terms from a start-up log: " + ", ".join(f"{k}={v}" for k, v in calibrated.items()))
+            st.button("Clear the log's figures", key="_cal_clear", on_click=_clear_calibration, args=(st,))
         gpu = catalog.profile(ss.get("gpu", ""))
         _float_input(
             st,
@@ -501,6 +544,11 @@ def _advanced(st: Any, catalog: Catalog) -> None:
             _float_input(
                 st, "slo_tpot_s", "TPOT target", "Time-per-output-token SLO; seconds.", step=0.005, floor=0.0001
             )
+
+
+def _clear_calibration(st: Any) -> None:
+    for key in CALIBRATION_KEYS:
+        st.session_state[key] = None
 
 
 def render(st: Any, catalog: Catalog) -> tuple[Scenario, list[str]]:

@@ -181,6 +181,64 @@ def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -
     return 0
 
 
+def launch(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    from planner.engine.evaluate import resolve
+    from planner.launch.commands import launch_command
+
+    r = resolve(scenario_from_link(args.link, catalog, err), catalog)
+    cmd = launch_command(r, args.engine)
+    if args.format == "json":
+        out.write(json.dumps({"engine": cmd.engine, "argv": list(cmd.argv), "notes": list(cmd.notes)}, indent=2) + "\n")
+        return 0
+    out.write(cmd.text() + "\n")
+    for note in (*r.notes, *cmd.notes):
+        out.write(f"# {note}\n")
+    return 0
+
+
+MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
+
+
+def _read_log(path: str) -> str:
+    """The log's text from ``path`` (``-``: stdin); BadInput when it cannot be read."""
+    import sys
+
+    if path == "-":
+        return sys.stdin.read(MAX_LOG_FILE_BYTES)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_LOG_FILE_BYTES).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise BadInput([f"--log {path!r}: cannot read it ({exc.strerror or exc})"]) from None
+
+
+def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    from planner.cli.render import log_check_text
+    from planner.links import to_query_string
+    from planner.logs.check import calibrated_scenario
+    from planner.logs.check import check_log as run_check
+    from planner.logs.vllm_log import parse_vllm_log
+
+    scenario = scenario_from_link(args.link, catalog, err)
+    log = parse_vllm_log(_read_log(args.log))
+    check = run_check(scenario, log, catalog)
+    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate else None
+    if args.format == "json":
+        rows = [
+            {"term": r.term, "unit": r.unit, "predicted": r.predicted, "logged": r.logged, "error": r.error_frac}
+            for r in check.rows
+        ]
+        payload: dict[str, Any] = {"rows": rows, "notes": list(check.notes), "plan": to_query_string(check.scenario)}
+        if link is not None:
+            payload["calibrated_link"] = link
+        out.write(json.dumps(payload, indent=2) + "\n")
+        return 0
+    out.write(log_check_text(check))
+    if link is not None:
+        out.write(f"calibrated link: ?{link}\n")
+    return 0
+
+
 def _gpu_row(key: str, gpu: GPU) -> str:
     """One profile's key facts: memory, bandwidth, dense bf16 peak, price."""
     from planner.format import fmt_num, fmt_usd
@@ -249,6 +307,8 @@ COMMANDS: dict[str, Command] = {
     "findings": findings,
     "simulate": simulate,
     "size": size,
+    "launch": launch,
+    "check-log": check_log,
     "gpus": list_catalog,
     "models": list_catalog,
     "bench": bench,

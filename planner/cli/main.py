@@ -5,6 +5,8 @@
   kvplan findings "<query string or link>" [--format text|json|csv]
   kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
                       [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
+  kvplan launch "<link>" [--engine vllm|sglang]             (the command that deploys it)
+  kvplan check-log "<link>" --log FILE|- [--format text|json] [--calibrate]  (the plan vs a vLLM start-up log)
   kvplan gpus | models
   kvplan serve [--port N]                                    (the dashboard)
   kvplan bench [--device cuda|cpu] [--quick] [--out DIR]    (planner/bench/cli.py)
@@ -80,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
         )
         sp.add_argument("--format", choices=FORMATS, default="text")
         add_traffic_options(sp)
+    la = sub.add_parser("launch", help="the vllm serve / SGLang command line that deploys the scenario")
+    la.add_argument("link", nargs="?", default="", help="query string or full link")
+    la.add_argument("--engine", choices=("vllm", "sglang"), help="default: the scenario's engine (vllm)")
+    la.add_argument("--format", choices=("text", "json"), default="text")
+    cl = sub.add_parser("check-log", help="the plan's memory terms beside a vLLM start-up log's")
+    cl.add_argument("link", nargs="?", default="", help="query string or full link (the plan)")
+    cl.add_argument(
+        "--log", required=True, metavar="FILE", help="the start-up log (stdout/stderr of vllm serve); - = stdin"
+    )
+    cl.add_argument("--format", choices=("text", "json"), default="text")
+    cl.add_argument("--calibrate", action="store_true", help="also print the link with the log's figures")
     sub.add_parser("gpus", help="list GPU profiles")
     sub.add_parser("models", help="list model presets")
     sv = sub.add_parser("serve", help="start the dashboard (streamlit) on 127.0.0.1")

@@ -8,7 +8,7 @@ scenario and returns plain Python scalars.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pydantic import ValidationError
@@ -19,6 +19,7 @@ from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import decode, prefill, ridge_batch
 from planner.engine.speculative import speculative
+from planner.engine.validity import config_problems, fit_defaults, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model
@@ -40,6 +41,7 @@ class Resolved:
     model: ModelSpec
     draft: ModelSpec | None
     engine: EngineProfile
+    notes: tuple[str, ...] = ()  # defaults moved to fit what the user typed; KV heads replicated
 
 
 def apply_overrides(model: ModelSpec, s: Scenario) -> ModelSpec:
@@ -87,11 +89,22 @@ def resolve(s: Scenario, catalog: Catalog) -> Resolved:
         )
     if problems:
         raise ScenarioError(problems)
-    return Resolved(s, gpu, apply_overrides(model, s), draft, engine)  # type: ignore[arg-type]
+    return _checked(Resolved(s, gpu, apply_overrides(model, s), draft, engine))  # type: ignore[arg-type]
+
+
+def _checked(r: Resolved) -> Resolved:
+    """``r`` with its defaults fitted to what the user typed, or ScenarioError naming each rule the
+    engine would refuse (``planner.engine.validity``)."""
+    s, notes = fit_defaults(r.scenario, r.model)
+    problems = config_problems(r.model, s, r.draft if s.spec else None)
+    if problems:
+        raise ScenarioError(problems)
+    replicated = kv_replication_note(r.model, s.tp)
+    return replace(r, scenario=s, notes=tuple(notes) + ((replicated,) if replicated else ()))
 
 
 def inputs_for(r: Resolved) -> EngineInputs:
-    return from_specs(r.gpu, r.model, r.scenario, r.draft)
+    return from_specs(r.gpu, r.model, r.scenario, r.draft, r.engine)
 
 
 def compute(x: EngineInputs) -> dict[str, MetricValue]:

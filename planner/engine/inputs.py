@@ -21,6 +21,8 @@ from planner.model.api_pricing import (
     DEFAULT_MIN_CACHEABLE_TOKENS,
     TTL_SECONDS,
 )
+from planner.model.engine_memory import EngineMemory
+from planner.model.engine_profile import EngineProfile
 from planner.model.params import (
     activation_elements_per_token_per_layer,
     attention_dims,
@@ -30,17 +32,23 @@ from planner.model.params import (
     param_counts,
     state_bytes_per_sequence,
 )
+from planner.model.quantization import Scheme, scheme_for, weight_layout
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
-from planner.units import DTYPE_BYTES, INT4_GROUP_SIZE, INT4_SCALE_BYTES_PER_GROUP, TOKENS_PER_MTOK
+from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
 
 
-def weight_bytes_per_param(wdtype: str) -> float:
-    """Bytes per weight: the dtype's size; int4 adds one fp16 scale + zero per 128 weights."""
-    b = DTYPE_BYTES[wdtype]
-    if wdtype == "int4":
-        b += INT4_SCALE_BYTES_PER_GROUP / INT4_GROUP_SIZE
-    return b
+def weight_bytes_per_param(wdtype: str, quant: str = "", group: int = 128, model: ModelSpec | None = None) -> float:
+    """Bytes per quantised weight, scales included (``planner.model.quantization``): the dtype's
+    size for 16-bit weights; for a quantised ``model`` its exact layout (a typical 4096 × 4096
+    matrix without one)."""
+    scheme = scheme_for(wdtype, quant)
+    if scheme.key == "none":
+        return DTYPE_BYTES[wdtype]
+    if model is not None:
+        return weight_layout(model, scheme, group).bytes_per_quantized_param
+    side = 4096.0
+    return scheme.element_bytes + scheme.scale_bytes(side, side, group) / side**2
 
 
 def compute_dtype(wdtype: str, gpu: GPU) -> str:
@@ -135,6 +143,46 @@ class EngineInputs:
     cache_read_multiplier: Array
     price_in_per_token_usd: Array
     price_out_per_token_usd: Array
+    # memory as the serving engine allocates it (engine/memory.py; docs/model.md §1-3)
+    memory_reported_bytes: Array  # total memory the driver reports (what the engine sizes from)
+    quantized_params: Array  # weights stored in the quantisation format (whole model)
+    quantized_weight_bytes: Array  # those weights and their scales, bytes (whole model)
+    other_weight_params: Array  # other 16-bit weights split over tp (biases, unquantised linears)
+    embedding_stored_params: Array  # embedding (+ untied LM head), vocabulary padded to 64
+    replicated_params: Array  # norms and MoE routers: a copy on every rank
+    rope_cache_elements: Array  # RoPE cos/sin cache (max position · rotary dim), every rank
+    ffn: Array
+    moe_ffn: Array
+    dense_layers_count: Array  # layers with a dense MLP
+    forward_ffn: Array  # the dense MLP width the profile run's forward peaks at
+    quant_group: Array  # weights per scale group (0: the scheme has none)
+    hybrid_kv: Array  # 1: vLLM's hybrid KV manager on (window layers keep their window)
+    draft_kv_heads: Array
+    draft_vocab: Array
+    draft_weight_bytes_split: Array  # the draft's weights split over tp (16 bit)
+    draft_weight_bytes_replicated: Array  # its norms and RoPE cache, every rank
+    # the engine profile's [memory] constants (planner/model/engine_memory.py)
+    mem_rule: Array  # 0 vLLM, 1 SGLang, 2 TensorRT-LLM
+    graphs_in_budget: Array
+    act_base_bytes: Array
+    sampler_bytes_per_logit: Array
+    hidden_kept: Array
+    fwd_ffn_factor: Array
+    fwd_hidden_factor: Array
+    moe_workspace: Array
+    non_torch_tp1_bytes: Array
+    non_torch_tp2_bytes: Array
+    non_torch_tp4_bytes: Array
+    baseline_tp1_bytes: Array
+    baseline_tp2_bytes: Array
+    baseline_tp4_bytes: Array
+    graph_base_bytes: Array
+    graph_per_layer_bytes: Array
+    # a start-up log's own figures (NaN: the model's)
+    cal_weights_bytes: Array
+    cal_activation_bytes: Array
+    cal_non_torch_bytes: Array
+    cal_graph_bytes: Array
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -198,14 +246,75 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
     )
 
 
-def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> EngineInputs:
+#: budget_rule → its code in ``EngineInputs.mem_rule``
+MEM_RULES = {"vllm": 0.0, "sglang": 1.0, "trtllm": 2.0}
+
+
+def _gib(v: float | None) -> float:
+    return float("nan") if v is None else v * GiB
+
+
+def _engine_memory_fields(mem: EngineMemory) -> dict[str, float]:
+    return dict(
+        mem_rule=MEM_RULES[mem.budget_rule],
+        graphs_in_budget=1.0 if mem.cuda_graphs_in_budget else 0.0,
+        act_base_bytes=mem.activation_base_gib * GiB,
+        sampler_bytes_per_logit=mem.sampler_bytes_per_logit,
+        hidden_kept=mem.hidden_states_kept,
+        fwd_ffn_factor=mem.forward_ffn_factor,
+        fwd_hidden_factor=mem.forward_hidden_factor,
+        moe_workspace=1.0 if mem.moe_workspace else 0.0,
+        non_torch_tp1_bytes=mem.non_torch_gib_tp1 * GiB,
+        non_torch_tp2_bytes=mem.non_torch_gib_tp2 * GiB,
+        non_torch_tp4_bytes=mem.non_torch_gib_tp4 * GiB,
+        baseline_tp1_bytes=mem.baseline_gib_tp1 * GiB,
+        baseline_tp2_bytes=mem.baseline_gib_tp2 * GiB,
+        baseline_tp4_bytes=mem.baseline_gib_tp4 * GiB,
+        graph_base_bytes=mem.cuda_graph_base_gib * GiB,
+        graph_per_layer_bytes=mem.cuda_graph_per_layer_gib * GiB,
+    )
+
+
+def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSpec | None) -> dict[str, float]:
+    """The weights as vLLM stores them (``planner.model.quantization``); the draft in 16 bit."""
+    w = weight_layout(model, scheme, s.qgroup)
+    d = weight_layout(draft or model, scheme_for("bf16"))
+    moe = moe_layers(model)
+    forward_ffn = model.ffn if model.layers > moe else model.shared_experts * model.moe_ffn
+    return dict(
+        quantized_params=w.quantized_params,
+        quantized_weight_bytes=w.quantized_bytes,
+        other_weight_params=w.other_params,
+        embedding_stored_params=w.embedding_stored_params,
+        replicated_params=w.replicated_params,
+        rope_cache_elements=w.rope_cache_elements,
+        ffn=model.ffn,
+        moe_ffn=model.moe_ffn,
+        dense_layers_count=model.layers - moe,
+        forward_ffn=forward_ffn,
+        quant_group=float(s.qgroup) if scheme.scale in ("group", "group_zero") else 0.0,
+        draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * 2.0 if draft is not None else 0.0,
+        draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * 2.0 if draft is not None else 0.0,
+    )
+
+
+def from_specs(
+    gpu: GPU,
+    model: ModelSpec,
+    s: Scenario,
+    draft: ModelSpec | None = None,
+    engine: EngineProfile | None = None,
+) -> EngineInputs:
     """Flatten validated specs into SI engine inputs (0-d float64 arrays).
 
     MFU and MBU derate a datasheet profile's peaks; a calibrated profile (measured by
     ``python -m planner bench``) already holds achieved rates, so it runs at MFU = MBU = 1
     whatever the scenario says (the scenario's values still apply to the datasheet GPUs
-    it is compared with)."""
+    it is compared with).  ``engine``: the serving engine's memory constants (default: vLLM 0.19's)."""
     mf = _model_fields(model)
+    scheme = scheme_for(s.wdtype, s.quant)
+    mem = engine.memory if engine is not None else EngineMemory()
+    reported = gpu.memory_reported_bytes or gpu.memory_bytes
     d = draft or model
     dpc = param_counts(d)
     min_cache = (
@@ -225,7 +334,7 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         attention_compute_frac=gpu.attention_compute_frac,
         attention_bandwidth_frac=gpu.attention_bandwidth_frac,
         **mf,
-        weight_bytes_per_param=weight_bytes_per_param(s.wdtype),
+        weight_bytes_per_param=weight_bytes_per_param(s.wdtype, s.quant, s.qgroup, model),
         kv_bytes_per_element=DTYPE_BYTES[s.kvdtype],
         tp=s.tp,
         batch=s.batch,
@@ -260,5 +369,15 @@ def from_specs(gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None 
         cache_read_multiplier=CACHE_READ_MULTIPLIER,
         price_in_per_token_usd=s.price_in / TOKENS_PER_MTOK,
         price_out_per_token_usd=s.price_out / TOKENS_PER_MTOK,
+        memory_reported_bytes=reported if s.cal_total_gib is None else s.cal_total_gib * GiB,
+        **_weight_fields(model, scheme, s, draft),
+        hybrid_kv=1.0 if s.hybrid_kv else 0.0,
+        draft_kv_heads=d.kv_heads,
+        draft_vocab=d.vocab,
+        **_engine_memory_fields(mem),
+        cal_weights_bytes=_gib(s.cal_weights_gib),
+        cal_activation_bytes=_gib(s.cal_act_gib),
+        cal_non_torch_bytes=_gib(s.cal_nontorch_gib),
+        cal_graph_bytes=_gib(s.cal_graph_gib),
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

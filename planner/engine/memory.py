@@ -1,20 +1,25 @@
-"""Memory plan per GPU: weights, KV cache, activation reserve, concurrency.
+"""Memory plan per GPU as the serving engine sizes it (vLLM 0.19 by default): weights, the
+memory reserved outside the KV cache, the KV budget, paged blocks and concurrency.
 
-All functions take ``EngineInputs`` (arrays broadcast) and return arrays.
+All functions take ``EngineInputs`` (arrays broadcast) and return arrays.  Sources: vLLM
+v0.19.0 (V1 engine), file:line in docs/model.md §1–3; the engine's constants are data
+(``planner/data/engines/<engine>.toml [memory]``, ``planner.model.engine_memory``).
 
 KV bytes per token        = 2 · layers · kv_heads · head_dim · kv_dtype_bytes
                             (MLA: layers · (kv_lora_rank + rope_dim) · kv_dtype_bytes)
-                            — NVIDIA, "Mastering LLM Techniques: Inference Optimization" (2023);
-                            DeepSeek-V2 paper §2.1 for MLA.
-KV bytes for L tokens     = per-layer-token bytes · (full_layers · L + window_layers · min(L, W))
-                            + fixed state of the state layers (linear attention, Mamba) / tp
-Weights per GPU           = params · bytes_per_param / tp
-Reserve per GPU           = 512 MiB workspace + step_tokens · activation elements/layer / tp · 2 B
-                            + sampled sequences · vocab · 4 B (fp32 logits)
-KV budget per GPU         = capacity · mem_util − weights/tp − reserve
-Max concurrency (paged)   = most N with N·KV(⌈L/block⌉·block) + reserve(batch N) ≤ usable − weights/tp
-                            — Kwon et al., SOSP 2023
-Max concurrency (contig.) = the same with KV(max(window, L))       (worst-case reservation)
+Total memory T            = what the driver reports (profile ``memory_reported_gib``; a log's figure)
+Weights per GPU W         = (quantised + scales + other 16-bit + padded embedding/head) / tp
+                            + norms, routers and the RoPE cache (every rank)  (+ a draft model's, 16 bit)
+Peak activation P         = P₀ + max(P_fwd, P_keep + P_sampler) + P_moe  (planner.model.engine_memory)
+Non-torch N, baseline     by tp (1, 2, ≥ 4): NCCL, custom all-reduce, cuBLAS, the CUDA context
+KV budget (vLLM)          = ⌈T · u⌉ − W − P − N  (− G, CUDA graphs, only where the engine subtracts them)
+Page                      = block · bytes per token per layer per GPU
+Blocks                    = ⌊KV / (page · layers per group)⌋   (+ a draft's pages: one pool for both)
+KV tokens                 = ⌊blocks / groups⌋ · block       (vLLM's "GPU KV cache size")
+Blocks per request        = Σ groups: full ⌈L/block⌉; sliding window ⌈min(W − 1 + C, L)/block⌉ + 1
+Max concurrency           = blocks / blocks per request    (vLLM's "Maximum concurrency …", fractional)
+Fixed state               = the state layers' (linear attention, Mamba) state per sequence / tp, charged
+                            with every sequence's blocks; those layers cache no K/V
 """
 
 from __future__ import annotations
@@ -22,12 +27,10 @@ from __future__ import annotations
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity, broadcast_shape
-from planner.units import ACTIVATION_BYTES, MiB
+from planner.engine.validity import config_valid
+from planner.model.quantization import WEIGHT_16BIT_BYTES
+from planner.units import ACTIVATION_BYTES
 
-#: CUDA context aside, what a serving process allocates outside weights and KV
-#: regardless of load (cuBLAS/NCCL workspaces, CUDA-graph pools).
-FIXED_WORKSPACE_BYTES = 512 * MiB
-LOGIT_BYTES = 4.0  # fp32 logits for sampling
 TP_CANDIDATES = np.array([1, 2, 4, 8, 16, 32, 64], dtype=float)
 
 
@@ -71,31 +74,127 @@ def kv_bytes_per_sequence(x: EngineInputs, context_tokens: Quantity, tp: Quantit
     return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens) + state
 
 
+# ---------------------------------------------------------------- weights
+
+
+def _tp(x: EngineInputs, tp: Quantity | None) -> Array:
+    return np.asarray(x.tp if tp is None else tp, dtype=float)
+
+
+def _calibrated(value: Array, modelled: Array) -> Array:
+    """A start-up log's figure where the scenario carries one (``cal_*``), else the model's."""
+    return np.where(np.isfinite(value), value, modelled)
+
+
 def weight_bytes_total(x: EngineInputs) -> Array:
-    return x.total_params * x.weight_bytes_per_param
+    """The whole model's weights as stored (tp = 1): quantised weights with their scales, 16-bit rest."""
+    b16 = WEIGHT_16BIT_BYTES
+    return (
+        x.quantized_weight_bytes
+        + (x.other_weight_params + x.embedding_stored_params + x.replicated_params + x.rope_cache_elements) * b16
+    )
+
+
+def target_weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """The target model's weights on one rank (``quantization.weight_bytes_of_layout``)."""
+    tp = _tp(x, tp)
+    b16 = WEIGHT_16BIT_BYTES
+    split = x.quantized_weight_bytes + (x.other_weight_params + x.embedding_stored_params) * b16
+    return split / tp + (x.replicated_params + x.rope_cache_elements) * b16
+
+
+def draft_weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """A draft model's weights on one rank (vLLM runs the draft at the target's tp), 0 without one."""
+    tp = _tp(x, tp)
+    own = x.draft_weight_bytes_split / tp + x.draft_weight_bytes_replicated
+    return np.where((x.spec_on > 0) & (x.has_draft_model > 0), own, 0.0)
 
 
 def weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    tp = x.tp if tp is None else tp
-    return weight_bytes_total(x) / tp
+    """W: target + draft weights on one rank, or the log's ``Model loading took`` figure."""
+    modelled = target_weight_bytes_per_gpu(x, tp) + draft_weight_bytes_per_gpu(x, tp)
+    return _calibrated(x.cal_weights_bytes, modelled)
 
 
-def step_tokens(x: EngineInputs) -> Array:
-    """Largest number of tokens one scheduler step processes: max(chunk budget, batch)."""
-    return np.maximum(x.chunk_tokens, x.batch)
+# ---------------------------------------------------------------- reserved outside the KV cache
+
+
+def step_tokens(x: EngineInputs, batch: Quantity | None = None) -> Array:
+    """Tokens of the profile run's dummy batch: max_num_batched_tokens (the chunk; ≥ batch)."""
+    return np.maximum(x.chunk_tokens, x.batch if batch is None else batch)
+
+
+def _by_tp(tp: Array, one: Array, two: Array, four: Array) -> Array:
+    return np.where(tp <= 1, one, np.where(tp <= 2, two, four))
+
+
+def activation_terms(x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None) -> dict[str, Array]:
+    """The parts of the profile run's peak (planner.model.engine_memory): forward, kept hidden
+    states, sampler, fused-MoE caches and the constant, bytes per GPU (at ``batch``: x.batch)."""
+    tp = _tp(x, tp)
+    b_seqs = x.batch if batch is None else batch
+    c = step_tokens(x, b_seqs)
+    b = ACTIVATION_BYTES
+    forward = c * (x.fwd_ffn_factor * x.forward_ffn / tp + x.fwd_hidden_factor * x.hidden) * b
+    keep = x.hidden_kept * c * x.hidden * b
+    sampler = x.sampler_bytes_per_logit * np.minimum(b_seqs, c) * x.vocab
+    moe_wide = np.maximum(2.0 * x.moe_ffn / tp, x.hidden) + x.moe_ffn / tp
+    moe = np.where((x.experts > 0) & (x.moe_workspace > 0), c * x.experts_per_token * moe_wide * b, 0.0)
+    return {"base": x.act_base_bytes, "forward": forward, "keep": keep, "sampler": sampler, "moe": moe}
+
+
+def activation_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None) -> Array:
+    """P = P₀ + max(P_fwd, P_keep + P_sampler) + P_moe, or the log's peak-activation figure."""
+    t = activation_terms(x, tp, batch)
+    modelled = t["base"] + np.maximum(t["forward"], t["keep"] + t["sampler"]) + t["moe"]
+    return _calibrated(x.cal_activation_bytes, modelled)
+
+
+def non_torch_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """N: non-torch memory created after the start-up snapshot (NCCL buffers at tp ≥ 2), or the log's."""
+    modelled = _by_tp(_tp(x, tp), x.non_torch_tp1_bytes, x.non_torch_tp2_bytes, x.non_torch_tp4_bytes)
+    return _calibrated(x.cal_non_torch_bytes, modelled)
+
+
+def baseline_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """Memory in use at the start-up snapshot (CUDA context, NCCL set-up); vLLM does not charge it to u."""
+    return _by_tp(_tp(x, tp), x.baseline_tp1_bytes, x.baseline_tp2_bytes, x.baseline_tp4_bytes)
+
+
+def cuda_graph_bytes_per_gpu(x: EngineInputs) -> Array:
+    """G = g₀ + g₁ · layers, or the log's ``Graph capturing finished … took X GiB``."""
+    return _calibrated(x.cal_graph_bytes, x.graph_base_bytes + x.graph_per_layer_bytes * x.layers)
 
 
 def reserve_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    """Activation and workspace reserve, from the tokens batched per step (see module doc)."""
-    tp = x.tp if tp is None else tp
-    acts = step_tokens(x) * x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES
-    logits = x.batch * x.vocab * LOGIT_BYTES
-    return FIXED_WORKSPACE_BYTES + acts + logits
+    """What the budget sets aside besides weights and KV: P + N (+ G where the engine subtracts it);
+    SGLang's static fraction holds weights and KV only (its activations live outside it)."""
+    charged = activation_bytes_per_gpu(x, tp) + non_torch_bytes_per_gpu(x, tp)
+    charged = charged + np.where(x.graphs_in_budget > 0, cuda_graph_bytes_per_gpu(x), 0.0)
+    return np.where(x.mem_rule == 1, 0.0, charged)
+
+
+def requested_bytes_per_gpu(x: EngineInputs) -> Array:
+    """vLLM's budget R = ⌈T · gpu_memory_utilization⌉ (``request_memory``, v1/worker/utils.py:403)."""
+    return np.ceil(x.memory_reported_bytes * x.mem_util)
 
 
 def kv_budget_raw_bytes(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    """capacity · mem_util − weights/tp − reserve (negative when the weights do not fit)."""
-    return x.memory_bytes * x.mem_util - weight_bytes_per_gpu(x, tp) - reserve_bytes_per_gpu(x, tp)
+    """The engine's KV budget per GPU by its rule (negative when the weights do not fit):
+    vLLM R − W − reserve; SGLang (T − baseline) · u − W; TensorRT-LLM u · (T − baseline − W − reserve)."""
+    return _budget(x, weight_bytes_per_gpu(x, tp), reserve_bytes_per_gpu(x, tp), baseline_bytes_per_gpu(x, tp))
+
+
+def _budget(x: EngineInputs, w: Array, reserve: Array, baseline: Array) -> Array:
+    """``kv_budget_raw_bytes`` from its already-computed terms."""
+    free = x.memory_reported_bytes - baseline
+    vllm = requested_bytes_per_gpu(x) - w - reserve
+    sglang = free * x.mem_util - w
+    trtllm = x.mem_util * (free - w - reserve)
+    return np.where(x.mem_rule == 1, sglang, np.where(x.mem_rule == 2, trtllm, vllm))
+
+
+# ---------------------------------------------------------------- paged KV cache (vLLM's layout)
 
 
 def context_tokens(x: EngineInputs) -> Array:
@@ -112,58 +211,183 @@ def contiguous_context_tokens(x: EngineInputs) -> Array:
     return np.maximum(x.context_window_tokens, context_tokens(x))
 
 
-def max_sequences(x: EngineInputs, seq_bytes: Quantity, tp: Quantity | None = None) -> Array:
-    """Most sequences N that fit together, counting the reserve they themselves need.
+def kv_groups(x: EngineInputs) -> dict[str, Array]:
+    """vLLM's KV-cache groups (``_get_kv_cache_groups_uniform_page_size``, kv_cache_utils.py:959-1078):
+    one group when every layer is alike (or the hybrid manager is off: window layers then count as
+    full); else ``layers per group`` = the smaller layer count (the larger when < 1.5× the smaller),
+    each kind split into ⌈n / layers per group⌉ groups."""
+    attention = kv_layers(x)  # state layers (linear attention, Mamba) hold no K/V pages
+    win = np.where(x.hybrid_kv > 0, x.window_layers, 0.0)
+    full = attention - win
+    hybrid = (win > 0) & (full > 0)
+    lo, hi = np.minimum(full, win), np.maximum(full, win)
+    size = np.where(hybrid, np.where(hi < 1.5 * lo, hi, lo), attention)
+    safe = np.maximum(size, 1.0)
+    full_groups = np.where(hybrid, np.ceil(full / safe), np.where(win > 0, 0.0, 1.0))
+    window_groups = np.where(hybrid, np.ceil(win / safe), np.where(win > 0, 1.0, 0.0))
+    return {"layers_per_group": size, "full_groups": full_groups, "window_groups": window_groups}
 
-    The reserve grows with the batch (logits, and activations once N > C), so N solves
-    N·s + max(C, N)·a + N·ℓ ≤ A,  A = usable − weights/tp − workspace,
-    a = activation bytes per step token, ℓ = logit bytes per sequence:
-    N₁ = ⌊(A − C·a) / (s + ℓ)⌋ if N₁ ≤ C, else N₂ = ⌊A / (s + a + ℓ)⌋  (≥ C then).
-    """
-    tp = x.tp if tp is None else tp
-    avail = x.memory_bytes * x.mem_util - weight_bytes_per_gpu(x, tp) - FIXED_WORKSPACE_BYTES
-    act = x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES
-    logit = x.vocab * LOGIT_BYTES
-    n1 = np.floor((avail - x.chunk_tokens * act) / (seq_bytes + logit))
-    n2 = np.floor(avail / (seq_bytes + act + logit))
-    return np.maximum(np.where(n1 <= x.chunk_tokens, n1, n2), 0.0)
+
+def draft_kv_bytes_per_token_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """A draft model's KV per token on one GPU, all its layers, its K/V heads split over tp like the target's."""
+    tp = _tp(x, tp)
+    share = np.ceil(x.draft_kv_heads / tp) / x.draft_kv_heads
+    per_token = x.draft_layers * x.draft_kv_elements_per_token_per_layer * x.kv_bytes_per_element * share
+    return np.where((x.spec_on > 0) & (x.has_draft_model > 0), per_token, 0.0)
+
+
+def _page_bytes(x: EngineInputs, tp: Quantity | None) -> Array:
+    """Bytes of one block of one layer on one GPU: block · KV bytes per token per layer."""
+    return x.block_tokens * kv_bytes_per_token_per_layer(x, tp)
+
+
+def block_bytes(x: EngineInputs, tp: Quantity | None = None, groups: dict[str, Array] | None = None) -> Array:
+    """Bytes one block index costs: page · layers per group, plus the draft's pages of that block."""
+    g = kv_groups(x) if groups is None else groups
+    draft = x.block_tokens * draft_kv_bytes_per_token_per_gpu(x, tp)
+    return _page_bytes(x, tp) * g["layers_per_group"] + draft / (g["full_groups"] + g["window_groups"])
+
+
+def blocks_per_request(
+    x: EngineInputs, context: Quantity, groups: dict[str, Array] | None = None, batch: Quantity | None = None
+) -> Array:
+    """Blocks one request of ``context`` tokens needs, over all groups (``max_memory_usage_bytes``):
+    full ⌈L/B⌉; sliding window ⌈min(W − 1 + C, L)/B⌉ + 1 (the window may start inside a block)."""
+    g = kv_groups(x) if groups is None else groups
+    full = np.ceil(np.asarray(context) / x.block_tokens)
+    window = np.ceil(np.minimum(x.window_tokens - 1.0 + step_tokens(x, batch), context) / x.block_tokens) + 1.0
+    return g["full_groups"] * full + g["window_groups"] * window
+
+
+def kv_allocated_bytes_per_sequence(
+    x: EngineInputs,
+    context: Quantity,
+    tp: Quantity | None = None,
+    groups: dict[str, Array] | None = None,
+    batch: Quantity | None = None,
+) -> Array:
+    """Bytes of the blocks one sequence of ``context`` tokens holds on one GPU (all groups, the draft's
+    pages too), plus any fixed per-sequence state ``kv_bytes_per_sequence`` charges at 0 tokens."""
+    g = kv_groups(x) if groups is None else groups
+    draft = np.ceil(np.asarray(context) / x.block_tokens) * x.block_tokens * draft_kv_bytes_per_token_per_gpu(x, tp)
+    paged = blocks_per_request(x, context, g, batch) * _page_bytes(x, tp) * g["layers_per_group"]
+    return paged + draft + kv_bytes_per_sequence(x, 0.0, tp)
+
+
+def kv_blocks(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """⌊KV budget / block bytes⌋ (``get_num_blocks``, kv_cache_utils.py:839-854)."""
+    return np.floor(np.maximum(kv_budget_raw_bytes(x, tp), 0.0) / block_bytes(x, tp))
+
+
+def max_concurrency(x: EngineInputs, context: Quantity, tp: Quantity | None = None) -> Array:
+    """Requests of ``context`` tokens the pool holds at once: blocks · block bytes / allocated bytes per
+    sequence (= blocks / blocks per request; ``get_max_concurrency_for_kv_cache_config``), fractional."""
+    g = kv_groups(x)
+    bb = block_bytes(x, tp, g)
+    blocks = np.floor(np.maximum(kv_budget_raw_bytes(x, tp), 0.0) / bb)
+    return blocks * bb / kv_allocated_bytes_per_sequence(x, context, tp, g)
+
+
+def max_batch_that_fits(x: EngineInputs, lo: Quantity, hi: Quantity) -> Array:
+    """Largest batch B in [lo, hi] whose sequences fit at once, max concurrency(B) ≥ B (B is also
+    max_num_seqs, so the sampler's share of the peak activation grows with it; concurrency falls as B
+    rises, so a bisection finds it).  ``lo`` must fit (0 always does).  Only the activation peak and
+    the window's chunk depend on B: the budget moves by the change of the peak (× u for TensorRT-LLM,
+    not at all for SGLang, whose activations lie outside its static fraction)."""
+    low: Array = np.floor(np.asarray(lo, dtype=float))
+    high: Array = np.maximum(np.floor(np.asarray(hi, dtype=float)), low)
+    ctx = context_tokens(x)
+    groups = kv_groups(x)
+    bb = block_bytes(x, None, groups)
+    raw0, peak0 = kv_budget_raw_bytes(x), activation_bytes_per_gpu(x)
+    share = np.where(x.mem_rule == 1, 0.0, np.where(x.mem_rule == 2, x.mem_util, 1.0))
+    while np.any(high > low):
+        mid = np.ceil((low + high) / 2.0)
+        b = np.maximum(mid, 1.0)
+        raw = raw0 + share * (peak0 - activation_bytes_per_gpu(x, None, b))
+        held = np.floor(np.maximum(raw, 0.0) / bb) * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups, b)
+        ok = held >= mid
+        low, high = np.where(ok, mid, low), np.where(ok, high, mid - 1.0)
+    return low
+
+
+def _feasible_batch(x: EngineInputs, concurrency: Array, groups: dict[str, Array], bb: Array) -> Array:
+    """min(batch, the largest batch that fits), in closed form: with the chunk fixed the budget at batch B
+    is min(A_flat, A_lin − u′·s·V·B) (the profile peak is max(forward, kept states + sampler)), so
+    B* = ⌊min(A_flat / a, A_lin / (a + u′·s·V))⌋ with a the blocks one sequence holds (exact: a is whole
+    blocks) and u′ the budget's share of the peak (1 vLLM, u TensorRT-LLM, 0 SGLang)."""
+    fits = concurrency >= x.batch
+    if np.all(fits):
+        return np.broadcast_to(x.batch, np.shape(concurrency)).astype(float)
+    t = activation_terms(x)
+    share = np.where(x.mem_rule == 1, 0.0, np.where(x.mem_rule == 2, x.mem_util, 1.0))
+    share = np.where(np.isfinite(x.cal_activation_bytes), 0.0, share)  # a logged peak does not move
+    raw0, peak0 = kv_budget_raw_bytes(x), activation_bytes_per_gpu(x)
+    flat = raw0 + share * (peak0 - t["base"] - t["moe"] - t["forward"])
+    linear = raw0 + share * (peak0 - t["base"] - t["moe"] - t["keep"])
+    per_request = np.floor(kv_allocated_bytes_per_sequence(x, context_tokens(x), None, groups) / bb) * bb
+    slope = share * x.sampler_bytes_per_logit * x.vocab
+    best = np.floor(np.minimum(flat / per_request, linear / (per_request + slope)))
+    return np.where(fits, x.batch, np.clip(best, 0.0, x.batch))
 
 
 def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     """The per-GPU memory plan and concurrency limits (see module doc)."""
-    raw = kv_budget_raw_bytes(x)
+    weights, act, non_torch = weight_bytes_per_gpu(x), activation_bytes_per_gpu(x), non_torch_bytes_per_gpu(x)
+    graphs, baseline = cuda_graph_bytes_per_gpu(x), baseline_bytes_per_gpu(x)
+    in_budget = act + non_torch + np.where(x.graphs_in_budget > 0, graphs, 0.0)
+    reserve = np.where(x.mem_rule == 1, 0.0, in_budget)  # as reserve_bytes_per_gpu
+    raw = _budget(x, weights, reserve, baseline)
     budget = np.maximum(raw, 0.0)
-    per_tok_gpu = kv_layers(x) * kv_bytes_per_token_per_layer(x)
-    seq_actual = kv_bytes_per_sequence(x, context_tokens(x))
+    ctx = context_tokens(x)
+    seq_actual = kv_bytes_per_sequence(x, ctx)
     seq_paged = kv_bytes_per_sequence(x, paged_context_tokens(x))
     seq_contig = kv_bytes_per_sequence(x, contiguous_context_tokens(x))
-    capacity_tokens = np.floor(budget / per_tok_gpu / x.block_tokens) * x.block_tokens
-    max_paged = max_sequences(x, seq_paged)
-    max_contig = max_sequences(x, seq_contig)
+    groups = kv_groups(x)
+    bb = block_bytes(x, None, groups)
+    blocks = np.floor(budget / bb)
+    concurrency = blocks * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups)
+    outside = np.where(x.graphs_in_budget > 0, 0.0, graphs)
+    outside = outside + np.where(x.mem_rule == 1, act + non_torch, 0.0)
+    usable = budget + weights + reserve
+    headroom = x.memory_reported_bytes - baseline - usable - outside
     return {
         "kv_bytes_per_token": kv_bytes_per_token(x),
-        "kv_bytes_per_token_per_gpu": per_tok_gpu,
-        "kv_bytes_per_sequence": kv_bytes_per_sequence(x, context_tokens(x), tp=1.0),
+        "kv_bytes_per_token_per_gpu": kv_layers(x) * kv_bytes_per_token_per_layer(x),
+        "kv_bytes_per_sequence": kv_bytes_per_sequence(x, ctx, tp=1.0),
         "weight_bytes_total": weight_bytes_total(x),
-        "weight_bytes_per_gpu": weight_bytes_per_gpu(x),
-        "reserve_bytes_per_gpu": reserve_bytes_per_gpu(x),
-        "usable_bytes_per_gpu": x.memory_bytes * x.mem_util,
+        "weight_bytes_per_gpu": weights,
+        "reserve_bytes_per_gpu": reserve,
+        "usable_bytes_per_gpu": usable,
         "kv_budget_bytes_per_gpu": budget,
-        "fits": (raw > 0) & (max_paged >= 1),
-        "kv_capacity_tokens": capacity_tokens,
-        "max_concurrent_sequences": max_paged,
-        "max_concurrent_sequences_contiguous": max_contig,
+        "fits": (raw > 0) & (concurrency >= 1) & (headroom >= 0),
+        "kv_capacity_tokens": np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens,
+        "max_concurrent_sequences": concurrency,
+        "max_concurrent_sequences_contiguous": np.floor(budget / seq_contig),
         "kv_waste_frac_paged": 1.0 - seq_actual / seq_paged,
         "kv_waste_frac_contiguous": 1.0 - seq_actual / seq_contig,
-        "batch_fits_memory": max_paged >= x.batch,
+        "batch_fits_memory": concurrency >= x.batch,
         "min_tp_that_fits": min_tp_that_fits(x),
+        "memory_total_bytes_per_gpu": x.memory_reported_bytes,
+        "draft_weight_bytes_per_gpu": draft_weight_bytes_per_gpu(x),
+        "activation_bytes_per_gpu": act,
+        "non_torch_bytes_per_gpu": non_torch,
+        "cuda_graph_bytes_per_gpu": graphs,
+        "startup_baseline_bytes_per_gpu": baseline,
+        "memory_headroom_bytes_per_gpu": headroom,
+        "kv_blocks": blocks,
+        "kv_blocks_per_request": blocks_per_request(x, ctx, groups),
+        "feasible_batch": _feasible_batch(x, concurrency, groups, bb),
+        "config_valid": config_valid(x),
     }
 
 
 def min_tp_that_fits(x: EngineInputs) -> Array:
-    """Smallest tp in 1, 2, 4 … 64 where weights + reserve leave room for one sequence; 0 if none."""
+    """Smallest tp in 1, 2, 4 … 64 that the engine accepts (``validity.config_valid``) and where one
+    sequence fits; 0 if none."""
     tps = TP_CANDIDATES.reshape((-1,) + (1,) * len(broadcast_shape(x)))
-    seq = kv_bytes_per_sequence(x, paged_context_tokens(x), tps)
-    ok = np.asarray(max_sequences(x, seq, tps) >= 1)
+    at = x.with_(tp=tps)
+    ctx = context_tokens(x)
+    ok = np.asarray(config_valid(at) & (kv_budget_raw_bytes(x, tps) > 0) & (max_concurrency(x, ctx, tps) >= 1))
     first = np.argmax(ok, axis=0)
     return np.where(ok.any(axis=0), TP_CANDIDATES[first], 0.0)

@@ -36,19 +36,42 @@ METRICS: dict[str, Metric] = {
     "kv_bytes_per_token": _m("B", "KV cache one token adds, all layers, all GPUs of a replica"),
     "kv_bytes_per_token_per_gpu": _m("B", "KV cache one token adds on one GPU"),
     "kv_bytes_per_sequence": _m("B", "KV cache of one prompt + output sequence, whole replica"),
-    "weight_bytes_total": _m("B", "weights of the model in the weight dtype"),
-    "weight_bytes_per_gpu": _m("B", "weights held by one GPU (÷ tp)"),
-    "reserve_bytes_per_gpu": _m("B", "activation and workspace reserve per GPU"),
-    "usable_bytes_per_gpu": _m("B", "capacity × gpu memory utilisation"),
-    "kv_budget_bytes_per_gpu": _m("B", "usable − weights − reserve, at least 0"),
-    "fits": _m("bool", "the weights and reserve leave room for at least one sequence", "flag"),
-    "kv_capacity_tokens": _m("tokens", "tokens the KV budget holds, whole blocks"),
-    "max_concurrent_sequences": _m("1", "sequences that fit at once with paged KV"),
+    "weight_bytes_total": _m("B", "weights of the model as stored (quantised with scales, 16-bit embeddings)"),
+    "weight_bytes_per_gpu": _m("B", "weights one GPU holds (split over tp; norms replicated; a draft's too)"),
+    "reserve_bytes_per_gpu": _m(
+        "B", "what the engine's budget sets aside besides weights and KV (activation peak, non-torch)"
+    ),
+    "usable_bytes_per_gpu": _m("B", "the engine's budget per GPU: weights + reserve + KV (vLLM: ⌈total × mem_util⌉)"),
+    "kv_budget_bytes_per_gpu": _m("B", "the KV cache memory per GPU (vLLM's 'Available KV cache memory'), at least 0"),
+    "fits": _m(
+        "bool", "the engine starts: one prompt + output sequence fits and the memory outside the budget too", "flag"
+    ),
+    "kv_capacity_tokens": _m(
+        "tokens", "tokens the KV cache holds (vLLM's 'GPU KV cache size'): blocks ÷ groups × block"
+    ),
+    "max_concurrent_sequences": _m(
+        "1", "prompt + output sequences the KV blocks hold at once (vLLM's 'Maximum concurrency'), fractional"
+    ),
     "max_concurrent_sequences_contiguous": _m("1", "sequences that fit at once with contiguous (worst-case) KV"),
     "kv_waste_frac_paged": _m("1", "share of reserved KV unused with paged allocation"),
     "kv_waste_frac_contiguous": _m("1", "share of reserved KV unused with contiguous allocation"),
-    "batch_fits_memory": _m("bool", "the batch fits in the KV budget", "flag"),
-    "min_tp_that_fits": _m("1", "smallest tp in 1, 2, 4 … 64 that fits", "none_if_zero"),
+    "batch_fits_memory": _m("bool", "the batch fits in the KV cache", "flag"),
+    "min_tp_that_fits": _m("1", "smallest tp in 1, 2, 4 … 64 the engine accepts and that fits", "none_if_zero"),
+    "memory_total_bytes_per_gpu": _m("B", "device memory as the driver reports it (what the engine sizes from)"),
+    "draft_weight_bytes_per_gpu": _m("B", "the draft model's weights per GPU (0 without one)"),
+    "activation_bytes_per_gpu": _m("B", "peak activation of the engine's start-up profile run"),
+    "non_torch_bytes_per_gpu": _m("B", "non-torch memory created after start-up (NCCL buffers at tp ≥ 2, cuBLAS)"),
+    "cuda_graph_bytes_per_gpu": _m("B", "CUDA-graph memory (vLLM 0.19 captures it after sizing the KV cache)"),
+    "startup_baseline_bytes_per_gpu": _m(
+        "B", "memory in use when the engine takes its start-up snapshot (CUDA context)"
+    ),
+    "memory_headroom_bytes_per_gpu": _m("B", "total − baseline − budget − what lives outside it (< 0: start-up fails)"),
+    "kv_blocks": _m("1", "paged KV blocks in the pool (vLLM's num_gpu_blocks)"),
+    "kv_blocks_per_request": _m("1", "blocks one prompt + output request holds over all KV groups"),
+    "feasible_batch": _m(
+        "1", "the largest batch ≤ batch whose sequences fit at once (each dummy request adds to the peak)"
+    ),
+    "config_valid": _m("bool", "the engine accepts the configuration (tp, batch ≤ chunk, context ≤ window)", "flag"),
     "kv_bytes_per_token_mha": _m("B", "KV per token if every query head had its own K/V (MHA)"),
     "kv_bytes_per_token_mqa": _m("B", "KV per token with one shared K/V head (MQA)"),
     # prefill (engine/roofline.py)

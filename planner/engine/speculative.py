@@ -45,8 +45,8 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         layers=x.draft_layers,
         hidden=x.draft_hidden,
         heads=x.draft_heads,
-        kv_heads=1.0,
-        kv_sharded=0.0,
+        kv_heads=x.draft_kv_heads,  # the draft runs at the target's tp: its K/V heads split like the target's
+        kv_sharded=1.0,
         kv_elements_per_token_per_layer=x.draft_kv_elements_per_token_per_layer,
         full_attention_layers=x.draft_layers,
         window_layers=0.0,

@@ -15,6 +15,10 @@ from planner.errors import ScenarioError, format_validation_error
 from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
 
 TTL = Literal["5m", "1h"]
+#: Weight quantisation layouts (``planner.model.quantization``); '' = the weight dtype's usual one.
+Quant = Literal["", "none", "fp8", "fp8-channel", "fp8-block", "w8a8", "gptq", "awq", "w4a16", "nvfp4", "mxfp4"]
+#: The cacheable prefix when none is given: this many tokens, or the whole prompt if shorter.
+DEFAULT_PREFIX_TOKENS = 1024
 LengthDist = Literal["fixed", "uniform", "lognormal"]
 #: The simulator's prefix cache (planner/serving/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
 PrefixCacheMode = Literal["pool", "unbounded", "off"]
@@ -97,6 +101,31 @@ class Scenario(BaseModel):
     trace_duration_s: float = Field(
         default=0.0, ge=0.0, le=1e7, description="trace window length, seconds (0 = to the end)"
     )
+    # memory as the serving engine does it (docs/model.md §1-3)
+    quant: Quant = Field(default="", description="weight quantisation layout ('' = the weight dtype's usual one)")
+    qgroup: int = Field(default=128, ge=0, le=1024, description="GPTQ/AWQ/W4A16 group size, weights (0 = per channel)")
+    hybrid_kv: bool = Field(
+        default=True, description="vLLM's hybrid KV-cache manager on (window layers keep only their window)"
+    )
+    cal_total_gib: float | None = Field(default=None, gt=0.0, le=10_000.0, description="logged total memory, GiB")
+    cal_weights_gib: float | None = Field(default=None, ge=0.0, le=10_000.0, description="logged weights, GiB")
+    cal_act_gib: float | None = Field(default=None, ge=0.0, le=10_000.0, description="logged peak activation, GiB")
+    cal_nontorch_gib: float | None = Field(
+        default=None, ge=0.0, le=10_000.0, description="logged non-torch memory increase, GiB"
+    )
+    cal_graph_gib: float | None = Field(default=None, ge=0.0, le=10_000.0, description="logged CUDA-graph memory, GiB")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prefix_follows_prompt(cls, data: Any) -> Any:
+        """No prefix given: ``DEFAULT_PREFIX_TOKENS``, or the whole prompt when it is shorter."""
+        if isinstance(data, dict) and data.get("prefix") is None:
+            prompt = data.get("prompt", 2048)
+            if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 1:
+                data = {**data, "prefix": min(DEFAULT_PREFIX_TOKENS, prompt)}
+            else:
+                data = {k: v for k, v in data.items() if k != "prefix"}
+        return data
 
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> Scenario:
@@ -113,8 +142,11 @@ class Scenario(BaseModel):
             raise ScenarioError([f"{k}: not a scenario key" for k in unknown])
         if not changes:
             return self
+        data = self.model_dump()
+        if "prefix" not in changes and self.prefix == default_prefix(self.prompt):
+            data.pop("prefix")  # a prefix at its default follows the prompt
         try:
-            return type(self).model_validate({**self.model_dump(), **changes})
+            return type(self).model_validate({**data, **changes})
         except ValidationError as exc:
             raise ScenarioError([format_validation_error(exc)]) from None
 
@@ -135,3 +167,8 @@ class Scenario(BaseModel):
     def on_gpu(self, gpu: str, tp: int | None = None) -> Scenario:
         """This scenario on GPU profile ``gpu`` at ``tp`` (``gpu_switch``'s price rule)."""
         return self.with_changes(**self.gpu_switch(gpu, tp))
+
+
+def default_prefix(prompt: int) -> int:
+    """The cacheable prefix a scenario has when none is given: min(1024, prompt)."""
+    return min(DEFAULT_PREFIX_TOKENS, prompt)

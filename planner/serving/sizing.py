@@ -1,7 +1,8 @@
 """Fleet sizing: the fewest replicas per GPU profile and tp that meet the latency SLOs.
 
 Colocated (every replica prefills and decodes, as simulated):
-  for each GPU profile and tp in 1, 2, 4, 8 whose memory plan fits, replicas r is the
+  for each GPU profile and tp in 1, 2, 4, 8 that the engine accepts for the model
+  (``engine.validity``) and whose memory plan fits, replicas r is the
   smallest count for which one replica, fed rate / r (Poisson thinning; a trace is split
   round-robin), meets p99 TTFT ≤ slo_ttft_s and p99 ITL ≤ slo_tpot_s in ``simulate``;
   with a load-aware ``router`` (least_tokens, prefix_affinity) the whole fleet of r
@@ -33,9 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from planner.engine.evaluate import resolve
 from planner.engine.memory import memory_plan
 from planner.engine.speculative import expected_tokens_per_step
 from planner.engine.step_time import RooflineStepTime
+from planner.engine.validity import quant_group, valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
@@ -220,6 +223,18 @@ COLUMNS = (
 )
 
 
+def accepted_tps(s: Scenario, catalog: Catalog, tps: Sequence[int]) -> tuple[int, ...]:
+    """The tps of ``tps`` the engine accepts for the scenario's model (``engine.validity``): vLLM
+    cannot split Qwen2.5-7B's 28 heads over 8 GPUs, so sizing never offers tp = 8 for it."""
+    try:
+        r = resolve(s.with_changes(tp=1), catalog)
+    except ScenarioError:
+        return tuple(tps)  # the model itself cannot be resolved: each row reports why
+    group = quant_group(r.scenario)
+    ok = set(valid_tps(r.model, group, r.draft if r.scenario.spec else None, max(tps, default=1)))
+    return tuple(t for t in tps if t in ok)
+
+
 def size_fleet(
     s: Scenario,
     catalog: Catalog,
@@ -232,6 +247,7 @@ def size_fleet(
     """The sizing table (module doc) for every GPU profile (or ``gpus``) × ``tps``."""
     # An unpriced profile (price 0: none published) would rank as free; it is sized only when asked for.
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
+    tps = accepted_tps(s, catalog, tps)
     rate = s.rate if trace is None else trace.rate_per_s
     mean_out = float(s.output) if trace is None else float(np.mean(trace.output_tokens))
     rows = []

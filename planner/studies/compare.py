@@ -49,11 +49,12 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     Raises ``engine.ScenarioError`` when the scenario's model cannot be resolved.
     """
     r = resolve(scenario, catalog)
+    scenario = r.scenario  # with its defaults fitted to the model (engine.validity.fit_defaults)
     keys = list(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
     profiles = [catalog.gpus.get(k) or catalog.measured[k] for k in keys]
     # Scenario.on_gpu holds the price rule: a gpu_price override prices only the scenario's own GPU
     on_each = [scenario if k == scenario.gpu else scenario.on_gpu(k) for k in keys]
-    x = stack_inputs([from_specs(gpu, r.model, s, r.draft) for gpu, s in zip(profiles, on_each, strict=True)])
+    x = stack_inputs([from_specs(gpu, r.model, s, r.draft, r.engine) for gpu, s in zip(profiles, on_each, strict=True)])
     at_tp = compute(x)
     fits = np.asarray(at_tp["fits"], dtype=bool)
     min_tp = np.asarray(at_tp["min_tp_that_fits"])
@@ -77,7 +78,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
             "fits": fits,
             "min_tp_that_fits": pd.array([int(t) if t > 0 else None for t in min_tp], dtype="Int64"),
             "tp_used": pd.array([int(t) if t > 0 else None for t in tp_used], dtype="Int64"),
-            "max_concurrent_sequences": pd.array(metric("max_concurrent_sequences"), dtype="Int64"),
+            "max_concurrent_sequences": pd.array(metric("max_concurrent_sequences"), dtype="Float64"),
             "ttft_s": pd.array(metric("ttft_s"), dtype="Float64"),
             "tpot_s": pd.array(metric("tpot_s"), dtype="Float64"),
             "decode_tokens_per_s_per_gpu": pd.array(metric("decode_tokens_per_s_per_gpu"), dtype="Float64"),
@@ -111,7 +112,6 @@ def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int, priced: bo
     if not priced:
         notes.append("not priced (set a GPU price)")
     if not bool(np.asarray(out["batch_fits_memory"])[i]):
-        notes.append(
-            f"batch {s.batch} exceeds the {int(np.asarray(out['max_concurrent_sequences'])[i])} sequences that fit"
-        )
+        held = np.floor(np.asarray(out["max_concurrent_sequences"])[i])
+        notes.append(f"batch {s.batch} exceeds the {held:.0f} sequences that fit")
     return "; ".join(notes)

@@ -17,10 +17,11 @@ from planner.engine.chunked import chunked_prefill
 from planner.engine.evaluate import Result, compute
 from planner.engine.memory import (
     context_tokens,
-    kv_bytes_per_sequence,
+    kv_allocated_bytes_per_sequence,
+    max_concurrency,
     memory_plan,
-    paged_context_tokens,
 )
+from planner.engine.memory import max_batch_that_fits as engine_max_batch_that_fits
 from planner.engine.prompt_cache import (
     break_even_hit_rate,
     cacheable_prefix_tokens,
@@ -71,32 +72,42 @@ def log_grid(lo: float, hi: float, points: int, *extra) -> np.ndarray:
 
 
 def memory_breakdown(result: Result) -> pd.DataFrame:
-    """Per-GPU memory: weights, reserve, KV held by the current batch, free KV,
-    the share the server may not use, and any KV the batch needs beyond the budget.
+    """Per-GPU memory as the engine lays it out (``engine.memory``), in device order: the start-up
+    baseline (CUDA context), then the engine's budget — weights, peak activation, non-torch memory,
+    the KV cache held by the current batch and the free rest of it — then the CUDA graphs (vLLM 0.19
+    captures them outside the budget) and what is left unallocated; beyond the device, any KV the
+    batch needs past the budget and any memory the plan needs past the total.
 
-    kv_in_use = min(batch · KV(⌈L/block⌉·block), budget); kv_free = budget − kv_in_use;
-    not_usable = capacity · (1 − mem_util).  Components sum to the capacity when the
-    weights fit; otherwise weights + reserve exceed it (the bar overshoots).
+    kv_in_use = min(batch · allocated KV per sequence, budget); kv_free = budget − kv_in_use;
+    unallocated = max(headroom, 0), over_capacity = max(−headroom, 0).  The first eight
+    components sum to the total the driver reports (``memory_total_bytes_per_gpu``) plus
+    ``over_capacity``.
     """
     x = result.inputs.as_arrays()
     m = result.metrics
     budget = m["kv_budget_bytes_per_gpu"]
-    demand = _f(x.batch * kv_bytes_per_sequence(x, paged_context_tokens(x)))
+    demand = _f(x.batch * kv_allocated_bytes_per_sequence(x, context_tokens(x)))
     in_use = min(demand, budget)
+    headroom = m["memory_headroom_bytes_per_gpu"]
     rows = {
+        "startup_baseline": m["startup_baseline_bytes_per_gpu"],
         "weights": m["weight_bytes_per_gpu"],
-        "reserve": m["reserve_bytes_per_gpu"],
+        "activation": m["activation_bytes_per_gpu"],
+        "non_torch": m["non_torch_bytes_per_gpu"],
         "kv_cache_in_use": in_use,
         "kv_cache_free": budget - in_use,
-        "not_usable": _f(x.memory_bytes) - m["usable_bytes_per_gpu"],
+        "cuda_graphs": m["cuda_graph_bytes_per_gpu"],
+        "unallocated": max(headroom, 0.0),
         "kv_cache_over_budget": max(demand - budget, 0.0),
+        "over_capacity": max(-headroom, 0.0),
     }
     return pd.DataFrame({"component": list(rows), "bytes_per_gpu": [float(v) for v in rows.values()]})
 
 
 def concurrency_vs_context(result: Result) -> pd.DataFrame:
-    """Max concurrent sequences vs context length, paged vs contiguous (``memory_plan``
-    swept over prompt = L, output = 0).  Grid: log-spaced 256 … ≥ 2 × window, plus the
+    """Max concurrent sequences vs context length, paged (vLLM's blocks ÷ blocks per request,
+    fractional) vs contiguous (whole sequences) (``memory_plan`` swept over prompt = L, output = 0).
+    Grid: log-spaced 256 … ≥ 2 × window, plus the
     window and the scenario's context."""
     x = result.inputs
     window = _f(x.context_window_tokens)
@@ -115,7 +126,7 @@ def concurrency_vs_context(result: Result) -> pd.DataFrame:
                     np.broadcast_to(plan["max_concurrent_sequences"], n),
                     np.broadcast_to(plan["max_concurrent_sequences_contiguous"], n),
                 ]
-            ).astype(int),
+            ),
             "within_context_window": np.tile(grid <= window, 2),
         }
     )
@@ -192,9 +203,13 @@ def roofline(result: Result) -> pd.DataFrame:
 
 
 def max_batch_that_fits(result: Result) -> int:
-    """Largest batch whose KV cache fits beside the reserve it itself needs: the engine's
-    ``max_concurrent_sequences`` (``memory.max_sequences``); 0 when not even one fits."""
-    return int(result.metrics["max_concurrent_sequences"])
+    """Largest batch whose sequences fit at once beside the activation peak that batch itself
+    causes (``memory.max_batch_that_fits``; the batch is vLLM's max_num_seqs); 0 when none fits."""
+    x = result.inputs.as_arrays()
+    hi = float(np.asarray(max_concurrency(x.with_(batch=1.0), context_tokens(x))))
+    if hi < 1:
+        return 0
+    return int(np.asarray(engine_max_batch_that_fits(x, 1.0, min(hi, BATCH_GRID_MAX))))
 
 
 def decode_vs_batch(result: Result, limit: int | None = None) -> pd.DataFrame:

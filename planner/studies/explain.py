@@ -18,7 +18,6 @@ import numpy as np
 
 from planner.engine.chunked import chunk_steps
 from planner.engine.evaluate import Result
-from planner.engine.memory import FIXED_WORKSPACE_BYTES, LOGIT_BYTES
 from planner.engine.prompt_cache import cache_hit_prefill, cacheable_prefix_tokens
 from planner.engine.roofline import StepCost, decode, prefill, weight_bytes_read_per_gpu
 from planner.engine.speculative import draft_step_s, verify_step_s
@@ -196,144 +195,11 @@ STEP_TIME_REFINED = (
 COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency) when tp > 1"
 
 
-def _kv_items(s: _Scenario) -> list[ExplainItem]:
-    """KV cache per token (and the MHA baseline) and per sequence."""
-    m, M = s.m, s.model
-    L, P, out = num(s.L_kv), num(s.P), num(s.O)
-    if s.L_kv != s.L:  # a hybrid: only its attention layers cache K/V
-        return _hybrid_kv_items(s)
-    if M.is_mla:
-        items = [
-            ExplainItem(
-                "KV cache per token",
-                "L · (r_kv + k_rope) · b_kv  (MLA latent, all layers)",
-                f"{L} · ({num(M.kv_lora_rank)} + {num(M.qk_rope_head_dim)}) · {num(s.kv_b)}",
-                _bytes_value(m["kv_bytes_per_token"]),
-            )
-        ]
-    else:
-        k = num(M.head_dim)
-        items = [
-            ExplainItem(
-                "KV cache per token",
-                "2 · L · g · k · b_kv  (K and V, all layers, all GPUs)",
-                f"2 · {L} · {num(s.g)} · {k} · {num(s.kv_b)}",
-                _bytes_value(m["kv_bytes_per_token"]),
-            ),
-            ExplainItem(
-                "KV cache per token with MHA (baseline)",
-                "2 · L · h · k · b_kv  (every query head its own K/V)",
-                f"2 · {L} · {num(s.h)} · {k} · {num(s.kv_b)}",
-                _bytes_value(m["kv_bytes_per_token_mha"]),
-            ),
-        ]
-    items.append(
-        ExplainItem(
-            "KV cache per sequence",
-            "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W))",
-            f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {out})')}",
-            _bytes_value(m["kv_bytes_per_sequence"]),
-        )
-    )
-    return items
-
-
-def _hybrid_kv_items(s: _Scenario) -> list[ExplainItem]:
-    """KV of a model with state or no-mixer layers: the attention layers' KV plus the fixed state."""
-    m, k, g, h, b = s.m, num(s.model.head_dim), num(s.g), num(s.h), num(s.kv_b)
-    L, P, out = num(s.L_kv), num(s.P), num(s.O)
-    return [
-        ExplainItem(
-            "KV cache per token",
-            "2 · L_att · g · k · b_kv  (K and V of the attention layers; state layers cache none)",
-            f"2 · {L} · {g} · {k} · {b}",
-            _bytes_value(m["kv_bytes_per_token"]),
-        ),
-        ExplainItem(
-            "KV cache per token with MHA (baseline)",
-            "2 · L_att · h · k · b_kv  (every query head its own K/V)",
-            f"2 · {L} · {h} · {k} · {b}",
-            _bytes_value(m["kv_bytes_per_token_mha"]),
-        ),
-        ExplainItem(
-            "KV cache per sequence",
-            "KV per token per layer · (L_full · (P + O) + L_window · min(P + O, W)) + S  "
-            "(S: the state layers' fixed state, docs/model.md §12)",
-            f"{num(s.per_layer)} · {s.layer_tokens(f'({P} + {out})')} + {num(s.state)}",
-            _bytes_value(m["kv_bytes_per_sequence"]),
-        ),
-    ]
-
-
-def _budget_items(s: _Scenario) -> list[ExplainItem]:
-    """Weights, the activation and workspace reserve, and the KV budget left per GPU."""
-    m, x = s.m, s.x
-    usable = f"{num(float(x.memory_bytes))} · {num(float(x.mem_util))}"
-    return [
-        ExplainItem(
-            "Weights per GPU",
-            "N · b_w / tp",
-            f"{num(float(x.total_params))} · {num(float(x.weight_bytes_per_param))} / {num(s.tp)}",
-            _bytes_value(m["weight_bytes_per_gpu"]),
-        ),
-        ExplainItem(
-            "Activation and workspace reserve per GPU",
-            "512 MiB + max(C, B) · a / tp · 2 B + B · vocab · 4 B",
-            f"{num(FIXED_WORKSPACE_BYTES)} + max({num(s.C)}, {num(s.B)}) · {num(s.a)} / {num(s.tp)} · "
-            f"{num(ACTIVATION_BYTES)} + {num(s.B)} · {num(float(x.vocab))} · {num(LOGIT_BYTES)}",
-            _bytes_value(m["reserve_bytes_per_gpu"]),
-        ),
-        ExplainItem(
-            "KV budget per GPU",
-            "max(capacity · mem_util − weights per GPU − reserve, 0)",
-            f"max({usable} - {exact(m['weight_bytes_per_gpu'])} - {exact(m['reserve_bytes_per_gpu'])}, 0)",
-            _bytes_value(m["kv_budget_bytes_per_gpu"]),
-        ),
-    ]
-
-
-def _concurrency_items(s: _Scenario) -> list[ExplainItem]:
-    """Max concurrent sequences, paged and contiguous: the largest N whose KV, reserve and logits fit."""
-    m, x = s.m, s.x
-    P, out = num(s.P), num(s.O)
-    paged = f"⌈({P} + {out}) / {num(s.block)}⌉ · {num(s.block)}"
-    contiguous = f"max({num(float(x.context_window_tokens))}, {P} + {out})"
-    avail = (
-        f"({num(float(x.memory_bytes))} · {num(float(x.mem_util))} - {exact(m['weight_bytes_per_gpu'])} - "
-        f"{num(FIXED_WORKSPACE_BYTES)})"
-    )
-    act = f"{num(s.a)} / {num(s.tp)} · {num(ACTIVATION_BYTES)}"
-    logit = f"{num(float(x.vocab))} · {num(LOGIT_BYTES)}"
-    items = []
-    for title, key, reserved, rule in (
-        ("Max concurrent sequences (paged)", "max_concurrent_sequences", paged, "⌈(P + O) / block⌉ · block"),
-        (
-            "Max concurrent sequences (contiguous)",
-            "max_concurrent_sequences_contiguous",
-            contiguous,
-            "max(window, P + O)",
-        ),
-    ):
-        seq = f"{s.per_layer_gpu()} · {s.layer_tokens(f'({reserved})')}{s.state_gpu()}"
-        n1 = f"⌊({avail} - {num(s.C)} · {act}) / ({seq} + {logit})⌋"
-        n2 = f"⌊{avail} / ({seq} + {act} + {logit})⌋"
-        small = m[key] <= s.C
-        items.append(
-            ExplainItem(
-                title,
-                "most N with N · s + max(C, N) · a + N · ℓ ≤ usable − weights − 512 MiB  "
-                f"(s = KV per sequence reserved, reserved = {rule}; a = reserve per step token; "
-                "ℓ = logits per sequence): "
-                + ("N = ⌊(A − C·a) / (s + ℓ)⌋ since N ≤ C" if small else "N = ⌊A / (s + a + ℓ)⌋ since N > C"),
-                f"max({n1 if small else n2}, 0)",
-                _value(m[key], "sequences"),
-            )
-        )
-    return items
-
-
 def _memory_items(s: _Scenario) -> list[ExplainItem]:
-    return _kv_items(s) + _budget_items(s) + _concurrency_items(s)
+    """The memory plan's items (``planner.studies.explain_memory``, which imports this module)."""
+    from planner.studies.explain_memory import memory_items
+
+    return memory_items(s)
 
 
 def _step_items(s: _Scenario) -> list[ExplainItem]:

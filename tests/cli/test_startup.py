@@ -20,7 +20,7 @@ LINKS = (
     "model=deepseek-v3&gpu=h200&tp=8&wdtype=fp8&kvdtype=fp8",
     "model=mixtral-8x7b&spec=1&gamma=3&batch=1",
     "model=custom&custom=L32-H4096-A32-G8-D128-F14336-V128256-C131072&gpu_price=1.5",
-    "model=gemma-2-9b&prompt=8192&output=16&prefix=0&rpm=30",
+    "model=gemma-2-9b&prompt=8176&output=16&prefix=0&rpm=30",
     "model=llama-3.1-405b&gpu=l4",  # does not fit anywhere near tp=1
 )
 

@@ -33,6 +33,7 @@ from planner.studies.advisor import (
     metric_value,
 )
 from planner.studies.advisor.checks.memory import next_kv_heads_down
+from tests.valid_configs import valid_kw
 
 
 def scenario(catalog, query: str) -> Scenario:
@@ -289,19 +290,8 @@ SMALL_MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "llama-3.1-70b", "
     hit=st.floats(0.0, 1.0),
 )
 def test_property_effects_reproduce_and_rank(catalog, gpu, model, tp, batch, prompt, output, chunk, spec, alpha, hit):
-    s = Scenario(
-        gpu=gpu,
-        model=model,
-        tp=tp,
-        batch=batch,
-        prompt=prompt,
-        prefix=min(1024, prompt),
-        output=output,
-        chunk=chunk,
-        spec=spec,
-        alpha=alpha,
-        hit=hit,
-    )
+    kw = valid_kw(dict(gpu=gpu, model=model, tp=tp, batch=batch, prompt=prompt, output=output, chunk=chunk), catalog)
+    s = Scenario(**kw, prefix=min(1024, kw["prompt"]), spec=spec, alpha=alpha, hit=hit)
     items = findings(s, catalog)
     keys = [(SEVERITY_RANK[f.severity], -f.effect_magnitude) for f in items]
     assert keys == sorted(keys)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.engine.evaluate import evaluate
+from planner.engine.validity import valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
@@ -90,6 +91,7 @@ def test_invariants_for_every_model_preset(model):
     spec=st.booleans(),
 )
 def test_invariants_hold_across_scenarios(model, tp, batch, slo_tpot_s, slo_ttft_s, spec):
+    tp = max(t for t in valid_tps(CATALOG.models[model]) if t <= tp)  # a tp vLLM accepts for the model
     s = Scenario(model=model, tp=tp, batch=batch, slo_tpot_s=slo_tpot_s, slo_ttft_s=slo_ttft_s, spec=spec)
     check_invariants(s, compare_gpus(s, CATALOG))
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.engine.evaluate import evaluate
+from planner.engine.validity import valid_tps
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
 from planner.studies.explain import ExplainItem, exact, explain, num
@@ -27,6 +28,14 @@ METRIC = {
     "Weights per GPU": "weight_bytes_per_gpu",
     "Activation and workspace reserve per GPU": "reserve_bytes_per_gpu",
     "KV budget per GPU": "kv_budget_bytes_per_gpu",
+    "Total memory per GPU (as the driver reports it)": "memory_total_bytes_per_gpu",
+    "Peak activation per GPU": "activation_bytes_per_gpu",
+    "Non-torch memory per GPU": "non_torch_bytes_per_gpu",
+    "CUDA graphs per GPU": "cuda_graph_bytes_per_gpu",
+    "Engine budget per GPU": "usable_bytes_per_gpu",
+    "KV blocks": "kv_blocks",
+    "KV cache capacity (tokens)": "kv_capacity_tokens",
+    "Start-up headroom per GPU": "memory_headroom_bytes_per_gpu",
     "Max concurrent sequences (paged)": "max_concurrent_sequences",
     "Max concurrent sequences (contiguous)": "max_concurrent_sequences_contiguous",
     "Prefill FLOP per GPU": "prefill_flop",
@@ -53,7 +62,9 @@ METRIC = {
     "Prompt cache break-even hit rate": "cache_break_even_hit_rate",
     "TTFT with prompt cache": "cached_ttft_s",
 }
-FLOORS = {"max_concurrent_sequences", "max_concurrent_sequences_contiguous"}
+#: integer results of a floor: the substituted arithmetic must give them exactly (vLLM's concurrency
+#: is a fractional ratio now, checked to 1e-4 like every other figure)
+FLOORS = {"kv_blocks", "kv_capacity_tokens", "max_concurrent_sequences_contiguous"}
 _FUNCS = {"min": min, "max": max, "exp": math.exp, "floor": math.floor, "ceil": math.ceil}
 _ALLOWED = (
     ast.Expression,
@@ -120,7 +131,25 @@ SCENARIOS = [
     dict(model="llama-3.1-405b", gpu="h100-sxm"),  # does not fit: zero budget and concurrency
     dict(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0),  # finite ridge batch
     dict(model="llama-3.1-8b", prompt=3000, chunk=1000, prefix=2000, price_in=0.0, price_out=0.0),
-    dict(model="qwen2.5-0.5b", gpu="l4", tp=4, batch=4096, prompt=1, output=1, prefix=0, chunk=16),
+    dict(model="qwen2.5-0.5b", gpu="l4", tp=2, batch=4096, prompt=1, output=1, prefix=0, chunk=4096),
+    dict(model="mistral-7b", prompt=8000, output=192, batch=64, chunk=2048),  # one sliding-window group
+    dict(model="llama-3.1-70b", tp=2, spec=True, draft="llama-3.1-8b", gpu="h200"),  # draft pages share blocks
+    dict(model="llama-3.1-8b", engine="sglang", mem_util=0.85),
+    dict(model="llama-3.1-8b", engine="trtllm", wdtype="fp8", kvdtype="fp8"),
+    dict(
+        model="qwen2.5-7b",
+        tp=4,
+        cal_total_gib=79.19,
+        cal_weights_gib=3.55,
+        cal_act_gib=2.21,
+        cal_nontorch_gib=2.13,
+        cal_graph_gib=0.64,
+        batch=1024,
+        chunk=8192,
+        prompt=8191,
+        output=1,
+        mem_util=0.95,
+    ),
 ]
 
 
@@ -148,6 +177,14 @@ def test_substituted_arithmetic_reproduces_every_metric(kw):
     kvdtype=st.sampled_from(["bf16", "fp8"]),
 )
 def test_substitution_holds_across_scenarios(**kw):
+    """Drawn configurations are made ones vLLM accepts (tp from the model's valid list, chunk ≥ batch,
+    prompt + output within the window)."""
+    model = CATALOG.models[kw["model"]]
+    tps = valid_tps(model, 128 if kw["wdtype"] == "int4" else 0)
+    kw["tp"] = max(t for t in tps if t <= kw["tp"]) if any(t <= kw["tp"] for t in tps) else tps[0]
+    kw["chunk"] = max(kw["chunk"], kw["batch"])
+    kw["output"] = min(kw["output"], model.context_window_tokens // 2)
+    kw["prompt"] = min(kw["prompt"], model.context_window_tokens - kw["output"])
     kw["prefix"] = min(1024, kw["prompt"])
     check(evaluate(Scenario(**kw), CATALOG))
 
@@ -169,11 +206,14 @@ def test_headline_figures_are_all_explained():
 
 
 def test_worked_example_default_scenario():
-    """Llama-3.1-8B, bf16, one H100: 2·32·8·128·2 = 131,072 B per token; 182 sequences."""
+    """Llama-3.1-8B, bf16, one H100: 2·32·8·128·2 = 131,072 B per token; vLLM's blocks ÷ blocks per request:
+    28,541 blocks of 16 tokens (2 MiB each) over the 79.19 GiB the driver reports hold 198.2 requests of
+    2,304 tokens (the old model charged every sequence fp32 logits and the datasheet's 74.5 GiB: 182)."""
     items = {i.title: i for i in explain(evaluate(Scenario(), CATALOG))}
     kv = items["KV cache per token"]
     assert kv.substituted == "2 · 32 · 8 · 128 · 2" and kv.value == "131,072 B (128 KiB)"
-    assert items["Max concurrent sequences (paged)"].value == "182 sequences"
+    paged = items["Max concurrent sequences (paged)"]
+    assert paged.substituted == "28,541 / (1 · ⌈(2,048 + 256) / 16⌉)" and paged.value == "198.201 sequences"
     assert "compute-bound" in items["Time to first token (TTFT)"].value
     # per-operator roofline: the decode matmuls turn compute-bound at batch ≈ 225 at any
     # context (the single roofline said "never" at this context)

@@ -34,7 +34,8 @@ from ui.figures.theme import (
 
 
 def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: float) -> go.Figure:
-    """Stacked horizontal bar of one GPU's memory (GiB) with capacity and usable limits."""
+    """Stacked horizontal bar of one GPU's memory (GiB) as the engine lays it out, with the total
+    the driver reports (``capacity_bytes``) and the engine's budget (``usable_bytes``) marked."""
     data = [
         dict(
             type="bar",
@@ -50,8 +51,8 @@ def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: floa
         for row in frame.itertuples()
         if row.bytes_per_gpu > 0
     ]
-    cap = vline(capacity_bytes / GiB, f"capacity {fmt_bytes(capacity_bytes)}", False, color=COLORS["black"])
-    use = vline(usable_bytes / GiB, f"usable {fmt_bytes(usable_bytes)}", False, y_text=0.15)
+    cap = vline(capacity_bytes / GiB, f"total {fmt_bytes(capacity_bytes)}", False, color=COLORS["black"])
+    use = vline(usable_bytes / GiB, f"engine budget {fmt_bytes(usable_bytes)}", False, y_text=0.15)
     return figure(
         data,
         barmode="stack",
@@ -78,7 +79,7 @@ def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens
             x=ctx[scheme == name],
             y=positive_or_none(conc[scheme == name]),
             line=dict(color=COLORS[name]),
-            hovertemplate=f"{name}: %{{y:,}} sequences at %{{x:,}} tokens<extra></extra>",
+            hovertemplate=f"{name}: %{{y:,.2f}} sequences at %{{x:,}} tokens<extra></extra>",
         )
         for name in ("paged", "contiguous")
     ]

@@ -27,6 +27,12 @@ COLORS = {
     "kv_cache_free": "#54A24B",
     "not_usable": "#BAB0AC",
     "kv_cache_over_budget": "#E45756",
+    "activation": "#9D755D",
+    "non_torch": "#B279A2",
+    "cuda_graphs": "#72B7B2",
+    "startup_baseline": "#79706E",
+    "unallocated": "#BAB0AC",
+    "over_capacity": "#C62828",
     "paged": "#4C78A8",
     "contiguous": "#F58518",
     "prefill": "#E45756",
@@ -61,6 +67,12 @@ COMPONENT_LABELS = {
     "kv_cache_free": "KV cache, free",
     "not_usable": "not usable (1 − memory utilisation)",
     "kv_cache_over_budget": "KV needed beyond the budget",
+    "activation": "peak activation (start-up profile run)",
+    "non_torch": "non-torch (NCCL, cuBLAS)",
+    "cuda_graphs": "CUDA graphs",
+    "startup_baseline": "CUDA context at start-up",
+    "unallocated": "unallocated",
+    "over_capacity": "needed beyond the device",
 }
 POLICY_LABELS = {"none": "no cache", "5m": "5-minute writes (1.25×)", "1h": "1-hour writes (2×)"}
 

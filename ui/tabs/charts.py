@@ -47,25 +47,31 @@ def _bound(flag: bool) -> str:
 def _memory_caption(r: Result, parts: dict[str, float]) -> str:
     m, x, gpu = r.metrics, r.inputs, r.resolved.gpu
     batch = fmt_num(float(x.batch))
+    total = fmt_bytes(m["memory_total_bytes_per_gpu"])
+    engine = r.resolved.engine.name
     if not m["fits"]:
         min_tp = int(m["min_tp_that_fits"])
-        return (
-            f"At tp={int(x.tp)} the weights ({fmt_bytes(parts['weights'])}) and reserve leave no room for a "
-            f"sequence's KV cache on a {gpu.name}; "
-            + (f"the smallest tp that fits is {min_tp}." if min_tp else "no tp up to 64 fits.")
+        why = (
+            f"the plan needs {fmt_bytes(parts['over_capacity'])} more than the {gpu.name}'s {total}"
+            if parts["over_capacity"] > 0
+            else f"the weights ({fmt_bytes(parts['weights'])}), activation peak and non-torch memory leave no room "
+            f"for one {fmt_num(float(x.prompt_tokens + x.output_tokens))}-token request's KV cache"
         )
+        return f"At tp={int(x.tp)} {why}; " + (
+            f"the smallest tp {engine} accepts that fits is {min_tp}." if min_tp else "no tp up to 64 fits."
+        )
+    head = (
+        f"{engine} sizes from the {total} the driver reports (the datasheet says "
+        f"{fmt_bytes(float(x.memory_bytes))}): weights {fmt_bytes(parts['weights'])}, peak activation "
+        f"{fmt_bytes(parts['activation'])}, non-torch {fmt_bytes(parts['non_torch'])}, KV cache "
+        f"{fmt_bytes(m['kv_budget_bytes_per_gpu'])}"
+    )
     if parts["kv_cache_over_budget"] > 0:
         return (
-            f"Weights take {fmt_bytes(parts['weights'])} per GPU; the batch of {batch} needs "
-            f"{fmt_bytes(parts['kv_cache_in_use'] + parts['kv_cache_over_budget'])} of KV, "
-            f"{fmt_bytes(parts['kv_cache_over_budget'])} more than the budget, so at most "
-            f"{fmt_count(m['max_concurrent_sequences'])} sequences fit."
+            f"{head}; the batch of {batch} needs {fmt_bytes(parts['kv_cache_over_budget'])} more KV than that, so "
+            f"at most {fmt_count(m['feasible_batch'], 'sequence')} fit."
         )
-    return (
-        f"Weights take {fmt_bytes(parts['weights'])} of the {gpu.name}'s {fmt_bytes(float(x.memory_bytes))}; "
-        f"the batch of {batch} holds {fmt_bytes(parts['kv_cache_in_use'])} of KV and "
-        f"{fmt_bytes(parts['kv_cache_free'])} of the KV budget is free."
-    )
+    return f"{head}; the batch of {batch} holds {fmt_bytes(parts['kv_cache_in_use'])} of it."
 
 
 def _kv_caption(r: Result) -> str:
@@ -97,7 +103,9 @@ def memory_charts(r: Result) -> list[Chart]:
             "memory-per-gpu",
             "Memory per GPU",
             mem,
-            figures.memory_figure(mem, float(x.memory_bytes), m["usable_bytes_per_gpu"]),
+            figures.memory_figure(
+                mem, m["memory_total_bytes_per_gpu"], m["usable_bytes_per_gpu"] + m["startup_baseline_bytes_per_gpu"]
+            ),
             _memory_caption(r, parts),
         ),
         Chart(
@@ -105,9 +113,10 @@ def memory_charts(r: Result) -> list[Chart]:
             "Max concurrency vs context length",
             conc,
             figures.concurrency_figure(conc, window, ctx),
-            f"At {fmt_num(ctx)} tokens per sequence paged allocation fits "
-            f"{fmt_count(m['max_concurrent_sequences'])} sequences and contiguous "
-            f"{fmt_count(m['max_concurrent_sequences_contiguous'])}; "
+            f"At {fmt_num(ctx)} tokens per sequence the paged KV blocks hold "
+            f"{fmt_num(m['max_concurrent_sequences'])} requests at once (vLLM's 'Maximum concurrency': "
+            f"{fmt_count(m['kv_blocks'])} blocks ÷ {fmt_count(m['kv_blocks_per_request'])} per request) and "
+            f"contiguous allocation {fmt_count(m['max_concurrent_sequences_contiguous'])}; "
             f"the model's advertised window is {fmt_num(window)} tokens.",
         ),
         Chart(

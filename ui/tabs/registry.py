@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ui.state import PageContext
-from ui.tabs import charts, compare, crosscheck, explain, findings, prompt_layout, simulate
+from ui.tabs import charts, compare, crosscheck, explain, findings, launch, log_check, prompt_layout, simulate
 
 Render = Callable[[PageContext], None]
 
@@ -38,6 +38,8 @@ TABS: tuple[Tab, ...] = (
     Tab("Prompt caching", charts.render("Prompt caching"), needs_result=True),
     Tab("Compare GPUs", compare.render, needs_result=True),
     Tab("Explain", explain.render, needs_result=True),
+    Tab("Launch", launch.render, needs_result=True),
+    Tab("Check a log", log_check.render, needs_result=True),
     Tab("Cross-check", crosscheck.render),
     Tab("Prompt layout", prompt_layout.render),
     Tab("Simulate & size", simulate.render),

@@ -57,6 +57,9 @@ that is not a decoder-only transformer (encoder, encoder-decoder, vision or
 speech encoder, diffusers component, pure state-space model) is refused in one
 sentence saying what it is (``guards``).
 
+A ``quantization_config`` (GPTQ, AWQ, FP8, compressed-tensors, ModelOpt NVFP4/FP8, MXFP4) gives
+the weight dtype and layout (``quantization``; ``model_and_quantization_from_hf_config``).
+
 Aliases: ``num_hidden_layers``/``n_layer``/``num_layers``,
 ``hidden_size``/``n_embd``, ``num_attention_heads``/``n_head``.  A
 multimodal config whose language model sits under ``text_config`` is read
@@ -66,7 +69,14 @@ ModelSpec field (``num_hidden_layers`` …) is checked against ModelSpec's
 bounds as soon as it is read, before anything loops over the layers.
 """
 
-from planner.model.hf_import.importer import model_from_hf_config
+from planner.model.hf_import.importer import model_and_quantization_from_hf_config, model_from_hf_config
+from planner.model.hf_import.quantization import WeightQuant, quantization_from_config
 from planner.model.hf_import.reader import MAX_CONFIG_BYTES
 
-__all__ = ["MAX_CONFIG_BYTES", "model_from_hf_config"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "WeightQuant",
+    "model_and_quantization_from_hf_config",
+    "model_from_hf_config",
+    "quantization_from_config",
+]

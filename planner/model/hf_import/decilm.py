@@ -6,8 +6,9 @@ caches nothing), and ``ffn`` with ``ffn_mult`` or ``no_op``.  An FFN multiplier 
 the width int(2 · ffn_mult · d / 3) rounded up to a multiple of 256 (the model's own
 ``_ffn_mult_to_intermediate_size``).  The planner takes one KV-head count for all
 attention layers (a config whose attention blocks differ is refused, naming the counts)
-and the mean FFN width (every total is linear in it, so the counts stay exact to < 1 weight
-per layer).  Blocks ``replace_with_linear`` are refused: the planner has no term for them.
+and the mean FFN width rounded to a multiple of 256 (every block's width is one, so the tp
+values vLLM accepts stay the model's; the totals move by < 0.3 %).  Blocks ``replace_with_linear``
+are refused: the planner has no term for them.
 """
 
 from __future__ import annotations
@@ -84,4 +85,5 @@ def decilm_mlp(reader: ConfigReader, core: Core) -> Mlp:
         reader.problems.append("config.json field 'block_configs' needs 'ffn_mult' > 0 on FFN blocks")
         return Mlp(ffn=None)
     widths = [ffn_width(float(m), core.hidden or 0) for m in mults]
-    return Mlp(ffn=max(1, round(sum(widths) / len(widths))))
+    # rounded to the multiple every block's width is, so the tp values vLLM accepts stay the model's
+    return Mlp(ffn=max(FFN_MULTIPLE, round(sum(widths) / len(widths) / FFN_MULTIPLE) * FFN_MULTIPLE))

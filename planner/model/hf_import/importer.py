@@ -12,6 +12,7 @@ from planner.model.hf_import.guards import not_a_decoder
 from planner.model.hf_import.mla import mla_attention
 from planner.model.hf_import.moe import routed_experts_mlp
 from planner.model.hf_import.parts import Attention, Core, Family, LayerKinds, Mlp, StateMixer
+from planner.model.hf_import.quantization import WeightQuant, quantization_from_config
 from planner.model.hf_import.reader import (
     CONTEXT_KEYS,
     HEADS_KEYS,
@@ -157,3 +158,13 @@ def model_from_hf_config(config: str | bytes | dict, name: str | None = None) ->
     if problems:
         raise ValueError(problems)
     return _spec(reader, fields)
+
+
+def model_and_quantization_from_hf_config(
+    config: str | bytes | dict, name: str | None = None
+) -> tuple[ModelSpec, WeightQuant | None]:
+    """``model_from_hf_config`` plus the checkpoint's weight quantisation (its ``quantization_config``,
+    ``planner.model.hf_import.quantization``), None for a 16-bit checkpoint; ``ValueError`` names a
+    field of either that cannot be read."""
+    data = parse_config(config)
+    return model_from_hf_config(data, name), quantization_from_config(data)

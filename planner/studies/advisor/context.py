@@ -172,7 +172,8 @@ class Context:
         except ScenarioError:
             return None
         tps = TP_CANDIDATES[TP_CANDIDATES <= MAX_TP]
-        good = np.asarray(ok(compute(inputs.with_(tp=tps)), on_gpu))
+        grid = compute(inputs.with_(tp=tps))
+        good = np.asarray(ok(grid, on_gpu)) & np.asarray(grid["config_valid"])  # only tps the engine accepts
         return int(tps[np.argmax(good)]) if good.any() else None
 
     def cheapest_gpu_switch(

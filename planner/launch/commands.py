@@ -1,0 +1,201 @@
+"""The command line that deploys a scenario: ``vllm serve`` or SGLang's ``launch_server``.  Pure.
+
+Every flag is the engine's documented name (checked in its source, docs/launch.md):
+
+  vLLM 0.19.0 (``vllm/engine/arg_utils.py``):  --tensor-parallel-size, --max-num-seqs,
+    --max-num-batched-tokens, --max-model-len, --gpu-memory-utilization, --dtype, --kv-cache-dtype
+    {auto, float16, bfloat16, fp8, …}, --block-size, --enable-prefix-caching /
+    --no-enable-prefix-caching, --disable-hybrid-kv-cache-manager, --quantization,
+    --speculative-config '{"method": …, "model": …, "num_speculative_tokens": …}'
+  SGLang (``python -m sglang.launch_server``; sgl-project/sglang docs/advanced_features/
+    server_arguments.md):  --model-path, --tp-size, --mem-fraction-static, --max-running-requests,
+    --chunked-prefill-size, --context-length, --dtype, --kv-cache-dtype {auto, fp8_e4m3, …},
+    --page-size, --quantization, --disable-radix-cache, --disable-hybrid-swa-memory,
+    --speculative-algorithm {STANDALONE, NGRAM, …}, --speculative-draft-model-path,
+    --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens
+
+The scenario maps one to one: batch → max_num_seqs, chunk → max_num_batched_tokens, prompt +
+output → max_model_len, mem_util → gpu_memory_utilization (SGLang: mem_fraction_static), block →
+block size.  What a flag cannot say (an int8 KV cache vLLM has no kernel for, a quantised
+checkpoint vLLM reads its own scheme from) is a note beside the command.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from planner.engine.evaluate import CUSTOM_MODEL, Resolved
+from planner.errors import ProblemsError
+from planner.launch.ids import hf_repo_id
+from planner.model.quantization import scheme_for
+from planner.model.specs import ModelSpec
+
+ENGINES = ("vllm", "sglang")
+#: The placeholder for a custom (imported) shape, whose checkpoint kvplan does not know.
+MODEL_PLACEHOLDER = "<your-checkpoint>"
+VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
+VLLM_KV_DTYPE = {"fp8": "fp8", "fp16": "float16", "bf16": "bfloat16"}
+SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "bf16": "bf16"}
+
+
+class LaunchError(ProblemsError):
+    """A launch command that cannot be written (an engine kvplan has no writer for)."""
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    engine: str
+    argv: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def text(self) -> str:
+        """The command as shell text, one flag per line (``\\`` continuations), safely quoted."""
+        parts = [shlex.quote(a) for a in self.argv]
+        lines, i = [" ".join(parts[: self._head()])], self._head()
+        while i < len(parts):
+            flag = parts[i]
+            if i + 1 < len(parts) and not parts[i + 1].startswith("--"):
+                lines.append(f"  {flag} {parts[i + 1]}")
+                i += 2
+            else:
+                lines.append(f"  {flag}")
+                i += 1
+        return " \\\n".join(lines)
+
+    def _head(self) -> int:
+        """Words before the first flag: ``vllm serve MODEL`` or ``python -m sglang.launch_server``."""
+        return next((i for i, a in enumerate(self.argv) if a.startswith("--")), len(self.argv))
+
+
+def _activation_dtype(wdtype: str) -> str:
+    """The model dtype ``--kv-cache-dtype auto`` means: a 16-bit checkpoint's own, else bf16."""
+    return wdtype if wdtype in VLLM_DTYPE else "bf16"
+
+
+def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
+    """The checkpoint to serve: the preset's Hugging Face repository, else a placeholder and why."""
+    repo = hf_repo_id(model) if preset != CUSTOM_MODEL else None
+    if repo:
+        return repo, []
+    return MODEL_PLACEHOLDER, [
+        f"{model.name}: kvplan does not know its checkpoint; put its Hugging Face id or local path "
+        f"in place of {MODEL_PLACEHOLDER}"
+    ]
+
+
+def _quantization(r: Resolved, engine: str) -> tuple[list[str], list[str]]:
+    """``--quantization`` for weights quantised at load time; a note for a pre-quantised checkpoint."""
+    s = r.scenario
+    scheme = scheme_for(s.wdtype, s.quant)
+    if scheme.key == "none":
+        return [], []
+    if scheme.vllm_flag:
+        return ["--quantization", scheme.vllm_flag], []
+    group = f", group size {s.qgroup}" if scheme.scale in ("group", "group_zero") else ""
+    return [], [
+        f"weights: serve a {scheme.label} checkpoint of {r.model.name}{group}; {engine} reads the scheme from "
+        "its config.json (quantization_config), so no --quantization flag is needed"
+    ]
+
+
+def _speculative_vllm(r: Resolved) -> tuple[list[str], list[str]]:
+    s = r.scenario
+    if not s.spec:
+        return [], []
+    if r.draft is not None:
+        draft, notes = model_id(r.draft, s.draft)
+        config = {"method": "draft_model", "model": draft, "num_speculative_tokens": s.gamma}
+    else:
+        notes = [
+            f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); n-gram lookup is "
+            "vLLM's draft-free method (pick a draft preset to launch a draft model instead)"
+        ]
+        config = {"method": "ngram", "num_speculative_tokens": s.gamma, "prompt_lookup_max": 4}
+    return ["--speculative-config", json.dumps(config, separators=(",", ":"))], notes
+
+
+def vllm_command(r: Resolved) -> LaunchCommand:
+    """``vllm serve`` for the resolved scenario (module doc)."""
+    s, m = r.scenario, r.model
+    model, notes = model_id(m, s.model)
+    argv = ["vllm", "serve", model, "--tensor-parallel-size", str(s.tp)]
+    argv += ["--max-num-seqs", str(s.batch), "--max-num-batched-tokens", str(s.chunk)]
+    argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(s.mem_util)]
+    if s.wdtype in VLLM_DTYPE:
+        argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
+    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else VLLM_KV_DTYPE.get(s.kvdtype)
+    if kv is None:
+        notes.append(
+            f"KV cache: vLLM 0.19 has no {s.kvdtype} KV cache (--kv-cache-dtype takes auto, float16, bfloat16, fp8 "
+            "…); plan with kvdtype=fp8 to launch the same footprint"
+        )
+    else:
+        argv += ["--kv-cache-dtype", kv]
+    argv += ["--block-size", str(s.block)]
+    argv += ["--enable-prefix-caching" if s.prefix > 0 and s.hit > 0 else "--no-enable-prefix-caching"]
+    if not s.hybrid_kv and m.sliding_window_layers:
+        argv += ["--disable-hybrid-kv-cache-manager"]
+    q_args, q_notes = _quantization(r, "vLLM")
+    spec_args, spec_notes = _speculative_vllm(r)
+    return LaunchCommand("vllm", tuple(argv + q_args + spec_args), tuple(notes + q_notes + spec_notes))
+
+
+def _speculative_sglang(r: Resolved) -> tuple[list[str], list[str]]:
+    s = r.scenario
+    if not s.spec:
+        return [], []
+    steps = ["--speculative-num-steps", str(s.gamma), "--speculative-eagle-topk", "1"]
+    steps += ["--speculative-num-draft-tokens", str(s.gamma + 1)]
+    if r.draft is not None:
+        draft, notes = model_id(r.draft, s.draft)
+        return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft, *steps], notes
+    note = f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); NGRAM needs no draft model"
+    return ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)], [note]
+
+
+def sglang_command(r: Resolved) -> LaunchCommand:
+    """``python -m sglang.launch_server`` for the resolved scenario (module doc)."""
+    s, m = r.scenario, r.model
+    model, notes = model_id(m, s.model)
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(s.tp)]
+    argv += ["--mem-fraction-static", repr(s.mem_util), "--max-running-requests", str(s.batch)]
+    argv += ["--chunked-prefill-size", str(s.chunk), "--context-length", str(s.prompt + s.output)]
+    if s.wdtype in VLLM_DTYPE:
+        argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
+    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else SGLANG_KV_DTYPE.get(s.kvdtype)
+    if kv is None:
+        notes.append(f"KV cache: SGLang has no {s.kvdtype} KV cache (auto, bf16, fp8_e4m3, fp8_e5m2 …)")
+    else:
+        argv += ["--kv-cache-dtype", kv]
+    argv += ["--page-size", str(s.block)]
+    if s.prefix == 0 or s.hit == 0:
+        argv += ["--disable-radix-cache"]
+    if not s.hybrid_kv and m.sliding_window_layers:
+        argv += ["--disable-hybrid-swa-memory"]
+    if r.engine.key != "sglang":
+        notes.append(
+            f"memory: the plan is sized by {r.engine.name}'s rules; SGLang's mem_fraction_static counts weights and "
+            "the KV pool only (plan with engine=sglang to size for it)"
+        )
+    q_args, q_notes = _quantization(r, "SGLang")
+    spec_args, spec_notes = _speculative_sglang(r)
+    return LaunchCommand("sglang", tuple(argv + q_args + spec_args), tuple(notes + q_notes + spec_notes))
+
+
+def launch_command(r: Resolved, engine: str | None = None) -> LaunchCommand:
+    """The command for ``engine`` (default: the scenario's engine profile, when it has a writer)."""
+    name = engine or (r.engine.key if r.engine.key in ENGINES else "vllm")
+    if name == "vllm":
+        cmd = vllm_command(r)
+        if r.engine.key != "vllm":
+            cmd = LaunchCommand(
+                cmd.engine,
+                cmd.argv,
+                cmd.notes + (f"memory: the plan is sized by {r.engine.name}'s rules, not vLLM's (engine=vllm)",),
+            )
+        return cmd
+    if name == "sglang":
+        return sglang_command(r)
+    raise LaunchError([f"--engine {name!r}: kvplan writes launch commands for {', '.join(ENGINES)}"])

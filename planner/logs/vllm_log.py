@@ -1,0 +1,314 @@
+"""A vLLM start-up log → its memory terms and settings (``VllmStartup``).  Pure; nothing is executed.
+
+The lines read and the format strings that print them (vLLM 0.19.0, V1 engine; file:line):
+
+  ``non-default args: {...}``                                           entrypoints/utils.py:233
+  ``Initializing a V1 LLM engine (v0.19.0) with config: model='…', dtype=…, max_seq_len=…,
+  tensor_parallel_size=…, quantization=…, kv_cache_dtype=…, enable_prefix_caching=…``   v1/engine/core.py:105
+  ``Defaulting max_num_batched_tokens to 8192`` / ``Defaulting max_num_seqs to 1024``   engine/arg_utils.py:2232/2242
+  ``Chunked prefill is enabled with max_num_batched_tokens=8192.``      config/scheduler.py:238
+  ``worker init memory snapshot: … total_memory=79.19GiB …``  (DEBUG)   v1/worker/gpu_worker.py:284
+  ``worker requested memory: 75.23GiB``  (DEBUG)                        v1/worker/gpu_worker.py:285
+  ``Requested memory: 0.950000 (util), 75.23 GiB``  (DEBUG)             v1/worker/gpu_worker.py:424
+  ``Model loading took 14.99 GiB memory and 14.43 seconds``             v1/worker/gpu_model_runner.py:4820
+  ``torch peak memory increase: 1.89GiB; non-torch forward increase memory: 0.25GiB``  (DEBUG)  gpu_worker.py:435
+  ``Available KV cache memory: 58.11 GiB``                              v1/worker/gpu_worker.py:436
+  ``GPU KV cache size: 476,016 tokens``                                 v1/core/kv_cache_utils.py:1319
+  ``Maximum concurrency for 8,192 tokens per request: 58.11x``          v1/core/kv_cache_utils.py:1324
+  ``Estimated CUDA graph memory: 0.84 GiB total``                       v1/worker/gpu_model_runner.py:5955
+  ``Graph capturing finished in 3 secs, took 0.91 GiB``                 v1/worker/gpu_model_runner.py:6046
+  ``Actual usage is … GiB for weight, … for peak activation, … for non-torch memory, and … for
+  CUDAGraph memory``  (DEBUG)                                           v1/worker/gpu_worker.py:630-661
+
+and the V0 engine's (≤ 0.10) ``Memory profiling results: total_gpu_memory=… peak_torch_memory=…
+non_torch_memory=… kv_cache_size=… gpu_memory_utilization=…``, ``# GPU blocks: N`` and
+``Loading model weights took X GB``.  Every GiB figure vLLM prints is rounded to 0.01 GiB.
+With tensor parallelism each rank prints its own lines: the smallest "Available KV cache
+memory" is the one that sizes the cache (vLLM takes the minimum over workers).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.errors import ProblemsError, format_validation_error
+
+#: Largest log text read (a DEBUG start-up log is ~1 MB; only its start-up part is needed).
+MAX_LOG_CHARS = 8_000_000
+MAX_ARGS_CHARS = 20_000
+
+
+class LogError(ProblemsError):
+    """A log that cannot be read as a vLLM start-up log (one line per problem)."""
+
+
+class VllmStartup(BaseModel):
+    """What a vLLM start-up log says (GiB as printed; ``None`` where the log does not say)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine_version: str | None = None
+    v0_engine: bool = False
+    model: str | None = None
+    tp: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    dtype: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    max_model_len: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    block_size: int | None = Field(default=None, ge=1)
+    enable_prefix_caching: bool | None = None
+    total_memory_gib: float | None = None
+    requested_memory_gib: float | None = None
+    weights_gib: float | None = None
+    activation_gib: float | None = None
+    non_torch_gib: float | None = None
+    kv_cache_gib: float | None = None
+    kv_cache_tokens: int | None = None
+    num_gpu_blocks: int | None = None
+    concurrency_tokens: int | None = None
+    concurrency: float | None = None
+    cuda_graph_gib: float | None = None
+    cuda_graph_estimate_gib: float | None = None
+    startup_baseline_gib: float | None = None
+    ranks_reporting: int = 0
+    errors: tuple[str, ...] = ()
+
+    def memory_terms(self) -> dict[str, float]:
+        """The memory terms the log states, GiB (see ``TERM_LABELS``)."""
+        return {k: v for k in TERM_LABELS if (v := getattr(self, k)) is not None}
+
+
+#: Every memory term a log may state, with the words the comparison uses.
+TERM_LABELS: dict[str, str] = {
+    "total_memory_gib": "total device memory (driver)",
+    "requested_memory_gib": "requested: ⌈total × gpu_memory_utilization⌉",
+    "weights_gib": "weights",
+    "activation_gib": "peak activation (profile run)",
+    "non_torch_gib": "non-torch increase (NCCL, cuBLAS …)",
+    "kv_cache_gib": "available KV cache memory",
+    "cuda_graph_gib": "CUDA graphs (captured after sizing)",
+}
+
+_NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
+_GIB_PATTERNS: dict[str, tuple[str, ...]] = {
+    "total_memory_gib": (r"total_memory=" + _NUM + r"\s*GiB", r"Free memory on device \([0-9.]+/" + _NUM + r" GiB\)"),
+    "requested_memory_gib": (r"worker requested memory: " + _NUM + r"\s*GiB", r"\(util\), " + _NUM + r" GiB"),
+    "weights_gib": (
+        r"Model loading took " + _NUM + r" GiB",
+        r"weights memory: " + _NUM + r"\s*GiB",
+        r"Loading model weights took " + _NUM + r" GB",
+        r"model weights take " + _NUM + r"\s*GiB",
+    ),
+    "activation_gib": (
+        r"torch peak memory increase: " + _NUM + r"\s*GiB",
+        r"GiB for weight, " + _NUM + r" GiB for peak activation",
+        r"PyTorch activation peak memory takes " + _NUM + r"\s*GiB",
+    ),
+    "non_torch_gib": (
+        r"non-torch forward increase memory: " + _NUM + r"\s*GiB",
+        r"GiB for peak activation, " + _NUM + r" GiB for non-torch memory",
+        r"non_torch_memory takes " + _NUM + r"\s*GiB",
+    ),
+    "cuda_graph_gib": (r"Graph capturing finished in [0-9.]+ secs?, took " + _NUM + r" GiB",),
+    "cuda_graph_estimate_gib": (r"Estimated CUDA graph memory: " + _NUM + r" GiB total",),
+    "startup_baseline_gib": (r"worker init memory snapshot: .*?non_torch_memory=" + _NUM + r"\s*GiB",),
+}
+_KV_GIB = (
+    r"Available KV cache memory: " + _NUM + r" GiB",
+    r"the rest of the memory reserved for KV Cache is " + _NUM + r"\s*GiB",
+    r"kv_cache_size=" + _NUM + r"\s*GiB",
+)
+_V0_PROFILE = re.compile(r"Memory profiling results: total_gpu_memory=" + _NUM + r"GiB.*?kv_cache_size=" + _NUM)
+_V0_SHORT = re.compile(
+    r"total_gpu_memory \(" + _NUM + r"GiB\) x gpu_memory_utilization \(" + _NUM + r"\)",
+)
+_V0_TOTAL = re.compile(r"total_gpu_memory=" + _NUM + r"GiB")
+_V0_UTIL = re.compile(r"gpu_memory_utilization=" + _NUM)
+_V0_PEAK = re.compile(r"peak_torch_memory=" + _NUM + r"GiB")
+_V0_INITIAL = re.compile(r"initial_memory_usage=" + _NUM + r"GiB")
+_V0_NONTORCH = re.compile(r"non_torch_memory=" + _NUM + r"GiB")
+_TOKENS = re.compile(r"GPU KV cache size: " + _NUM + r" tokens")
+_BLOCKS = (re.compile(r"num_gpu_blocks is: " + _NUM), re.compile(r"# GPU blocks: " + _NUM))
+_CONCURRENCY = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x")
+_VERSION = (
+    re.compile(r"Initializing a V1 LLM engine \(v([0-9][^)\s]{0,40})\)"),
+    re.compile(r"Initializing an LLM engine \(v([0-9][^)\s]{0,40})\)"),
+    re.compile(r"\bversion ([0-9]+\.[0-9]+\.[0-9][^\s]{0,30})"),
+)
+_ARGS = re.compile(r"non-default args: (\{.*\})")
+_ENGINE_CONFIG = re.compile(r"LLM engine \(v[^)]*\) with config: (.*)")
+_DEFAULTING = re.compile(r"Defaulting (max_num_batched_tokens|max_num_seqs) to ([0-9]+)")
+_CHUNKED = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=([0-9]+)")
+_UTIL = re.compile(r"Requested memory: ([0-9.]+) \(util\)")
+_ERROR = re.compile(
+    r"((?:ValueError|RuntimeError|AssertionError|NotImplementedError|torch\.OutOfMemoryError|"
+    r"torch\.cuda\.OutOfMemoryError|pydantic[\w.]*ValidationError|Value error)[:,].{0,300})"
+)
+_RANK_AVAIL = re.compile(r"^\((\w+) pid=\d+\).*Available KV cache memory", re.MULTILINE)
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _first(patterns: tuple[str, ...], text: str) -> float | None:
+    for p in patterns:
+        m = re.search(p, text)
+        if m:
+            return _number(m.group(1))
+    return None
+
+
+def _literal_args(text: str) -> dict[str, Any]:
+    """The ``non-default args`` dict (literals only: ``ast.literal_eval``, never ``eval``)."""
+    m = _ARGS.search(text)
+    if not m or len(m.group(1)) > MAX_ARGS_CHARS:
+        return {}
+    try:
+        value = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _config_pairs(text: str) -> dict[str, str]:
+    """``key=value`` pairs of the ``Initializing … with config:`` line (top level only)."""
+    m = _ENGINE_CONFIG.search(text)
+    if not m:
+        return {}
+    out: dict[str, str] = {}
+    for key, value in re.findall(r"(?:^|, )(\w+)=('[^']*'|[^,{}\[\]()]*)", m.group(1)[:MAX_ARGS_CHARS]):
+        out.setdefault(key, value.strip("'"))
+    return out
+
+
+def _int(value: Any) -> int | None:
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        return None
+    return v if v >= 1 else None
+
+
+def _settings(text: str) -> dict[str, Any]:
+    """The serving settings the log states: non-default args first, then the engine config line."""
+    args, cfg = _literal_args(text), _config_pairs(text)
+    defaults = dict(_DEFAULTING.findall(text))
+    chunked = _CHUNKED.search(text)
+    util = args.get("gpu_memory_utilization")
+    if util is None and (m := _UTIL.search(text)):
+        util = float(m.group(1))
+    dtype = str(args.get("dtype") or cfg.get("dtype", "")).removeprefix("torch.") or None
+    quant = args.get("quantization") or cfg.get("quantization")
+    kv = args.get("kv_cache_dtype") or cfg.get("kv_cache_dtype")
+    prefix = args.get("enable_prefix_caching", cfg.get("enable_prefix_caching"))
+    mnbt = args.get("max_num_batched_tokens") or (chunked.group(1) if chunked else None)
+    return {
+        "model": str(args.get("model") or cfg.get("model") or "") or None,
+        "tp": _int(args.get("tensor_parallel_size", cfg.get("tensor_parallel_size"))),
+        "pp": _int(args.get("pipeline_parallel_size", cfg.get("pipeline_parallel_size"))),
+        "dtype": dtype,
+        "quantization": None if quant in (None, "None", "") else str(quant),
+        "kv_cache_dtype": None if kv in (None, "") else str(kv),
+        "max_model_len": _int(args.get("max_model_len", cfg.get("max_seq_len"))),
+        "max_num_batched_tokens": _int(mnbt or defaults.get("max_num_batched_tokens")),
+        "max_num_seqs": _int(args.get("max_num_seqs") or defaults.get("max_num_seqs")),
+        "gpu_memory_utilization": float(util)
+        if isinstance(util, (int, float)) and not isinstance(util, bool)
+        else None,
+        "block_size": _int(args.get("block_size")),
+        "enable_prefix_caching": None if prefix is None else str(prefix) == "True",
+    }
+
+
+def _v0_terms(text: str) -> dict[str, Any]:
+    """The V0 engine's one-line memory summary (``Memory profiling results: …``)."""
+    out: dict[str, Any] = {}
+    if _V0_PROFILE.search(text) or _V0_SHORT.search(text):
+        out["v0_engine"] = True
+        total = _V0_TOTAL.search(text) or _V0_SHORT.search(text)
+        if total:
+            out["total_memory_gib"] = _number(total.group(1))
+        util = _V0_UTIL.search(text) or _V0_SHORT.search(text)
+        if util:
+            out["gpu_memory_utilization"] = _number(util.group(1) if util.re is _V0_UTIL else util.group(2))
+        peak, initial = _V0_PEAK.search(text), _V0_INITIAL.search(text)
+        if peak and initial:
+            out["activation_gib"] = round(_number(peak.group(1)) - _number(initial.group(1)), 2)
+        nt = _V0_NONTORCH.search(text)
+        if nt:
+            out["non_torch_gib"] = _number(nt.group(1))
+    return out
+
+
+def _kv_cache_gib(text: str) -> tuple[float | None, int]:
+    """The smallest "Available KV cache memory" over the ranks that print it, and how many do."""
+    values = [_number(v) for v in re.findall(_KV_GIB[0], text)]
+    if values:
+        ranks = len(set(_RANK_AVAIL.findall(text))) or 1
+        return min(values), ranks
+    return _first(_KV_GIB[1:], text), 0
+
+
+def _errors(text: str) -> tuple[str, ...]:
+    found: list[str] = []
+    for m in _ERROR.finditer(text):
+        line = m.group(1).strip()
+        if line not in found:
+            found.append(line)
+        if len(found) >= 3:
+            break
+    return tuple(found)
+
+
+def parse_vllm_log(text: str | bytes) -> VllmStartup:
+    """Every memory term and setting ``text`` states.  ``LogError`` when it is not a vLLM start-up log."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        raise LogError([f"expected the log's text, not {type(text).__name__}"])
+    if not text.strip():
+        raise LogError(["the log is empty: paste the start-up output of `vllm serve` (stdout/stderr)"])
+    text = text[:MAX_LOG_CHARS].replace("\r\n", "\n")
+    found: dict[str, Any] = {k: _first(v, text) for k, v in _GIB_PATTERNS.items()}
+    found.update({k: v for k, v in _v0_terms(text).items() if v is not None})
+    found["kv_cache_gib"], found["ranks_reporting"] = _kv_cache_gib(text)
+    if (m := _TOKENS.search(text)) is not None:
+        found["kv_cache_tokens"] = int(_number(m.group(1)))
+    for pattern in _BLOCKS:
+        if (m := pattern.search(text)) is not None:
+            found["num_gpu_blocks"] = int(_number(m.group(1)))
+            break
+    if (m := _CONCURRENCY.search(text)) is not None:
+        found["concurrency_tokens"], found["concurrency"] = int(_number(m.group(1))), _number(m.group(2))
+    for pattern in _VERSION:
+        if (m := pattern.search(text)) is not None:
+            found["engine_version"] = m.group(1)
+            break
+    settings = _settings(text)
+    for key, value in settings.items():
+        if value is not None and found.get(key) is None:
+            found[key] = value
+    found["errors"] = _errors(text)
+    terms = [k for k in (*TERM_LABELS, "kv_cache_tokens", "concurrency", "num_gpu_blocks") if found.get(k) is not None]
+    if not terms:
+        hint = f" It ends in an error: {found['errors'][0]}" if found["errors"] else ""
+        raise LogError(
+            [
+                "no vLLM start-up memory line found: expected lines such as 'Model loading took 14.99 GiB memory', "
+                "'Available KV cache memory: 58.11 GiB' or 'GPU KV cache size: 476,016 tokens' "
+                "(vLLM prints them at INFO level while the engine starts)." + hint
+            ]
+        )
+    try:
+        return VllmStartup.model_validate({k: v for k, v in found.items() if v is not None})
+    except ValidationError as exc:
+        raise LogError([f"the log states a value outside what vLLM accepts: {format_validation_error(exc)}"]) from None

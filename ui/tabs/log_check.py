@@ -1,0 +1,130 @@
+"""The "Check a log" tab: a pasted or uploaded vLLM start-up log beside the plan, term by term.
+
+The log is read by ``planner.logs.vllm_log.parse_vllm_log`` (size-limited; nothing in it is
+executed; foreign text gets a message naming the lines it looked for) and compared by
+``planner.logs.check.check_log`` at the log's own settings.  "Use this log's figures" puts the
+log's settings and its memory terms (``cal_*`` link keys) into the scenario, so the link carries
+the calibration.  Same figures as ``kvplan check-log LINK --log FILE``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from planner.errors import ProblemsError, ScenarioError
+from planner.logs.check import LogCheck, calibration, check_log, log_scenario
+from planner.logs.vllm_log import MAX_LOG_CHARS, VllmStartup, parse_vllm_log
+from ui.format import md_escape
+from ui.state import PageContext
+
+TEXT_KEY = "_log_text"
+FILE_KEY = "_log_file"
+SOURCE_KEY = "_log_source"  # the text last checked
+MAX_UPLOAD_BYTES = 16 * 1024 * 1024
+PASTE, UPLOAD = "Paste", "Upload a file"
+
+
+def rows_frame(check: LogCheck) -> pd.DataFrame:
+    """The comparison table: term, unit, predicted, logged, error (%)."""
+    return pd.DataFrame(
+        {
+            "term": [r.label for r in check.rows],
+            "unit": [r.unit for r in check.rows],
+            "predicted": [r.predicted for r in check.rows],
+            "logged": [r.logged for r in check.rows],
+            "error_pct": [None if r.error_frac is None else 100.0 * r.error_frac for r in check.rows],
+        }
+    )
+
+
+def _read_source(st: Any) -> str | None:
+    """The log text from the paste box or the upload; an error message when the upload is too large."""
+    ss = st.session_state
+    if ss.get("log_source_kind", PASTE) == UPLOAD:
+        upload = ss.get(FILE_KEY)
+        if upload is None:
+            return None
+        if upload.size > MAX_UPLOAD_BYTES:
+            st.error(f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB: upload the start-up part only.")
+            return None
+        return upload.getvalue().decode("utf-8", errors="replace")
+    text = ss.get(TEXT_KEY, "")
+    return text if text.strip() else None
+
+
+def _inputs(st: Any) -> None:
+    kind = st.radio("Log", (PASTE, UPLOAD), horizontal=True, key="log_source_kind")
+    if kind == UPLOAD:
+        st.file_uploader("vLLM start-up log", type=["log", "txt", "out"], key=FILE_KEY)
+    else:
+        st.text_area(
+            "vLLM start-up log",
+            key=TEXT_KEY,
+            height=180,
+            max_chars=MAX_LOG_CHARS,
+            placeholder="INFO … Model loading took 14.99 GiB memory …\nINFO … Available KV cache memory: 58.11 GiB\n"
+            "INFO … GPU KV cache size: 476,016 tokens",
+            help="Paste what `vllm serve` printed while starting (INFO level is enough; DEBUG adds the breakdown).",
+        )
+
+
+def _apply(ctx: PageContext, log: VllmStartup) -> None:
+    """The log's settings and figures into the scenario (the link follows)."""
+    plan, _ = log_scenario(ctx.scenario, log)
+    changes = {k: getattr(plan, k) for k in ("tp", "mem_util", "batch", "chunk", "prompt", "output", "prefix")}
+    changes.update({k: getattr(plan, k) for k in ("block", "kvdtype", "wdtype", "quant")})
+    ctx.update_scenario(**changes, **calibration(log))
+
+
+def _show(ctx: PageContext, log: VllmStartup, check: LogCheck) -> None:
+    st = ctx.st
+    version = f"vLLM {log.engine_version}" if log.engine_version else "a vLLM log"
+    st.markdown(f"**The plan at the log's settings** ({md_escape(version)}; terms the log does not print are blank)")
+    st.dataframe(
+        rows_frame(check),
+        hide_index=True,
+        column_config={
+            "predicted": st.column_config.NumberColumn(format="%.2f"),
+            "logged": st.column_config.NumberColumn(format="%.2f"),
+            "error_pct": st.column_config.NumberColumn("error (%)", format="%+.1f"),
+        },
+    )
+    for note in check.notes:
+        st.caption(md_escape(note))
+    cal = calibration(log)
+    if cal and st.button(
+        "Use this log's figures",
+        key="log_apply",
+        type="primary",
+        help="Sets the plan to the log's settings and its memory terms: "
+        + ", ".join(f"{k}={v}" for k, v in cal.items())
+        + " (link keys; clear them to return to the model).",
+    ):
+        _apply(ctx, log)
+
+
+def render(ctx: PageContext) -> None:
+    st = ctx.st
+    st.subheader("Check the plan against a vLLM start-up log")
+    st.caption(
+        "vLLM prints its memory accounting while it starts: total memory, weights, peak activation, non-torch "
+        "memory, the KV cache and its concurrency. kvplan runs the plan at the log's settings and sets each term "
+        "beside the log's. See docs/launch.md."
+    )
+    _inputs(st)
+    text = _read_source(st)
+    if text is None:
+        st.info("Paste or upload a log to compare it with the plan.")
+        return
+    try:
+        log = parse_vllm_log(text)
+        check = check_log(ctx.scenario, log, ctx.catalog)
+    except ScenarioError as exc:
+        st.error("The log's settings do not fit the plan's model:\n\n" + md_escape("; ".join(exc.problems)))
+        return
+    except ProblemsError as exc:
+        st.error(md_escape("; ".join(exc.problems)))
+        return
+    _show(ctx, log, check)
