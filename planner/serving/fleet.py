@@ -39,6 +39,7 @@ from planner.engine.step_time import RooflineStepTime, StepTime
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Router, Scenario
+from planner.serving.budget import check_work_budget
 from planner.serving.results import REJECTED_KV, SERVED, SimResult
 from planner.serving.simulate import advance, assemble, fit_problems, per_request_itl, sim_inputs, simulate
 from planner.serving.state import Replica, RunState, SimConfig
@@ -115,6 +116,7 @@ def simulate_fleet(
     """Simulate ``w`` on ``replicas`` replicas behind ``router`` (module doc).  Pure and seeded."""
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: one of {', '.join(ROUTERS)}")
+    check_work_budget(w, cfg)
     n = len(w)
     run = RunState(w, cfg, step_time, detail)
     reps = [Replica(k, cfg, n) for k in range(replicas)]

@@ -49,6 +49,7 @@ from planner.errors import ScenarioError
 from planner.format import fmt_bytes
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.serving.budget import check_work_budget
 from planner.serving.results import (
     NOT_RUN,
     REJECTED_KV,
@@ -181,7 +182,9 @@ def simulate(
     ``stop_on_slo_miss``: stop as soon as the p99 TTFT or ITL target is certainly missed
     (more than 1 % of requests or tokens over it) or a request does not fit the KV cache.
     ``detail=False`` skips the per-request ITL percentiles (sizing needs only the p99s).
+    Raises ``SimulationBudgetError`` before any work when the run would exceed the work budget.
     """
+    check_work_budget(w, cfg)
     run = RunState(w, cfg, step_time, detail)
     rep = Replica(0, cfg, len(w))
     rep.feed = list(range(len(w)))

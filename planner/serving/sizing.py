@@ -42,6 +42,7 @@ from planner.engine.validity import quant_group, valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.serving.budget import SimulationBudgetError
 from planner.serving.fleet import simulate_fleet
 from planner.serving.results import SimResult
 from planner.serving.simulate import SimConfig, sim_inputs, simulate
@@ -255,6 +256,8 @@ def size_fleet(
     for k, (g, t) in enumerate(combos):
         try:
             rows.append(_size_one(s.on_gpu(g, t), catalog, trace, max_requests))
+        except SimulationBudgetError as exc:
+            rows.append(dict(gpu=g, tp=t, fits=True, status="not simulated: " + "; ".join(exc.problems)))
         except ScenarioError as exc:
             rows.append(dict(gpu=g, tp=t, fits=False, status="; ".join(exc.problems)))
         if progress is not None:

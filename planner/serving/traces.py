@@ -149,9 +149,10 @@ def trace_text(data: bytes | str, max_bytes: int = MAX_TRACE_BYTES) -> str:
     if len(raw) > max_bytes:
         raise TraceError([f"trace: more than {max_bytes:,} bytes (uncompressed); the limit is {max_bytes:,}"])
     try:
-        return raw.decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise TraceError(["trace: not UTF-8 text"]) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # Windows and old-Mac line ends read as one
 
 
 def detect_format(text: str) -> str:
@@ -217,11 +218,24 @@ def _validate(
     return rows
 
 
-def _csv_records(text: str, wanted: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _csv_records(text: str, wanted: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(line, the wanted cells) per data row; a row the csv module cannot read is a problem string
+    (a cell over its 128 KiB field limit, a stray quote), not an exception."""
     reader = csv.reader(io.StringIO(text))
-    header = [h.strip() for h in next(reader, [])]
+    try:
+        header = [h.strip() for h in next(reader, [])]
+    except csv.Error as exc:
+        yield 1, f"header is not valid CSV ({exc})"
+        return
     columns = [(i, name) for i, name in enumerate(header) if name in wanted]
-    for cells in reader:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield reader.line_num, f"not valid CSV ({exc})"
+            continue
         if not any(c.strip() for c in cells):
             continue  # blank line
         yield reader.line_num, {name: cells[i] for i, name in columns if i < len(cells) and cells[i].strip() != ""}
@@ -233,6 +247,9 @@ def _json_records(text: str) -> Iterator[tuple[int, dict[str, Any] | str]]:
             continue
         try:
             value = json.loads(raw)
+        except RecursionError:
+            yield line, "JSON nested too deeply to read"
+            continue
         except ValueError as exc:
             yield line, f"not a JSON object ({exc.args[0][:60]})"
             continue

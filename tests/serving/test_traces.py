@@ -217,3 +217,30 @@ def test_azure_2024_timestamps_with_a_zone_and_without_one_are_both_utc():
         "2024-05-10 00:00:02.0096020,100,10\n"
     )
     assert parse_trace(text).workload.arrival_s == pytest.approx([0.0, 1.0, 2.0])
+
+
+def test_old_mac_line_endings_read_like_any_others():
+    from planner.serving.traces import parse_trace
+
+    trace = parse_trace(b"arrival_s,prompt_tokens,output_tokens\r0,10,5\r1,20,5\r")
+    assert len(trace.workload) == 2
+
+
+def test_a_cell_over_the_csv_field_limit_is_a_row_problem():
+    import pytest
+
+    from planner.errors import TraceError
+    from planner.serving.traces import parse_trace
+
+    with pytest.raises(TraceError, match=r"row 1 \(line 2\): not valid CSV \(field larger than field limit"):
+        parse_trace(b"arrival_s,prompt_tokens,output_tokens\n0," + b"9" * 200_000 + b",5\n1,20,5\n")
+
+
+def test_deeply_nested_json_line_is_a_row_problem():
+    import pytest
+
+    from planner.errors import TraceError
+    from planner.serving.traces import parse_trace
+
+    with pytest.raises(TraceError, match="JSON nested too deeply to read"):
+        parse_trace(b'{"timestamp": ' + b"[" * 100_000 + b"\n")

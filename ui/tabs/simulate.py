@@ -25,6 +25,7 @@ from planner.errors import ScenarioError, TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
+from planner.serving.budget import SimulationBudgetError
 from planner.serving.fleet import FleetResult, replica_frame, simulate_fleet_scenario
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
 from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing, size_fleet
@@ -348,6 +349,9 @@ def _run(ctx: PageContext, action: str, key: str, workload: Workload | None) -> 
         else:
             report, slot = _progress(st, "Sizing: every GPU profile × tp 1, 2, 4, 8…")
             value = size_fleet(s, ctx.catalog, trace=workload, progress=report)
+    except SimulationBudgetError as exc:
+        st.error("This run is too large to simulate here:\n\n" + md_list(exc.problems))
+        return
     except ScenarioError as exc:
         st.error("Nothing to simulate:\n\n" + md_list(exc.problems))
         return
