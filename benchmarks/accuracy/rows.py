@@ -15,7 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "published-serving.json"
 
-Category = Literal["kv_capacity", "ttft", "tpot", "throughput"]
+Category = Literal["kv_capacity", "ttft", "tpot", "throughput", "e2e_latency"]
+#: 'fit': fitted by benchmarks/fit_timing.py (and predicted without its own source_group in the
+#: held-out report); 'held_out': never fitted, predicted by the shipped profiles.
+FitRole = Literal["fit", "held_out"]
 
 
 class Row(BaseModel):
@@ -44,6 +47,9 @@ class Row(BaseModel):
     metric: str
     measured: float
     notes: str = ""
+    engine_key: str | None = None  # the engine group the efficiency fit gives the row
+    source_group: str | None = None  # one publication: the unit left out in leave-one-source-out
+    fit_role: FitRole = "held_out"
 
 
 def load_rows(path: Path = DATA) -> list[Row]:
@@ -63,6 +69,16 @@ MODEL_KEYS: dict[str, str] = {
     "google/gemma-2-27b-it": "gemma-2-27b",
     "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": "llama-3.1-8b",
     "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": "qwen2.5-7b",
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+    "meta-llama/Llama-2-7b-chat-hf": "llama-2-7b",
+    "meta-llama/Llama-2-13b-hf": "llama-2-13b",
+    "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama/Llama-2-70b-chat-hf": "llama-2-70b",
+    "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3.1-405B": "llama-3.1-405b",
+    "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
 }
 
 
@@ -81,9 +97,37 @@ def model_key(row: Row) -> str:
     raise KeyError(f"{row.id}: no preset for model {row.model!r}")
 
 
+#: A row's engine_key → the shipped engine profile that describes it (other engines: the default).
+ENGINE_PROFILE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+
+
+def engine_key(row: Row) -> str:
+    """The row's engine group: its ``engine_key``, else read from the engine's name (an engine that
+    is not named — NVIDIA NIM does not say which it runs — is the default, vLLM)."""
+    if row.engine_key:
+        return row.engine_key
+    name = row.engine.lower()
+    for needle, key in (("tensorrt", "trtllm"), ("sglang", "sglang"), ("lmdeploy", "lmdeploy")):
+        if needle in name:
+            return key
+    return "gpt-fast" if "gpt-fast" in name else "vllm"
+
+
+def dtype_key(text: str) -> str:
+    """A row's dtype text ("fp8 (e4m3)", "int8 (weight-only)") → the kvplan dtype."""
+    return text.split()[0].split("/")[0].lower()
+
+
 def gpu_key(row: Row) -> str:
     name = row.gpu.lower()
-    for needle, key in (("h100", "h100-sxm"), ("h200", "h200"), ("l40s", "l40s"), ("a100", "a100-80gb-sxm")):
+    for needle, key in (
+        ("h100", "h100-sxm"),
+        ("h200", "h200"),
+        ("l40s", "l40s"),
+        ("a100", "a100-80gb-sxm"),
+        ("b200", "b200"),
+        ("mi300x", "mi300x"),
+    ):
         if needle in name:
             return key
     raise KeyError(f"{row.id}: no profile for GPU {row.gpu!r}")

@@ -53,7 +53,9 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     profiles = [catalog.gpus.get(k) or catalog.measured[k] for k in keys]
     # Scenario.on_gpu holds the price rule: a gpu_price override prices only the scenario's own GPU
     on_each = [scenario if k == scenario.gpu else scenario.on_gpu(k) for k in keys]
-    x = stack_inputs([from_specs(gpu, r.model, s, r.draft) for gpu, s in zip(profiles, on_each, strict=True)])
+    x = stack_inputs(
+        [from_specs(gpu, r.model, s, r.draft, r.engine.timing) for gpu, s in zip(profiles, on_each, strict=True)]
+    )
     at_tp = compute(x)
     fits = np.asarray(at_tp["fits"], dtype=bool)
     min_tp = np.asarray(at_tp["min_tp_that_fits"])

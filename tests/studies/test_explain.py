@@ -38,7 +38,14 @@ METRIC = {
     "Compute-bound turn (ridge batch)": "ridge_batch",
     "Time per output token (TPOT)": "tpot_s",
     "Decode tokens/s per GPU": "decode_tokens_per_s_per_gpu",
+    "Output tokens/s per replica (prefill included)": "output_tokens_per_s",
     "Cost per million output tokens": "cost_per_million_output_tokens_usd",
+    "Request latency": "request_latency_s",
+    "Static-batch output tokens/s per GPU": "static_batch_output_tokens_per_s_per_gpu",
+    "Matmul efficiency in force (MFU)": "matmul_frac",
+    "Bandwidth efficiency in force (MBU)": "bandwidth_frac",
+    "Fixed cost of a prefill step": "prefill_overhead_s",
+    "Fixed cost of a decode step": "decode_overhead_s",
     "Chunked prefill: newcomer TTFT": "chunked_ttft_s",
     "Chunked prefill: running streams' max inter-token latency": "chunked_max_itl_s",
     "No chunking: running streams' max inter-token latency": "nochunk_max_itl_s",
@@ -121,6 +128,10 @@ SCENARIOS = [
     dict(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0),  # finite ridge batch
     dict(model="llama-3.1-8b", prompt=3000, chunk=1000, prefix=2000, price_in=0.0, price_out=0.0),
     dict(model="qwen2.5-0.5b", gpu="l4", tp=4, batch=4096, prompt=1, output=1, prefix=0, chunk=16),
+    dict(batch=256, chunk=512, prompt=8192, prefix=0),  # newcomer gets C − B = 256 tokens a step
+    dict(batch=600, chunk=512, prompt=8192, prefix=0),  # B ≥ C: never admitted
+    dict(rpm=2.0, cache_traffic="followups", response_s=40.0),
+    dict(model="llama-2-70b", gpu="h200", tp=4, engine="trtllm", wdtype="fp8", kvdtype="fp8", mfu=0.6, mbu=0.8),
 ]
 
 
@@ -160,7 +171,9 @@ def test_headline_figures_are_all_explained():
         "Time to first token (TTFT)",
         "Time per output token (TPOT)",
         "Decode tokens/s per GPU",
+        "Output tokens/s per replica (prefill included)",
         "Cost per million output tokens",
+        "Request latency",
         "Speculative speedup",
         "Prompt cache saving",
         "Compute-bound turn (ridge batch)",
@@ -175,9 +188,9 @@ def test_worked_example_default_scenario():
     assert kv.substituted == "2 · 32 · 8 · 128 · 2" and kv.value == "131,072 B (128 KiB)"
     assert items["Max concurrent sequences (paged)"].value == "182 sequences"
     assert "compute-bound" in items["Time to first token (TTFT)"].value
-    # per-operator roofline: the decode matmuls turn compute-bound at batch ≈ 225 at any
-    # context (the single roofline said "never" at this context)
-    assert items["Compute-bound turn (ridge batch)"].value.startswith("225.056 sequences")
+    # the whole decode step (KV reads included) never turns compute-bound at a 2k context
+    assert items["Compute-bound turn (ridge batch)"].value.startswith("never")
+    assert items["Fixed cost of a decode step"].substituted.count("·") == 1  # t_step + L · t_layer
 
 
 def test_number_formatting_reads_back():
