@@ -17,10 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from pydantic import ValidationError
 
 from benchmarks.accuracy.report import Prediction
 from benchmarks.accuracy.rows import Row, gpu_key, model_key
+from benchmarks.accuracy.scenarios import scenario_for
 from benchmarks.accuracy.timing_fit import KIND_OF, fit_rows, leave_one_out, predict_with
+from planner.engine.evaluate import resolve
+from planner.errors import ProblemsError
 from planner.model.catalog import Catalog
 
 #: category → the engine metric that predicts it
@@ -43,6 +47,10 @@ class LatencyReport:
 
 def _predictable(row: Row, catalog: Catalog) -> str | None:
     """None when the catalog can describe the row, else why not."""
+    if row.prompt is None or row.output is None:
+        return f"{row.id}: prompt or output length not stated"
+    if row.category in ("throughput", "e2e_latency") and row.batch is None:
+        return f"{row.id}: batch not stated (in-flight batching at an engine-chosen load)"
     try:
         key, gpu = model_key(row), gpu_key(row)
     except KeyError as exc:
@@ -51,6 +59,10 @@ def _predictable(row: Row, catalog: Catalog) -> str | None:
         return f"{row.id}: model preset {key!r} not in the catalog yet"
     if catalog.profile(gpu) is None:
         return f"{row.id}: GPU profile {gpu!r} not in the catalog"
+    try:
+        resolve(scenario_for(row), catalog)
+    except (ValidationError, ProblemsError) as exc:
+        return f"{row.id}: not a kvplan scenario ({str(exc).splitlines()[0][:120]})"
     return None
 
 

@@ -8,6 +8,7 @@ number.  Rows we add ourselves go into the same file with the same fields.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "published-serving.json"
 
-Category = Literal["kv_capacity", "ttft", "tpot", "throughput", "e2e_latency"]
+#: the categories the report predicts; a row of another category (e.g. prefill_throughput) loads and is skipped
+CATEGORIES = ("kv_capacity", "ttft", "tpot", "throughput", "e2e_latency")
 #: 'fit': fitted by benchmarks/fit_timing.py (and predicted without its own source_group in the
 #: held-out report); 'held_out': never fitted, predicted by the shipped profiles.
 FitRole = Literal["fit", "held_out"]
@@ -27,7 +29,7 @@ class Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     id: str
-    category: Category
+    category: str = Field(min_length=1)
     engine: str
     source: str = Field(min_length=1)
     quote: str = Field(min_length=1)
@@ -38,8 +40,8 @@ class Row(BaseModel):
     kvdtype: str
     quantization: str | None = None
     batch: int | None = None
-    prompt: int
-    output: int
+    prompt: int | None = None
+    output: int | None = None
     max_model_len: int | None = None
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
@@ -82,9 +84,30 @@ MODEL_KEYS: dict[str, str] = {
 }
 
 
+#: A model name, lower-cased with '_' and ' ' read as '-', → preset key: the shape is what matters
+#: (Llama-3 and 3.3 70B have Llama-3.1-70B's shape; DeepSeek-R1 has DeepSeek-V3's).
+SHAPE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"llama-?3(\.[0-9])?-(70b)", "llama-3.1-70b"),
+    (r"llama-?3(\.[0-9])?-(8b)", "llama-3.1-8b"),
+    (r"llama-?3\.1-405b", "llama-3.1-405b"),
+    (r"llama-?3\.2-1b", "llama-3.2-1b"),
+    (r"llama-?2-(7b|13b|70b)", "llama-2-{0}"),
+    (r"mixtral-8x7b", "mixtral-8x7b"),
+    (r"mistral-7b", "mistral-7b"),
+    (r"qwen2\.5-(0\.5b|7b|72b)", "qwen2.5-{0}"),
+    (r"gemma-2-(9b|27b)", "gemma-2-{0}"),
+    (r"deepseek-(v3|r1)", "deepseek-v3"),
+)
+
+
 def model_key(row: Row) -> str:
     if row.model in MODEL_KEYS:
         return MODEL_KEYS[row.model]
+    norm = re.sub(r"[_ ]", "-", row.model.lower())
+    for pattern, key in SHAPE_PATTERNS:
+        m = re.search(pattern, norm)
+        if m:
+            return key.format(m.group(m.lastindex or 0)) if "{0}" in key else key
     name = row.model.lower()
     for needle, key in (
         ("mixtral 8x7b", "mixtral-8x7b"),
@@ -114,8 +137,9 @@ def engine_key(row: Row) -> str:
 
 
 def dtype_key(text: str) -> str:
-    """A row's dtype text ("fp8 (e4m3)", "int8 (weight-only)") → the kvplan dtype."""
-    return text.split()[0].split("/")[0].lower()
+    """A row's dtype text ("fp8 (e4m3)", "int8 (weight-only)", "nvfp4 MoE / fp8") → the kvplan dtype."""
+    first = text.split()[0].split("/")[0].lower()
+    return {"nvfp4": "fp4", "mxfp4": "fp4", "float16": "fp16", "bfloat16": "bf16"}.get(first, first)
 
 
 def gpu_key(row: Row) -> str:
