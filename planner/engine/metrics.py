@@ -69,8 +69,10 @@ METRICS: dict[str, Metric] = {
     "decode_comm_s": _m("s", "decode-step tensor-parallel all-reduce time"),
     "ridge_batch": _m("1", "batch from which the whole decode step is compute-bound", "never_if_inf"),
     # chunked prefill (engine/chunked.py)
-    "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes (C − B tokens each; inf when B ≥ C)"),
-    "chunked_ttft_s": _m("s", "newcomer's time to first token with chunked prefill under the batch (inf when B ≥ C)"),
+    "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes (C − B tokens each)", "never_if_inf"),
+    "chunked_ttft_s": _m(
+        "s", "newcomer's time to first token with chunked prefill under the batch (never when B ≥ C)", "never_if_inf"
+    ),
     "chunked_max_itl_s": _m("s", "running streams' largest inter-token gap with chunked prefill"),
     "chunked_mean_itl_s": _m("s", "running streams' mean inter-token gap while the prompt is chunked in"),
     "nochunk_ttft_s": _m("s", "newcomer's time to first token without chunking"),
