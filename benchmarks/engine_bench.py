@@ -1,28 +1,39 @@
-"""Engine throughput: one vectorised call over 1,000,000 scenarios vs a per-scenario loop.
+"""Engine throughput: one vectorised call over 1,000,000 scenarios, beside the previous commit's.
 
-Run: make bench-engine   (or .venv/bin/python benchmarks/engine_bench.py [N])
-Prints scenarios/s for both and their ratio.  Target: ≥ 1,000,000 scenarios/s
-vectorised on one core (numpy's elementwise kernels are single-threaded).
+Run: make bench-engine   (or .venv/bin/python benchmarks/engine_bench.py [N] [--baseline REV] [--rounds K])
+
+This VM's speed drifts, so the previous commit's engine is measured in the same run: its
+``planner/`` is extracted with ``git archive`` into a temporary folder, and the two are timed
+in alternating child processes (current, previous, current, …; K rounds each, best of 3 calls
+per round), one core each (numpy's elementwise kernels are single-threaded).  The baseline
+is the parent commit when the worktree is clean (HEAD is what is measured), else HEAD.
+Also prints a per-scenario loop for scale.  Target: ≥ 1,000,000 scenarios/s vectorised.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from planner.engine.evaluate import compute, inputs_for, resolve  # noqa: E402
-from planner.model.catalog import load_catalog  # noqa: E402
-from planner.model.scenario import Scenario  # noqa: E402
-
+ROOT = Path(__file__).resolve().parent.parent
 TARGET_SCENARIOS_PER_S = 1_000_000
 
 
-def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
+def grid_inputs(n: int):
+    """The default scenario with batch, lengths, chunk, hit rate, prefix and α drawn per scenario."""
+    import numpy as np
+
+    from planner.engine.evaluate import inputs_for, resolve
+    from planner.model.catalog import load_catalog
+    from planner.model.scenario import Scenario
+
     catalog = load_catalog()
     x = inputs_for(resolve(Scenario(), catalog))
     rng = np.random.default_rng(0)
@@ -36,6 +47,14 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
         prefix_tokens=np.floor(prompt * rng.random(n)),
         alpha=rng.random(n),
     )
+    return x, grid
+
+
+def vectorised_rate(n: int) -> float:
+    """Scenarios per second of ``compute`` over the grid: best of 3 calls."""
+    from planner.engine.evaluate import compute
+
+    x, grid = grid_inputs(n)
     compute(x)  # warm-up
     best = float("inf")
     for _ in range(3):
@@ -43,14 +62,19 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
         out = compute(grid)
         best = min(best, time.perf_counter() - t0)
     assert out["tpot_s"].shape == (n,)
-    vec_rate = n / best
+    return n / best
 
+
+def loop_rate(loop_n: int) -> float:
+    from planner.engine.evaluate import compute
+
+    x, grid = grid_inputs(loop_n)
     t0 = time.perf_counter()
     for i in range(loop_n):
         compute(
             x.with_(
                 batch=float(grid.batch[i]),
-                prompt_tokens=float(prompt[i]),
+                prompt_tokens=float(grid.prompt_tokens[i]),
                 output_tokens=float(grid.output_tokens[i]),
                 chunk_tokens=float(grid.chunk_tokens[i]),
                 cache_hit_rate=float(grid.cache_hit_rate[i]),
@@ -58,14 +82,76 @@ def main(n: int = 1_000_000, loop_n: int = 2_000) -> None:
                 alpha=float(grid.alpha[i]),
             )
         )
-    loop_rate = loop_n / (time.perf_counter() - t0)
-    print(f"vectorised: {n:,} scenarios in {best:.3f} s = {vec_rate:,.0f} scenarios/s (best of 3)")
-    print(f"loop:       {loop_n:,} scenarios one by one = {loop_rate:,.0f} scenarios/s")
-    print(
-        f"ratio:      {vec_rate / loop_rate:,.0f}x; "
-        f"target >= 1,000,000 scenarios/s: {'met' if vec_rate >= TARGET_SCENARIOS_PER_S else 'NOT met'}"
+    return loop_n / (time.perf_counter() - t0)
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def baseline_rev(requested: str | None) -> str:
+    if requested:
+        return requested
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "planner")
+    return "HEAD" if dirty else "HEAD~1"
+
+
+def extract(rev: str, into: Path) -> None:
+    """``planner/`` at ``rev`` under ``into`` (git archive; nothing is checked out here)."""
+    data = subprocess.run(["git", "archive", rev, "planner"], cwd=ROOT, check=True, capture_output=True).stdout
+    archive = into / "planner.tar"
+    archive.write_bytes(data)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+
+
+def child_rate(root: Path, n: int) -> float:
+    """The vectorised rate of the engine under ``root``, in a fresh single-threaded process."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    code = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]); sys.path.insert(1, sys.argv[2]); "
+        "from engine_bench import vectorised_rate; print(json.dumps(vectorised_rate(int(sys.argv[3]))))"
     )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(Path(__file__).parent), str(n)],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(json.loads(out.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", nargs="?", type=int, default=1_000_000)
+    ap.add_argument("--baseline", help="git revision to compare with (default: the previous commit)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per engine (best is kept)")
+    ap.add_argument("--loop", type=int, default=2_000, help="scenarios in the one-by-one loop")
+    args = ap.parse_args()
+    rev = baseline_rev(args.baseline)
+    label = _git("rev-parse", "--short", rev)
+    with tempfile.TemporaryDirectory() as tmp:
+        previous_root = Path(tmp)
+        extract(rev, previous_root)
+        now, before = [], []
+        for _ in range(args.rounds):
+            now.append(child_rate(ROOT, args.n))
+            before.append(child_rate(previous_root, args.n))
+    sys.path.insert(0, str(ROOT))
+    loop = loop_rate(args.loop)
+    best_now, best_before = max(now), max(before)
+    print(f"vectorised, this tree:          {args.n:,} scenarios: {best_now:,.0f} scenarios/s (best of {args.rounds})")
+    print(f"vectorised, previous ({label}): {args.n:,} scenarios: {best_before:,.0f} scenarios/s (same run)")
+    print(
+        f"change:     {best_now / best_before - 1.0:+.1%}; rounds now {[round(r) for r in now]}, "
+        f"previous {[round(r) for r in before]}"
+    )
+    print(f"loop:       {args.loop:,} scenarios one by one = {loop:,.0f} scenarios/s ({best_now / loop:,.0f}x slower)")
+    met = "met" if best_now >= TARGET_SCENARIOS_PER_S else "NOT met"
+    print(f"target >= {TARGET_SCENARIOS_PER_S:,} scenarios/s vectorised on one core: {met}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000)
+    main()

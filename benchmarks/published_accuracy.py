@@ -1,10 +1,12 @@
 """The engine against every published measurement in benchmarks/data/published-serving.json.
 
 Prints, per category (KV capacity from vLLM start-up logs; first-token latency, time per output
-token and throughput from benchmark tables), each row's measured and predicted figure and the
-median |error|, the median signed error and the worst |error|.
+token, static-batch throughput and latency from benchmark tables), each row's measured and
+predicted figure and the median |error|, the median signed error and the worst |error|.
+Latency rows are predicted in-sample (the fitted, shipped engine profiles), leave-one-source-out
+and leave-one-GPU-out (benchmarks/accuracy/latency.py); the summary gives all three.
 
-    .venv/bin/python benchmarks/published_accuracy.py
+    .venv/bin/python benchmarks/published_accuracy.py [--rows]     (--rows: every row's table)
 """
 
 from __future__ import annotations
@@ -19,36 +21,59 @@ from benchmarks.accuracy.report import summary, table  # noqa: E402
 from benchmarks.accuracy.rows import load_rows  # noqa: E402
 from planner.model.catalog import load_catalog  # noqa: E402
 
+#: the issue's targets for the held-out latency errors
+HELD_OUT_TARGET = 0.12
+SIGNED_TARGET = 0.08
 
-def main() -> None:
+
+def _line(name: str, preds) -> str:
+    med, signed, worst = summary(preds)
+    return (
+        f"{name:<12} median |error| {med:6.1%}  median signed {signed:+6.1%}  worst {worst:6.1%}  ({len(preds)} rows)"
+    )
+
+
+def main(show_rows: bool = False) -> None:
     rows = load_rows()
     catalog = load_catalog()
-    sections = {
-        "kv_capacity": kv_capacity.predictions(rows, catalog, "in_sample"),
-        "kv_held_out": kv_capacity.predictions(rows, catalog, "held_out"),
-        **latency.predictions(rows, catalog),
-    }
-    titles = {
-        "kv_capacity": "kv_capacity, in-sample (the 18 rows vLLM's memory constants are fitted on)",
-        "kv_held_out": "kv_capacity, held-out (never fitted)",
-    }
-    for name, preds in sections.items():
-        print(table(titles.get(name, name), preds))
-        print()
+    kv = kv_capacity.predictions(rows, catalog, "in_sample")
+    kv_held_out = kv_capacity.predictions(rows, catalog, "held_out")
+    lat = latency.report(rows, catalog)
+    if show_rows:
+        print(table("kv_capacity, in-sample (the rows vLLM's memory constants are fitted on)", kv) + "\n")
+        print(table("kv_capacity, held-out (never fitted)", kv_held_out) + "\n")
+        for mode, cats in lat.predictions.items():
+            for name, preds in cats.items():
+                print(table(f"{name} ({mode})", preds) + "\n")
+    print("## summary")
+    print(_line("kv_capacity", kv))
+    print(_line("kv_held_out", kv_held_out))
     waiting = kv_capacity.pending(rows, catalog)
     if waiting:
-        print(f"## kv_capacity, pending ({len(waiting)} held-out rows kvplan cannot predict yet)")
-        for row_id, reason in waiting:
-            print(f"{row_id:<36}{reason}")
-        print()
-    print("## summary")
-    for name, preds in sections.items():
-        med, signed, worst = summary(preds)
         print(
-            f"{name:<12} median |error| {med:6.1%}  median signed {signed:+6.1%}  worst {worst:6.1%}  "
-            f"({len(preds)} rows)"
+            f"kv pending ({len(waiting)} held-out rows kvplan cannot predict yet): " + "; ".join(r for r, _ in waiting)
         )
+    met = True
+    for mode, cats in lat.predictions.items():
+        print(f"-- latency, {mode}")
+        for name, preds in cats.items():
+            print(_line(name, preds))
+            med, signed, _ = summary(preds)
+            if mode != "in-sample" and name in ("ttft", "tpot", "throughput"):
+                met &= med <= HELD_OUT_TARGET and abs(signed) <= SIGNED_TARGET
+            if mode == "in-sample":
+                met &= abs(signed) <= SIGNED_TARGET
+    print(
+        f"targets (held-out median |error| ≤ {HELD_OUT_TARGET:.0%} for ttft, tpot, throughput; every median signed "
+        f"error within ±{SIGNED_TARGET:.0%}): {'met' if met else 'NOT met'}"
+    )
+    print(
+        "(e2e_latency: the five MI300X rows are the only cdna3 data and the only vLLM/ROCm source, so held out "
+        "they run on the pool; not one of the targeted categories)"
+    )
+    if lat.pending:
+        print(f"pending ({len(lat.pending)} rows, not predicted): " + "; ".join(lat.pending))
 
 
 if __name__ == "__main__":
-    main()
+    main(show_rows="--rows" in sys.argv[1:])

@@ -113,7 +113,8 @@ def headline_items(result: Result, mha: Result | None, feasible: Result | None =
         Headline(
             "TTFT",
             fmt_seconds(m["ttft_s"]) if fits else no_fit,
-            help=f"Time to first token: prefill of a {fmt_count(s.prompt)}-token prompt on an idle replica (roofline).",
+            help=f"Time to first token: prefill of a {fmt_count(s.prompt)}-token prompt on an idle replica "
+            f"({s.engine} engine profile).",
             **(_vs_mha(result, mha, "ttft_s", inverse=True) if fits else {}),
         ),
         Headline(
@@ -125,9 +126,11 @@ def headline_items(result: Result, mha: Result | None, feasible: Result | None =
         ),
         Headline(
             "Tokens/s per GPU",
-            fmt_tokens_per_s(m["decode_tokens_per_s_per_gpu"]) if fits else no_fit,
-            help=f"Decode throughput of the replica (batch / TPOT) divided by its {tp} GPU(s).",
-            **(_vs_mha(result, mha, "decode_tokens_per_s_per_gpu", inverse=False) if fits else {}),
+            fmt_tokens_per_s(m["output_tokens_per_s_per_gpu"]) if fits else no_fit,
+            help=f"Output tokens/s of the replica, the GPU time of each request's prefill included "
+            f"(B · O / (B · TTFT + O · TPOT)), divided by its {tp} GPU(s); decode alone: "
+            f"{fmt_tokens_per_s(m['decode_tokens_per_s_per_gpu'])}.",
+            **(_vs_mha(result, mha, "output_tokens_per_s_per_gpu", inverse=False) if fits else {}),
         ),
         _cost_item(result, mha, fits, no_fit),
         _speculative_item(result, fits),
@@ -165,7 +168,8 @@ def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> H
     return Headline(
         "Cost per M output tokens",
         fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
-        help=f"GPU rental ({fmt_usd(m['price_per_replica_hour_usd'])}/h per replica) / output tokens per hour × 10⁶.",
+        help=f"GPU rental ({fmt_usd(m['price_per_replica_hour_usd'])}/h per replica) / output tokens per hour × 10⁶, "
+        "the prefill's GPU time included.",
         **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
     )
 
@@ -260,7 +264,8 @@ def notices(result: Result) -> list[Notice]:
     ridge = float(m["ridge_batch"])
     bound = "compute-bound" if m["decode_compute_bound"] else "memory-bound"
     turn = (
-        "its weight matmuls **never** turn compute-bound: one token's activation traffic takes longer than its FLOPs"
+        "it **never** turns compute-bound: each sequence's KV reads and activation traffic take longer than its "
+        "arithmetic"
         if math.isinf(ridge)
         else f"it turns compute-bound from batch ≈ {fmt_num(ridge)}"
     )

@@ -16,11 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.engine.evaluate import CUSTOM_MODEL, SHAPE_KEYS, resolve
+from planner.engine.inputs import compute_dtype
 from planner.errors import ScenarioError, format_validation_error
-from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_usd
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_seconds, fmt_usd
 from planner.links import DEFAULTS, FIELDS
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model, encode_model
+from planner.model.engine_timing import resolve_timing
 from planner.model.hf_import import MAX_CONFIG_BYTES, model_and_quantization_from_hf_config
 from planner.model.params import kv_elements_per_token, state_bytes_per_sequence
 from planner.model.quantization import compatible_quants, scheme_for
@@ -282,6 +284,42 @@ def _hardware(st: Any, catalog: Catalog) -> None:
     _int_input(
         st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count."
     )
+    _engine(st, catalog)
+
+
+def profile_in_force(catalog: Catalog, state: Mapping[str, Any]) -> str:
+    """One line naming the engine profile and the GPU family whose fitted efficiencies are in force."""
+    engine = catalog.engines.get(state.get("engine", DEFAULTS.engine))
+    gpu = catalog.profile(state.get("gpu", DEFAULTS.gpu))
+    if engine is None or gpu is None:
+        return ""
+    if gpu.calibrated:
+        return f"{engine.name}: the measured machine runs at its measured rates (no engine efficiencies)."
+    t = resolve_timing(engine.timing, gpu, "")
+    line = (
+        f"In force: {engine.name} {engine.version} profile, {t.family} family — MFU {fmt_num(t.matmul_frac)} "
+        f"(8-bit {fmt_num(t.matmul_frac_8bit)}), MBU {fmt_num(t.bandwidth_frac)}, "
+        f"{fmt_seconds(t.step_overhead_s)} per step + {fmt_seconds(t.layer_overhead_s)} per layer "
+        f"(decode {fmt_seconds(t.decode_layer_overhead_s)})"
+    )
+    if state.get("timing"):
+        line += f"; calibrated from your benchmark: timing={state['timing']}"
+    return line + "."
+
+
+def _engine(st: Any, catalog: Catalog) -> None:
+    keys = sorted(catalog.engines, key=lambda k: (k != DEFAULTS.engine, k))
+    st.selectbox(
+        "Serving engine",
+        keys,
+        key="engine",
+        format_func=lambda k: f"{catalog.engines[k].name} {catalog.engines[k].version}",
+        help="Engine profile (planner/data/engines/*.toml): the efficiency parameters fitted to published "
+        "measurements of that engine — per-step and per-layer costs, matmul and bandwidth shares per GPU family.",
+    )
+    line = profile_in_force(catalog, st.session_state)
+    if line:
+        st.caption(md_escape(line))
 
 
 def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str | None) -> None:
@@ -454,6 +492,26 @@ def _prompt_cache(st: Any, base: ModelSpec | None) -> None:
             value=None,
             placeholder=f"model: {fmt_count(minimum)}",
         )
+    if ss.get("rpm", 0) > 0:
+        c1, c2 = st.columns(2)
+        with c1:
+            st.radio(
+                "Requests on a prefix",
+                ("arrivals", "followups"),
+                key="cache_traffic",
+                format_func=lambda k: "arrive independently" if k == "arrivals" else "follow a response",
+                help="Independent arrivals (Poisson; every request refreshes the TTL): hit rate 1 − exp(−λ·TTL). "
+                "Follow-ups sent after the previous response ends: the API's response time eats the window.",
+            )
+        if ss.get("cache_traffic") == "followups":
+            with c2:
+                _float_input(
+                    st,
+                    "response_s",
+                    "API response time",
+                    "How long the API takes to answer before the follow-up is sent; seconds.",
+                    step=1.0,
+                )
     c1, c2 = st.columns(2)
     with c1:
         _float_input(st, "price_in", "Input price", "API price of input tokens; USD per million tokens.", step=0.5)
@@ -499,11 +557,42 @@ def _speculative(st: Any, catalog: Catalog) -> None:
         _slider(st, "alpha", "α (acceptance)", "Probability each draft token is accepted; fraction 0–1.")
 
 
+def _profile_fracs(catalog: Catalog, state: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(MFU, MBU) the engine profile gives the scenario's GPU and weight dtype, or None."""
+    engine = catalog.engines.get(state.get("engine", DEFAULTS.engine))
+    gpu = catalog.profile(state.get("gpu", DEFAULTS.gpu))
+    if engine is None or gpu is None or gpu.calibrated:
+        return None
+    t = resolve_timing(engine.timing, gpu, state.get("timing") or "")
+    eight = compute_dtype(state.get("wdtype", DEFAULTS.wdtype), gpu) != "bf16"
+    return (t.matmul_frac_8bit if eight else t.matmul_frac), t.bandwidth_frac
+
+
 def _advanced(st: Any, catalog: Catalog) -> None:
     ss = st.session_state
     with st.expander("Advanced"):
-        _slider(st, "mfu", "MFU", "Achieved / peak FLOP/s in prefill and verification; fraction.")
-        _slider(st, "mbu", "MBU", "Achieved / peak memory bandwidth in decode; fraction.")
+        fracs = _profile_fracs(catalog, ss)
+        c1, c2 = st.columns(2)
+        with c1:
+            _float_input(
+                st,
+                "mfu",
+                "MFU",
+                "Large-matmul FLOP/s ÷ dense peak; fraction; blank = the engine profile's fitted value.",
+                step=0.01,
+                value=None,
+                placeholder=f"profile: {fmt_num(fracs[0])}" if fracs else "profile",
+            )
+        with c2:
+            _float_input(
+                st,
+                "mbu",
+                "MBU",
+                "Weight-streaming bytes/s ÷ peak bandwidth; fraction; blank = the engine profile's fitted value.",
+                step=0.01,
+                value=None,
+                placeholder=f"profile: {fmt_num(fracs[1])}" if fracs else "profile",
+            )
         chosen = catalog.profile(ss.get("gpu", ""))
         if chosen is not None and chosen.calibrated:
             st.caption(

@@ -8,6 +8,7 @@ number.  Rows we add ourselves go into the same file with the same fields.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "published-serving.json"
 
-Category = Literal["kv_capacity", "ttft", "tpot", "throughput"]
+#: the categories the report predicts; a row of another category (e.g. prefill_throughput) loads and is skipped
+CATEGORIES = ("kv_capacity", "ttft", "tpot", "throughput", "e2e_latency")
+#: 'fit': fitted by benchmarks/fit_timing.py (and predicted without its own source_group in the
+#: held-out report); 'held_out': never fitted, predicted by the shipped profiles.
+FitRole = Literal["fit", "held_out"]
 
 
 class Row(BaseModel):
@@ -24,7 +29,7 @@ class Row(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     id: str
-    category: Category
+    category: str = Field(min_length=1)
     engine: str
     source: str = Field(min_length=1)
     quote: str = Field(min_length=1)
@@ -35,8 +40,8 @@ class Row(BaseModel):
     kvdtype: str
     quantization: str | None = None
     batch: int | None = None
-    prompt: int
-    output: int
+    prompt: int | None = None
+    output: int | None = None
     max_model_len: int | None = None
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
@@ -44,6 +49,9 @@ class Row(BaseModel):
     metric: str
     measured: float
     notes: str = ""
+    engine_key: str | None = None  # the engine group the efficiency fit gives the row
+    source_group: str | None = None  # one publication: the unit left out in leave-one-source-out
+    fit_role: FitRole = "held_out"
 
 
 def load_rows(path: Path = DATA) -> list[Row]:
@@ -63,12 +71,43 @@ MODEL_KEYS: dict[str, str] = {
     "google/gemma-2-27b-it": "gemma-2-27b",
     "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": "llama-3.1-8b",
     "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": "qwen2.5-7b",
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+    "meta-llama/Llama-2-7b-chat-hf": "llama-2-7b",
+    "meta-llama/Llama-2-13b-hf": "llama-2-13b",
+    "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama/Llama-2-70b-chat-hf": "llama-2-70b",
+    "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3.1-405B": "llama-3.1-405b",
+    "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
 }
+
+
+#: A model name, lower-cased with '_' and ' ' read as '-', → preset key: the shape is what matters
+#: (Llama-3 and 3.3 70B have Llama-3.1-70B's shape; DeepSeek-R1 has DeepSeek-V3's).
+SHAPE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"llama-?3(\.[0-9])?-(70b)", "llama-3.1-70b"),
+    (r"llama-?3(\.[0-9])?-(8b)", "llama-3.1-8b"),
+    (r"llama-?3\.1-405b", "llama-3.1-405b"),
+    (r"llama-?3\.2-1b", "llama-3.2-1b"),
+    (r"llama-?2-(7b|13b|70b)", "llama-2-{0}"),
+    (r"mixtral-8x7b", "mixtral-8x7b"),
+    (r"mistral-7b", "mistral-7b"),
+    (r"qwen2\.5-(0\.5b|7b|72b)", "qwen2.5-{0}"),
+    (r"gemma-2-(9b|27b)", "gemma-2-{0}"),
+    (r"deepseek-(v3|r1)", "deepseek-v3"),
+)
 
 
 def model_key(row: Row) -> str:
     if row.model in MODEL_KEYS:
         return MODEL_KEYS[row.model]
+    norm = re.sub(r"[_ ]", "-", row.model.lower())
+    for pattern, key in SHAPE_PATTERNS:
+        m = re.search(pattern, norm)
+        if m:
+            return key.format(m.group(m.lastindex or 0)) if "{0}" in key else key
     name = row.model.lower()
     for needle, key in (
         ("mixtral 8x7b", "mixtral-8x7b"),
@@ -81,9 +120,38 @@ def model_key(row: Row) -> str:
     raise KeyError(f"{row.id}: no preset for model {row.model!r}")
 
 
+#: A row's engine_key → the shipped engine profile that describes it (other engines: the default).
+ENGINE_PROFILE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+
+
+def engine_key(row: Row) -> str:
+    """The row's engine group: its ``engine_key``, else read from the engine's name (an engine that
+    is not named — NVIDIA NIM does not say which it runs — is the default, vLLM)."""
+    if row.engine_key:
+        return row.engine_key
+    name = row.engine.lower()
+    for needle, key in (("tensorrt", "trtllm"), ("sglang", "sglang"), ("lmdeploy", "lmdeploy")):
+        if needle in name:
+            return key
+    return "gpt-fast" if "gpt-fast" in name else "vllm"
+
+
+def dtype_key(text: str) -> str:
+    """A row's dtype text ("fp8 (e4m3)", "int8 (weight-only)", "nvfp4 MoE / fp8") → the kvplan dtype."""
+    first = text.split()[0].split("/")[0].lower()
+    return {"nvfp4": "fp4", "mxfp4": "fp4", "float16": "fp16", "bfloat16": "bf16"}.get(first, first)
+
+
 def gpu_key(row: Row) -> str:
     name = row.gpu.lower()
-    for needle, key in (("h100", "h100-sxm"), ("h200", "h200"), ("l40s", "l40s"), ("a100", "a100-80gb-sxm")):
+    for needle, key in (
+        ("h100", "h100-sxm"),
+        ("h200", "h200"),
+        ("l40s", "l40s"),
+        ("a100", "a100-80gb-sxm"),
+        ("b200", "b200"),
+        ("mi300x", "mi300x"),
+    ):
         if needle in name:
             return key
     raise KeyError(f"{row.id}: no profile for GPU {row.gpu!r}")

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.accuracy.rows import Row, gpu_key, model_key
+from benchmarks.accuracy.rows import ENGINE_PROFILE, Row, dtype_key, engine_key, gpu_key, model_key
 from planner.model.scenario import Scenario
 
 
 def scenario_for(row: Row, **overrides: Any) -> Scenario:
     """The row's GPU, model, tp, dtypes, lengths and server limits as a Scenario.
 
-    ``prefix=0`` (no prompt caching in these runs); the batch is the row's (static batch) or 1."""
+    ``prefix=0`` (no prompt caching in these runs); the batch is the row's (static batch) or 1;
+    a zero-token prompt (a fitted zero-context intercept) is one token; the engine is the
+    row's shipped profile, else the default."""
     fields: dict[str, Any] = dict(
         gpu=gpu_key(row),
         model=model_key(row),
         tp=row.tp,
-        wdtype=row.wdtype,
-        kvdtype=row.kvdtype,
-        prompt=row.prompt,
-        output=row.output,
+        wdtype=dtype_key(row.wdtype),
+        kvdtype=dtype_key(row.kvdtype),
+        prompt=max(row.prompt or 1, 1),
+        output=row.output or 1,
         prefix=0,
         batch=row.batch or 1,
+        engine=ENGINE_PROFILE.get(engine_key(row), "vllm"),
     )
     if row.mem_util is not None:
         fields["mem_util"] = row.mem_util

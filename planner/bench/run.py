@@ -77,6 +77,7 @@ from planner.bench.results import (
 )
 from planner.bench.threads import tune_malloc
 from planner.model.catalog import Catalog
+from planner.model.engine_timing import LEGACY_BANDWIDTH_FRAC, LEGACY_MATMUL_FRAC
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, GpuProfileFile
 from planner.units import GB, GIGA, MEGA, MS_PER_S, TERA, US_PER_S, GiB, MiB
@@ -452,8 +453,8 @@ def run_bench(
                 key=datasheet.key,
                 peak_flop_per_s=datasheet.peak_for("bf16"),
                 bandwidth_bytes_per_s=datasheet.memory_bandwidth_bytes_per_s,
-                mfu=d.mfu,
-                mbu=d.mbu,
+                mfu=d.mfu if d.mfu is not None else LEGACY_MATMUL_FRAC,  # the constants without an engine profile
+                mbu=d.mbu if d.mbu is not None else LEGACY_BANDWIDTH_FRAC,
                 source=datasheet.source[:2000],
             )
         )

@@ -295,6 +295,55 @@ def bench(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) 
     return cmd_bench(args, catalog, out, err)
 
 
+def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    """Fit the scenario's engine × GPU to `vllm bench serve` / SGLang bench_serving result files."""
+    from pathlib import Path
+
+    from planner.calibration.calibrate import calibrate as fit
+    from planner.calibration.calibrate import calibrated_profile_toml, calibration_rows, read_runs
+    from planner.calibration.serving_results import MAX_RESULT_BYTES
+    from planner.links import to_query_string
+
+    scenario = scenario_from_link(args.link, catalog, err)
+    files = []
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            raise BadInput([f"{name}: no such file"])
+        if path.stat().st_size > MAX_RESULT_BYTES:
+            raise BadInput([f"{name}: larger than {MAX_RESULT_BYTES} bytes"])
+        files.append((path.name, path.read_bytes()))
+    try:
+        cal = fit(read_runs(files), scenario, catalog)
+    except ValueError as exc:
+        raise BadInput([str(exc)]) from None
+    calibrated = scenario.with_changes(timing=cal.overrides)
+    if args.out:
+        gpu = catalog.profile(scenario.gpu)
+        assert gpu is not None
+        text = calibrated_profile_toml(catalog.engines[scenario.engine], gpu, cal, ", ".join(args.files))
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote the calibrated engine profile to {args.out}", file=err)
+    rows = calibration_rows(cal)
+    if args.format == "json":
+        record = dict(fitted=cal.values, timing=cal.overrides, link=to_query_string(calibrated), points=rows)
+        out.write(json.dumps(record, indent=2) + "\n")
+        return 0
+    from planner.format import fmt_seconds
+
+    out.write(f"{'point':<44}{'measured':>11}{'profile':>11}{'calibrated':>12}\n")
+    for r in rows:
+        out.write(
+            f"{r['point'][:43]:<44}{fmt_seconds(r['measured_s']):>11}{fmt_seconds(r['profile_s']):>11}"
+            f"{fmt_seconds(r['calibrated_s']):>12}\n"
+        )
+    out.write(
+        f"median |error|: profile {cal.median_abs_error_before:.1%}, calibrated {cal.median_abs_error_after:.1%}\n"
+        f"fitted: timing={cal.overrides}\nlink: {to_query_string(calibrated)}\n"
+    )
+    return 0
+
+
 def serve(args: argparse.Namespace, err: TextIO) -> int:
     from planner.cli.serve import run_dashboard
 
@@ -312,4 +361,5 @@ COMMANDS: dict[str, Command] = {
     "gpus": list_catalog,
     "models": list_catalog,
     "bench": bench,
+    "calibrate": calibrate,
 }

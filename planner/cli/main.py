@@ -10,6 +10,7 @@
   kvplan gpus | models
   kvplan serve [--port N]                                    (the dashboard)
   kvplan bench [--device cuda|cpu] [--quick] [--out DIR]    (planner/bench/cli.py)
+  kvplan calibrate RESULT.json… --link "<link>" [--format text|json] [--out PROFILE.toml]
 
 ``python -m planner …`` is the same command line.  Bad input: exit code 2 and one
 ``error:`` line per bad key on stderr, never a traceback.
@@ -99,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
     sv.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     add_bench_parser(sub)
+    ca = sub.add_parser(
+        "calibrate", help="fit the engine profile to `vllm bench serve` / SGLang bench_serving result files"
+    )
+    ca.add_argument("files", nargs="+", help="result JSON (vLLM) or JSON-lines (SGLang) files, one run or more each")
+    ca.add_argument("--link", default="", help="the deployment that was benchmarked: gpu, model, tp, dtypes, engine")
+    ca.add_argument("--format", choices=("text", "json"), default="text")
+    ca.add_argument("--out", help="also write the calibrated engine profile (TOML) here")
     return p
 
 

@@ -1,14 +1,18 @@
 """Chunked prefill: a new P-token prompt admitted while B streams decode.
 
-With a token budget C per step, the prompt is split into n = ⌈P/C⌉ chunks;
-each step processes one chunk plus one token for each of the B running
-streams (Agrawal et al., "Sarathi-Serve", OSDI 2024; vLLM chunked prefill).
+With a token budget C per step (vLLM's ``max_num_batched_tokens``), each step first
+schedules one token for each of the B running streams, and the newcomer's prompt gets
+what is left: c = C − B tokens per step (Agrawal et al., "Sarathi-Serve", OSDI 2024;
+vLLM's scheduler serves running requests before waiting ones).  When B ≥ C no prefill
+token fits: the newcomer waits until a stream finishes (TTFT = ∞ under this load).
 
-newcomer TTFT   = Σ_k t_step(B decodes, chunk k after (k−1)·C cached tokens)
-                ≈ n_full · t_step(C, past = (n_full−1)·C/2) + t_step(r, past = n_full·C),
-                  r = P − n_full·C (attention is linear in past, so the mean past is exact
-                  for the FLOP term; max() makes the sum approximate)
-running ITL     = the largest mixed step: t_step(B decodes + min(C, P) prefill tokens, latest past)
+n_full          = ⌊P / c⌋ full chunks, remainder r = P − n_full · c
+newcomer TTFT   = Σ_k t_step(B decodes, chunk k after (k−1)·c cached)
+                ≈ n_full · t_step(B + c, past = (n_full−1)·c/2) + t_step(B + r, past = n_full·c)
+                  (attention is linear in past, so the mean past is exact for the FLOP term;
+                  max() makes the sum approximate)
+running ITL     = the largest mixed step: t_step(B decodes + min(c, P) prefill tokens, latest past)
+                  (B ≥ C: the plain decode step)
 no chunking     : the prompt runs as one prefill step; TTFT = t_prefill(P) and each
                   running stream waits t_prefill(P) + t_decode(B) for its next token.
 """
@@ -24,44 +28,53 @@ from planner.engine.roofline import StepCost, decode, decode_context_tokens, pre
 
 
 class ChunkSteps(NamedTuple):
-    """The mixed steps that admit a P-token prompt in chunks of C (module doc)."""
+    """The mixed steps that admit a P-token prompt in chunks of c = C − B (module doc)."""
 
-    full_chunks: Array  # n_full = ⌊P/C⌋
-    rest_tokens: Array  # r = P − n_full·C
-    full: StepCost  # B decodes + min(C, P) prefill tokens after (n_full − 1)·C/2 cached (the mean past)
-    last: StepCost  # B decodes + the r remaining tokens after n_full·C cached
-    biggest: StepCost  # B decodes + min(C, P) prefill tokens after max(P − C, 0) cached (the worst ITL)
+    prefill_tokens: Array  # c = max(C − B, 0): the newcomer's tokens per step
+    full_chunks: Array  # n_full = ⌊P/c⌋ (∞ when c = 0)
+    rest_tokens: Array  # r = P − n_full·c
+    full: StepCost  # B decodes + min(c, P) prefill tokens after (n_full − 1)·c/2 cached (the mean past)
+    last: StepCost  # B decodes + the r remaining tokens after n_full·c cached
+    biggest: StepCost  # B decodes + min(c, P) prefill tokens after max(P − c, 0) cached (the worst ITL)
 
 
 def chunk_steps(x: EngineInputs, chunk_tokens=None) -> ChunkSteps:
     """The full, last and biggest chunk steps for ``chunk_tokens`` (default: the scenario's chunk)."""
-    c = x.chunk_tokens if chunk_tokens is None else np.asarray(chunk_tokens, dtype=float)
+    budget = x.chunk_tokens if chunk_tokens is None else np.asarray(chunk_tokens, dtype=float)
+    c = np.maximum(budget - x.batch, 0.0)
+    admits = c > 0
+    safe = np.where(admits, c, 1.0)
     p = x.prompt_tokens
     ctx = decode_context_tokens(x)
-    n_full = np.floor(p / c)
-    rest = p - n_full * c
+    n_full = np.where(admits, np.floor(p / safe), np.inf)
+    n_done = np.where(admits, n_full, 0.0)  # finite stand-in where no chunk ever runs
+    rest = np.where(admits, p - n_done * safe, 0.0)
+    first = np.minimum(c, p)
     return ChunkSteps(
+        prefill_tokens=c,
         full_chunks=n_full,
         rest_tokens=rest,
-        full=step_cost(x, seqs=x.batch, ctx=ctx, n=np.minimum(c, p), past=np.maximum(n_full - 1.0, 0.0) * c / 2.0),
-        last=step_cost(x, seqs=x.batch, ctx=ctx, n=rest, past=n_full * c),
-        biggest=step_cost(x, seqs=x.batch, ctx=ctx, n=np.minimum(c, p), past=np.maximum(p - c, 0.0)),
+        full=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=np.maximum(n_done - 1.0, 0.0) * c / 2.0),
+        last=step_cost(x, seqs=x.batch, ctx=ctx, n=rest, past=n_done * c),
+        biggest=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=np.maximum(p - c, 0.0)),
     )
 
 
-def chunked_prefill(x: EngineInputs, chunk_tokens=None) -> dict[str, MetricValue]:
-    c = x.chunk_tokens if chunk_tokens is None else np.asarray(chunk_tokens, dtype=float)
-    p = x.prompt_tokens
-    chunks = chunk_steps(x, c)
-    ttft = chunks.full_chunks * chunks.full.time_s + np.where(chunks.rest_tokens > 0, chunks.last.time_s, 0.0)
-    steps = np.ceil(p / c)
-    plain_prefill = prefill(x).time_s
-    plain_decode = decode(x).time_s
+def chunked_prefill(x: EngineInputs, chunk_tokens=None, prefill_s=None, decode_s=None) -> dict[str, MetricValue]:
+    """The chunked and unchunked newcomer TTFT and running ITL (module doc).  ``prefill_s`` and
+    ``decode_s``: the plain prefill and decode step times when already computed."""
+    chunks = chunk_steps(x, chunk_tokens)
+    admits = chunks.prefill_tokens > 0
+    n_done = np.where(admits, chunks.full_chunks, 0.0)
+    ttft = n_done * chunks.full.time_s + np.where(chunks.rest_tokens > 0, chunks.last.time_s, 0.0)
+    steps = np.where(admits, np.ceil(x.prompt_tokens / np.where(admits, chunks.prefill_tokens, 1.0)), np.inf)
+    plain_prefill = prefill(x).time_s if prefill_s is None else prefill_s
+    plain_decode = decode(x).time_s if decode_s is None else decode_s
     return {
         "chunked_steps": steps,
-        "chunked_ttft_s": ttft,
-        "chunked_max_itl_s": chunks.biggest.time_s,
-        "chunked_mean_itl_s": ttft / steps,
+        "chunked_ttft_s": np.where(admits, ttft, np.inf),
+        "chunked_max_itl_s": np.where(admits, chunks.biggest.time_s, plain_decode),
+        "chunked_mean_itl_s": np.where(admits, ttft / np.where(admits, steps, 1.0), plain_decode),
         "nochunk_ttft_s": plain_prefill,
         "nochunk_max_itl_s": plain_prefill + plain_decode,
     }

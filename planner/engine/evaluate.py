@@ -17,7 +17,7 @@ from planner.engine.chunked import chunked_prefill
 from planner.engine.inputs import EngineInputs, MetricValue, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
-from planner.engine.roofline import decode, prefill, ridge_batch
+from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
 from planner.engine.speculative import speculative
 from planner.engine.validity import config_problems, fit_defaults, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
@@ -116,8 +116,9 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
     out["kv_bytes_per_token_mqa"] = kv_bytes_per_token_for_heads(x, 1.0)
 
     pre = prefill(x)
+    ttft = pre.time_s
     out.update(
-        ttft_s=pre.time_s,
+        ttft_s=ttft,
         prefill_compute_bound=pre.compute_bound,
         prefill_flop=pre.flop,
         prefill_bytes=pre.bytes,
@@ -137,25 +138,50 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
         decode_comm_s=dec.comm_s,
         ridge_batch=ridge_batch(x),
     )
-    out.update(chunked_prefill(x))
+    out.update(chunked_prefill(x, prefill_s=ttft, decode_s=plain_tpot))
     spec = speculative(x, plain_step_s=plain_tpot)
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
-    tokens_per_s = x.batch / tpot
+    out.update(_rates(x, ttft, tpot))
+    out.update(prompt_cache(x, prefill_s=ttft))
     out.update(
+        decode_overhead_s=dec.overhead_s,  # the efficiency terms in force (docs/model.md §4)
+        prefill_overhead_s=pre.overhead_s,
+        matmul_frac=x.mfu,
+        bandwidth_frac=x.mbu,
+    )
+    return out
+
+
+def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
+    """Throughput, cost and latency (docs/model.md §10).
+
+    decode only          B / TPOT                                   (tokens/s while every stream decodes)
+    serving (per replica) B·O / (B · TTFT + O · TPOT)               (each request's prefill takes the
+                                                                    GPU for TTFT; its O tokens share
+                                                                    O decode steps with B − 1 others)
+    static batch          B·O / (t_prefill(B prompts together) + (O − 1) · TPOT) / tp
+    request latency       TTFT + (O − 1) · TPOT                     (the first token comes from the prefill)
+    """
+    decode_rate = x.batch / tpot
+    serving_rate = x.batch * x.output_tokens / (x.batch * ttft + x.output_tokens * tpot)
+    static_s = batched_prefill(x).time_s + (x.output_tokens - 1.0) * tpot
+    return dict(
         tpot_s=tpot,
-        decode_tokens_per_s=tokens_per_s,
-        decode_tokens_per_s_per_gpu=tokens_per_s / x.tp,
+        decode_tokens_per_s=decode_rate,
+        decode_tokens_per_s_per_gpu=decode_rate / x.tp,
+        output_tokens_per_s=serving_rate,
+        output_tokens_per_s_per_gpu=serving_rate / x.tp,
+        static_batch_latency_s=static_s,
+        static_batch_output_tokens_per_s_per_gpu=x.batch * x.output_tokens / static_s / x.tp,
         price_per_replica_hour_usd=x.price_per_gpu_hour_usd * x.tp,
         cost_per_million_output_tokens_usd=x.price_per_gpu_hour_usd
         * x.tp
         / S_PER_HOUR
-        / tokens_per_s
+        / serving_rate
         * TOKENS_PER_MTOK,
-        request_latency_s=pre.time_s + x.output_tokens * tpot,
+        request_latency_s=ttft + (x.output_tokens - 1.0) * tpot,
     )
-    out.update(prompt_cache(x, request_duration_s=out["request_latency_s"]))
-    return out
 
 
 @dataclass(frozen=True)

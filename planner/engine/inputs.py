@@ -23,6 +23,7 @@ from planner.model.api_pricing import (
 )
 from planner.model.engine_memory import EngineMemory
 from planner.model.engine_profile import EngineProfile
+from planner.model.engine_timing import EngineTiming, ResolvedTiming, neutral_timing, resolve_timing
 from planner.model.params import (
     activation_elements_per_token_per_layer,
     attention_dims,
@@ -183,6 +184,18 @@ class EngineInputs:
     cal_activation_bytes: Array
     cal_non_torch_bytes: Array
     cal_graph_bytes: Array
+    # efficiency model (planner/model/engine_timing.py; docs/model.md §4–6)
+    step_overhead_s: Array  # fixed cost of every step (scheduler, sampling, launch)
+    layer_overhead_s: Array  # fixed cost per layer of a step with prefill tokens
+    decode_layer_overhead_s: Array  # fixed cost per layer of a decode-only step
+    gqa_reread_frac: Array  # decode attention: share of a KV group's query heads that reload its KV
+    matmul_half_tokens: Array  # T½: a GEMM over T tokens runs at T/(T + T½) of its plateau
+    moe_matmul_frac: Array  # grouped expert GEMMs' share of the dense matmul rate
+    attention_peak_flop_per_s: Array  # 16-bit tensor peak (attention runs in bf16/fp16)
+    link_frac: Array  # all-reduce bus bandwidth ÷ link bandwidth
+    # API prompt-cache traffic
+    followup_mode: Array  # 1: follow-ups sent after the previous response ends; 0: independent arrivals
+    response_s: Array  # follow-ups: the API's response time before each follow-up
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -298,6 +311,26 @@ def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSp
     )
 
 
+def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> ResolvedTiming:
+    """The efficiency parameters in force: the engine profile's for the GPU's family, with the
+    scenario's ``timing`` overrides; a calibrated (measured) GPU runs the plain roofline at its
+    measured rates (no overheads, every share 1, its own attention shares)."""
+    if gpu.calibrated:
+        return neutral_timing()
+    return resolve_timing(engine or EngineTiming(), gpu, s.timing)
+
+
+def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming) -> tuple[float, float]:
+    """(MFU, MBU) in force: the scenario's override, else the profile's fitted plateau for the
+    compute dtype (8-bit rate for fp8/int8/fp4 tensor cores); 1 on a calibrated profile."""
+    if gpu.calibrated:
+        return 1.0, 1.0
+    eight_bit = compute_dtype(s.wdtype, gpu) != "bf16"
+    mfu = s.mfu if s.mfu is not None else (t.matmul_frac_8bit if eight_bit else t.matmul_frac)
+    mbu = s.mbu if s.mbu is not None else t.bandwidth_frac
+    return mfu, mbu
+
+
 def from_specs(
     gpu: GPU,
     model: ModelSpec,
@@ -307,10 +340,14 @@ def from_specs(
 ) -> EngineInputs:
     """Flatten validated specs into SI engine inputs (0-d float64 arrays).
 
+    ``engine``: the scenario's engine profile — its ``[memory]`` constants (default: vLLM 0.19's)
+    and its ``[timing]`` efficiency parameters (None: the plain roofline at MFU 0.5 / MBU 0.7).
     MFU and MBU derate a datasheet profile's peaks; a calibrated profile (measured by
     ``python -m planner bench``) already holds achieved rates, so it runs at MFU = MBU = 1
-    whatever the scenario says (the scenario's values still apply to the datasheet GPUs
-    it is compared with).  ``engine``: the serving engine's memory constants (default: vLLM 0.19's)."""
+    whatever the scenario says (the scenario's values still apply to the datasheet GPUs it is
+    compared with)."""
+    t = timing_for(gpu, s, engine.timing if engine is not None else None)
+    mfu, mbu = efficiencies(gpu, s, t)
     mf = _model_fields(model)
     scheme = scheme_for(s.wdtype, s.quant)
     mem = engine.memory if engine is not None else EngineMemory()
@@ -328,11 +365,11 @@ def from_specs(
         bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
         peak_flop_per_s=gpu.peak_for(compute_dtype(s.wdtype, gpu)),
         link_bytes_per_s=gpu.interconnect_bytes_per_s,
-        collective_latency_s=gpu.collective_latency_s,
+        collective_latency_s=gpu.collective_latency_s + t.allreduce_overhead_s,
         price_per_gpu_hour_usd=price,
         compute_memory_overlap=gpu.compute_memory_overlap,
-        attention_compute_frac=gpu.attention_compute_frac,
-        attention_bandwidth_frac=gpu.attention_bandwidth_frac,
+        attention_compute_frac=gpu.attention_compute_frac if gpu.calibrated else t.attention_compute_frac,
+        attention_bandwidth_frac=gpu.attention_bandwidth_frac if gpu.calibrated else t.attention_bandwidth_frac,
         **mf,
         weight_bytes_per_param=weight_bytes_per_param(s.wdtype, s.quant, s.qgroup, model),
         kv_bytes_per_element=DTYPE_BYTES[s.kvdtype],
@@ -342,8 +379,8 @@ def from_specs(
         output_tokens=s.output,
         chunk_tokens=s.chunk,
         block_tokens=s.block,
-        mfu=1.0 if gpu.calibrated else s.mfu,  # a calibrated profile's rates are achieved ones: no derating
-        mbu=1.0 if gpu.calibrated else s.mbu,
+        mfu=mfu,  # a calibrated profile's rates are achieved ones: no derating
+        mbu=mbu,
         mem_util=s.mem_util,
         spec_on=1.0 if s.spec else 0.0,
         gamma=s.gamma,
@@ -379,5 +416,15 @@ def from_specs(
         cal_activation_bytes=_gib(s.cal_act_gib),
         cal_non_torch_bytes=_gib(s.cal_nontorch_gib),
         cal_graph_bytes=_gib(s.cal_graph_gib),
+        step_overhead_s=t.step_overhead_s,
+        layer_overhead_s=t.layer_overhead_s,
+        decode_layer_overhead_s=t.decode_layer_overhead_s,
+        gqa_reread_frac=t.gqa_reread_frac,
+        matmul_half_tokens=t.matmul_half_tokens,
+        moe_matmul_frac=t.moe_matmul_frac,
+        attention_peak_flop_per_s=gpu.peak_for("bf16"),
+        link_frac=t.bus_frac,
+        followup_mode=1.0 if s.cache_traffic == "followups" else 0.0,
+        response_s=s.response_s,
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

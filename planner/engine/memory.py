@@ -67,11 +67,20 @@ def kv_cached_layer_tokens(x: EngineInputs, context_tokens: Quantity) -> Array:
     return x.full_attention_layers * context_tokens + x.window_layers * np.minimum(context_tokens, x.window_tokens)
 
 
+def kv_token_bytes_per_sequence(x: EngineInputs, context_tokens: Quantity, tp: Quantity | None = None) -> Array:
+    """K/V bytes of the tokens one sequence of ``context_tokens`` holds on one GPU (no fixed state)."""
+    return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens)
+
+
+def state_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+    """The state layers' fixed state of one sequence on one GPU (split over the tp ranks with their
+    heads, as vLLM's MambaStateShapeCalculator does); 0 for a model without state layers."""
+    return x.state_bytes_per_sequence / (x.tp if tp is None else tp)
+
+
 def kv_bytes_per_sequence(x: EngineInputs, context_tokens: Quantity, tp: Quantity | None = None) -> Array:
-    """KV bytes of one sequence of ``context_tokens`` on one GPU, plus the state layers' fixed
-    state (split over the tp ranks with their heads, as vLLM's MambaStateShapeCalculator does)."""
-    state = x.state_bytes_per_sequence / (x.tp if tp is None else tp)
-    return kv_bytes_per_token_per_layer(x, tp) * kv_cached_layer_tokens(x, context_tokens) + state
+    """KV bytes of one sequence of ``context_tokens`` on one GPU, plus the state layers' fixed state."""
+    return kv_token_bytes_per_sequence(x, context_tokens, tp) + state_bytes_per_gpu(x, tp)
 
 
 # ---------------------------------------------------------------- weights

@@ -76,24 +76,26 @@ METRICS: dict[str, Metric] = {
     "kv_bytes_per_token_mqa": _m("B", "KV per token with one shared K/V head (MQA)"),
     # prefill (engine/roofline.py)
     "ttft_s": _m("s", "time to first token: one prompt's prefill on an idle replica"),
-    "prefill_compute_bound": _m("bool", "the prefill's weight matmuls are compute-bound", "bound"),
+    "prefill_compute_bound": _m("bool", "the prefill step's arithmetic time is at least its memory time", "bound"),
     "prefill_flop": _m("FLOP", "prefill FLOP per GPU"),
     "prefill_bytes": _m("B", "prefill bytes moved per GPU"),
-    "prefill_compute_s": _m("s", "prefill FLOP at the derated peak"),
-    "prefill_memory_s": _m("s", "prefill bytes at the derated bandwidth"),
+    "prefill_compute_s": _m("s", "prefill arithmetic time: matmul and attention FLOP at their rates"),
+    "prefill_memory_s": _m("s", "prefill memory time: weights, activations and KV at their rates"),
     "prefill_comm_s": _m("s", "prefill tensor-parallel all-reduce time"),
     # decode
     "plain_tpot_s": _m("s", "one decode step without speculative decoding"),
-    "decode_compute_bound": _m("bool", "the decode step's weight matmuls are compute-bound", "bound"),
+    "decode_compute_bound": _m("bool", "the decode step's arithmetic time is at least its memory time", "bound"),
     "decode_flop": _m("FLOP", "decode-step FLOP per GPU"),
     "decode_bytes": _m("B", "decode-step bytes moved per GPU"),
-    "decode_compute_s": _m("s", "decode-step FLOP at the derated peak"),
-    "decode_memory_s": _m("s", "decode-step bytes at the derated bandwidth"),
+    "decode_compute_s": _m("s", "decode-step arithmetic time: matmul and attention FLOP at their rates"),
+    "decode_memory_s": _m("s", "decode-step memory time: weights, activations and KV at their rates"),
     "decode_comm_s": _m("s", "decode-step tensor-parallel all-reduce time"),
-    "ridge_batch": _m("1", "batch where the decode matmuls turn compute-bound", "never_if_inf"),
+    "ridge_batch": _m("1", "batch from which the whole decode step is compute-bound", "never_if_inf"),
     # chunked prefill (engine/chunked.py)
-    "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes"),
-    "chunked_ttft_s": _m("s", "newcomer's time to first token with chunked prefill under the batch"),
+    "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes (C − B tokens each)", "never_if_inf"),
+    "chunked_ttft_s": _m(
+        "s", "newcomer's time to first token with chunked prefill under the batch (never when B ≥ C)", "never_if_inf"
+    ),
     "chunked_max_itl_s": _m("s", "running streams' largest inter-token gap with chunked prefill"),
     "chunked_mean_itl_s": _m("s", "running streams' mean inter-token gap while the prompt is chunked in"),
     "nochunk_ttft_s": _m("s", "newcomer's time to first token without chunking"),
@@ -103,15 +105,21 @@ METRICS: dict[str, Metric] = {
     "spec_step_s": _m("s", "γ draft steps + one verification pass"),
     "spec_tpot_s": _m("s", "speculative step ÷ E"),
     "spec_speedup": _m("1", "plain step ÷ speculative time per token"),
-    "spec_best_gamma": _m("tokens", "γ with the highest speedup"),
+    "spec_best_gamma": _m("tokens", "γ in 0 … 16 with the highest speedup"),
     "spec_best_speedup": _m("1", "speedup at the best γ"),
     # throughput and cost (engine/evaluate.py)
     "tpot_s": _m("s", "time per output token at the batch (speculative when on)"),
-    "decode_tokens_per_s": _m("tokens/s", "decode throughput of one replica"),
-    "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode throughput per GPU"),
+    "decode_tokens_per_s": _m("tokens/s", "decode-only throughput of one replica: B / TPOT"),
+    "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode-only throughput per GPU"),
+    "output_tokens_per_s": _m("tokens/s", "output tokens/s of one replica, prefill GPU time included"),
+    "output_tokens_per_s_per_gpu": _m("tokens/s", "output tokens/s per GPU, prefill GPU time included"),
+    "static_batch_latency_s": _m("s", "B prompts prefilled together, then O − 1 decode steps"),
+    "static_batch_output_tokens_per_s_per_gpu": _m(
+        "tokens/s", "B · O / static-batch latency / tp (TensorRT-LLM and LMDeploy benchmarks)"
+    ),
     "price_per_replica_hour_usd": _m("USD/h", "price of one replica's GPUs per hour"),
-    "cost_per_million_output_tokens_usd": _m("USD", "GPU cost of a million output tokens"),
-    "request_latency_s": _m("s", "TTFT + output × TPOT"),
+    "cost_per_million_output_tokens_usd": _m("USD", "GPU cost of a million output tokens, prefill time included"),
+    "request_latency_s": _m("s", "TTFT + (output − 1) × TPOT"),
     # prompt caching (engine/prompt_cache.py)
     "cache_applies": _m("bool", "the prefix is at least the model's minimum cacheable length", "flag"),
     "cache_hit_rate": _m("1", "hit rate used: the input, or the TTL-implied one from requests/min"),
@@ -120,6 +128,11 @@ METRICS: dict[str, Metric] = {
     "cache_saving_frac": _m("1", "1 − cost with cache ÷ cost without (negative: a surcharge)"),
     "cache_break_even_hit_rate": _m("1", "hit rate above which caching pays"),
     "cached_ttft_s": _m("s", "expected TTFT with the prefix cache"),
+    # efficiency model in force (planner/model/engine_timing.py)
+    "decode_overhead_s": _m("s", "fixed cost of a decode step: t_step + layers × t_layer (CUDA-graph replay)"),
+    "prefill_overhead_s": _m("s", "fixed cost of a prefill step: t_step + layers × t_layer (eager launches)"),
+    "matmul_frac": _m("1", "large-matmul FLOP/s ÷ dense peak in force (MFU)"),
+    "bandwidth_frac": _m("1", "weight-streaming bytes/s ÷ peak bandwidth in force (MBU)"),
 }
 
 #: Flags exported with an extra ``<phase>_bound`` column: flag name → column name.

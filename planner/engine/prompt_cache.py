@@ -8,10 +8,16 @@ cost with cache  = (h·r + (1−h)·w)·X·p + (P − X)·p + O·o        X = ca
 cost without     = P·p + O·o
 break-even h*    = (w − 1) / (w − r)           (caching pays when h > h*)
 TTFT with cache  = h · t_prefill(P − X after X cached) + (1 − h) · t_prefill(P)
-Hit rate from traffic (optional): follow-ups on one prefix arrive as a Poisson
-process of λ per second after the previous request *ends*; the TTL runs from that
-request's *start*, so its own duration D (TTFT + O·TPOT) eats the window:
-    h = 1 − exp(−λ · max(TTL − D, 0))
+Hit rate from traffic (optional, λ = requests/min per prefix ÷ 60):
+  arrivals   requests on one prefix arrive independently (Poisson, λ per second); every
+             request, hit or miss, writes or refreshes the entry, so a request hits when
+             the previous one came less than a TTL before it:   h = 1 − exp(−λ · TTL)
+  follow-ups each request is sent after the previous *response* ends: the API takes D
+             seconds to answer (``response_s``, the API's time, not this GPU's), then the
+             user waits Exp(λ); the entry was refreshed when the previous request was read,
+             so D eats the window:                                h = 1 − exp(−λ · max(TTL − D, 0))
+(Anthropic prompt caching: "the cache is refreshed for no additional cost each time the
+cached content is used".)
 """
 
 from __future__ import annotations
@@ -28,10 +34,16 @@ def break_even_hit_rate(write_multiplier, read_multiplier=0.1) -> Array:
     return (w - 1.0) / (w - read_multiplier)
 
 
-def ttl_hit_rate(requests_per_min, ttl_s, request_duration_s) -> Array:
+def ttl_hit_rate(requests_per_min, ttl_s, response_s=0.0) -> Array:
+    """h = 1 − exp(−λ · max(TTL − D, 0)); D = 0 for independent arrivals (module doc)."""
     lam = np.asarray(requests_per_min, dtype=float) / S_PER_MINUTE
-    window = np.maximum(np.asarray(ttl_s, dtype=float) - request_duration_s, 0.0)
+    window = np.maximum(np.asarray(ttl_s, dtype=float) - response_s, 0.0)
     return 1.0 - np.exp(-lam * window)
+
+
+def followup_wait_s(x: EngineInputs) -> Array:
+    """D in the hit rate: the API's response time in follow-up mode, 0 for independent arrivals."""
+    return np.where(x.followup_mode > 0, x.response_s, 0.0)
 
 
 def cacheable_prefix_tokens(x: EngineInputs) -> Array:
@@ -52,9 +64,9 @@ def nocache_cost_usd(x: EngineInputs) -> Array:
     return x.prompt_tokens * x.price_in_per_token_usd + x.output_tokens * x.price_out_per_token_usd
 
 
-def effective_hit_rate(x: EngineInputs, request_duration_s) -> Array:
+def effective_hit_rate(x: EngineInputs) -> Array:
     """The slider's hit rate, or the TTL-implied one when requests/min per prefix is set."""
-    implied = ttl_hit_rate(x.requests_per_min_per_prefix, x.ttl_s, request_duration_s)
+    implied = ttl_hit_rate(x.requests_per_min_per_prefix, x.ttl_s, followup_wait_s(x))
     return np.where(x.requests_per_min_per_prefix > 0, implied, x.cache_hit_rate)
 
 
@@ -64,13 +76,15 @@ def cache_hit_prefill(x: EngineInputs) -> StepCost:
     return prefill(x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0))
 
 
-def prompt_cache(x: EngineInputs, request_duration_s) -> dict[str, MetricValue]:
-    h = effective_hit_rate(x, request_duration_s)
+def prompt_cache(x: EngineInputs, prefill_s=None) -> dict[str, MetricValue]:
+    """API cost with and without the prompt cache, its hit rate, and the TTFT with a prefix
+    cache on this GPU.  ``prefill_s``: the plain prefill time when already computed."""
+    h = effective_hit_rate(x)
     cached = cacheable_prefix_tokens(x)
     with_cache = request_cost_usd(x, h)
     without = nocache_cost_usd(x)
     ttft_hit = cache_hit_prefill(x).time_s
-    ttft_miss = prefill(x).time_s
+    ttft_miss = prefill(x).time_s if prefill_s is None else prefill_s
     return {
         "cache_applies": cached > 0,
         "cache_hit_rate": h,

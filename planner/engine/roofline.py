@@ -1,32 +1,41 @@
-"""Roofline step times: prefill, decode and mixed steps, per GPU of a TP group.
+"""Step times: prefill, decode and mixed steps, per GPU of a TP group (docs/model.md §4–6).
 
-One scheduler step processes ``seqs`` running sequences with ``q`` new tokens
-each at context ``ctx`` (decode: q = 1; speculative verification: q = γ + 1),
-plus ``n`` prefill tokens of one prompt whose first ``past`` tokens are cached.
+One scheduler step processes ``seqs`` running sequences with ``q`` new tokens each at
+context ``ctx`` (decode: q = 1; speculative verification: q = γ + 1), plus ``n`` prefill
+tokens of ``prompts`` prompts (n/prompts each) whose first ``past`` tokens are cached.
+T = seqs·q + n tokens pass through the weights.
 
-A step is two operator groups that run one after the other, each with its own
-roofline (per-operator roofline, as in LLM-Viewer; docs/model.md §4–5):
-  matmul    F_mm  = [2 · (N_active − N_head) · T + 2 · N_head · T_logits] / tp   (T = seqs·q + n;
-                    Kaplan et al. 2020; the LM head runs only for tokens that need
-                    logits: T_logits = seqs·q + [n > 0])
-            B_mm  = weights touched + T · layers · activation elements / tp · 2 B
-  attention F_att = 2 · h · d_att · layers_eff · (seqs·q·ctx + n·(past + (n+1)/2)) / tp  (causal)
-            B_att = seqs·KV(ctx) + past·KV/token   (KV read)  + T · KV/token  (KV written)
-time   = R(F_mm / peak′, B_mm / bw′) + R(F_att / (a_c · peak′), B_att / (a_m · bw′)) + t_comm
-         R(c, m) = max(c, m) + (1 − o) · min(c, m)       (o = 1: the roofline, max(c, m))
-         peak′ = peak · MFU, bw′ = bandwidth · MBU (one GPU)
-         o, a_c, a_m: the profile's compute_memory_overlap, attention_compute_frac and
-         attention_bandwidth_frac — 1 in every datasheet profile (the plain roofline);
-         measured by ``python -m planner bench`` for a calibrated one (docs/model.md §4)
-t_comm = 2 · layers · (2 (tp−1)/tp · T · hidden · 2 B / link + latency),  tp > 1
-         (Megatron-LM: two all-reduces per layer; ring all-reduce cost)
-Totals kept for display: flop = F_mm + F_att, bytes = B_mm + B_att,
-compute_s = Σ part FLOP / its rate, memory_s = Σ part bytes / its rate (the
-single-roofline view; the step time is NOT max(compute_s, memory_s));
-compute_bound = the matmul part is.
+A step is a fixed overhead plus two operator groups that run one after the other, each
+with its own roofline (per-operator roofline, as in LLM-Viewer), plus the all-reduces:
+
+  overhead   t_0 = t_step + L · t_layer     (engine profile: scheduling and sampling per step; kernel
+                                           launches and gaps per layer — eager with prefill tokens,
+                                           CUDA-graph replay for a decode-only step; 0 if T = 0)
+  matmul     c_mm = [2·N_body·(T + T½) + 2·N_head·(T_logits + T½)] / tp / (peak·MFU)
+                    + 2·L_moe·n_e·(k·T + E_hit·T½) / tp / (peak·MFU·η_moe)
+             m_mm = [weights touched + T · layers · activations / tp · 2 B] / (bw·MBU)
+               N_body = N_active − N_head − L_moe·k·n_e (the routed experts are apart),
+               T_logits = seqs·q + prompts (the LM head runs for tokens that need logits),
+               E_hit = E·(1 − (1 − k/E)^T) experts hit by T tokens routed uniformly.
+               T½: a GEMM over M rows runs at M/(M + T½) of its plateau rate (small GEMMs
+               run below peak), i.e. its time is that of M + T½ rows at the plateau.
+  attention  c_att = 2·h·d_att·L_eff·(seqs·q·ctx + n·(past + (n/prompts + 1)/2)) / tp / (peak₁₆·a_c)
+             m_att = [seqs·KV(ctx)·ρ_g + prompts·KV(past) + T·KV/token] / (bw·a_m)
+               ρ_g = 1 + (h/g − 1)·ρ: a decode kernel that does not group a GQA head's h/g query
+               heads loads its KV again for a share ρ of them (MLA: ρ_g = 1)
+  comm       t_comm = 2·L·(2(tp−1)/tp · T·d·2 B / (link·η_link) + latency),  tp > 1
+             (Megatron-LM: two all-reduces per layer; ring all-reduce over the bus bandwidth;
+             latency = the link's + the engine's per-collective overhead)
+  time       = t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm,  R(c, m) = max(c, m) + (1 − o)·min(c, m)
+
+MFU and MBU are the profile's fitted plateau shares (or the user's override), a_c and a_m
+the attention kernels' shares of the 16-bit peak and the bandwidth, o the profile's
+overlap (1: the roofline).  A calibrated (measured) GPU runs with no overheads, T½ = 0 and
+every share 1 but its measured ones.  Totals kept for display: flop = F_mm + F_att, bytes =
+B_mm + B_att, compute_s = c_mm + c_att, memory_s = m_mm + m_att; the step is
+compute-bound when compute_s ≥ memory_s (the whole step, not one part).
 Weights touched: all weights except an untied input-embedding table (a lookup reads
-only T of its rows, neglected); MoE: dense part + moe_layers · E · (1 − (1 − k/E)^T)
-experts (expected distinct experts hit by T tokens routed uniformly).
+only T of its rows, neglected); MoE: the dense part + the experts hit.
 d_att = d_qk + d_v per head; sliding-window layers attend to at most W keys.
 """
 
@@ -36,25 +45,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.engine.efficiency import kv_group_reads, matmul_pad_tokens, overhead_s
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
-from planner.engine.memory import kv_bytes_per_sequence, kv_bytes_per_token_per_layer, kv_layers
+from planner.engine.memory import (
+    kv_bytes_per_token_per_layer,
+    kv_layers,
+    kv_token_bytes_per_sequence,
+    state_bytes_per_gpu,
+)
 from planner.units import ACTIVATION_BYTES
 
 
 @dataclass(frozen=True)
 class StepCost:
-    """Per-GPU cost of one step: totals plus the two operator groups (module doc)."""
+    """Per-GPU cost of one step: the work (FLOP, bytes) of each part and its times (module doc)."""
 
     matmul_flop: Array  # F_mm
     matmul_bytes: Array  # B_mm
     attention_flop: Array  # F_att
     attention_bytes: Array  # B_att
-    s_per_flop: Array  # 1 / (peak · MFU)
-    s_per_byte: Array  # 1 / (bandwidth · MBU)
+    matmul_compute_s: Array  # c_mm (with the small-GEMM and MoE terms)
+    matmul_memory_s: Array  # m_mm
+    attention_compute_s: Array  # c_att
+    attention_memory_s: Array  # m_att
     comm_s: Array
+    overhead_s: Array  # t_step + L · t_layer: the fixed costs (scheduler; launches and gaps per layer)
     overlap: Quantity = 1.0  # o in overlapped_s
-    attention_s_per_flop_factor: Quantity = 1.0  # 1 / a_c
-    attention_s_per_byte_factor: Quantity = 1.0  # 1 / a_m
 
     @property
     def flop(self) -> Array:
@@ -66,29 +82,13 @@ class StepCost:
 
     @property
     def compute_s(self) -> Array:
-        """Each part's FLOP at its rate, summed (display; the step time sums the parts' rooflines)."""
+        """Each part's arithmetic time, summed (display; the step time sums the parts' rooflines)."""
         return self.matmul_compute_s + self.attention_compute_s
 
     @property
     def memory_s(self) -> Array:
-        """Each part's bytes at its rate, summed (display)."""
+        """Each part's memory time, summed (display)."""
         return self.matmul_memory_s + self.attention_memory_s
-
-    @property
-    def matmul_compute_s(self) -> Array:
-        return self.matmul_flop * self.s_per_flop
-
-    @property
-    def matmul_memory_s(self) -> Array:
-        return self.matmul_bytes * self.s_per_byte
-
-    @property
-    def attention_compute_s(self) -> Array:
-        return self.attention_flop * self.s_per_flop * self.attention_s_per_flop_factor
-
-    @property
-    def attention_memory_s(self) -> Array:
-        return self.attention_bytes * self.s_per_byte * self.attention_s_per_byte_factor
 
     @property
     def matmul_s(self) -> Array:
@@ -99,14 +99,19 @@ class StepCost:
         return overlapped_s(self.attention_compute_s, self.attention_memory_s, self.overlap)
 
     @property
-    def time_s(self) -> Array:
-        """R(matmul) + R(attention) + t_comm (module doc)."""
+    def gpu_s(self) -> Array:
+        """R(matmul) + R(attention) + t_comm: the kernels' own time."""
         return self.matmul_s + self.attention_s + self.comm_s
 
     @property
+    def time_s(self) -> Array:
+        """t_step + L · t_layer + R(matmul) + R(attention) + t_comm (module doc)."""
+        return self.overhead_s + self.gpu_s
+
+    @property
     def compute_bound(self) -> MetricValue:
-        """The weight matmuls (the part that changes regime with batch) are compute-bound."""
-        return self.matmul_compute_s >= self.matmul_memory_s
+        """The whole step's arithmetic time is at least its memory time (both parts together)."""
+        return self.compute_s >= self.memory_s
 
 
 def overlapped_s(compute_s, memory_s, overlap):
@@ -120,6 +125,8 @@ def overlapped_s(compute_s, memory_s, overlap):
     every call).  Datasheet profiles keep o = 1; ``python -m planner bench`` measures it
     (docs/benchmark.md).  Also the simulator's per-step path (``step_time``) — keep in step.
     """
+    if np.all(np.asarray(overlap) == 1.0):  # every datasheet profile: the plain max, one array operation
+        return np.maximum(compute_s, memory_s)
     lo = np.minimum(compute_s, memory_s)
     return np.maximum(compute_s, memory_s) + (1.0 - overlap) * lo
 
@@ -129,19 +136,30 @@ def weight_bytes_read_per_gpu(x: EngineInputs) -> Array:
     return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
 
 
+def experts_hit(x: EngineInputs, tokens) -> Array:
+    """E_hit = E · (1 − (1 − k/E)^T): distinct routed experts T tokens reach (uniform routing)."""
+    miss_one = 1.0 - np.clip(x.experts_per_token / np.maximum(x.experts, 1.0), 0.0, 1.0)
+    return x.experts * (1.0 - miss_one**tokens)
+
+
+def routed_params(x: EngineInputs) -> Array:
+    """L_moe · k · n_e: the routed-expert parameters one token multiplies through."""
+    return x.moe_layers * x.experts_per_token * x.expert_params
+
+
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> Array:
     """Weights read in a step of ``tokens`` tokens: not the untied embedding table (a
     lookup); for MoE only the experts hit."""
     if not np.any(x.experts > 0):  # no MoE in this batch of scenarios: every weight is read
         return weight_bytes_read_per_gpu(x)
     dense = x.total_params - x.lookup_params - x.moe_layers * x.experts * x.expert_params
-    miss_one = 1.0 - np.clip(x.experts_per_token / np.maximum(x.experts, 1.0), 0.0, 1.0)
-    hit = x.experts * (1.0 - miss_one**tokens)
-    return (dense + x.moe_layers * hit * x.expert_params) * x.weight_bytes_per_param / x.tp
+    return (dense + x.moe_layers * experts_hit(x, tokens) * x.expert_params) * x.weight_bytes_per_param / x.tp
 
 
 def _attended_layer_keys(x: EngineInputs, keys) -> Array:
     """Σ over layers of keys attended: full layers see ``keys``, window layers min(keys, W)."""
+    if not np.any(x.window_layers > 0):
+        return x.full_attention_layers * keys
     return x.full_attention_layers * keys + x.window_layers * np.minimum(keys, x.window_tokens)
 
 
@@ -156,43 +174,83 @@ def activation_bytes_per_token(x: EngineInputs) -> Array:
 
 
 def comm_s(x: EngineInputs, tokens) -> Array:
-    """Two ring all-reduces per layer of a (tokens × hidden) bf16 activation."""
-    msg = tokens * x.hidden * ACTIVATION_BYTES
-    ring = 2.0 * (x.tp - 1.0) / x.tp * msg / x.link_bytes_per_s
-    return np.where(x.tp > 1, 2.0 * x.layers * (ring + x.collective_latency_s), 0.0)
+    """Two ring all-reduces per layer of a (tokens × hidden) bf16 activation, over the bus
+    bandwidth link · η_link, each paying the per-collective latency."""
+    if not np.any(x.tp > 1):
+        return np.zeros(np.broadcast_shapes(np.shape(tokens), np.shape(x.tp)))
+    bus = x.link_bytes_per_s * x.link_frac
+    per_token = 2.0 * x.layers * 2.0 * (x.tp - 1.0) / x.tp * x.hidden * ACTIVATION_BYTES / bus
+    return np.where(x.tp > 1, per_token * tokens + 2.0 * x.layers * x.collective_latency_s, 0.0)
 
 
-def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0) -> StepCost:
-    """Cost of one mixed step (see module doc).  All arguments broadcast."""
+def matmul_compute_s(x: EngineInputs, tokens, logit_tokens) -> Array:
+    """c_mm: the dense GEMMs at T + T½ rows and the routed experts at k·T + E_hit·T½ rows (module doc)."""
+    pad = matmul_pad_tokens(x, tokens)
+    head = x.lm_head_params
+    s_per_flop = 1.0 / (x.peak_flop_per_s * x.mfu)
+    if not np.any(x.experts > 0):
+        per_row = 2.0 / x.tp * s_per_flop  # folded first: the per-scenario constants are often scalars
+        return (per_row * (x.matmul_params - head)) * (tokens + pad) + (per_row * head) * (logit_tokens + pad)
+    routed = routed_params(x)
+    body = x.matmul_params - head - routed
+    dense = 2.0 * body * (tokens + pad) + 2.0 * head * (logit_tokens + pad)
+    expert = 2.0 * x.moe_layers * x.expert_params * (x.experts_per_token * tokens + experts_hit(x, tokens) * pad)
+    return (dense + expert / x.moe_matmul_frac) / x.tp * s_per_flop
+
+
+def _none(v) -> bool:
+    """A 0-d zero: the part it scales is absent from every scenario (skipped, not computed as zeros)."""
+    return np.ndim(v) == 0 and float(v) == 0.0
+
+
+def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0, prompts=None) -> StepCost:
+    """Cost of one mixed step (see module doc).  All arguments broadcast; ``prompts``
+    (default: 1 when n > 0) splits the n prefill tokens evenly, each after ``past`` cached."""
     seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
-    tokens = seqs * q + n
-    logit_tokens = seqs * q + (n > 0)
-    matmul_flop = (2.0 * (x.matmul_params - x.lm_head_params) * tokens + 2.0 * x.lm_head_params * logit_tokens) / x.tp
-    attention_flop_ = (
-        attention_flop(x, seqs * q, ctx, x.attention_dim_decode)
-        + attention_flop(x, n, past + (n + 1.0) / 2.0, x.attention_dim_prefill)
-    ) / x.tp
-    kv_tok = kv_layers(x) * kv_bytes_per_token_per_layer(x)
+    k = (n > 0).astype(float) if prompts is None else np.asarray(prompts, dtype=float)
+    decodes = seqs * q
+    tokens = decodes + n
+    logit_tokens = decodes + k
+    attention_flop_: Array = np.zeros(())
+    attention_bytes: Array = tokens * (kv_layers(x) * kv_bytes_per_token_per_layer(x))  # KV written
+    state = state_bytes_per_gpu(x)  # a hybrid's fixed state: read once per sequence a step
+    if not _none(seqs):
+        attention_flop_ = attention_flop(x, decodes, ctx, x.attention_dim_decode)
+        attention_bytes = attention_bytes + seqs * (kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x) + state)
+    if not _none(n):
+        per_prompt = n / np.maximum(k, 1.0)
+        keys = past + (per_prompt + 1.0) / 2.0
+        attention_flop_ = attention_flop_ + attention_flop(x, n, keys, x.attention_dim_prefill)
+        if not (_none(past) and _none(x.state_bytes_per_sequence)):
+            attention_bytes = attention_bytes + k * (kv_token_bytes_per_sequence(x, past) + state)
+    attention_flop_ = attention_flop_ / x.tp
+    matmul_bytes = weight_bytes_touched_per_gpu(x, tokens) + tokens * activation_bytes_per_token(x)
     return StepCost(
-        matmul_flop=matmul_flop,
-        matmul_bytes=weight_bytes_touched_per_gpu(x, tokens) + tokens * activation_bytes_per_token(x),
+        matmul_flop=(2.0 * (x.matmul_params - x.lm_head_params) * tokens + 2.0 * x.lm_head_params * logit_tokens)
+        / x.tp,
+        matmul_bytes=matmul_bytes,
         attention_flop=attention_flop_,
-        # the prefill chunk's cache (and a hybrid's state) is read only when there is a chunk
-        attention_bytes=seqs * kv_bytes_per_sequence(x, ctx)
-        + np.where(n > 0, kv_bytes_per_sequence(x, past), 0.0)
-        + tokens * kv_tok,
-        s_per_flop=1.0 / (x.peak_flop_per_s * x.mfu),
-        s_per_byte=1.0 / (x.bandwidth_bytes_per_s * x.mbu),
+        attention_bytes=attention_bytes,
+        matmul_compute_s=matmul_compute_s(x, tokens, logit_tokens),
+        matmul_memory_s=matmul_bytes / (x.bandwidth_bytes_per_s * x.mbu),
+        attention_compute_s=attention_flop_ / (x.attention_peak_flop_per_s * x.attention_compute_frac),
+        attention_memory_s=attention_bytes / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac),
         comm_s=comm_s(x, tokens),
+        overhead_s=overhead_s(x, tokens, n),
         overlap=x.compute_memory_overlap,
-        attention_s_per_flop_factor=1.0 / x.attention_compute_frac,
-        attention_s_per_byte_factor=1.0 / x.attention_bandwidth_frac,
     )
 
 
 def prefill(x: EngineInputs, tokens=None, past=0.0) -> StepCost:
     """Prefill of one prompt on an idle replica (TTFT): ``tokens`` new after ``past`` cached."""
     return step_cost(x, n=x.prompt_tokens if tokens is None else tokens, past=past)
+
+
+def batched_prefill(x: EngineInputs, prompts=None) -> StepCost:
+    """One step prefilling ``prompts`` (default: the batch) whole prompts together, as a
+    static-batch benchmark's context phase does (TensorRT-LLM gptSessionBenchmark, LMDeploy)."""
+    b = x.batch if prompts is None else np.asarray(prompts, dtype=float)
+    return step_cost(x, n=b * x.prompt_tokens, prompts=b)
 
 
 def decode_context_tokens(x: EngineInputs) -> Array:
@@ -209,18 +267,53 @@ def decode(x: EngineInputs, batch=None, ctx=None) -> StepCost:
     )
 
 
-def ridge_batch(x: EngineInputs) -> Array:
-    """Batch where the decode step's weight matmuls turn compute-bound.
+@dataclass(frozen=True)
+class RidgeTerms:
+    """The decode step at batch B as compute_s = c0 + B·(a_mm + a_att), memory_s = w + B·(b_act + b_kv)."""
 
-    Matmul part at batch B: t_c = B · 2·N_matmul/tp / peak′,  t_m = (W + B · β_act) / bw′,
-    W = weights per GPU read (all experts), β_act = layers · a / tp · 2 B.  Attention is a
-    separate roofline (KV reads, memory-bound) added on top, so the turn does not
-    depend on context:  B* = (W/bw′) / (2·N_matmul/tp/peak′ − β_act/bw′);
-    ``inf`` when the denominator ≤ 0.
-    """
+    w: Array  # all weights read, at bw′
+    c0: Array  # the small-GEMM penalty: T½ rows of every GEMM (all experts), at peak′
+    a_mm: Array  # matmul arithmetic per sequence
+    a_att: Array  # attention arithmetic per sequence at ctx
+    b_act: Array  # activation traffic per sequence
+    b_kv: Array  # KV read (ρ_g times) and written per sequence at ctx
+
+
+def ridge_terms(x: EngineInputs, ctx=None) -> RidgeTerms:
+    """The terms of ``ridge_batch`` (its doc)."""
+    ctx = decode_context_tokens(x) if ctx is None else np.asarray(ctx, dtype=float)
     peak = x.peak_flop_per_s * x.mfu
     bw = x.bandwidth_bytes_per_s * x.mbu
-    w = weight_bytes_read_per_gpu(x)
-    denom = 2.0 * x.matmul_params / x.tp / peak - activation_bytes_per_token(x) / bw
+    routed = routed_params(x)
+    pad_flop = 2.0 * (x.matmul_params - routed) + 2.0 * x.moe_layers * x.experts * x.expert_params / x.moe_matmul_frac
+    kv = (
+        kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x)
+        + state_bytes_per_gpu(x)
+        + kv_layers(x) * kv_bytes_per_token_per_layer(x)
+    )
+    return RidgeTerms(
+        w=weight_bytes_read_per_gpu(x) / bw,
+        c0=x.matmul_half_tokens * pad_flop / x.tp / peak,
+        a_mm=(2.0 * (x.matmul_params - routed) + 2.0 * routed / x.moe_matmul_frac) / x.tp / peak,
+        a_att=attention_flop(x, 1.0, ctx, x.attention_dim_decode)
+        / x.tp
+        / (x.attention_peak_flop_per_s * x.attention_compute_frac),
+        b_act=activation_bytes_per_token(x) / bw,
+        b_kv=kv / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac),
+    )
+
+
+def ridge_batch(x: EngineInputs, ctx=None) -> Array:
+    """Batch from which the whole decode step is compute-bound (compute_s ≥ memory_s).
+
+    At batch B (all experts read, module doc): compute_s = c₀ + B·a, memory_s = w + B·b with
+      a = 2·N_matmul/tp/peak′ (+ the routed experts at η_moe) + 2·h·d_att·K(ctx)/tp/(peak₁₆·a_c)
+      b = L·act/tp·2 B/bw′ + (KV(ctx)·ρ_g + KV/token)/(bw·a_m),   w = W/bw′,
+      c₀ = T½·(2·N_body + 2·N_head)/tp/peak′ + T½·E·2·L_moe·n_e/tp/(peak′·η_moe)
+    so B* = max(w − c₀, 0) / (a − b); ``inf`` when a ≤ b (KV and activation reads grow faster
+    than the arithmetic: never compute-bound).  It moves with context: longer contexts read
+    more KV per sequence."""
+    t = ridge_terms(x, ctx)
+    denom = (t.a_mm + t.a_att) - (t.b_act + t.b_kv)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, (w / bw) / np.where(denom > 0, denom, 1.0), np.inf)
+        return np.where(denom > 0, np.maximum(t.w - t.c0, 0.0) / np.where(denom > 0, denom, 1.0), np.inf)

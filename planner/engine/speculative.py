@@ -9,22 +9,22 @@ Step time    = γ · t_draft(B) + t_verify(B, γ + 1)
 Speedup      = E · t_target(B) / step time.  With t_verify = t_target this is the
 paper's (1 − α^(γ+1)) / ((1 − α)(γc + 1)); the roofline makes the gain fade once
 the verification pass turns compute-bound (large batch).
+Best γ: the highest speedup over every γ the scenario allows, 0 … 16.
+The draft's passes run inside the target's scheduler step: they pay their own per-layer
+overhead but not a second per-step overhead.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape
-from planner.engine.roofline import (
-    decode,
-    decode_context_tokens,
-    overlapped_s,
-    step_cost,
-    weight_bytes_touched_per_gpu,
-)
+from planner.engine.roofline import decode, decode_context_tokens, overlapped_s, step_cost
 
-GAMMA_GRID = np.arange(0, 13, dtype=float)
+#: every γ a scenario may set (``Scenario.gamma`` ≤ 16): the best-γ search covers them all
+GAMMA_GRID = np.arange(0, 17, dtype=float)
 
 
 def expected_tokens_per_step(alpha, gamma) -> Array:
@@ -57,48 +57,115 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         experts=0.0,
         expert_params=0.0,
         state_bytes_per_sequence=0.0,
+        step_overhead_s=0.0,  # the draft runs inside the target's step: one scheduler overhead
     )
 
 
 def draft_step_s(x: EngineInputs, batch=None, target_step_s=None) -> Array:
     """The draft's step: its own roofline decode step, or c · the target's step."""
     target = decode(x, batch=batch).time_s if target_step_s is None else target_step_s
+    if not np.any(x.has_draft_model > 0):
+        return x.draft_ratio * target
     own = decode(draft_model_inputs(x), batch=batch).time_s
     return np.where(x.has_draft_model > 0, own, x.draft_ratio * target)
+
+
+@dataclass(frozen=True)
+class VerifyLines:
+    """A dense model's verification pass as lines in dq = q − 1: each part value v1 + dv · dq."""
+
+    mc: tuple[Array, Array]  # matmul compute
+    mm: tuple[Array, Array]  # matmul memory
+    ac: tuple[Array, Array]  # attention compute
+    am: tuple[Array, Array]  # attention memory
+    comm: tuple[Array, Array]
+    overhead: Array
+    overlap: Array
+
+
+def verify_lines(x: EngineInputs, batch=None) -> VerifyLines:
+    """Two exact steps (q = 1, 2) of a dense model give every part's line (``verify_step_s``)."""
+    b = x.batch if batch is None else batch
+    ctx = decode_context_tokens(x)
+    one = step_cost(x, seqs=b, q=1.0, ctx=ctx)
+    two = step_cost(x, seqs=b, q=2.0, ctx=ctx)
+
+    def pair(v1, v2):
+        return v1, v2 - v1
+
+    return VerifyLines(
+        mc=pair(one.matmul_compute_s, two.matmul_compute_s),
+        mm=pair(one.matmul_memory_s, two.matmul_memory_s),
+        ac=pair(one.attention_compute_s, two.attention_compute_s),
+        am=pair(one.attention_memory_s, two.attention_memory_s),
+        comm=pair(one.comm_s, two.comm_s),
+        overhead=one.overhead_s,
+        overlap=x.compute_memory_overlap,
+    )
+
+
+def _on_lines(v: VerifyLines, dq) -> Array:
+    def at(line):
+        return line[0] + line[1] * dq
+
+    matmul = overlapped_s(at(v.mc), at(v.mm), v.overlap)
+    attention = overlapped_s(at(v.ac), at(v.am), v.overlap)
+    return v.overhead + matmul + attention + at(v.comm)
 
 
 def verify_step_s(x: EngineInputs, q, batch=None) -> Array:
     """Target pass over ``q`` = γ + 1 tokens per sequence, for one q or a grid of them.
 
-    Each part of ``step_cost`` (matmul and attention, compute and memory) is affine in q
-    except the MoE weights touched, so the grid is evaluated from two exact steps
-    (q = 1, 2) plus the exact weights term; the two parts' rooflines (``overlapped_s``) are
-    taken separately and summed, as ``step_cost.time_s`` does.
+    For a dense model each part of ``step_cost`` (matmul and attention, compute and memory,
+    comm) is affine in q, so the grid is evaluated from two exact steps (q = 1, 2); the two
+    parts' rooflines (``overlapped_s``) are taken separately and summed, as
+    ``step_cost.time_s`` does.  An MoE model's experts hit are not affine in q: its grid is
+    evaluated exactly.
     """
-    b = x.batch if batch is None else batch
-    ctx = decode_context_tokens(x)
-    one = step_cost(x, seqs=b, q=1.0, ctx=ctx)
-    two = step_cost(x, seqs=b, q=2.0, ctx=ctx)
-    bw = x.bandwidth_bytes_per_s * x.mbu
-    w1 = weight_bytes_touched_per_gpu(x, b * 1.0) / bw
-    w2 = weight_bytes_touched_per_gpu(x, b * 2.0) / bw
-    dq = np.asarray(q, dtype=float) - 1.0
+    if np.any(x.experts > 0):
+        b = x.batch if batch is None else batch
+        return step_cost(x, seqs=b, q=q, ctx=decode_context_tokens(x)).time_s
+    return _on_lines(verify_lines(x, batch), np.asarray(q, dtype=float) - 1.0)
 
-    def line(v1, v2):
-        return v1 + (v2 - v1) * dq
 
-    weights = weight_bytes_touched_per_gpu(x, b * (dq + 1.0)) / bw if np.any(x.experts > 0) else w1
-    matmul = overlapped_s(
-        line(one.matmul_compute_s, two.matmul_compute_s),
-        line(one.matmul_memory_s - w1, two.matmul_memory_s - w2) + weights,
-        x.compute_memory_overlap,
-    )
-    attention = overlapped_s(
-        line(one.attention_compute_s, two.attention_compute_s),
-        line(one.attention_memory_s, two.attention_memory_s),
-        x.compute_memory_overlap,
-    )
-    return matmul + attention + line(one.comm_s, two.comm_s)
+def _best_gamma_on_lines(v: VerifyLines, alpha, plain, draft) -> tuple[Array, Array]:
+    """(best γ, its speedup) over ``GAMMA_GRID`` for a dense model whose profile has o = 1: the
+    gain E(α, γ) · plain / (γ · draft + verify(γ + 1)) evaluated γ by γ in place (no γ × scenarios array)."""
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (alpha, plain, draft, *v.mc, *v.mm, *v.ac, *v.am, *v.comm)))
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=float), shape)
+    below_one = alpha < 1.0
+    inv = np.where(below_one, 1.0 / np.where(below_one, 1.0 - alpha, 1.0), 0.0)
+    power = alpha.copy()  # α^(γ+1), γ = 0
+    base = np.broadcast_to(v.overhead + v.comm[0], shape)
+    best_gain = np.full(shape, -np.inf)
+    best_g = np.zeros(shape)
+    t1, t2, step, gain = (np.empty(shape) for _ in range(4))
+    better = np.empty(shape, dtype=bool)
+    for g in GAMMA_GRID:
+        np.multiply(v.mc[1], g, out=t1)
+        t1 += v.mc[0]
+        np.multiply(v.mm[1], g, out=t2)
+        t2 += v.mm[0]
+        np.maximum(t1, t2, out=step)
+        np.multiply(v.ac[1], g, out=t1)
+        t1 += v.ac[0]
+        np.multiply(v.am[1], g, out=t2)
+        t2 += v.am[0]
+        np.maximum(t1, t2, out=t1)
+        step += t1
+        np.multiply(v.comm[1] + draft, g, out=t1)  # comm's slope and the γ draft steps
+        step += t1
+        step += base
+        np.subtract(1.0, power, out=gain)
+        gain *= inv
+        np.copyto(gain, g + 1.0, where=~below_one)
+        gain *= plain
+        gain /= step
+        np.greater(gain, best_gain, out=better)
+        np.copyto(best_gain, gain, where=better)
+        np.copyto(best_g, g, where=better)
+        power *= alpha
+    return best_g, best_gain
 
 
 def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> Array:
@@ -117,16 +184,24 @@ def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, MetricValue]:
     plain = decode(x).time_s if plain_step_s is None else plain_step_s
     draft = draft_step_s(x, target_step_s=plain)
     e = expected_tokens_per_step(x.alpha, x.gamma)
-    step = x.gamma * draft + verify_step_s(x, x.gamma + 1.0)
-    # one axis for γ in front of every scenario axis (α or the draft ratio may vary alone)
-    grid = GAMMA_GRID.reshape((-1,) + (1,) * len(broadcast_shape(x)))
-    gains = expected_tokens_per_step(x.alpha, grid) * plain / (grid * draft + verify_step_s(x, grid + 1.0))
-    best = np.argmax(gains, axis=0)
+    dense = not np.any(x.experts > 0)
+    lines = verify_lines(x) if dense else None
+    verify = _on_lines(lines, x.gamma) if lines is not None else verify_step_s(x, x.gamma + 1.0)
+    step = x.gamma * draft + verify
+    if lines is not None and np.all(np.asarray(x.compute_memory_overlap) == 1.0):
+        best_gamma, best_speedup = _best_gamma_on_lines(lines, x.alpha, plain, draft)
+    else:
+        # one axis for γ in front of every scenario axis (α or the draft ratio may vary alone)
+        grid = GAMMA_GRID.reshape((-1,) + (1,) * len(broadcast_shape(x)))
+        gains = expected_tokens_per_step(x.alpha, grid) * plain / (grid * draft + verify_step_s(x, grid + 1.0))
+        best = np.argmax(gains, axis=0)
+        best_gamma = GAMMA_GRID[best]
+        best_speedup = np.take_along_axis(gains, best[None, ...], axis=0)[0]
     return {
         "spec_expected_tokens_per_step": e,
         "spec_step_s": step,
         "spec_tpot_s": step / e,
         "spec_speedup": e * plain / step,
-        "spec_best_gamma": GAMMA_GRID[best],
-        "spec_best_speedup": np.take_along_axis(gains, best[None, ...], axis=0)[0],
+        "spec_best_gamma": best_gamma,
+        "spec_best_speedup": best_speedup,
     }

@@ -4,22 +4,25 @@ A step runs ``seqs`` decoding sequences, each passing q tokens (1; γ + 1 when
 speculative decoding verifies a draft) at the running set's mean context ``ctx``,
 plus prefill chunks j of n_j new tokens after p_j tokens already in the cache.
 
-  T          = seqs·q + Σ n_j
+  T          = seqs·q + Σ n_j,  T½ = the profile's half-saturation tokens (0 when T = 0)
   K(k)       = L_full·k + L_win·min(k, W)                        (layer-keys, sliding windows)
-  matmul     F_mm = [2·(N_active − N_head)·T + 2·N_head·(seqs·q + #chunks)] / tp
-             B_mm = weights touched(T) + T·activations
-  attention  F_att = [2·h·d_dec·seqs·q·K(ctx) + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp
-             B_att = kv·seqs·K(ctx) + kv·Σ_j K(p_j) + T·kv·L_att + (seqs + #chunks)·S   (S: a hybrid's state)
-  time       = R(F_mm/(peak·MFU), B_mm/(bw·MBU)) + R(F_att/(a_c·peak·MFU), B_att/(a_m·bw·MBU)) + t_comm(T)
-             R(c, m) = max(c, m) + (1 − o)·min(c, m)   (``roofline.overlapped_s``; o = a_c = a_m = 1
-             in datasheet profiles: the plain roofline)
+  overhead   t_0 = t_step + L·t_layer   (T > 0; t_layer,decode for a step without prefill chunks)
+  matmul     c_mm = [2·N_body·(T + T½) + 2·N_head·(seqs·q + #chunks + T½)] / tp / (peak·MFU)
+                    + 2·L_moe·n_e·(k·T + E_hit(T)·T½) / tp / (peak·MFU·η_moe)
+             m_mm = [weights touched(T) + T·activations] / (bw·MBU)
+  attention  c_att = [2·h·d_dec·seqs·q·K(ctx) + Σ_j 2·h·d_pre·n_j·K(p_j + (n_j+1)/2)] / tp / (peak₁₆·a_c)
+             m_att = [kv·ρ_g·seqs·K(ctx) + kv·Σ_j K(p_j) + T·kv·L_att + (seqs + #chunks)·S] / (bw·a_m),
+                    ρ_g = 1 + (h/g − 1)·ρ, L_att = attention layers, S = a hybrid's fixed state
+  time       = t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm(T)
+             R(c, m) = max(c, m) + (1 − o)·min(c, m)   (``roofline.overlapped_s``)
   speculative: + γ · t_draft(seqs, ctx)   (the draft's own decode step, or c · the target's)
 
 With at most one prefill chunk this is exactly ``roofline.step_cost(x, seqs, q, ctx, n, p)``
 (checked to 1e-9 in tests); several chunks add their attention and KV reads.  The
-coefficients are taken from ``EngineInputs`` once, so a calibrated profile (MFU, MBU,
-peak, bandwidth, overlap, attention fractions) applies unchanged.  Any object with the two methods of ``StepTime``
-can be injected into the simulator instead (e.g. a measured step-time table).
+coefficients are taken from ``EngineInputs`` once, so the engine profile's efficiency
+parameters (and a calibrated profile's measured rates) apply unchanged.  Any object with
+the two methods of ``StepTime`` can be injected into the simulator instead (e.g. a
+measured step-time table).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
+from planner.engine.efficiency import kv_group_reads
 from planner.engine.inputs import EngineInputs
 from planner.engine.memory import kv_bytes_per_token_per_layer
 from planner.engine.roofline import overlapped_s
@@ -52,101 +56,119 @@ def _scalar(v) -> float:
     return float(a.reshape(()))
 
 
+_FIELDS = (
+    "matmul_params",
+    "lm_head_params",
+    "lookup_params",
+    "tp",
+    "heads",
+    "attention_dim_decode",
+    "attention_dim_prefill",
+    "full_attention_layers",
+    "window_layers",
+    "window_tokens",
+    "state_bytes_per_sequence",
+    "layers",
+    "activation_elements_per_token_per_layer",
+    "total_params",
+    "moe_layers",
+    "experts",
+    "expert_params",
+    "experts_per_token",
+    "weight_bytes_per_param",
+    "peak_flop_per_s",
+    "mfu",
+    "bandwidth_bytes_per_s",
+    "mbu",
+    "collective_latency_s",
+    "hidden",
+    "link_bytes_per_s",
+    "link_frac",
+    "compute_memory_overlap",
+    "attention_compute_frac",
+    "attention_bandwidth_frac",
+    "attention_peak_flop_per_s",
+    "step_overhead_s",
+    "layer_overhead_s",
+    "decode_layer_overhead_s",
+    "gqa_reread_frac",
+    "heads_per_kv_head",
+    "matmul_half_tokens",
+    "moe_matmul_frac",
+)
+
+
 @dataclass(frozen=True)
 class Roofline:
     """Scalar coefficients of ``roofline.step_cost`` for one scenario (module doc)."""
 
-    matmul_flop_per_token: float  # 2·(N_active − N_head) / tp
-    logit_flop_per_token: float  # 2·N_head / tp, for tokens that need logits
-    decode_attn_flop: float  # 2·h·d_dec / tp, per query per layer-key
-    prefill_attn_flop: float  # 2·h·d_pre / tp
+    body_s_per_token: float  # 2·N_body / tp / (peak·MFU): dense GEMMs, per row
+    head_s_per_token: float  # 2·N_head / tp / (peak·MFU), per logit row
+    expert_s_per_token: float  # 2·L_moe·n_e / tp / (peak·MFU·η_moe), per expert row
+    experts_per_token: float  # k
+    experts: float  # E
+    half_tokens: float  # T½
+    decode_attn_s: float  # 2·h·d_dec / tp / (peak₁₆·a_c), per query per layer-key
+    prefill_attn_s: float  # 2·h·d_pre / tp / (peak₁₆·a_c)
     full_layers: float
     window_layers: float
     window_tokens: float
-    kv_layer_bytes: float  # per token per layer per GPU
-    act_token_bytes: float  # activations through the matmuls, per token
-    kv_token_bytes: float  # KV written, per token (all attention layers)
-    state_bytes: float  # a hybrid's fixed state per sequence per GPU, read each step (0: none)
-    dense_weight_bytes: float
-    expert_weight_bytes: float  # all routed experts
+    kv_layer_s: float  # KV bytes per token per layer per GPU / (bw·a_m)
+    kv_decode_layer_s: float  # the same for decode queries: × ρ_g = 1 + (h/g − 1)·ρ
+    kv_token_s: float  # KV written per token (all attention layers) / (bw·a_m)
+    state_s: float  # a hybrid's fixed state per sequence per GPU / (bw·a_m), read each step (0: none)
+    act_token_s: float  # activations through the matmuls, per token / (bw·MBU)
+    dense_weight_s: float  # weights but the routed experts / (bw·MBU)
+    expert_weight_s: float  # all routed experts / (bw·MBU)
     expert_miss: float  # 1 − k/E: chance one token skips a given expert
-    s_per_flop: float  # 1 / (peak·MFU)
-    s_per_byte: float  # 1 / (bw·MBU)
-    att_s_per_flop: float  # 1 / (a_c·peak·MFU)
-    att_s_per_byte: float  # 1 / (a_m·bw·MBU)
     overlap: float  # o: max(c, m) + (1 − o)·min(c, m)
+    overhead_s: float  # t_step + L·t_layer (a step with prefill tokens)
+    decode_overhead_s: float  # t_step + L·t_layer,decode (a decode-only step)
     comm_fixed_s: float  # 2·layers·latency (tp > 1)
     comm_s_per_token: float
 
     @classmethod
     def from_inputs(cls, x: EngineInputs) -> Roofline:
-        f = {
-            k: _scalar(getattr(x, k))
-            for k in (
-                "matmul_params",
-                "lm_head_params",
-                "lookup_params",
-                "tp",
-                "heads",
-                "attention_dim_decode",
-                "attention_dim_prefill",
-                "full_attention_layers",
-                "window_layers",
-                "window_tokens",
-                "state_bytes_per_sequence",
-                "layers",
-                "activation_elements_per_token_per_layer",
-                "total_params",
-                "moe_layers",
-                "experts",
-                "expert_params",
-                "experts_per_token",
-                "weight_bytes_per_param",
-                "peak_flop_per_s",
-                "mfu",
-                "bandwidth_bytes_per_s",
-                "mbu",
-                "collective_latency_s",
-                "hidden",
-                "link_bytes_per_s",
-                "compute_memory_overlap",
-                "attention_compute_frac",
-                "attention_bandwidth_frac",
-            )
-        }
+        f = {k: _scalar(getattr(x, k)) for k in _FIELDS if k != "heads_per_kv_head"}
+        reads = _scalar(kv_group_reads(x))
         tp = f["tp"]
         kv_layer = _scalar(kv_bytes_per_token_per_layer(x))
-        experts = f["moe_layers"] * f["experts"] * f["expert_params"]
+        all_experts = f["moe_layers"] * f["experts"] * f["expert_params"]
+        routed = f["moe_layers"] * f["experts_per_token"] * f["expert_params"]
+        s_flop = 1.0 / (f["peak_flop_per_s"] * f["mfu"])
+        s_byte = 1.0 / (f["bandwidth_bytes_per_s"] * f["mbu"])
+        att_flop = 1.0 / (f["attention_peak_flop_per_s"] * f["attention_compute_frac"])
+        att_byte = 1.0 / (f["bandwidth_bytes_per_s"] * f["attention_bandwidth_frac"])
         multi = tp > 1
+        bus = f["link_bytes_per_s"] * f["link_frac"]
         return cls(
-            matmul_flop_per_token=2.0 * (f["matmul_params"] - f["lm_head_params"]) / tp,
-            logit_flop_per_token=2.0 * f["lm_head_params"] / tp,
-            decode_attn_flop=2.0 * f["heads"] * f["attention_dim_decode"] / tp,
-            prefill_attn_flop=2.0 * f["heads"] * f["attention_dim_prefill"] / tp,
+            body_s_per_token=2.0 * (f["matmul_params"] - f["lm_head_params"] - routed) / tp * s_flop,
+            head_s_per_token=2.0 * f["lm_head_params"] / tp * s_flop,
+            expert_s_per_token=2.0 * f["moe_layers"] * f["expert_params"] / tp * s_flop / f["moe_matmul_frac"],
+            experts_per_token=f["experts_per_token"],
+            experts=f["experts"],
+            half_tokens=f["matmul_half_tokens"],
+            decode_attn_s=2.0 * f["heads"] * f["attention_dim_decode"] / tp * att_flop,
+            prefill_attn_s=2.0 * f["heads"] * f["attention_dim_prefill"] / tp * att_flop,
             full_layers=f["full_attention_layers"],
             window_layers=f["window_layers"],
             window_tokens=f["window_tokens"],
-            kv_layer_bytes=kv_layer,
-            act_token_bytes=f["layers"] * f["activation_elements_per_token_per_layer"] / tp * ACTIVATION_BYTES,
-            kv_token_bytes=(f["full_attention_layers"] + f["window_layers"]) * kv_layer,
-            state_bytes=f["state_bytes_per_sequence"] / tp,
-            dense_weight_bytes=(f["total_params"] - f["lookup_params"] - experts) * f["weight_bytes_per_param"] / tp,
-            expert_weight_bytes=experts * f["weight_bytes_per_param"] / tp,
-            expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
-            s_per_flop=1.0 / (f["peak_flop_per_s"] * f["mfu"]),
-            s_per_byte=1.0 / (f["bandwidth_bytes_per_s"] * f["mbu"]),
-            att_s_per_flop=1.0 / (f["attention_compute_frac"] * f["peak_flop_per_s"] * f["mfu"]),
-            att_s_per_byte=1.0 / (f["attention_bandwidth_frac"] * f["bandwidth_bytes_per_s"] * f["mbu"]),
-            overlap=f["compute_memory_overlap"],
-            comm_fixed_s=2.0 * f["layers"] * f["collective_latency_s"] if multi else 0.0,
-            comm_s_per_token=2.0
-            * f["layers"]
-            * 2.0
-            * (tp - 1.0)
+            kv_layer_s=kv_layer * att_byte,
+            kv_decode_layer_s=kv_layer * att_byte * reads,
+            kv_token_s=(f["full_attention_layers"] + f["window_layers"]) * kv_layer * att_byte,
+            state_s=f["state_bytes_per_sequence"] / tp * att_byte,
+            act_token_s=f["layers"] * f["activation_elements_per_token_per_layer"] / tp * ACTIVATION_BYTES * s_byte,
+            dense_weight_s=(f["total_params"] - f["lookup_params"] - all_experts)
+            * f["weight_bytes_per_param"]
             / tp
-            * f["hidden"]
-            * ACTIVATION_BYTES
-            / f["link_bytes_per_s"]
+            * s_byte,
+            expert_weight_s=all_experts * f["weight_bytes_per_param"] / tp * s_byte,
+            expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
+            overlap=f["compute_memory_overlap"],
+            overhead_s=f["step_overhead_s"] + f["layers"] * f["layer_overhead_s"],
+            decode_overhead_s=f["step_overhead_s"] + f["layers"] * f["decode_layer_overhead_s"],
+            comm_fixed_s=2.0 * f["layers"] * f["collective_latency_s"] if multi else 0.0,
+            comm_s_per_token=2.0 * f["layers"] * 2.0 * (tp - 1.0) / tp * f["hidden"] * ACTIVATION_BYTES / bus
             if multi
             else 0.0,
         )
@@ -158,19 +180,26 @@ class Roofline:
         """Decode-only step time (module doc, no chunks); ``ctx`` and ``seqs`` broadcast as arrays."""
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
-        weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
+        hit = 1.0 - self.expert_miss**tokens
+        runs = np.asarray(tokens) > 0
+        pad = np.where(runs, self.half_tokens, 0.0)
+        compute = (
+            self.body_s_per_token * (tokens + pad)
+            + self.head_s_per_token * (tokens + pad)
+            + self.expert_s_per_token * (self.experts_per_token * tokens + self.experts * hit * pad)
+        )
         matmul = overlapped_s(
-            (self.matmul_flop_per_token + self.logit_flop_per_token) * tokens * self.s_per_flop,
-            (weights + tokens * self.act_token_bytes) * self.s_per_byte,
+            compute,
+            self.dense_weight_s + self.expert_weight_s * hit + tokens * self.act_token_s,
             self.overlap,
         )
         attention = overlapped_s(
-            self.decode_attn_flop * tokens * self.att_s_per_flop * keys,
-            (self.kv_layer_bytes * seqs * keys + seqs * self.state_bytes + tokens * self.kv_token_bytes)
-            * self.att_s_per_byte,
+            self.decode_attn_s * tokens * keys,
+            self.kv_decode_layer_s * seqs * keys + tokens * self.kv_token_s + seqs * self.state_s,
             self.overlap,
         )
-        return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
+        gpu = matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
+        return np.where(runs, self.decode_overhead_s, 0.0) + gpu
 
     def scalar_time_s(
         self, seqs: float, q: float, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()
@@ -178,24 +207,35 @@ class Roofline:
         """One mixed step's time (module doc) in plain Python floats: the simulator's per-step path."""
         full, win, w = self.full_layers, self.window_layers, self.window_tokens
         tokens = seqs * q + sum(new)
+        if tokens <= 0:
+            return 0.0
         keys = full * ctx + win * (ctx if ctx < w else w)
         chunks = sum(1 for n in new if n > 0)
-        mm_flop = self.matmul_flop_per_token * tokens + self.logit_flop_per_token * (seqs * q + chunks)
-        att_flop = self.decode_attn_flop * seqs * q * keys
-        kv_read = seqs * keys
+        pad = self.half_tokens
+        hit = 1.0 - self.expert_miss**tokens
+        mc = (
+            self.body_s_per_token * (tokens + pad)
+            + self.head_s_per_token * (seqs * q + chunks + pad)
+            + self.expert_s_per_token * (self.experts_per_token * tokens + self.experts * hit * pad)
+        )
+        ac = self.decode_attn_s * seqs * q * keys
+        kv_read = 0.0
         for n, p in zip(new, past, strict=True):
             k = p + (n + 1.0) / 2.0
-            att_flop += self.prefill_attn_flop * n * (full * k + win * (k if k < w else w))
+            ac += self.prefill_attn_s * n * (full * k + win * (k if k < w else w))
             kv_read += full * p + win * (p if p < w else w)
-        weights = self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - self.expert_miss**tokens)
-        mm_bytes = weights + tokens * self.act_token_bytes
-        att_bytes = self.kv_layer_bytes * kv_read + tokens * self.kv_token_bytes + (seqs + chunks) * self.state_bytes
+        mm = self.dense_weight_s + self.expert_weight_s * hit + tokens * self.act_token_s
+        am = (
+            self.kv_decode_layer_s * seqs * keys
+            + self.kv_layer_s * kv_read
+            + tokens * self.kv_token_s
+            + (seqs + chunks) * self.state_s
+        )
         o = self.overlap
-        mc, mm = mm_flop * self.s_per_flop, mm_bytes * self.s_per_byte
-        ac, am = att_flop * self.att_s_per_flop, att_bytes * self.att_s_per_byte
         matmul = (mc + (1.0 - o) * mm) if mc >= mm else (mm + (1.0 - o) * mc)
         attention = (ac + (1.0 - o) * am) if ac >= am else (am + (1.0 - o) * ac)
-        return matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
+        overhead = self.overhead_s if chunks else self.decode_overhead_s
+        return overhead + matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
 
 
 @dataclass(frozen=True)

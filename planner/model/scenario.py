@@ -7,11 +7,12 @@ another scenario from this one (validated; the GPU-price rule in one place).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
 from planner.errors import ScenarioError, format_validation_error
+from planner.model.engine_timing import OVERRIDE_PATTERN, parse_overrides
 from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
 
 TTL = Literal["5m", "1h"]
@@ -19,11 +20,17 @@ TTL = Literal["5m", "1h"]
 Quant = Literal["", "none", "fp8", "fp8-channel", "fp8-block", "w8a8", "gptq", "awq", "w4a16", "nvfp4", "mxfp4"]
 #: The cacheable prefix when none is given: this many tokens, or the whole prompt if shorter.
 DEFAULT_PREFIX_TOKENS = 1024
+CacheTraffic = Literal["arrivals", "followups"]
 LengthDist = Literal["fixed", "uniform", "lognormal"]
 #: The simulator's prefix cache (planner/serving/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
 PrefixCacheMode = Literal["pool", "unbounded", "off"]
 Router = Literal["round_robin", "least_tokens", "prefix_affinity"]
 TraceName = Literal["", "azure-code-2023", "azure-conv-2023", "mooncake-conversation", "mooncake-synthetic"]
+
+
+def _valid_timing(text: str) -> str:
+    parse_overrides(text)  # ValueError names each bad item
+    return text
 
 
 class Scenario(BaseModel):
@@ -70,8 +77,18 @@ class Scenario(BaseModel):
     draft: str = Field(default="", pattern=r"^$|" + KEY_PATTERN, description="draft model preset ('' = cost ratio)")
     draft_ratio: float = Field(default=0.05, ge=0.0, le=1.0, description="draft step cost / target step cost")
     gpu_price: float | None = Field(default=None, ge=0.0, le=1000.0, description="USD per GPU-hour")
-    mfu: float = Field(default=0.5, ge=0.01, le=1.0, description="achieved / peak FLOP/s")
-    mbu: float = Field(default=0.7, ge=0.01, le=1.0, description="achieved / peak memory bandwidth")
+    mfu: float | None = Field(
+        default=None,
+        ge=0.01,
+        le=1.0,
+        description="large-matmul FLOP/s ÷ dense peak; None = the engine profile's fitted value",
+    )
+    mbu: float | None = Field(
+        default=None,
+        ge=0.01,
+        le=1.0,
+        description="weight-streaming bytes/s ÷ peak bandwidth; None = the engine profile's fitted value",
+    )
     mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
     block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
     slo_ttft_s: float = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
@@ -126,6 +143,21 @@ class Scenario(BaseModel):
             else:
                 data = {k: v for k, v in data.items() if k != "prefix"}
         return data
+
+    timing: Annotated[str, AfterValidator(_valid_timing)] = Field(
+        default="",
+        max_length=200,
+        pattern=OVERRIDE_PATTERN,
+        description="efficiency parameters fitted to the user's own benchmark (engine_timing.parse_overrides)",
+    )
+    cache_traffic: CacheTraffic = Field(
+        default="arrivals",
+        description="how requests on one prefix reach the API cache: independent arrivals (Poisson, every "
+        "request refreshes the TTL) or follow-ups sent after the previous response ends",
+    )
+    response_s: float = Field(
+        default=0.0, ge=0.0, le=3600.0, description="follow-ups: the API's response time before each follow-up, s"
+    )
 
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> Scenario:

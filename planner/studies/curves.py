@@ -291,11 +291,15 @@ def ttft_vs_prompt(result: Result) -> pd.DataFrame:
 
 def chunked_curves(result: Result) -> pd.DataFrame:
     """Newcomer TTFT and running streams' largest inter-token gap vs chunk size
-    (``chunked.chunked_prefill`` over a 16·2^k grid up to ≥ prompt, plus the scenario's
-    chunk and the prompt), with the no-chunking values on every row."""
+    (``chunked.chunked_prefill`` over a 16·2^k grid up to ≥ prompt + batch, plus the scenario's
+    chunk and prompt + batch), with the no-chunking values on every row.  The step budget
+    covers the B decodes first, so only chunks above B admit the newcomer: smaller ones
+    (TTFT never) are left out."""
     x = result.inputs.as_arrays()
-    p = _f(x.prompt_tokens)
-    grid = pow2_grid(CHUNK_MIN_TOKENS, p, _f(x.chunk_tokens), max(p, CHUNK_MIN_TOKENS))
+    p, b_ = _f(x.prompt_tokens), _f(x.batch)
+    top = max(p + b_, CHUNK_MIN_TOKENS)
+    grid = pow2_grid(CHUNK_MIN_TOKENS, top, _f(x.chunk_tokens), top)
+    grid = grid[grid > b_]
     out = chunked_prefill(x, chunk_tokens=grid)
     n = len(grid)
     b = lambda k: np.broadcast_to(out[k], n)  # noqa: E731

@@ -11,77 +11,26 @@ check it).  Formulas and sources: ``docs/model.md``; this module: ``docs/dashboa
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-import numpy as np
-
-from planner.engine.chunked import chunk_steps
 from planner.engine.evaluate import Result
 from planner.engine.prompt_cache import cache_hit_prefill, cacheable_prefix_tokens
-from planner.engine.roofline import StepCost, decode, prefill, weight_bytes_read_per_gpu
+from planner.engine.roofline import StepCost, decode, prefill
 from planner.engine.speculative import draft_step_s, verify_step_s
+from planner.studies.explain_text import (
+    ExplainItem,
+    _bytes_value,
+    _scalar,
+    _seconds_value,
+    _value,
+    exact,
+    num,
+)
+from planner.studies.explain_timing import _chunked_items, _efficiency_items, _rate_items, _ridge_item
 from planner.units import (
     ACTIVATION_BYTES,
-    MS_PER_S,
-    S_PER_HOUR,
     S_PER_MINUTE,
-    TOKENS_PER_MTOK,
-    GiB,
-    KiB,
-    MiB,
 )
 
-
-@dataclass(frozen=True)
-class ExplainItem:
-    title: str
-    formula: str
-    substituted: str
-    value: str
-
-
-def num(v: float, sig: int = 6) -> str:
-    """A number a reader can retype: exact integers with thousands commas (or a short
-    e-notation when that is exact), otherwise ``sig`` significant digits (more where a
-    difference of near-equal numbers follows, so the rounding does not cancel out)."""
-    v = float(v)
-    if v.is_integer() and abs(v) < 1e7:
-        return f"{int(v):,}"
-    short = f"{v:.{sig}g}".replace("e+", "e").replace("e0", "e").replace("e-0", "e-")
-    if v.is_integer() and float(short) != v:
-        return f"{int(v):,}"
-    return short
-
-
-def exact(v: float) -> str:
-    """Shortest text that reads back as exactly ``v`` (for inputs to a floor)."""
-    v = float(v)
-    return num(v) if v.is_integer() else repr(v)
-
-
-def _human(v: float) -> str:
-    """Display rounding for the parenthesised human-unit figure."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
-
-
-def _scalar(v) -> float:
-    """One scenario's engine input (a 0-d array or a number) as a float."""
-    return float(np.asarray(v))
-
-
-def _value(v: float, unit: str, human: str = "") -> str:
-    return f"{num(v)} {unit}" + (f" ({human})" if human else "")
-
-
-def _bytes_value(v: float) -> str:
-    human = f"{_human(v / GiB)} GiB" if v >= GiB else f"{_human(v / MiB)} MiB" if v >= MiB else f"{_human(v / KiB)} KiB"
-    return _value(v, "B", human)
-
-
-def _seconds_value(v: float, bound: bool | None = None) -> str:
-    extra = "" if bound is None else (", compute-bound" if bound else ", memory-bound")
-    return _value(v, "s", f"{_human(v * MS_PER_S)} ms{extra}")
+__all__ = ["ExplainItem", "exact", "explain", "num"]
 
 
 class _Scenario:
@@ -106,12 +55,17 @@ class _Scenario:
             f(x.attention_compute_frac),
             f(x.attention_bandwidth_frac),
         )
-        #: a measured (calibrated) profile's refinements of the roofline are in use
-        self.refined = (self.o, self.a_c, self.a_m) != (1.0, 1.0, 1.0)
+        self.peak16, self.half = f(x.attention_peak_flop_per_s), f(x.matmul_half_tokens)
+        self.t_step, self.t_layer, self.t_layer_dec = (
+            f(x.step_overhead_s),
+            f(x.layer_overhead_s),
+            f(x.decode_layer_overhead_s),
+        )
+        self.rho = f(x.gqa_reread_frac)
 
     @property
     def step_time_formula(self) -> str:
-        return STEP_TIME_REFINED if self.refined else STEP_TIME
+        return STEP_TIME if self.o == 1.0 else STEP_TIME_REFINED
 
     # ------------------------------------------------------------ shared sub-expressions
 
@@ -160,39 +114,75 @@ class _Scenario:
         x = self.x
         return (
             f"2 · {num(self.L)} · (2 · ({num(self.tp)} - 1) / {num(self.tp)} · {num(tokens)} · "
-            f"{num(float(x.hidden))} · 2 / {num(float(x.link_bytes_per_s))} + {num(float(x.collective_latency_s))})"
+            f"{num(float(x.hidden))} · 2 / ({num(float(x.link_bytes_per_s))} · {num(float(x.link_frac))}) + "
+            f"{num(float(x.collective_latency_s))})"
         )
 
-    def step_time(self, cost: StepCost, tokens: float) -> str:
-        peak, bw = f"({num(self.peak)} · {num(self.mfu)})", f"({num(self.bw)} · {num(self.mbu)})"
-        att_peak, att_bw = peak, bw
-        if self.refined:
-            att_peak = f"({num(self.a_c)} · {num(self.peak)} · {num(self.mfu)})"
-            att_bw = f"({num(self.a_m)} · {num(self.bw)} · {num(self.mbu)})"
+    def kv_reads(self) -> str:
+        """ρ_g = 1 + (h/g − 1)·ρ, or nothing when each KV group is loaded once."""
+        if self.rho == 0 or self.model.is_mla or self.g == self.h:
+            return ""
+        return f" · (1 + ({num(self.h)} / {num(self.g)} - 1) · {num(self.rho)})"
 
-        def part(flop, bytes_, p: str, b: str) -> str:
-            c, m = f"{num(float(flop))} / {p}", f"{num(float(bytes_))} / {b}"
-            if not self.refined:
+    def overhead(self, prefill_tokens: float) -> str:
+        """t_0 = t_step + L · t_layer (eager with prefill tokens, CUDA-graph replay without)."""
+        layer = self.t_layer if prefill_tokens > 0 else self.t_layer_dec
+        return f"{num(self.t_step)} + {num(self.L)} · {num(layer)}"
+
+    def matmul_compute(self, tokens: float, logit_tokens: float) -> str:
+        """c_mm: the GEMMs at T + T½ rows (the experts at k·T + E_hit·T½) over peak · MFU."""
+        x = self.x
+        tp, half = num(self.tp), num(self.half)
+        peak = f"({num(self.peak)} · {num(self.mfu)})"
+        routed = float(x.moe_layers * x.experts_per_token * x.expert_params)
+        body = num(float(x.matmul_params - x.lm_head_params) - routed)
+        dense = (
+            f"(2 · {body} · ({num(tokens)} + {half}) + 2 · {self.head_params()} · ({num(logit_tokens)} + {half})) "
+            f"/ {tp} / {peak}"
+        )
+        if float(x.moe_layers) == 0:
+            return dense
+        e, k = float(x.experts), float(x.experts_per_token)
+        hit = f"{num(e)} · (1 - (1 - {num(k)} / {num(e)})^{num(tokens)})"
+        return (
+            f"{dense} + 2 · {num(float(x.moe_layers))} · {num(float(x.expert_params))} · ({num(k)} · {num(tokens)} "
+            f"+ {hit} · {half}) / {tp} / ({num(self.peak)} · {num(self.mfu)} · {num(float(x.moe_matmul_frac))})"
+        )
+
+    def step_time(self, cost: StepCost, tokens: float, logit_tokens: float, prefill_tokens: float) -> str:
+        """t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm with this step's numbers."""
+
+        def part(c: str, m: str) -> str:
+            if self.o == 1.0:
                 return f"max({c}, {m})"
             return f"(max({c}, {m}) + (1 - {num(self.o)}) · min({c}, {m}))"
 
-        return (
-            f"{part(cost.matmul_flop, cost.matmul_bytes, peak, bw)} + "
-            f"{part(cost.attention_flop, cost.attention_bytes, att_peak, att_bw)} + {self.comm(tokens)}"
+        mm = part(
+            self.matmul_compute(tokens, logit_tokens),
+            f"{num(float(cost.matmul_bytes))} / ({num(self.bw)} · {num(self.mbu)})",
         )
+        att = part(
+            f"{num(float(cost.attention_flop))} / ({num(self.peak16)} · {num(self.a_c)})",
+            f"{num(float(cost.attention_bytes))} / ({num(self.bw)} · {num(self.a_m)})",
+        )
+        return f"{self.overhead(prefill_tokens)} + {mm} + {att} + {self.comm(tokens)}"
 
 
 STEP_TIME = (
-    "max(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + max(F_att / (peak · MFU), B_att / (bandwidth · MBU)) + t_comm"
-    "  (weight matmuls, then attention: F_mm = 2 · (N_matmul − N_head) · T + 2 · N_head · T_logits, B_mm = weights + "
-    "activations; F_att = attention FLOP, B_att = KV read + written; all per GPU)"
+    "t_step + L · t_layer + max(c_mm, m_mm) + max(c_att, m_att) + t_comm;  "
+    "c_mm = [2 · N_body · (T + T½) + 2 · N_head · (T_logits + T½)] / tp / (peak · MFU) "
+    "(+ MoE experts: 2 · L_moe · n_e · (k · T + E_hit · T½) / tp / (peak · MFU · η_moe)), "
+    "m_mm = B_mm / (bandwidth · MBU), c_att = F_att / (peak₁₆ · a_c), m_att = B_att / (bandwidth · a_m)  "
+    "(t_step, t_layer, T½, MFU, MBU, a_c, a_m, η_moe: the engine profile's fitted values; docs/model.md §4–6)"
 )
 STEP_TIME_REFINED = (
-    "R(F_mm / (peak · MFU), B_mm / (bandwidth · MBU)) + R(F_att / (a_c · peak · MFU), B_att / (a_m · bandwidth · MBU)) "
-    "+ t_comm,  R(c, m) = max(c, m) + (1 − o) · min(c, m)  (o, a_c, a_m: the calibrated profile's measured overlap "
-    "and attention shares; docs/model.md §4–5)"
+    STEP_TIME.replace("max(c_mm, m_mm)", "R(c_mm, m_mm)").replace("max(c_att, m_att)", "R(c_att, m_att)")
+    + ",  R(c, m) = max(c, m) + (1 − o) · min(c, m) (o: the calibrated profile's measured overlap)"
 )
-COMM = "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / link + latency) when tp > 1"
+COMM = (
+    "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / (link · η_link) + latency) when tp > 1 "
+    "(latency: the link's + the engine's per-collective overhead)"
+)
 
 
 def _memory_items(s: _Scenario) -> list[ExplainItem]:
@@ -230,7 +220,7 @@ def _step_items(s: _Scenario) -> list[ExplainItem]:
         ExplainItem(
             "Time to first token (TTFT)",
             f"{s.step_time_formula};  {COMM}",
-            s.step_time(prefill(xa), s.P),
+            s.step_time(prefill(xa), s.P, 1.0, s.P),
             _seconds_value(m["ttft_s"], bool(m["prefill_compute_bound"])),
         ),
         ExplainItem(
@@ -241,100 +231,24 @@ def _step_items(s: _Scenario) -> list[ExplainItem]:
         ),
         ExplainItem(
             "Decode bytes per GPU",
-            "weights read + B · KV(ctx) per GPU + B · KV per token per GPU (written) + B · L · a / tp · 2 B",
-            f"{s.weights_touched(s.B)} + {B} · ({s.per_layer_gpu()} · {s.layer_tokens(ctx)}{s.state_gpu()}) "
-            f"+ {B} · {kv_tok} + {B} · {act}",
+            "weights read + B · (KV(ctx) per GPU · ρ_g + S) + B · KV per token per GPU (written) "
+            "+ B · L · a / tp · 2 B  (ρ_g = 1 + (h/g − 1) · ρ: KV loads per GQA group, 1 for a grouped decode "
+            "kernel; S: a hybrid's fixed state)",
+            f"{s.weights_touched(s.B)} + {B} · ({s.per_layer_gpu()} · {s.layer_tokens(ctx)}{s.kv_reads()}"
+            f"{s.state_gpu()}) + {B} · {kv_tok} + {B} · {act}",
             _bytes_value(m["decode_bytes"]),
         ),
         ExplainItem(
             "Decode step time (plain)",
             f"{s.step_time_formula};  {COMM}",
-            s.step_time(decode(xa), s.B),
+            s.step_time(decode(xa), s.B, s.B, 0.0),
             _seconds_value(m["plain_tpot_s"], bool(m["decode_compute_bound"])),
         ),
     ]
 
 
-def _ridge_item(s: _Scenario) -> ExplainItem:
-    """The decode matmul part's t_compute(B) = t_memory(B); attention is a separate roofline."""
-    w = float(weight_bytes_read_per_gpu(s.x.as_arrays()))
-    ridge = s.m["ridge_batch"]
-    nb, nh, tp = s.body_params(), s.head_params(), num(s.tp)
-    return ExplainItem(
-        "Compute-bound turn (ridge batch)",
-        "B* = (W / bw′) / (2 · N_matmul / tp / peak′ − L · a / tp · 2 B / bw′); "
-        "the batch where the weight matmuls turn compute-bound (attention, a separate memory-bound roofline, "
-        "does not move it); W = weights per GPU, "
-        "peak′ = peak · MFU, bw′ = bandwidth · MBU; never when the denominator ≤ 0",
-        f"({num(w)} / ({num(s.bw)} · {num(s.mbu)})) / (2 · ({nb} + {nh}) / {tp} / ({num(s.peak)} · {num(s.mfu)}) - "
-        f"{s.activation_bytes()} / ({num(s.bw)} · {num(s.mbu)}))",
-        _value(ridge, "sequences")
-        if math.isfinite(ridge)
-        else "never (activation traffic outweighs the matmul FLOP at every batch)",
-    )
-
-
-def _rate_items(s: _Scenario) -> list[ExplainItem]:
-    """TPOT, decode tokens/s per GPU and the cost per million output tokens."""
-    m, x = s.m, s.x
-    B, tp = num(s.B), num(s.tp)
-    if s.r.resolved.scenario.spec:
-        tpot_formula, tpot_sub = (
-            "speculative step time / E(α, γ)",
-            f"{num(m['spec_step_s'])} / {num(m['spec_expected_tokens_per_step'])}",
-        )
-    else:
-        tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
-    return [
-        ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
-        ExplainItem(
-            "Decode tokens/s per GPU",
-            "B / TPOT / tp",
-            f"{B} / {num(m['tpot_s'])} / {tp}",
-            _value(m["decode_tokens_per_s_per_gpu"], "tokens/s"),
-        ),
-        ExplainItem(
-            "Cost per million output tokens",
-            "price per GPU-hour · tp / 3600 / (B / TPOT) · 10^6",
-            f"{num(float(x.price_per_gpu_hour_usd))} · {tp} / {num(S_PER_HOUR)} / {num(m['decode_tokens_per_s'])} "
-            f"· {num(TOKENS_PER_MTOK)}",
-            _value(m["cost_per_million_output_tokens_usd"], "USD"),
-        ),
-    ]
-
-
 def _roofline_items(s: _Scenario) -> list[ExplainItem]:
-    return _step_items(s) + [_ridge_item(s)] + _rate_items(s)
-
-
-def _chunked_items(s: _Scenario) -> list[ExplainItem]:
-    m = s.m
-    xa = s.x.as_arrays()
-    P, C = s.P, s.C
-    chunks = chunk_steps(xa)
-    t_last = num(float(chunks.last.time_s)) if float(chunks.rest_tokens) > 0 else "0"
-    return [
-        ExplainItem(
-            "Chunked prefill: newcomer TTFT",
-            "⌊P/C⌋ · t_step(B decodes + C prefill tokens, mean past) "
-            "+ t_step(B decodes + remainder r = P − ⌊P/C⌋·C)  (0 when r = 0)",
-            f"⌊{num(P)} / {num(C)}⌋ · {num(float(chunks.full.time_s))} + {t_last}",
-            _seconds_value(m["chunked_ttft_s"]),
-        ),
-        ExplainItem(
-            "Chunked prefill: running streams' max inter-token latency",
-            "the largest mixed step: B decodes + min(C, P) prefill tokens after max(P − C, 0) cached; "
-            + s.step_time_formula,
-            s.step_time(chunks.biggest, s.B + min(C, P)),
-            _seconds_value(m["chunked_max_itl_s"]),
-        ),
-        ExplainItem(
-            "No chunking: running streams' max inter-token latency",
-            "t_prefill(P) + t_decode(B)",
-            f"{num(m['ttft_s'])} + {num(m['plain_tpot_s'])}",
-            _seconds_value(m["nochunk_max_itl_s"]),
-        ),
-    ]
+    return _efficiency_items(s) + _step_items(s) + [_ridge_item(s)] + _rate_items(s)
 
 
 def _speculative_items(s: _Scenario) -> list[ExplainItem]:
@@ -382,12 +296,20 @@ def _cache_items(s: _Scenario) -> list[ExplainItem]:
     p, o = f(xa.price_in_per_token_usd), f(xa.price_out_per_token_usd)
     P, out = num(s.P), num(s.O)
     rpm = f(xa.requests_per_min_per_prefix)
-    if rpm > 0:
+    if rpm > 0 and f(xa.followup_mode) > 0:
         hit = ExplainItem(
             "Cache hit rate (from traffic and TTL)",
-            "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60, D = request duration",
-            f"1 - exp(-{num(rpm)} / {num(S_PER_MINUTE)} · "
-            f"max({num(f(xa.ttl_s))} - {num(m['request_latency_s'], 10)}, 0))",
+            "1 − exp(−λ · max(TTL − D, 0)), λ = requests/min / 60: each follow-up is sent after the previous "
+            "response ends, D = the API's response time, which eats the TTL window",
+            f"1 - exp(-{num(rpm)} / {num(S_PER_MINUTE)} · max({num(f(xa.ttl_s))} - {num(f(xa.response_s))}, 0))",
+            f"{num(h)} ({h:.1%})",
+        )
+    elif rpm > 0:
+        hit = ExplainItem(
+            "Cache hit rate (from traffic and TTL)",
+            "1 − exp(−λ · TTL), λ = requests/min / 60: requests on the prefix arrive independently and every "
+            "request refreshes the entry, so one hits when the previous came less than a TTL before it",
+            f"1 - exp(-{num(rpm)} / {num(S_PER_MINUTE)} · {num(f(xa.ttl_s))})",
             f"{num(h)} ({h:.1%})",
         )
     else:

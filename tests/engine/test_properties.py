@@ -98,8 +98,10 @@ def test_decode_never_beats_weights_over_bandwidth_and_counts_are_sane(s):
         "kv_budget_bytes_per_gpu",
     ):
         assert float(out[k]) >= 0
+    # never is inf: the ridge, and a newcomer's chunked prefill when the decodes fill the budget
+    infinite_ok = {"ridge_batch"} | ({"chunked_steps", "chunked_ttft_s"} if s.batch >= s.chunk else set())
     for k, v in out.items():
-        if k != "ridge_batch":
+        if k not in infinite_ok:
             assert np.all(np.isfinite(np.asarray(v, dtype=float))), k
 
 
@@ -119,7 +121,7 @@ def test_measured_refinements_only_slow_the_roofline_and_keep_it_monotonic(s, re
     # never costs time; latency and throughput still never fall with batch.
     from planner.engine.roofline import decode
 
-    x = x_of(s)
+    x = x_of(s).with_(compute_memory_overlap=1.0, attention_compute_frac=1.0, attention_bandwidth_frac=1.0)
     b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
     plain = decode(x.as_arrays(), batch=b).time_s
     refined_x = x.with_(**ref).as_arrays()

@@ -94,9 +94,10 @@ def test_the_draft_models_weights_are_charged(catalog):
 
 def test_the_draft_kv_is_split_over_tp(catalog):
     """At tp = 8 the 8B draft's K/V heads are split like the target's: speculation wins (the old model kept the
-    whole draft cache on every GPU and showed it losing, 0.87×)."""
+    whole draft cache on every GPU and showed it losing, 0.87×).  With the fitted vLLM timing (per-step and
+    per-layer overheads on the draft's steps too) the gain is ≈ 1.2×; on the plain roofline it is ≈ 1.5×."""
     m = m_of(catalog, "model=llama-3.1-70b&tp=8&spec=1&draft=llama-3.1-8b")
-    assert m["spec_speedup"] > 1.3
+    assert m["spec_speedup"] > 1.15
 
 
 def test_fits_capacity_and_concurrency_agree(catalog):

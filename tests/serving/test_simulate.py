@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.engine.efficiency import plain_roofline
 from planner.engine.roofline import decode, decode_context_tokens, prefill, step_cost
 from planner.engine.speculative import expected_tokens_per_step, spec_step_s
 from planner.engine.step_time import Roofline, RooflineStepTime
@@ -82,10 +83,20 @@ REFINED = [
     {},
     dict(compute_memory_overlap=0.4, attention_compute_frac=0.3, attention_bandwidth_frac=0.6),
     dict(compute_memory_overlap=-0.5, attention_bandwidth_frac=0.5),
+    # every efficiency term of an engine profile away from its neutral value
+    dict(
+        gqa_reread_frac=0.3,
+        matmul_half_tokens=200.0,
+        layer_overhead_s=1e-4,
+        decode_layer_overhead_s=4e-5,
+        step_overhead_s=3e-4,
+        moe_matmul_frac=0.4,
+        link_frac=0.5,
+    ),
 ]
 
 
-@pytest.mark.parametrize("refined", REFINED, ids=["roofline", "measured", "negative-overlap"])
+@pytest.mark.parametrize("refined", REFINED, ids=["roofline", "measured", "negative-overlap", "efficiency"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda d: d["model"])
 def test_fast_step_time_equals_roofline_step_cost(catalog, shape, refined):
     _, x = sim_inputs(Scenario(**shape), catalog)
@@ -109,15 +120,19 @@ def test_fast_step_time_equals_roofline_step_cost(catalog, shape, refined):
 
 def test_two_chunks_share_the_weights_and_add_their_work(catalog):
     _, x = sim_inputs(Scenario(), catalog)
+    plain = Roofline.from_inputs(plain_roofline(x))
     fast = Roofline.from_inputs(x)
 
-    def alone(n, past):
-        return fast.scalar_time_s(0, 1, 0, [n], [past])
+    def alone(n, past, timer=fast):
+        return timer.scalar_time_s(0, 1, 0, [n], [past])
 
-    # compute-bound chunks: FLOP add up, so the shared step costs the sum
-    assert fast.scalar_time_s(0, 1, 0, [1000, 1000], [0, 4000]) == pytest.approx(
-        alone(1000, 0) + alone(1000, 4000), rel=1e-9
+    # compute-bound chunks on the plain roofline: FLOP add up, so the shared step costs the sum
+    assert plain.scalar_time_s(0, 1, 0, [1000, 1000], [0, 4000]) == pytest.approx(
+        alone(1000, 0, plain) + alone(1000, 4000, plain), rel=1e-9
     )
+    # with the engine profile the step's fixed costs and the small-GEMM penalty are paid once
+    shared = fast.scalar_time_s(0, 1, 0, [1000, 1000], [0, 4000])
+    assert shared < alone(1000, 0) + alone(1000, 4000) - 0.9 * fast.overhead_s
     # memory-bound chunks: the weights are read once for both
     both = fast.scalar_time_s(0, 1, 0, [16, 16], [0, 4000])
     assert max(alone(16, 0), alone(16, 4000)) < both < 0.6 * (alone(16, 0) + alone(16, 4000))

@@ -47,7 +47,14 @@ METRIC = {
     "Compute-bound turn (ridge batch)": "ridge_batch",
     "Time per output token (TPOT)": "tpot_s",
     "Decode tokens/s per GPU": "decode_tokens_per_s_per_gpu",
+    "Output tokens/s per replica (prefill included)": "output_tokens_per_s",
     "Cost per million output tokens": "cost_per_million_output_tokens_usd",
+    "Request latency": "request_latency_s",
+    "Static-batch output tokens/s per GPU": "static_batch_output_tokens_per_s_per_gpu",
+    "Matmul efficiency in force (MFU)": "matmul_frac",
+    "Bandwidth efficiency in force (MBU)": "bandwidth_frac",
+    "Fixed cost of a prefill step": "prefill_overhead_s",
+    "Fixed cost of a decode step": "decode_overhead_s",
     "Chunked prefill: newcomer TTFT": "chunked_ttft_s",
     "Chunked prefill: running streams' max inter-token latency": "chunked_max_itl_s",
     "No chunking: running streams' max inter-token latency": "nochunk_max_itl_s",
@@ -150,6 +157,10 @@ SCENARIOS = [
         output=1,
         mem_util=0.95,
     ),
+    dict(batch=256, chunk=512, prompt=8192, prefix=0),  # newcomer gets C − B = 256 tokens a step
+    dict(batch=512, chunk=512, prompt=8192, prefix=0),  # B = C (vLLM refuses B > C): never admitted
+    dict(rpm=2.0, cache_traffic="followups", response_s=40.0),
+    dict(model="llama-2-70b", gpu="h200", tp=4, engine="trtllm", wdtype="fp8", kvdtype="fp8", mfu=0.6, mbu=0.8),
 ]
 
 
@@ -197,7 +208,9 @@ def test_headline_figures_are_all_explained():
         "Time to first token (TTFT)",
         "Time per output token (TPOT)",
         "Decode tokens/s per GPU",
+        "Output tokens/s per replica (prefill included)",
         "Cost per million output tokens",
+        "Request latency",
         "Speculative speedup",
         "Prompt cache saving",
         "Compute-bound turn (ridge batch)",
@@ -215,9 +228,9 @@ def test_worked_example_default_scenario():
     paged = items["Max concurrent sequences (paged)"]
     assert paged.substituted == "28,541 / (1 · ⌈(2,048 + 256) / 16⌉)" and paged.value == "198.201 sequences"
     assert "compute-bound" in items["Time to first token (TTFT)"].value
-    # per-operator roofline: the decode matmuls turn compute-bound at batch ≈ 225 at any
-    # context (the single roofline said "never" at this context)
-    assert items["Compute-bound turn (ridge batch)"].value.startswith("225.056 sequences")
+    # the whole decode step (KV reads included) never turns compute-bound at a 2k context
+    assert items["Compute-bound turn (ridge batch)"].value.startswith("never")
+    assert items["Fixed cost of a decode step"].substituted.count("·") == 1  # t_step + L · t_layer
 
 
 def test_number_formatting_reads_back():

@@ -1,5 +1,15 @@
 """The "Cross-check" tab: a benchmark's measurements beside the engine's prediction.
 
+Two kinds of measurement:
+
+* **Serving benchmark** — the result files of ``vllm bench serve --save-result`` or SGLang
+  ``bench_serving --output-file`` (``planner.calibration.serving_results``): each run's
+  median TTFT and TPOT at its load beside the engine profile's prediction for the
+  scenario's deployment, and a calibration (``planner.calibration.calibrate``) of the
+  profile's efficiency parameters to them — applied to the link as ``timing=…`` and
+  offered as a calibrated engine-profile TOML.
+* **Microbenchmark** (``python -m planner bench``), below.
+
 Source: a committed results file under ``benchmarks/results/`` or an upload
 (size-limited JSON).  Either is validated by ``planner.bench.results.parse_results``;
 a bad file gets a one-paragraph message, never a traceback, and nothing in it
@@ -15,6 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import plotly.graph_objects as go
+
 from planner.bench.calibrate import scenario_calibration
 from planner.bench.results import (
     MAX_RESULTS_BYTES,
@@ -25,9 +38,12 @@ from planner.bench.results import (
     steps_frame,
     summary_frame,
 )
-from planner.format import fmt_count, fmt_num, fmt_seconds
+from planner.calibration.calibrate import calibrate, calibrated_profile_toml, calibration_rows, read_runs
+from planner.calibration.serving_results import MAX_RESULT_BYTES
+from planner.errors import ProblemsError
+from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.model.catalog import MEASURED_DIR
-from planner.units import GIGA, TERA, MiB
+from planner.units import GIGA, MS_PER_S, PERCENT, TERA, MiB
 from ui.figures.bench import decode_figure, prefill_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import md_escape
@@ -35,6 +51,12 @@ from ui.state import PageContext
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
 COMMITTED, UPLOAD = "Committed results", "Upload a file"
+MICRO, SERVING = "Microbenchmark (kvplan bench)", "Serving benchmark (vllm bench serve, SGLang bench_serving)"
+
+
+def _in_force(v: float | None) -> str:
+    """A scenario's MFU/MBU override, or the engine profile's fitted value when it has none."""
+    return "the engine profile's" if v is None else fmt_num(v)
 
 
 def _signed(v: float) -> str:
@@ -49,6 +71,9 @@ def committed_files(directory: Path | None = None) -> list[Path]:
 def render(ctx: PageContext) -> None:
     st = ctx.st
     st.subheader("Cross-check: the engine against a measured machine")
+    if st.radio("Measurements", (MICRO, SERVING), horizontal=True, key="xc_mode") == SERVING:
+        _serving(ctx)
+        return
     st.caption(
         "`python -m planner bench` times matmuls, memory streaming and a small Llama-like decoder's prefill, decode, "
         "chunked and speculative-verification steps, then asks the engine for the same shapes. See docs/benchmark.md."
@@ -208,8 +233,8 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
         st.markdown(
             md_escape(
                 f"Measured on this scenario's GPU ({gpu.name}): MFU {fmt_num(cal.mfu)} and MBU {fmt_num(cal.mbu)} "
-                f"make the datasheet figures equal the measured peaks (now {fmt_num(ctx.scenario.mfu)} and "
-                f"{fmt_num(ctx.scenario.mbu)})."
+                f"make the datasheet figures equal the measured peaks (now {_in_force(ctx.scenario.mfu)} and "
+                f"{_in_force(ctx.scenario.mbu)})."
             )
         )
         for note in cal.notes:
@@ -243,3 +268,104 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
         on_click="ignore",
         icon=":material/download:",
     )
+
+
+# --------------------------------------------------------------------------- serving benchmark
+
+
+def _serving(ctx: PageContext) -> None:
+    """Upload serving-benchmark results; measured vs predicted per point; calibrate and apply."""
+    st, s = ctx.st, ctx.scenario
+    engine = ctx.catalog.engines.get(s.engine)
+    st.caption(
+        "Upload the JSON that `vllm bench serve --save-result` writes (one run per file) or the JSON-lines file "
+        "of SGLang `python -m sglang.bench_serving --output-file` (one run per line), measured on the deployment "
+        "the sidebar describes: " + md_escape(f"{s.model} on {s.tp} × {s.gpu}, {s.wdtype} weights, {s.engine} engine.")
+    )
+    ups = _serving_uploads(st)
+    if not ups:
+        return
+    try:
+        runs = read_runs(ups)
+        cal = calibrate(runs, s.with_changes(timing=""), ctx.catalog)
+    except (ValueError, ProblemsError) as exc:
+        st.error(md_escape(f"These files cannot be used: {exc}"))
+        return
+    cols = st.columns(3)
+    cols[0].metric("Runs", fmt_count(len(runs)))
+    cols[1].metric("Median |error|, profile", fmt_pct(cal.median_abs_error_before))
+    cols[2].metric("Median |error|, calibrated", fmt_pct(cal.median_abs_error_after))
+    frame = pd.DataFrame(calibration_rows(cal))
+    ms = {k: frame[k] * MS_PER_S for k in ("measured_s", "profile_s", "calibrated_s")}
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "point": frame["point"],
+                "measured (ms)": ms["measured_s"],
+                "profile (ms)": ms["profile_s"],
+                "calibrated (ms)": ms["calibrated_s"],
+                "profile error (%)": frame["profile_error_frac"] * PERCENT,
+                "calibrated error (%)": frame["calibrated_error_frac"] * PERCENT,
+            }
+        ),
+        hide_index=True,
+        column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("measured (ms)", "profile (ms)")}
+        | {"calibrated (ms)": st.column_config.NumberColumn(format="%.2f")}
+        | {c: st.column_config.NumberColumn(format="%+.1f") for c in ("profile error (%)", "calibrated error (%)")},
+    )
+    st.plotly_chart(_serving_figure(frame), key="xc-serving", config=PLOTLY_CONFIG)
+    fitted = ", ".join(f"{k} {fmt_num(v)}" for k, v in cal.values.items())
+    st.caption(md_escape(f"Fitted for {s.engine} on {s.gpu}: {fitted}. The link form is timing={cal.overrides}."))
+    if s.timing == cal.overrides:
+        st.success("The scenario runs with these calibrated efficiency parameters (timing in the link).")
+    elif st.button("Apply calibration", key="xc_serving_apply", type="primary"):
+        ctx.update_scenario(timing=cal.overrides)
+    gpu = ctx.catalog.profile(s.gpu)
+    if engine is not None and gpu is not None:
+        st.download_button(
+            "Calibrated engine profile (TOML)",
+            data=calibrated_profile_toml(engine, gpu, cal, ", ".join(name for name, _ in ups)),
+            file_name=f"{s.engine}-{s.gpu}.toml",
+            mime="application/toml",
+            key="xc_serving_toml",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+        st.caption(
+            md_escape(
+                f"Saved as planner/data/engines/{s.engine}-{s.gpu}.toml it becomes an engine profile of its own "
+                f"(engine={s.engine}-{s.gpu} in a link)."
+            )
+        )
+
+
+def _serving_uploads(st: Any) -> list[tuple[str, bytes]]:
+    """The uploaded result files as (name, content)."""
+    ups = st.file_uploader(
+        "Benchmark result files",
+        type=["json", "jsonl"],
+        accept_multiple_files=True,
+        key="xc_serving_upload",
+        max_upload_size=MAX_RESULT_BYTES // MiB,
+    )
+    return [(u.name, u.getvalue()) for u in ups or []]
+
+
+def _serving_figure(frame: pd.DataFrame) -> go.Figure:
+    """Predicted vs measured per point, profile and calibrated, with the y = x line."""
+    fig = go.Figure()
+    top = float(max(frame[["measured_s", "profile_s", "calibrated_s"]].to_numpy().max(), 1e-6)) * MS_PER_S
+    fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="measured = predicted", line=dict(dash="dot")))
+    for col, name in (("profile_s", "profile"), ("calibrated_s", "calibrated")):
+        fig.add_trace(
+            go.Scatter(
+                x=frame["measured_s"] * MS_PER_S,
+                y=frame[col] * MS_PER_S,
+                mode="markers",
+                name=name,
+                text=frame["point"],
+                hovertemplate="%{text}<br>measured %{x:.2f} ms<br>predicted %{y:.2f} ms<extra></extra>",
+            )
+        )
+    fig.update_layout(xaxis_title="measured (ms)", yaxis_title="predicted (ms)", height=380)
+    return fig

@@ -88,8 +88,8 @@ class Finding:
         """|ln(after / before)|: a unit-free size of the change, for ranking."""
         if self.before == self.after:
             return 0.0
-        if self.before <= 0 or self.after <= 0:
-            return math.inf
+        if self.before <= 0 or self.after <= 0 or not math.isfinite(self.before * self.after):
+            return math.inf  # a change from or to nothing, or to or from never (an inf TTFT)
         return abs(math.log(self.after / self.before))
 
 

@@ -47,8 +47,8 @@ def _regime(ctx: Context) -> tuple[str, int, str]:
     now = fmt_tokens_per_s(ctx.metrics["decode_tokens_per_s"])
     if math.isinf(ridge):
         where = (
-            "Decode's weight matmuls stay memory-bound at every batch (one token's activation traffic takes longer "
-            f"than its FLOPs at this MFU and MBU), and batch {fmt_count(scenario.batch)} produces {now}"
+            "Decode stays memory-bound at every batch (each sequence's KV reads at this context and its activation "
+            f"traffic take longer than its arithmetic), and batch {fmt_count(scenario.batch)} produces {now}"
         )
         return where, MAX_BATCH, "Decode is memory-bound at every batch"
     regime = "compute" if scenario.batch >= ridge else "memory"
@@ -167,6 +167,11 @@ def _chunk_explanation(ctx: Context, itl_side: bool) -> str:
     metrics, scenario = ctx.metrics, ctx.scenario
     ttft, itl = fmt_seconds(metrics["chunked_ttft_s"]), fmt_seconds(metrics["chunked_max_itl_s"])
     slo_ttft, slo_tpot = fmt_seconds(scenario.slo_ttft_s), fmt_seconds(scenario.slo_tpot_s)
+    if math.isinf(metrics["chunked_ttft_s"]):
+        return (
+            f"The {fmt_count(scenario.batch)} running streams take the whole {fmt_count(scenario.chunk)}-token step "
+            "budget (one token each), so a newcomer's prompt never gets a prefill token while they run."
+        )
     if itl_side:
         return (
             f"Chunks of {fmt_count(min(scenario.chunk, scenario.prompt))} prompt tokens stall the "

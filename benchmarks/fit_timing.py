@@ -1,0 +1,110 @@
+"""Fit the efficiency model to the published rows and write each engine profile's ``[timing]``.
+
+    .venv/bin/python benchmarks/fit_timing.py            # print the fitted sections
+    .venv/bin/python benchmarks/fit_timing.py --write    # replace [timing] in planner/data/engines/*.toml
+
+The fit (``benchmarks/accuracy/timing_fit.py``) uses every latency row of
+``benchmarks/data/published-serving.json`` with ``fit_role = "fit"``.  ``--write`` replaces
+the text from each file's ``[timing]`` line to its end (the ``[memory]`` part above is left
+as it is), so ``[timing]`` must stay the last section of an engine profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.accuracy.rows import load_rows  # noqa: E402 — after the path set-up above
+from benchmarks.accuracy.timing_fit import KIND_OF, Fit, fit_rows  # noqa: E402
+from planner.model.catalog import ENGINE_DIR, load_catalog  # noqa: E402
+from planner.model.engine_timing import EngineTiming  # noqa: E402
+
+#: shipped profile → the engine group whose fitted values it takes, and what to say about its data
+SHIPPED: dict[str, tuple[str, str]] = {
+    "trtllm": (
+        "trtllm",
+        "TensorRT-LLM v0.5, v0.6.1 and v0.9.0 performance tables (gptSessionBenchmark, static batches)",
+    ),
+    "vllm": (
+        "vllm",
+        "the vLLM 0.19.1 batch-1 inter-token-latency intercepts (H100, B200); every other value is the pool's",
+    ),
+    "sglang": (
+        "",
+        "no published SGLang measurement kvplan can reproduce was found (the public SGLang figures are "
+        "expert-parallel DeepSeek deployments): every value is the pool over all engines",
+    ),
+}
+
+
+def _num(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def timing_toml(t: EngineTiming) -> str:
+    """The ``[timing]`` section of ``t`` (4 significant digits)."""
+    lines = ["[timing]", f"source = {json.dumps(t.source, ensure_ascii=False)}", f"fitted_rows = {t.fitted_rows}"]
+    for name in (
+        "step_overhead_us",
+        "layer_overhead_us",
+        "decode_layer_overhead_us",
+        "matmul_half_tokens",
+        "attention_compute_frac",
+        "attention_bandwidth_frac",
+        "gqa_reread_frac",
+        "allreduce_overhead_us",
+        "nvlink_bus_frac",
+        "pcie_bus_frac",
+    ):
+        lines.append(f"{name} = {_num(getattr(t, name))}")
+    for fam, ft in t.families.items():
+        lines += ["", f"[timing.families.{fam}]"]
+        for name in ("matmul_frac", "matmul_frac_8bit", "bandwidth_frac", "moe_matmul_frac"):
+            lines.append(f"{name} = {_num(getattr(ft, name))}")
+    return "\n".join(lines) + "\n"
+
+
+def fitted_sections() -> tuple[Fit, dict[str, str]]:
+    catalog = load_catalog()
+    rows = [r for r in load_rows() if r.fit_role == "fit" and r.category in KIND_OF]
+    fit = fit_rows(rows, catalog)
+    groups = sorted({r.source_group or "" for r in rows})
+    out = {}
+    for key, (engine, what) in SHIPPED.items():
+        own = sum(1 for r in rows if r.engine_key == engine) if engine else 0
+        source = (
+            f"benchmarks/fit_timing.py: {len(rows)} published rows ({', '.join(groups)}), engines and GPU families "
+            f"partially pooled (benchmarks/accuracy/timing_fit.py); this engine's own rows: {own}, from {what}"
+        )
+        out[key] = timing_toml(fit.timing(engine, source))
+    return fit, out
+
+
+def replace_timing(path: Path, section: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    head, sep, _ = text.partition("\n[timing]")
+    if not sep:
+        raise SystemExit(f"{path}: no [timing] section to replace")
+    path.write_text(head.rstrip("\n") + "\n\n" + section, encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="replace [timing] in planner/data/engines/*.toml")
+    args = ap.parse_args()
+    _, sections = fitted_sections()
+    for key, section in sections.items():
+        path = Path(str(ENGINE_DIR / f"{key}.toml"))
+        if args.write:
+            replace_timing(path, section)
+            print(f"wrote {path}")
+        else:
+            print(f"# {key}.toml\n{section}")
+
+
+if __name__ == "__main__":
+    main()

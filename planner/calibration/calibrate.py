@@ -1,0 +1,223 @@
+"""Calibrate the scenario's engine × GPU to the user's own serving benchmark, in seconds.
+
+Each ``ServingRun`` (``serving_results``) gives two measured points at its load — the median
+TTFT and the median TPOT at mean concurrency N with its mean prompt and output lengths —
+predicted as ``points.Kind`` ``serving_ttft`` and ``serving_tpot``.  The fit
+(``fit.levenberg_marquardt``, log errors, priors at the profile's values) moves the handful
+of parameters such runs pin down:
+
+  matmul_frac (or matmul_frac_8bit for fp8/int8/fp4 weights)   TTFT of long prompts
+  bandwidth_frac                                              TPOT at low concurrency
+  step_overhead_s, layer_overhead_s, decode_layer_overhead_s  short prompts, small batches
+  attention_bandwidth_frac                                    TPOT at high concurrency × context
+
+and keeps the rest of the profile.  The result is the link form (``timing=…``, which the
+scenario then carries) and a complete engine-profile TOML with the fitted values for the
+GPU's family, to save as ``planner/data/engines/<key>.toml``.
+Queueing is not modelled: a run far past saturation (TTFT dominated by waiting) is fitted
+badly and its point says so (measured ≫ predicted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.calibration.fit import Transform, from_u, levenberg_marquardt, to_u
+from planner.calibration.points import PARAMS, Point, PointSet
+from planner.calibration.serving_results import ServingRun
+from planner.engine.inputs import compute_dtype, timing_for
+from planner.model.catalog import Catalog
+from planner.model.engine_profile import EngineProfile
+from planner.model.engine_timing import FamilyTiming, ResolvedTiming, format_overrides
+from planner.model.scenario import Scenario
+from planner.model.specs import GPU
+from planner.units import US_PER_S
+
+#: parameter → (transform, prior sd in u units): how far the data may move it from the profile
+FITTED: dict[str, tuple[Transform, float]] = {
+    "matmul_frac": ("frac", 1.0),
+    "bandwidth_frac": ("frac", 1.0),
+    "attention_bandwidth_frac": ("frac", 1.0),
+    "step_overhead_s": ("positive", 1.5),
+    "layer_overhead_s": ("positive", 1.5),
+    "decode_layer_overhead_s": ("positive", 1.5),
+}
+MEASUREMENT_SD = 0.05  # log error of a benchmark's median
+MIN_OVERHEAD_S = 1e-7  # a zero overhead starts the log-space fit here
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted parameters and every point before and after."""
+
+    values: dict[str, float]  # the fitted parameters (SI), ResolvedTiming names
+    overrides: str  # their link form: the scenario's ``timing`` value
+    labels: list[str]
+    kinds: list[str]
+    measured: np.ndarray
+    before: np.ndarray  # predicted by the profile in force
+    after: np.ndarray  # predicted with the fitted values
+
+    @property
+    def median_abs_error_before(self) -> float:
+        return float(np.median(np.abs(self.before / self.measured - 1.0)))
+
+    @property
+    def median_abs_error_after(self) -> float:
+        return float(np.median(np.abs(self.after / self.measured - 1.0)))
+
+
+def run_points(runs: Sequence[ServingRun], base: Scenario) -> list[Point]:
+    """Two points per run (TTFT, TPOT) on the scenario's deployment at the run's load and lengths."""
+    out = []
+    for r in runs:
+        s = base.with_changes(
+            prompt=max(round(r.mean_prompt_tokens), 1),
+            output=max(round(r.mean_output_tokens), 1),
+            batch=max(round(r.concurrency), 1),
+            prefix=0,
+            spec=False,
+            timing="",
+        )
+        load = f"{r.label}: N ≈ {r.concurrency:.3g}"
+        out.append(Point(s, "serving_ttft", r.median_ttft_s, f"{load}, median TTFT", r.request_throughput_per_s))
+        out.append(Point(s, "serving_tpot", r.median_tpot_s, f"{load}, median TPOT", r.request_throughput_per_s))
+    return out
+
+
+def _names(eight_bit: bool) -> list[str]:
+    return [("matmul_frac_8bit" if n == "matmul_frac" and eight_bit else n) for n in FITTED]
+
+
+def calibrate(runs: Sequence[ServingRun], base: Scenario, catalog: Catalog) -> Calibration:
+    """Fit ``FITTED`` for the scenario's engine × GPU to ``runs`` (module doc).  Raises
+    ScenarioError when the scenario cannot be resolved, ValueError when there is no run."""
+    if not runs:
+        raise ValueError("no benchmark runs to calibrate on")
+    points = PointSet(run_points(runs, base), catalog)
+    gpu = catalog.profile(base.gpu)
+    engine = catalog.engines[base.engine]
+    assert gpu is not None  # resolved by PointSet
+    t = timing_for(gpu, base.with_changes(timing=""), engine.timing)
+    start = asdict(t)
+    eight = compute_dtype(base.wdtype, gpu) != "bf16"
+    names = _names(eight)
+    kinds = [FITTED["matmul_frac" if n == "matmul_frac_8bit" else n] for n in names]
+    u0 = np.array([float(to_u(k[0], max(start[n], MIN_OVERHEAD_S))) for n, k in zip(names, kinds, strict=True)])
+    sd = np.array([k[1] for k in kinds])
+    log_measured = np.log(points.measured)
+
+    def params(u: np.ndarray) -> dict[str, Any]:
+        p: dict[str, Any] = {n: start[n] for n in PARAMS}
+        for j, (n, k) in enumerate(zip(names, kinds, strict=True)):
+            p[n] = float(from_u(k[0], u[j]))
+        return p
+
+    def residuals(u: np.ndarray) -> np.ndarray:
+        pred = points.predict(params(u))
+        return np.concatenate([(np.log(np.maximum(pred, 1e-30)) - log_measured) / MEASUREMENT_SD, (u - u0) / sd])
+
+    res = levenberg_marquardt(residuals, u0)
+    fitted = params(res.u)
+    values = {n: fitted[n] for n in names}
+    return Calibration(
+        values=values,
+        overrides=format_overrides(values),
+        labels=[p.label for p in points.points],
+        kinds=[p.kind for p in points.points],
+        measured=points.measured,
+        before=points.predict({n: start[n] for n in PARAMS}),
+        after=points.predict(fitted),
+    )
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(float(v)) if isinstance(v, float) else str(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(i) for i in v) + "]"
+    return json.dumps(str(v), ensure_ascii=False)
+
+
+def _toml_table(name: str, data: dict[str, Any]) -> list[str]:
+    lines = [f"[{name}]"]
+    tables = {k: v for k, v in data.items() if isinstance(v, dict)}
+    lines += [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict) and v is not None]
+    for k, v in tables.items():
+        lines += ["", *_toml_table(f"{name}.{k}", v)]
+    return lines
+
+
+def calibrated_profile_toml(engine: EngineProfile, gpu: GPU, cal: Calibration, what: str) -> str:
+    """A complete engine profile: ``engine`` with the fitted values for ``gpu``'s family (module doc)."""
+    t: ResolvedTiming = timing_for(gpu, Scenario(gpu=gpu.key, engine=engine.key), engine.timing)
+    timing = engine.timing.model_dump()
+    v = cal.values
+    fam = engine.timing.family(t.family)  # type: ignore[arg-type]
+    family = FamilyTiming(
+        matmul_frac=v.get("matmul_frac", fam.matmul_frac),
+        matmul_frac_8bit=v.get("matmul_frac_8bit", fam.matmul_frac_8bit),
+        bandwidth_frac=v.get("bandwidth_frac", fam.bandwidth_frac),
+        moe_matmul_frac=fam.moe_matmul_frac,
+        source=f"calibrated on {what}",
+    )
+    timing["families"] = {**timing["families"], t.family: family.model_dump()}
+    for name, field in (
+        ("step_overhead_s", "step_overhead_us"),
+        ("layer_overhead_s", "layer_overhead_us"),
+        ("decode_layer_overhead_s", "decode_layer_overhead_us"),
+    ):
+        if name in v:
+            timing[field] = v[name] * US_PER_S
+    if "attention_bandwidth_frac" in v:
+        timing["attention_bandwidth_frac"] = v["attention_bandwidth_frac"]
+    timing["source"] = f"{engine.timing.source} — then calibrated on {what} (kvplan calibrate)"
+    head = dict(
+        name=f"{engine.name} (calibrated)",
+        version=engine.version,
+        source=engine.source,
+        notes=f"Calibrated by kvplan on {what} for {gpu.name} ({t.family} family).",
+    )
+    lines = [f"{k} = {_toml_value(val)}" for k, val in head.items()]
+    lines += ["", *_toml_table("memory", engine.memory.model_dump())]
+    lines += ["", *_toml_table("timing", timing)]
+    return "\n".join(lines) + "\n"
+
+
+def calibration_rows(cal: Calibration) -> list[dict[str, Any]]:
+    """One record per point: label, kind, measured, predicted before and after (s), errors (fractions)."""
+    return [
+        dict(
+            point=label,
+            kind=kind,
+            measured_s=float(m),
+            profile_s=float(b),
+            calibrated_s=float(a),
+            profile_error_frac=float(b / m - 1.0),
+            calibrated_error_frac=float(a / m - 1.0),
+        )
+        for label, kind, m, b, a in zip(cal.labels, cal.kinds, cal.measured, cal.before, cal.after, strict=True)
+    ]
+
+
+def read_runs(files: Sequence[tuple[str, bytes]]) -> list[ServingRun]:
+    """Every run of every (name, content) file; ValueError naming each bad file."""
+    from planner.calibration.serving_results import parse_serving_results
+
+    runs: list[ServingRun] = []
+    problems = []
+    for name, data in files:
+        try:
+            runs += parse_serving_results(data, name)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ValueError("; ".join(problems))
+    return runs

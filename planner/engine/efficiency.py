@@ -1,0 +1,66 @@
+"""The efficiency model's terms: what real kernels and schedulers add to the roofline.
+
+The roofline (``roofline.py``) counts each step's FLOP and bytes; these terms turn them into
+the time a serving engine takes (docs/model.md §4–6; parameters: ``planner/model/engine_timing.py``,
+fitted to published measurements by ``benchmarks/fit_timing.py``):
+
+  fixed costs      t_0 = t_step + L · t_layer       scheduling and sampling once per step; kernel
+                                                    launches and gaps once per layer (eager when
+                                                    the step has prefill tokens, CUDA-graph replay
+                                                    for a decode-only step)
+  small GEMMs      a GEMM over M rows runs at M / (M + T½) of its plateau rate, so its time is
+                   that of M + T½ rows at the plateau (``matmul_rows``); MoE experts pay T½ each
+                   (every expert hit is its own small GEMM) at η_moe of the dense rate
+  plateaus         MFU (16-bit or 8-bit by the compute dtype) and MBU per GPU family
+  attention        a_c of the 16-bit peak (prefill), a_m of the bandwidth (KV streaming), and
+                   ρ_g = 1 + (h/g − 1)·ρ KV loads per GQA group in decode (``kv_group_reads``)
+  all-reduce       bus bandwidth = link · η_link (NVLink-class or PCIe), latency = the link's +
+                   the engine's per-collective overhead
+
+``plain_roofline`` switches every term off (the previous model: peaks derated by MFU and MBU
+only), for comparison and for tests that pin roofline arithmetic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.engine.inputs import Array, EngineInputs
+
+
+def overhead_s(x: EngineInputs, tokens, prefill_tokens) -> Array:
+    """t_0 = t_step + L · t_layer for a step that runs (T > 0): t_layer is the eager per-layer
+    cost when the step has prefill tokens, the CUDA-graph replay's for a decode-only step."""
+    if np.ndim(prefill_tokens) == 0:  # one kind of step for every scenario: no per-element choice
+        layer = x.layer_overhead_s if float(prefill_tokens) > 0 else x.decode_layer_overhead_s
+    else:
+        layer = np.where(prefill_tokens > 0, x.layer_overhead_s, x.decode_layer_overhead_s)
+    return np.where(tokens > 0, x.step_overhead_s + x.layers * layer, 0.0)
+
+
+def matmul_pad_tokens(x: EngineInputs, tokens) -> Array:
+    """T½ for a step that runs: the rows a GEMM over T rows costs beyond T (0 when T = 0)."""
+    return np.where(tokens > 0, x.matmul_half_tokens, 0.0)
+
+
+def kv_group_reads(x: EngineInputs) -> Array:
+    """ρ_g = 1 + (h/g − 1) · ρ: how often a decode step loads each KV head's cache (MLA: once)."""
+    ratio = np.where(x.kv_sharded > 0, x.heads / x.kv_heads, 1.0)
+    return 1.0 + (ratio - 1.0) * x.gqa_reread_frac
+
+
+def plain_roofline(x: EngineInputs) -> EngineInputs:
+    """``x`` without the efficiency terms: no fixed costs, no small-GEMM or MoE penalty, one KV
+    load per group, the link at its datasheet rate, attention at the matmul rates (peak · MFU,
+    bandwidth · MBU) — the per-operator roofline with MFU and MBU as its only derating."""
+    return x.with_(
+        step_overhead_s=np.zeros_like(x.step_overhead_s),
+        layer_overhead_s=np.zeros_like(x.layer_overhead_s),
+        decode_layer_overhead_s=np.zeros_like(x.decode_layer_overhead_s),
+        matmul_half_tokens=np.zeros_like(x.matmul_half_tokens),
+        moe_matmul_frac=np.ones_like(x.moe_matmul_frac),
+        gqa_reread_frac=np.zeros_like(x.gqa_reread_frac),
+        link_frac=np.ones_like(x.link_frac),
+        attention_compute_frac=x.mfu * x.peak_flop_per_s / x.attention_peak_flop_per_s,
+        attention_bandwidth_frac=np.asarray(x.mbu, dtype=float),
+    )

@@ -1,0 +1,162 @@
+"""Explain items for the efficiency model, throughput, cost, latency and chunked prefill.
+
+The step-time substitutions themselves are ``explain._Scenario.step_time``; the formulas and
+sources are in docs/model.md §4–10."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from planner.engine.chunked import chunk_steps
+from planner.engine.inputs import timing_for
+from planner.engine.roofline import batched_prefill, ridge_terms
+from planner.studies.explain_text import ExplainItem, _scalar, _seconds_value, _value, num
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
+
+if TYPE_CHECKING:
+    from planner.studies.explain import _Scenario
+
+
+def _ridge_item(s: _Scenario) -> ExplainItem:
+    """The whole decode step's compute_s(B) = memory_s(B)."""
+    t = ridge_terms(s.x.as_arrays())
+    ridge = s.m["ridge_batch"]
+    f = _scalar
+    return ExplainItem(
+        "Compute-bound turn (ridge batch)",
+        "B* = max(w − c₀, 0) / ((a_mm + a_att) − (b_act + b_kv)): the batch from which the whole decode step's "
+        "arithmetic time (c₀ + B · a) is at least its memory time (w + B · b); w = weights / bw′, c₀ = the small-GEMM "
+        "penalty (T½ rows of every GEMM) / peak′, a = matmul + attention arithmetic per sequence, b = activation "
+        "+ KV traffic per sequence at ctx = P + O/2; never when a ≤ b (then only w / (a − b) ≤ 0 is shown)",
+        # ten digits: a − b can be a small difference of near-equal numbers
+        (f"max({num(f(t.w), 10)} - {num(f(t.c0), 10)}, 0)" if math.isfinite(ridge) else num(f(t.w), 10))
+        + f" / (({num(f(t.a_mm), 10)} + {num(f(t.a_att), 10)}) - ({num(f(t.b_act), 10)} + {num(f(t.b_kv), 10)}))",
+        _value(ridge, "sequences")
+        if math.isfinite(ridge)
+        else "never (each sequence's KV and activation reads take longer than its arithmetic)",
+    )
+
+
+def _rate_items(s: _Scenario) -> list[ExplainItem]:
+    """TPOT, decode-only and serving tokens/s, the static batch, request latency, and the cost."""
+    m, x = s.m, s.x
+    B, tp, out_n = num(s.B), num(s.tp), num(s.O)
+    if s.r.resolved.scenario.spec:
+        tpot_formula, tpot_sub = (
+            "speculative step time / E(α, γ)",
+            f"{num(m['spec_step_s'])} / {num(m['spec_expected_tokens_per_step'])}",
+        )
+    else:
+        tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
+    ttft, tpot = num(m["ttft_s"]), num(m["tpot_s"])
+    batched = _scalar(batched_prefill(x.as_arrays()).time_s)
+    return [
+        ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
+        ExplainItem(
+            "Decode tokens/s per GPU",
+            "B / TPOT / tp  (decode only: every stream generating, no prefill in between)",
+            f"{B} / {tpot} / {tp}",
+            _value(m["decode_tokens_per_s_per_gpu"], "tokens/s"),
+        ),
+        ExplainItem(
+            "Output tokens/s per replica (prefill included)",
+            "B · O / (B · TTFT + O · TPOT): each request's prefill holds the GPU for TTFT, and its O tokens "
+            "share O decode steps with the B − 1 other streams",
+            f"{B} · {out_n} / ({B} · {ttft} + {out_n} · {tpot})",
+            _value(m["output_tokens_per_s"], "tokens/s"),
+        ),
+        ExplainItem(
+            "Cost per million output tokens",
+            "price per GPU-hour · tp / 3600 / output tokens/s · 10^6  (prefill GPU time included)",
+            f"{num(float(x.price_per_gpu_hour_usd))} · {tp} / {num(S_PER_HOUR)} / {num(m['output_tokens_per_s'])} "
+            f"· {num(TOKENS_PER_MTOK)}",
+            _value(m["cost_per_million_output_tokens_usd"], "USD"),
+        ),
+        ExplainItem(
+            "Request latency",
+            "TTFT + (O − 1) · TPOT  (the prefill yields the first token)",
+            f"{ttft} + ({out_n} - 1) · {tpot}",
+            _seconds_value(m["request_latency_s"]),
+        ),
+        ExplainItem(
+            "Static-batch output tokens/s per GPU",
+            "B · O / (t_prefill(B prompts in one step) + (O − 1) · TPOT) / tp  "
+            "(as TensorRT-LLM's and LMDeploy's benchmarks run a batch)",
+            f"{B} · {out_n} / ({num(batched)} + ({out_n} - 1) · {tpot}) / {tp}",
+            _value(m["static_batch_output_tokens_per_s_per_gpu"], "tokens/s"),
+        ),
+    ]
+
+
+def _efficiency_items(s: _Scenario) -> list[ExplainItem]:
+    """The efficiency model's terms in force for this engine × GPU (docs/model.md §4)."""
+    m, r = s.m, s.r.resolved
+    engine, gpu = r.engine, r.gpu
+    t = timing_for(gpu, r.scenario, engine.timing)
+    where = f"{engine.name} {engine.version} profile, {t.family} GPUs" if not gpu.calibrated else "measured GPU"
+    own = r.scenario.mfu is not None, r.scenario.mbu is not None
+    return [
+        ExplainItem(
+            "Matmul efficiency in force (MFU)",
+            "large-GEMM FLOP/s ÷ dense peak: " + ("your MFU" if own[0] else f"fitted, {where}"),
+            num(s.mfu),
+            num(m["matmul_frac"]),
+        ),
+        ExplainItem(
+            "Bandwidth efficiency in force (MBU)",
+            "weight-streaming bytes/s ÷ peak bandwidth: " + ("your MBU" if own[1] else f"fitted, {where}"),
+            num(s.mbu),
+            num(m["bandwidth_frac"]),
+        ),
+        ExplainItem(
+            "Fixed cost of a prefill step",
+            "t_step + L · t_layer  (scheduling and sampling; eager kernel launches per layer)",
+            s.overhead(1.0),
+            _seconds_value(m["prefill_overhead_s"]),
+        ),
+        ExplainItem(
+            "Fixed cost of a decode step",
+            "t_step + L · t_layer,decode  (CUDA-graph replay per layer)",
+            s.overhead(0.0),
+            _seconds_value(m["decode_overhead_s"]),
+        ),
+    ]
+
+
+def _chunked_items(s: _Scenario) -> list[ExplainItem]:
+    m = s.m
+    xa = s.x.as_arrays()
+    P, C, B = s.P, s.C, s.B
+    chunks = chunk_steps(xa)
+    c = _scalar(chunks.prefill_tokens)
+    if c > 0:
+        t_last = num(float(chunks.last.time_s)) if float(chunks.rest_tokens) > 0 else "0"
+        newcomer = f"⌊{num(P)} / ({num(C)} - {num(B)})⌋ · {num(float(chunks.full.time_s))} + {t_last}"
+        value = _seconds_value(m["chunked_ttft_s"])
+    else:
+        newcomer = f"{num(P)} / max({num(C)} - {num(B)}, 0)"
+        value = f"never (the {num(B)} decodes take the whole {num(C)}-token step budget)"
+    first = min(c, P)
+    return [
+        ExplainItem(
+            "Chunked prefill: newcomer TTFT",
+            "⌊P/c⌋ · t_step(B decodes + c prefill tokens, mean past) + t_step(B decodes + remainder r = P − ⌊P/c⌋·c)"
+            ",  c = C − B: the step budget C covers the B decodes first (none left when B ≥ C: never)",
+            newcomer,
+            value,
+        ),
+        ExplainItem(
+            "Chunked prefill: running streams' max inter-token latency",
+            "the largest mixed step: B decodes + min(C − B, P) prefill tokens after max(P − (C − B), 0) cached; "
+            + s.step_time_formula,
+            s.step_time(chunks.biggest, s.B + first, s.B + (1.0 if first > 0 else 0.0), first),
+            _seconds_value(m["chunked_max_itl_s"]),
+        ),
+        ExplainItem(
+            "No chunking: running streams' max inter-token latency",
+            "t_prefill(P) + t_decode(B)",
+            f"{num(m['ttft_s'])} + {num(m['plain_tpot_s'])}",
+            _seconds_value(m["nochunk_max_itl_s"]),
+        ),
+    ]
