@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -29,6 +30,8 @@ from planner.cli.serve import DEFAULT_PORT
 from planner.errors import EXIT_BAD_INPUT, ProblemsError
 from planner.model.catalog import load_catalog
 
+#: Exit code when stdout is closed early (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
 FORMATS = ("text", "json", "csv")
 
 
@@ -130,3 +133,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         for line in exc.problems:
             print(f"error: {line}", file=err)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (`kvplan gpus | head`): stop quietly, as cat does
+        if out is sys.stdout:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

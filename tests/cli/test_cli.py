@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from planner.cli.main import main
+from tests.paths import ROOT
 
 
 def run(*argv):
@@ -120,3 +121,11 @@ def test_text_output_of_a_model_that_does_not_fit_shows_no_latency_numbers():
     assert code == 0 and "fits" in out and "no (smallest tp that fits: 64)" in out
     latency = out.split("\nLatency\n")[1].split("\n\n")[0]
     assert latency.strip().startswith("does not fit in memory at tp 1") and " ms" not in latency
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+    """`kvplan gpus | head -1` used to end in a BrokenPipeError traceback."""
+    p = subprocess.run(
+        f"{sys.executable} -m planner gpus | head -1", shell=True, capture_output=True, text=True, cwd=ROOT
+    )
+    assert p.stdout.strip() and "Traceback" not in p.stderr
