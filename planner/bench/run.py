@@ -34,6 +34,7 @@ from statistics import median
 from typing import Literal
 
 from planner.bench import host
+from planner.bench.assemble import Measurement, assemble_results, profiles_used
 from planner.bench.backend import make_backend
 from planner.bench.decoder import Decoder, KVCache
 from planner.bench.micro import (
@@ -48,37 +49,15 @@ from planner.bench.micro import (
     measure_overlap,
     ridge_rows,
 )
-from planner.bench.plan import PHASES, Case, Plan, make_plan
-from planner.bench.predict import (
-    engine_inputs,
-    error_frac,
-    median_abs_error,
-    predict_cases,
-    predicted_ridge_batch,
-    ridge_batch_fit,
-)
+from planner.bench.plan import Case, Plan, make_plan
 from planner.bench.results import (
-    SCHEMA_VERSION,
-    AttentionRow,
-    BandwidthRow,
     BenchResults,
-    CaseResult,
-    DeviceInfo,
-    MatmulRow,
-    OverlapRow,
-    PhaseSummary,
-    Prediction,
-    ProfileUsed,
-    RidgeRow,
-    RoundRow,
     profile_toml,
     results_csv,
     results_json,
 )
 from planner.bench.threads import tune_malloc
 from planner.model.catalog import Catalog
-from planner.model.engine_timing import LEGACY_BANDWIDTH_FRAC, LEGACY_MATMUL_FRAC
-from planner.model.scenario import Scenario
 from planner.model.specs import GPU, GpuProfileFile
 from planner.units import GB, GIGA, MEGA, MS_PER_S, TERA, US_PER_S, GiB, MiB
 
@@ -326,28 +305,6 @@ def calibrated_profile(
     )
 
 
-def _prediction_rows(x, cases: list[Case], measured: list[float]) -> list[Prediction]:
-    cost = predict_cases(x, cases)
-    out = []
-    for i, m in enumerate(measured):
-        t = float(cost.time_s[i])
-        serial = float(cost.compute_s[i] + cost.memory_s[i] + cost.comm_s[i])
-        out.append(
-            Prediction(
-                time_s=t,
-                compute_s=float(cost.compute_s[i]),
-                memory_s=float(cost.memory_s[i]),
-                flop=float(cost.flop[i]),
-                bytes=float(cost.bytes[i]),
-                compute_bound=bool(cost.compute_bound[i]),
-                error_frac=error_frac(t, m),
-                serial_s=serial,
-                serial_error_frac=error_frac(serial, m),
-            )
-        )
-    return out
-
-
 def calibration_round(be, plan: Plan, log: Log, rows: tuple[int, ...] | None = None) -> CalibrationRound:
     """Measurements 1–2 once (``micro``): matmul sizes, bandwidth kernels, the linear kernel
     around its ridge (overlap; ``rows`` token rows, by default half, once and twice the ridge
@@ -430,164 +387,29 @@ def run_bench(
     datasheet = catalog.gpus.get(dev.profile_key) if dev.profile_key else None
     cal_file = calibrated_profile(dev, be, plan, cal, datasheet, link, when)
     cal_gpu = cal_file.to_gpu(slug)
-    profiles = [
-        ProfileUsed(
-            label="calibrated",
-            key=slug,
-            peak_flop_per_s=cal_gpu.peak_for("bf16"),
-            bandwidth_bytes_per_s=cal_gpu.memory_bandwidth_bytes_per_s,
-            mfu=1.0,
-            mbu=1.0,
-            compute_memory_overlap=cal_gpu.compute_memory_overlap,
-            attention_compute_frac=cal_gpu.attention_compute_frac,
-            attention_bandwidth_frac=cal_gpu.attention_bandwidth_frac,
-            source=cal_file.source,
-        )
-    ]
-    gpus = {"calibrated": cal_gpu}
-    if datasheet is not None:
-        d = Scenario()
-        profiles.append(
-            ProfileUsed(
-                label="datasheet",
-                key=datasheet.key,
-                peak_flop_per_s=datasheet.peak_for("bf16"),
-                bandwidth_bytes_per_s=datasheet.memory_bandwidth_bytes_per_s,
-                mfu=d.mfu if d.mfu is not None else LEGACY_MATMUL_FRAC,  # the constants without an engine profile
-                mbu=d.mbu if d.mbu is not None else LEGACY_BANDWIDTH_FRAC,
-                source=datasheet.source[:2000],
-            )
-        )
-        gpus["datasheet"] = datasheet
+    profiles, gpus = profiles_used(cal_file, cal_gpu, slug, datasheet)
 
-    cases = [c for c in plan.cases if c in measured]
-    times = [measured[c].median_s for c in cases]
-    inputs = {p.label: engine_inputs(gpus[p.label], model, be.bytes_per_element, p.mfu, p.mbu) for p in profiles}
-    preds = {label: _prediction_rows(x, cases, times) for label, x in inputs.items()}
-    case_rows = [
-        CaseResult(
-            phase=c.phase,
-            seqs=c.seqs,
-            q=c.q,
-            ctx=c.ctx,
-            n=c.n,
-            past=c.past,
-            tokens=c.tokens,
-            measured_s=measured[c].median_s,
-            samples_s=measured[c].samples_s,
-            timing=measured[c].how,
-            predictions={label: preds[label][i] for label in preds},
-        )
-        for i, c in enumerate(cases)
-    ]
-    summary = []
-    for label in preds:
-        for phase in PHASES:
-            preds_of_phase = [r.predictions[label] for r in case_rows if r.phase == phase]
-            if preds_of_phase:
-                summary.append(
-                    PhaseSummary(
-                        profile=label,
-                        phase=phase,
-                        cases=len(preds_of_phase),
-                        median_abs_error_frac=median_abs_error([p.error_frac for p in preds_of_phase]),
-                        median_abs_serial_error_frac=median_abs_error([p.serial_error_frac for p in preds_of_phase]),
-                    )
-                )
-    ridge = []
-    for ctx in sorted({r.ctx for r in case_rows if r.phase == "decode"}):
-        dec = [r for r in case_rows if r.phase == "decode" and r.ctx == ctx]
-        batches = [r.seqs for r in dec]
-        ridge.append(
-            RidgeRow(
-                ctx=ctx,
-                measured_batch=ridge_batch_fit(batches, [r.measured_s for r in dec]),
-                predicted_batch={
-                    label: ridge_batch_fit(batches, [r.predictions[label].time_s for r in dec]) for label in inputs
-                },
-                engine_batch={label: predicted_ridge_batch(x, ctx) for label, x in inputs.items()},
-            )
-        )
-
-    return BenchResults(
-        schema_version=SCHEMA_VERSION,
-        device=DeviceInfo(
-            kind=device,
-            name=dev.name[:200],
+    return assemble_results(
+        Measurement(
+            device=device,
+            dev=dev,
+            be=be,
+            plan=plan,
+            model=model,
+            weight_bytes=weight_bytes,
+            measured=measured,
+            skipped=skipped,
+            cal=cal,
+            cal_file=cal_file,
+            profiles=profiles,
+            gpus=gpus,
             slug=slug,
-            backend=be.name,
-            dtype=be.dtype_name,
-            bytes_per_element=be.bytes_per_element,
-            threads=be.threads,
-            thread_note=be.thread_note[:300],
-            malloc_note=malloc_note,
-            linear_note=be.linear_note[:400],
-            llc_bytes=dev.llc_bytes,
-            memory_bytes=dev.memory_bytes,
-            host=host.host_name()[:200],
-            date_utc=when,
-            load_average=(load_before, os.getloadavg()[0]),
-            profile_key=dev.profile_key,
-            versions=be.versions(),
+            when=when,
             quick=quick,
-        ),
-        model=model,
-        weight_bytes=weight_bytes,
-        matmul=[MatmulRow(size=m.size, flop=m.flop, median_s=m.median_s, flop_per_s=m.flop_per_s) for m in cal.matmul],
-        bandwidth=[
-            BandwidthRow(
-                kernel=b.kernel,
-                buffer_bytes=b.buffer_bytes,
-                bytes_moved=b.bytes_moved,
-                median_s=b.median_s,
-                bytes_per_s=b.bytes_per_s,
-            )
-            for b in cal.bandwidth
-        ],
-        overlap=[
-            OverlapRow(
-                rows=o.rows,
-                flop=o.flop,
-                bytes=o.bytes,
-                median_s=o.median_s,
-                overlap=o.overlap(cal.peak_flop_per_s, cal.bandwidth_bytes_per_s),
-            )
-            for o in cal.overlap
-        ],
-        attention=[
-            AttentionRow(
-                kind=a.kind,
-                seqs=a.seqs,
-                queries=a.queries,
-                keys=a.keys,
-                flop=a.flop,
-                bytes=a.bytes,
-                median_s=a.median_s,
-            )
-            for a in cal.attention
-        ],
-        rounds=[
-            RoundRow(
-                peak_flop_per_s=r.peak_flop_per_s,
-                bandwidth_bytes_per_s=r.bandwidth_bytes_per_s,
-                compute_memory_overlap=r.compute_memory_overlap,
-                attention_compute_frac=r.attention_compute_frac,
-                attention_bandwidth_frac=r.attention_bandwidth_frac,
-            )
-            for r in cal.rounds
-        ],
-        measured_peak_flop_per_s=cal.peak_flop_per_s,
-        measured_bandwidth_bytes_per_s=cal.bandwidth_bytes_per_s,
-        measured_compute_memory_overlap=cal.compute_memory_overlap,
-        measured_attention_compute_frac=cal.attention_compute_frac,
-        measured_attention_bandwidth_frac=cal.attention_bandwidth_frac,
-        profiles=profiles,
-        cases=case_rows,
-        summary=summary,
-        ridge=ridge,
-        skipped=skipped,
-        calibrated_profile=cal_file,
-        wall_s=max(time.perf_counter() - t_start, 1e-9),
+            load_before=load_before,
+            malloc_note=malloc_note,
+            t_start=t_start,
+        )
     )
 
 
