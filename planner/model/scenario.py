@@ -199,7 +199,6 @@ class Scenario(BaseModel):
     search: Annotated[str, AfterValidator(_valid_search)] = Field(
         default=DEFAULT_SEARCH,
         max_length=80,
-        pattern=r"^[a-z,]+$",
         description="knobs the sizing search tunes besides GPU and layout: " + ", ".join(SEARCH_AXES),
     )
     base: Annotated[str, AfterValidator(_valid_base)] = Field(

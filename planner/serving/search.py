@@ -94,8 +94,13 @@ class SearchResult:
 
     def changes(self, point: int) -> dict[str, Any]:
         """The scenario changes that make point ``point`` the scenario: its replica's configuration (a
-        disaggregated point's decode pool) and its replica count behind the router."""
-        return point_changes(self.bases, self.points, [point])[point]
+        disaggregated point's decode pool) and its replica count behind the router — the simulated
+        count where the point was confirmed, else the screening model's."""
+        out = point_changes(self.bases, self.points, [point])[point]
+        row = self.table[(self.table["point"] == point) & (self.table["status"] == MEETS)]
+        if len(row):
+            out["replicas"] = int(row["replicas"].iloc[0])
+        return out
 
 
 def traffic_stats(s: Scenario, trace: Workload | None) -> TrafficStats:

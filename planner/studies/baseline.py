@@ -1,7 +1,8 @@
 """A pinned baseline: one scenario kept in the link (key ``base``) to compare the current one against.
 
-``base`` holds the pinned scenario's own query string (its non-default keys, no ``v``, no ``base`` of
-its own), so the link stays flat: ``?v=1&batch=64&base=batch%3D32%26gpu%3Dh200``.  ``compare_frame``
+``base`` holds the pinned scenario's own query string (``v=1`` and its non-default keys, no ``base`` of
+its own: the default scenario pins as ``v=1``), so the link stays flat:
+``?v=1&batch=64&base=v%3D1%26gpu%3Dh200``.  ``compare_frame``
 puts every headline metric of the two side by side with the current one's change:
   relative   current / pinned − 1                    (bytes, latencies, rates, costs, concurrency)
   absolute   current − pinned, in points              (shares: the prompt-cache saving)
@@ -17,14 +18,14 @@ import numpy as np
 import pandas as pd
 
 from planner.engine.evaluate import Result
-from planner.links import FIELDS, VERSION_KEY, from_query, to_query
+from planner.links import FIELDS, from_query, to_query
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
 
 def pin_query(s: Scenario) -> str:
-    """The ``base`` value that pins ``s``: its query without the version and without a base of its own."""
-    return urlencode({k: v for k, v in to_query(s).items() if k not in (VERSION_KEY, "base")})
+    """The ``base`` value that pins ``s``: its query (the version first) without a base of its own."""
+    return urlencode({k: v for k, v in to_query(s).items() if k != "base"})
 
 
 def pinned_scenario(s: Scenario, catalog: Catalog | None = None) -> tuple[Scenario | None, list[str]]:

@@ -107,8 +107,9 @@ def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current:
         yaxis=axis(_title(frontier.y, slo), log=True),
         shapes=shapes,
         annotations=notes,
-        height=480,
-        clickmode="event+select",
+        height=500,
+        legend=dict(orientation="v", x=1.01, y=1.0, xanchor="left", yanchor="top"),
+        margin=dict(l=60, r=160, t=50, b=50),
     )
 
 
