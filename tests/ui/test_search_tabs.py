@@ -73,3 +73,21 @@ def test_pinning_a_baseline_compares_every_headline_metric():
     assert any("batch 32 → 64" in m.value for m in at.markdown)
     press(at, "Unpin")
     assert scenario_of(at).base == ""
+
+
+def test_sizing_tunes_the_knobs_and_a_row_can_be_simulated():
+    at = AppTest.from_function(tab_page, args=("ui.tabs.simulate",), default_timeout=120)
+    at.session_state["scenario"] = SMALL.model_dump_json()
+    at.run()
+    press(at, "Size the fleet")
+    assert not at.exception, [e.message for e in at.exception]
+    assert "Cheapest way to meet" in at.success[0].value
+    table = at.dataframe[0].value
+    assert {"batch", "chunk", "binding"} <= set(table.columns)
+    assert any("link key search" in c.value for c in at.caption)
+    press(at, "Simulate this row")
+    assert not at.exception, [e.message for e in at.exception]
+    s = scenario_of(at)
+    best = table.iloc[0]
+    assert (s.batch, s.chunk, s.replicas) == (best["batch"], best["chunk"], best["replicas"])
+    assert [m.label for m in at.metric][:2] == ["p99 TTFT", "p99 inter-token"]
