@@ -3,7 +3,8 @@
 * KV bytes/token, max concurrency, TTFT, TPOT, tokens/s per GPU and $/M output
   tokens: against the same scenario with multi-head attention (kv_heads = heads);
 * speculative speedup: against plain decoding (it *is* that ratio);
-* prompt-cache saving: against no cache, in dollars per request.
+* prompt-cache saving: against no cache, in dollars per request;
+* every one against the pinned baseline instead, when the link pins one (``base``).
 
 ``headline_items`` and ``notices`` are pure (tests call them); ``render`` draws
 them with the injected streamlit module.  Every number goes through
@@ -13,13 +14,14 @@ them with the injected streamlit module.  Every number goes through
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from planner.engine.evaluate import Result
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
+from planner.studies.baseline import pinned_scenario
 from ui.format import md_text
 
 
@@ -40,7 +42,12 @@ class Notice:
 
 
 def mha_baseline(scenario: Scenario, model: ModelSpec) -> Scenario | None:
-    """The same scenario with multi-head attention (kv_heads = heads); None for MHA and MLA models."""
+    """The same scenario with multi-head attention (kv_heads = heads); None for MHA and MLA models.
+    When the link pins a baseline (``base``, ``planner.studies.baseline``) that scenario instead:
+    every headline delta is then against it."""
+    pinned, _ = pinned_scenario(scenario)
+    if pinned is not None:
+        return pinned
     if model.is_mla or model.kv_heads == model.heads:
         return None
     return scenario.model_copy(update={"kv_heads": model.heads})
@@ -50,8 +57,23 @@ def _rel(value: float, base: float) -> float:
     return value / base - 1.0 if base else math.inf
 
 
+def _vs_pinned(result: Result, pinned: Result | None, key: str, inverse: bool) -> dict[str, Any]:
+    """Delta fields of one metric against the pinned baseline (a share's change in points)."""
+    if pinned is None:
+        return dict(delta_description="the pinned baseline cannot be evaluated")
+    v, b = float(result.metrics[key]), float(pinned.metrics[key])
+    color = "inverse" if inverse else "normal"
+    if key == "cache_saving_frac":
+        return dict(delta=f"{(v - b) * 100:+.1f} pts", delta_color=color, delta_description="vs pinned")
+    delta = fmt_pct(v / b - 1.0, signed=True) if b else "n/a"
+    return dict(delta=delta, delta_color=color, delta_description="vs pinned")
+
+
 def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict[str, Any]:
-    """Delta fields of one metric against the MHA baseline (none when the model is MHA or MLA)."""
+    """Delta fields of one metric against the MHA baseline (none when the model is MHA or MLA), or
+    against the pinned baseline when the link pins one (``mha`` is then that scenario's result)."""
+    if result.resolved.scenario.base:
+        return _vs_pinned(result, mha, key, inverse)
     model = result.resolved.model
     if model.is_mla:
         return dict(delta_description="MLA: compressed latent cache, no MHA baseline")
@@ -136,6 +158,9 @@ def headline_items(result: Result, mha: Result | None, feasible: Result | None =
         _speculative_item(result, fits),
         _cache_item(result),
     ]
+    if s.base:  # the pinned baseline's deltas replace the speedup's and the saving's own baselines
+        items[6] = replace(items[6], **_vs_pinned(result, mha, "spec_speedup", inverse=False))
+        items[7] = replace(items[7], **_vs_pinned(result, mha, "cache_saving_frac", inverse=False))
     return items
 
 

@@ -163,21 +163,67 @@ def simulate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
     return 0
 
 
+def _with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
+    """The scenario with ``--search`` applied (the link key ``search``)."""
+    return scenario.with_changes(search=args.search) if args.search else scenario
+
+
 def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame
     from planner.serving.sizing import size_fleet, sizing_text
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
-    sizing = size_fleet(scenario, catalog, trace=trace)
+    scenario = _with_search(scenario, args)
+    sizing = size_fleet(scenario, catalog, trace=trace, search=True)
     if args.format == "csv":
         out.write(frame_to_csv(present_frame(sizing.table)))
     elif args.format == "json":
         frames = {k: present_frame(getattr(sizing, k)).to_dict("records") for k in ("table", "disaggregated")}
-        out.write(
-            json.dumps({"reason": sizing.reason, "best_row": sizing.best, **frames}, indent=2, default=str) + "\n"
-        )
+        record: dict[str, Any] = {"reason": sizing.reason, "best_row": sizing.best, **frames}
+        if sizing.search is not None:
+            z = sizing.search
+            record["search"] = {
+                "knobs": scenario.search,
+                "slo": z.slo.text(),
+                "configurations_scored": z.scored,
+                "configurations_valid": z.valid,
+                "screen_s": z.screen_s,
+                "confirm_s": z.confirm_s,
+                "simulations": z.simulations,
+                "seeds": list(z.seeds),
+                "best_link": _link_of(scenario, z) if z.best is not None else None,
+            }
+        out.write(json.dumps(record, indent=2, default=str) + "\n")
     else:
         out.write(sizing_text(sizing))
+    return 0
+
+
+def _link_of(scenario: Scenario, z: Any) -> str:
+    """The answer as a link: the scenario moved to the best row's configuration and replica count."""
+    from planner.links import to_query_string
+
+    return to_query_string(scenario.with_changes(**z.changes(int(z.table.loc[z.best, "point"]))))
+
+
+def pareto(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    """Every configuration the search scores (analytic), flagged on its two Pareto frontiers."""
+    from planner.export import frame_to_csv, present_frame
+    from planner.serving.search import pareto_text, screen_points
+
+    scenario, trace = _scenario_and_trace(args, catalog, err)
+    scenario = _with_search(scenario, args)
+    screened = screen_points(scenario, catalog, trace)
+    points = screened.export_frame()
+    csv = frame_to_csv(present_frame(points))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(csv)
+        print(f"wrote {len(points):,} points to {args.out}", file=err)
+    if args.format == "csv" and not args.out:
+        out.write(csv)
+    else:
+        out.write(pareto_text(points, screened.slo))
     return 0
 
 
@@ -356,6 +402,7 @@ COMMANDS: dict[str, Command] = {
     "findings": findings,
     "simulate": simulate,
     "size": size,
+    "pareto": pareto,
     "launch": launch,
     "check-log": check_log,
     "gpus": list_catalog,

@@ -5,6 +5,8 @@
   kvplan findings "<query string or link>" [--format text|json|csv]
   kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
                       [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
+                      (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none])
+  kvplan pareto "<link>" [--search KNOBS] [--trace …] [--out points.csv]   (every scored configuration)
   kvplan launch "<link>" [--engine vllm|sglang]             (the command that deploys it)
   kvplan check-log "<link>" --log FILE|- [--format text|json] [--calibrate]  (the plan vs a vLLM start-up log)
   kvplan gpus | models
@@ -56,6 +58,16 @@ def add_traffic_options(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def add_search_option(sp: argparse.ArgumentParser) -> None:
+    """The knobs the sizing search tunes (link key ``search``)."""
+    sp.add_argument(
+        "--search",
+        metavar="KNOBS",
+        help="knobs searched besides GPU and tp, comma-separated: batch, chunk, kvdtype, wdtype (fp8), spec, "
+        "disagg; 'none' = GPU × tp only (default: the link's search key, batch,chunk)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvplan", description="kvplan: LLM inference capacity planning")
     sub = p.add_subparsers(dest="command", required=True)
@@ -71,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--format", choices=FORMATS, default="text")
     for name, text in (
         ("simulate", "simulate one replica serving the scenario's traffic"),
-        ("size", "fewest GPUs per profile and tp meeting the SLOs"),
+        ("size", "the cheapest fleet meeting the SLOs: GPU, tp and the serving knobs searched, then simulated"),
     ):
         sp = sub.add_parser(name, help=text)
         sp.add_argument(
@@ -86,6 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
         )
         sp.add_argument("--format", choices=FORMATS, default="text")
         add_traffic_options(sp)
+        if name == "size":
+            add_search_option(sp)
+    pa = sub.add_parser("pareto", help="every configuration the search scores, and its Pareto frontiers")
+    pa.add_argument("link", nargs="?", default="", help="query string or full link")
+    pa.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate and size)")
+    add_traffic_options(pa)
+    add_search_option(pa)
+    pa.add_argument("--out", help="write every point (CSV) here instead of stdout")
+    pa.add_argument("--format", choices=("text", "csv"), default="text", help="stdout: the frontiers, or the CSV")
     la = sub.add_parser("launch", help="the vllm serve / SGLang command line that deploys the scenario")
     la.add_argument("link", nargs="?", default="", help="query string or full link")
     la.add_argument("--engine", choices=("vllm", "sglang"), help="default: the scenario's engine (vllm)")

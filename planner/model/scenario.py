@@ -33,6 +33,30 @@ def _valid_timing(text: str) -> str:
     return text
 
 
+#: The serving knobs the sizing search may tune (``planner.serving.search``); the layout (tp) always is.
+SEARCH_AXES = ("batch", "chunk", "kvdtype", "wdtype", "spec", "disagg")
+DEFAULT_SEARCH = "batch,chunk"
+
+
+def _valid_search(text: str) -> str:
+    """A comma list of ``SEARCH_AXES`` in canonical order, or ``none`` (the layout only)."""
+    items = [t for t in text.split(",") if t]
+    if items == ["none"]:
+        return "none"
+    bad = [t for t in items if t not in SEARCH_AXES]
+    if bad or not items:
+        shown = ", ".join(bad) if bad else "(empty)"
+        raise ValueError(f"unknown search knob(s) {shown}; choose from {', '.join(SEARCH_AXES)}, or none")
+    return ",".join(a for a in SEARCH_AXES if a in items)
+
+
+def _valid_base(text: str) -> str:
+    """A pinned baseline is one scenario's query; it pins no baseline of its own."""
+    if any(part.startswith("base=") for part in text.split("&")):
+        raise ValueError("a pinned baseline cannot pin another (no base= inside base)")
+    return text
+
+
 class Scenario(BaseModel):
     """Everything the user can set; each field is a link key (see ``links.py``).
 
@@ -157,6 +181,31 @@ class Scenario(BaseModel):
     )
     response_s: float = Field(
         default=0.0, ge=0.0, le=3600.0, description="follow-ups: the API's response time before each follow-up, s"
+    )
+
+    # the SLO's percentile and goodput share, the sizing search's knobs, the pinned baseline (issue 17)
+    slo_pct: float = Field(
+        default=99.0,
+        ge=50.0,
+        le=99.9,
+        description="percentile of TTFT (over requests) and inter-token latency (over tokens) held to the targets",
+    )
+    slo_goodput: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of requests that must meet both targets (goodput; 0 = no requirement)",
+    )
+    search: Annotated[str, AfterValidator(_valid_search)] = Field(
+        default=DEFAULT_SEARCH,
+        max_length=80,
+        description="knobs the sizing search tunes besides GPU and layout: " + ", ".join(SEARCH_AXES),
+    )
+    base: Annotated[str, AfterValidator(_valid_base)] = Field(
+        default="",
+        max_length=4000,
+        pattern=r"^[A-Za-z0-9._~:,;|*=&%+-]*$",
+        description="the pinned baseline scenario: its own link query ('' = none)",
     )
 
     @model_validator(mode="after")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,9 @@ from planner.serving.state import P99_MISS_FRAC
 from planner.serving.workload import Workload, scenario_workload, split_round_robin
 from planner.units import MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
+if TYPE_CHECKING:  # the search imports this module
+    from planner.serving.search import SearchResult
+
 TP_OPTIONS = (1, 2, 4, 8)
 SIZING_MAX_REQUESTS = 1000
 #: Requests per run while bracketing the answer, and for the low-load feasibility check.
@@ -69,6 +73,7 @@ class Sizing:
     rate_per_s: float
     mean_output_tokens: float
     requests_per_simulation: int
+    search: SearchResult | None = None  # the knob search behind the table (``size_fleet(search=True)``)
 
 
 def fewest_passing(check: Callable[[int], bool], guess: int, limit: int) -> int | None:
@@ -244,8 +249,12 @@ def size_fleet(
     tps: Sequence[int] = TP_OPTIONS,
     max_requests: int = SIZING_MAX_REQUESTS,
     progress: Callable[[float], None] | None = None,
+    search: bool = False,
 ) -> Sizing:
-    """The sizing table (module doc) for every GPU profile (or ``gpus``) × ``tps``."""
+    """The sizing table (module doc) for every GPU profile (or ``gpus``) × ``tps``; with ``search`` and a
+    scenario whose ``search`` key is not ``none``, the knob search's (``planner.serving.search``)."""
+    if search and s.search != "none":
+        return searched_sizing(s, catalog, trace, gpus, progress)
     # An unpriced profile (price 0: none published) would rank as free; it is sized only when asked for.
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     tps = accepted_tps(s, catalog, tps)
@@ -290,6 +299,33 @@ def size_fleet(
         rate_per_s=rate,
         mean_output_tokens=mean_out,
         requests_per_simulation=min(s.sim_requests, max_requests),
+    )
+
+
+def searched_sizing(
+    s: Scenario,
+    catalog: Catalog,
+    trace: Workload | None = None,
+    gpus: Sequence[str] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> Sizing:
+    """``size_fleet`` through the knob search: its confirmed table (with this table's columns and the
+    configuration's), its answer, and the disaggregated estimate beside it."""
+    from planner.serving.search import search_fleet
+
+    z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
+    table = z.table.rename(columns={"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s"}).assign(fits=True)
+    keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
+    tps = sorted({int(t) for t in z.points["tp"]})
+    return Sizing(
+        table=table,
+        best=z.best,
+        reason=z.reason,
+        disaggregated=disaggregated(s, catalog, keys, tps, table, z.rate_per_s, z.mean_output_tokens),
+        rate_per_s=z.rate_per_s,
+        mean_output_tokens=z.mean_output_tokens,
+        requests_per_simulation=z.requests_per_simulation,
+        search=z,
     )
 
 
@@ -420,6 +456,10 @@ def _pool_status(fits: bool, prefill: bool) -> str:
 
 def sizing_text(z: Sizing) -> str:
     """The sizing table and the disaggregated estimate for a terminal."""
+    if z.search is not None:
+        from planner.serving.search import search_text
+
+        return search_text(z.search)
     lines = [
         z.reason,
         "",

@@ -12,7 +12,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ui.state import PageContext
-from ui.tabs import charts, compare, crosscheck, explain, findings, launch, log_check, prompt_layout, simulate
+from ui.tabs import (
+    charts,
+    compare,
+    crosscheck,
+    explain,
+    findings,
+    frontier,
+    launch,
+    log_check,
+    prompt_layout,
+    scenarios,
+    simulate,
+)
 
 Render = Callable[[PageContext], None]
 
@@ -43,5 +55,7 @@ TABS: tuple[Tab, ...] = (
     Tab("Cross-check", crosscheck.render),
     Tab("Prompt layout", prompt_layout.render),
     Tab("Simulate & size", simulate.render),
+    Tab("Search & frontier", frontier.render),
+    Tab("Compare scenarios", scenarios.render),
 )
 PANELS: tuple[Panel, ...] = (Panel("findings", findings.render),)

@@ -82,7 +82,13 @@ ROUTER_LABELS = {
 
 SIZING_DISPLAY = {
     "name": "GPU",
+    "mode": "mode",
     "tp": "tp",
+    "batch": "batch",
+    "chunk": "chunk",
+    "kvdtype": "KV",
+    "wdtype": "weights",
+    "spec": "speculative",
     "replicas": "replicas",
     "gpus": "GPUs",
     "cost_per_hour_usd": "$ / hour",
@@ -90,6 +96,7 @@ SIZING_DISPLAY = {
     "ttft_p99_s": "p99 TTFT (ms)",
     "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
+    "binding": "binding",
     "status": "status",
 }
 REPLICA_DISPLAY = {
@@ -347,8 +354,9 @@ def _run(ctx: PageContext, action: str, key: str, workload: Workload | None) -> 
             report, slot = _progress(st, f"Simulating {where}…")
             value: Any = simulate_fleet_scenario(s, ctx.catalog, workload=workload, progress=report)
         else:
-            report, slot = _progress(st, "Sizing: every GPU profile × tp 1, 2, 4, 8…")
-            value = size_fleet(s, ctx.catalog, trace=workload, progress=report)
+            knobs = "" if s.search == "none" else f" × {s.search.replace(',', ' × ')}"
+            report, slot = _progress(st, f"Sizing: every GPU profile × tp{knobs}, the cheapest simulated…")
+            value = size_fleet(s, ctx.catalog, trace=workload, progress=report, search=True)
     except SimulationBudgetError as exc:
         st.error("This run is too large to simulate here:\n\n" + md_list(exc.problems))
         return
@@ -407,6 +415,7 @@ def render(ctx: PageContext) -> None:
         _show_simulation(st, fleet, s, name)
     if sizing is not None:
         _show_sizing(st, sizing)
+        _simulate_row(ctx, sizing)
 
 
 def _metrics(st: Any, sm: dict[str, Any]) -> None:
@@ -524,6 +533,16 @@ def _show_sizing(st: Any, z: Sizing) -> None:
             "goodput": st.column_config.NumberColumn(format="percent"),
         },
     )
+    if z.search is not None:
+        st.caption(
+            md_text(
+                f"Searched GPU × tp × {z.search.points['batch'].nunique()} batch caps × "
+                f"{z.search.points['chunk'].nunique()} chunks (link key search: {md_escape(_searched_knobs(z))}); the "
+                f"cheapest {len(z.table)} of {fmt_count(len(z.search.points))} configurations were simulated "
+                f"({fmt_count(z.requests_per_simulation)} requests per replica, {len(z.search.seeds)} seeds). The "
+                "Search & frontier tab shows every point."
+            )
+        )
     st.caption(
         md_text(
             f"Fewest replicas per GPU profile and tp meeting both p99 targets at {fmt_num(z.rate_per_s)} requests/s: "
@@ -573,3 +592,39 @@ def _show_sizing(st: Any, z: Sizing) -> None:
         download_csv(st, "Sizing table CSV", z.table, "sizing")
     with c2:
         download_csv(st, "Disaggregated CSV", z.disaggregated, "sizing-disaggregated")
+
+
+def _searched_knobs(z: Sizing) -> str:
+    """The knobs a searched sizing tuned, in words."""
+    points = z.search.points if z.search is not None else None
+    if points is None:
+        return "none"
+    moved = [k for k in ("batch", "chunk", "kvdtype", "wdtype", "spec", "mode") if points[k].nunique() > 1]
+    return ", ".join(moved) or "none"
+
+
+def _row_changes(s: Scenario, z: Sizing, row: pd.Series) -> dict[str, Any]:
+    """The scenario changes that make a sizing row the scenario: its configuration and replicas."""
+    if z.search is not None:
+        return z.search.changes(int(row["point"]))
+    return s.gpu_switch(str(row["gpu"]), int(row["tp"])) | {"replicas": int(row["replicas"])}
+
+
+def _simulate_row(ctx: PageContext, z: Sizing) -> None:
+    """Pick a sizing row and simulate that fleet (its configuration and replica count) on the traffic."""
+    st = ctx.st
+    ok = z.table[z.table["status"] == "meets SLOs"]
+    if not len(ok):
+        return
+    labels = {
+        i: f"{r['name']} · tp {int(r['tp'])}"
+        + (f" · batch {int(r['batch'])} · chunk {int(r['chunk'])}" if "batch" in r and pd.notna(r["batch"]) else "")
+        + f" · {int(r['replicas'])} replicas"
+        for i, r in ok.iterrows()
+    }
+    c1, c2 = st.columns([3, 1])
+    pick = c1.selectbox("A sizing row", list(labels), format_func=labels.get, key=_W + "sizing_row")
+    if c2.button("Simulate this row", icon=":material/play_arrow:", key=_W + "simulate_row") and pick is not None:
+        changes = _row_changes(ctx.scenario, z, ok.loc[pick])
+        st.session_state[_PENDING] = SIMULATE
+        ctx.update_scenario(**changes)

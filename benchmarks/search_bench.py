@@ -1,0 +1,111 @@
+"""Sizing-search speed (planner/serving/search.py).
+
+Run: .venv/bin/python benchmarks/search_bench.py [--repeat N] [--no-search] [--baseline]
+Prints, for issue 17's example (50 requests/s of Llama-3.1-70B, 2k in / 300 out, p99 TTFT ≤ 1 s,
+p99 ITL ≤ 50 ms) on every priced GPU profile:
+  1. the screening model's speed: configurations scored per CPU second on one core (the whole
+     space: batch × chunk × KV dtype × weight dtype × speculation × colocated/disaggregated), the
+     fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone;
+  2. a full search with simulation confirmation (the default knobs, every core) — its wall time,
+     its CPU time (this process and its workers), the simulations it ran and its answer —
+     target ≤ 30 s wall on the 2-core development machine;
+  3. with ``--baseline``: the sizing table of GPU × tp alone (``search=none``), the previous answer.
+CPU time is reported beside wall time: the machine is shared, CPU seconds are what one core spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from planner.model.catalog import load_catalog  # noqa: E402  (after the sys.path line: runs from a checkout)
+from planner.model.scenario import Scenario  # noqa: E402
+from planner.serving.search import search_fleet, traffic_stats  # noqa: E402
+from planner.serving.search_grid import score  # noqa: E402
+from planner.serving.sizing import size_fleet  # noqa: E402
+
+EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_tpot_s=0.05)
+ALL_KNOBS = "batch,chunk,kvdtype,wdtype,spec,disagg"
+POINTS_TARGET_PER_S = 500_000
+SEARCH_TARGET_S = 30.0
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the search's workers)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def screening(catalog, gpus: list[str], repeat: int) -> None:
+    for knobs in (ALL_KNOBS, EXAMPLE.search):
+        s = EXAMPLE.with_changes(search=knobs)
+        stats = traffic_stats(s, None)
+        score(s, catalog, stats, gpus)  # warm: imports, caches
+        best = None
+        for _ in range(max(repeat, 1)):
+            start = time.process_time()
+            z = score(s, catalog, stats, gpus)
+            spent = time.process_time() - start
+            best = spent if best is None else min(best, spent)
+        assert best is not None
+        verdict = "meets" if z.scored / best >= POINTS_TARGET_PER_S else "misses"
+        print(
+            f"screen [{knobs}]: {z.scored:,} configurations ({z.valid:,} the engine accepts) in {best:.3f} CPU s: "
+            f"{z.scored / best:,.0f}/s ({z.valid / best:,.0f} accepted/s) on one core — {verdict} the "
+            f"{POINTS_TARGET_PER_S:,}/s target"
+        )
+
+
+def full_search(catalog) -> None:
+    wall, cpu = time.perf_counter(), cpu_s()
+    z = search_fleet(EXAMPLE, catalog)
+    wall, cpu = time.perf_counter() - wall, cpu_s() - cpu
+    verdict = "meets" if wall <= SEARCH_TARGET_S else "misses"
+    print(
+        f"full search [{EXAMPLE.search}] on {os.cpu_count()} cores: {wall:.1f} s wall, {cpu:.1f} s CPU "
+        f"(screen {z.screen_s:.2f} s, confirmation {z.confirm_s:.1f} s: {len(z.table)} candidates, "
+        f"{z.simulations:,} simulations of {z.requests_per_simulation:,} requests × {len(z.seeds)} seeds) — "
+        f"{verdict} the {SEARCH_TARGET_S:.0f} s target"
+    )
+    print("  " + z.reason)
+    h100 = z.table[(z.table["gpu"] == "h100-sxm") & (z.table["status"] == "meets SLOs")]
+    if len(h100):
+        row = h100.iloc[0]
+        print(
+            f"  H100 SXM: {int(row['replicas'])} × tp {int(row['tp'])}, batch {int(row['batch'])}, chunk "
+            f"{int(row['chunk'])} = {int(row['gpus'])} GPUs, binding {row['binding']}"
+        )
+
+
+def baseline(catalog) -> None:
+    wall, cpu = time.perf_counter(), cpu_s()
+    z = size_fleet(EXAMPLE.with_changes(search="none"), catalog)
+    wall, cpu = time.perf_counter() - wall, cpu_s() - cpu
+    h100 = z.table[(z.table["gpu"] == "h100-sxm") & (z.table["status"] == "meets SLOs")]
+    gpus = int(h100["gpus"].min()) if len(h100) else None
+    print(f"GPU × tp sizing alone (batch 32, chunk 2,048): {wall:.1f} s wall, {cpu:.1f} s CPU; H100 SXM: {gpus} GPUs")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=5, help="screening rounds; the fastest is reported")
+    p.add_argument("--no-search", action="store_true", help="skip the full search with simulation")
+    p.add_argument("--baseline", action="store_true", help="also time the GPU × tp sizing alone")
+    args = p.parse_args()
+    catalog = load_catalog()
+    gpus = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0]
+    screening(catalog, gpus, args.repeat)
+    if not args.no_search:
+        full_search(catalog)
+    if args.baseline:
+        baseline(catalog)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,485 @@
+"""The sizing search's grid, scored analytically in one vectorised pass per deployment kind.
+
+Axes (``Space``; the scenario's ``search`` key says which knobs move, the rest keep its values):
+  GPU profile    every priced datasheet profile (or those asked for)
+  layout         ``parallel_layouts``: tp in 1, 2, 4, 8 that vLLM accepts for the model — the one
+                 function to extend when pipeline, expert or data parallel layouts exist
+  batch          max_num_seqs in ``BATCHES``            chunk  max_num_batched_tokens in ``CHUNKS``
+  kvdtype        the scenario's, and fp8                wdtype the scenario's, and fp8 (its usual layout)
+  spec           speculative decoding off and on (the scenario's γ, α and draft)
+  disagg         colocated replicas, and prefill/decode pools (``analytic`` module doc)
+Only configurations the engine accepts are points (``validity.config_valid``: tp rules, batch ≤
+chunk, context ≤ window).  Each point gets the per-replica capacity λ* within the SLO, its binding
+constraint, replicas r = ⌈rate / λ*⌉, GPUs = r · GPUs per replica, cost, and at that load the
+modelled TTFT and ITL percentiles, tokens/s per GPU (rate · O / GPUs) and per user (1 / mean ITL).
+A disaggregated point is a decode-pool configuration with the prefill pool that needs the fewest
+GPUs for the same GPU, weight and KV dtypes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.engine.evaluate import Resolved, resolve
+from planner.engine.inputs import Array, EngineInputs, from_specs
+from planner.engine.memory import (
+    baseline_bytes_per_gpu,
+    block_bytes,
+    cuda_graph_bytes_per_gpu,
+    kv_allocated_bytes_per_sequence,
+    kv_budget_raw_bytes,
+    kv_groups,
+    reserve_bytes_per_gpu,
+    weight_bytes_per_gpu,
+)
+from planner.engine.memory import context_tokens as sequence_tokens
+from planner.engine.validity import config_valid
+from planner.errors import ScenarioError
+from planner.model.catalog import Catalog
+from planner.model.scenario import Scenario
+from planner.serving.analytic import (
+    PrefillModel,
+    ceil_replicas,
+    colocated_screen,
+    colocated_state,
+    decode_itl_q,
+    decode_screen,
+    mean_step_s,
+    operating_x,
+    prefill_screen,
+)
+from planner.serving.sizing import accepted_tps
+from planner.serving.slo import CONSTRAINTS, Slo
+from planner.serving.step_grid import ReplicaGrid, TrafficStats
+from planner.units import DTYPE_BYTES, S_PER_HOUR, TOKENS_PER_MTOK
+
+LAYOUT_TPS = (1, 2, 4, 8)
+BATCHES = (8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+CHUNKS = (256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+#: max_num_seqs of a prefill-pool replica (it only bounds how many prompts share a step).
+PREFILL_POOL_BATCH = 256
+COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """How one replica spreads over GPUs.  Today tensor parallel only (tp GPUs)."""
+
+    tp: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp
+
+    def changes(self) -> dict[str, Any]:
+        return {"tp": self.tp}
+
+    @property
+    def label(self) -> str:
+        return f"tp {self.tp}"
+
+
+def parallel_layouts(s: Scenario, catalog: Catalog, tps: Sequence[int] = LAYOUT_TPS) -> tuple[ParallelLayout, ...]:
+    """The layouts the search tries: the tps of ``tps`` vLLM accepts for the model (``sizing.accepted_tps``).
+    Pipeline, expert and data parallel layouts belong here once the engine models them."""
+    return tuple(ParallelLayout(tp=t) for t in accepted_tps(s, catalog, tps))
+
+
+@dataclass(frozen=True)
+class Space:
+    """The values each knob takes (module doc)."""
+
+    batches: tuple[int, ...]
+    chunks: tuple[int, ...]
+    kvdtypes: tuple[str, ...]
+    wdtypes: tuple[str, ...]
+    specs: tuple[bool, ...]
+    disagg: bool
+
+    @classmethod
+    def of(cls, s: Scenario) -> Space:
+        axes = set(s.search.split(",")) if s.search != "none" else set()
+        return cls(
+            batches=BATCHES if "batch" in axes else (s.batch,),
+            chunks=CHUNKS if "chunk" in axes else (s.chunk,),
+            kvdtypes=tuple(dict.fromkeys((s.kvdtype, "fp8"))) if "kvdtype" in axes else (s.kvdtype,),
+            wdtypes=tuple(dict.fromkeys((s.wdtype, "fp8"))) if "wdtype" in axes else (s.wdtype,),
+            specs=(False, True) if "spec" in axes else (s.spec,),
+            disagg="disagg" in axes,
+        )
+
+
+@dataclass(frozen=True)
+class Base:
+    """One GPU × layout × dtypes × speculation: the engine inputs a grid's batch and chunk axes vary."""
+
+    gpu: str
+    name: str
+    layout: ParallelLayout
+    wdtype: str
+    kvdtype: str
+    spec: bool
+    changes: dict[str, Any]  # applied to the user's scenario (``Scenario.gpu_switch``'s price rule)
+    price_per_gpu_hour_usd: float
+
+
+def _base_changes(s: Scenario, gpu: str, layout: ParallelLayout, wd: str, kv: str, spec: bool) -> dict[str, Any]:
+    changes = s.gpu_switch(gpu) | {k: v for k, v in layout.changes().items() if getattr(s, k) != v}
+    if wd != s.wdtype:
+        changes |= {"wdtype": wd, "quant": ""}
+    if kv != s.kvdtype:
+        changes["kvdtype"] = kv
+    if spec != s.spec:
+        changes["spec"] = spec
+    return changes
+
+
+def bases(
+    s: Scenario, catalog: Catalog, gpus: Sequence[str], space: Space
+) -> tuple[list[Base], EngineInputs | None, Resolved]:
+    """Every base of the grid and their engine inputs stacked (1-D arrays); ScenarioError when the
+    scenario's model, draft or engine cannot be resolved.  ``from_specs`` runs once per GPU × weight
+    dtype × speculation; the layout and the KV dtype are the ``tp`` and ``kv_bytes_per_element``
+    fields of its inputs (the only ones they set)."""
+    r = resolve(s.with_changes(tp=1), catalog)
+    layouts = parallel_layouts(s, catalog)
+    out: list[Base] = []
+    xs: list[EngineInputs] = []
+    source, tps, kv_bytes = [], [], []
+    for g in gpus:
+        gpu = catalog.profile(g)
+        if gpu is None:
+            raise ScenarioError([f"gpu={g!r}: unknown GPU profile"])
+        for wd in space.wdtypes:
+            for spec in space.specs:
+                sb = s.with_changes(**_base_changes(s, g, ParallelLayout(s.tp), wd, s.kvdtype, spec))
+                xs.append(from_specs(gpu, r.model, sb, r.draft if spec else None, r.engine))
+                price = float(xs[-1].price_per_gpu_hour_usd)
+                for layout in layouts:
+                    for kv in space.kvdtypes:
+                        changes = _base_changes(s, g, layout, wd, kv, spec)
+                        out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price))
+                        source.append(len(xs) - 1)
+                        tps.append(float(layout.tp))
+                        kv_bytes.append(DTYPE_BYTES[kv])
+    if not out:
+        return out, None, r
+    stacked = _stack(xs)
+    rows = np.asarray(source)
+    x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
+    return out, x.with_(tp=np.asarray(tps), kv_bytes_per_element=np.asarray(kv_bytes)), r
+
+
+def _stack(xs: list[EngineInputs]) -> EngineInputs:
+    return EngineInputs(**{f.name: np.array([float(getattr(x, f.name)) for x in xs]) for f in fields(EngineInputs)})
+
+
+def _take(x: EngineInputs, rows: np.ndarray, ndim: int) -> EngineInputs:
+    """Rows ``rows`` of a stacked ``x``, shaped (rows, 1, …) for ``ndim`` grid axes."""
+    shape = (-1,) + (1,) * (ndim - 1)
+    return EngineInputs(**{f.name: getattr(x, f.name)[rows].reshape(shape) for f in fields(EngineInputs)})
+
+
+def kv_plan(x: EngineInputs) -> tuple[Array, np.ndarray]:
+    """(KV tokens, fits) of ``memory.memory_plan`` — the two figures the search needs, from the same functions."""
+    raw = kv_budget_raw_bytes(x)
+    groups = kv_groups(x)
+    bb = block_bytes(x, None, groups)
+    blocks = np.floor(np.maximum(raw, 0.0) / bb)
+    concurrency = blocks * bb / kv_allocated_bytes_per_sequence(x, sequence_tokens(x), None, groups)
+    graphs = cuda_graph_bytes_per_gpu(x)
+    reserve = reserve_bytes_per_gpu(x)
+    outside = np.where(x.graphs_in_budget > 0, 0.0, graphs)
+    if np.any(x.mem_rule == 1):  # SGLang: activations and non-torch memory live outside its fraction
+        from planner.engine.memory import activation_bytes_per_gpu, non_torch_bytes_per_gpu
+
+        outside = outside + np.where(x.mem_rule == 1, activation_bytes_per_gpu(x) + non_torch_bytes_per_gpu(x), 0.0)
+    usable = np.maximum(raw, 0.0) + weight_bytes_per_gpu(x) + reserve
+    headroom = x.memory_reported_bytes - baseline_bytes_per_gpu(x) - usable - outside
+    kv_tokens = np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens
+    return kv_tokens, (raw > 0) & (concurrency >= 1) & (headroom >= 0)
+
+
+MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES = (
+    "meets the SLO",
+    "does not fit in memory",
+    "the engine refuses it",
+    "prefill pool misses the SLO at every layout",
+)
+STATUSES = (MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES) + tuple(
+    f"misses the SLO even at low load: {c}" for c in CONSTRAINTS
+)
+MODES = (COLOCATED, DISAGGREGATED)
+
+
+def _status(valid: np.ndarray, fits: np.ndarray, low_ok: np.ndarray, binding: np.ndarray) -> np.ndarray:
+    """Codes into ``STATUSES``."""
+    out = np.where(low_ok, 0, 4 + binding)
+    out = np.where(fits, out, 1)
+    return np.where(valid, out, 2)
+
+
+def _cat(codes, categories: Sequence[str]) -> pd.Categorical[str]:
+    """A categorical column from codes (fast to build, sort and compare; written as its strings)."""
+    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=pd.Index(list(categories)))
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The analytic points (one row each, module doc) and how many configurations were scored."""
+
+    points: pd.DataFrame
+    scored: int  # grid elements scored (colocated + prefill pool + decode pool)
+    valid: int  # of them, configurations the engine accepts
+    bases: list[Base]  # ``points["base"]`` indexes these
+
+
+def _fleet_columns(rate: float, mean_out: float, replicas: Array, gpus: Array, price: Array) -> dict[str, Array]:
+    cost = gpus * price
+    tokens_per_hour = rate * mean_out * S_PER_HOUR
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return dict(
+            replicas=replicas,
+            gpus=gpus,
+            cost_per_hour_usd=cost,
+            cost_per_million_output_tokens_usd=cost / tokens_per_hour * TOKENS_PER_MTOK,
+            output_tokens_per_s_per_gpu=rate * mean_out / gpus,
+        )
+
+
+def _colocated(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
+    """Every colocated point of the bases ``rows``: base × batch × chunk (module doc).  The step times and
+    the bisection run over base × chunk (the batch cap changes neither); the modelled latencies at each
+    point's load once per distinct (base, chunk, replicas)."""
+    b = np.asarray(space.batches, dtype=float)[None, :, None]
+    c = np.asarray(space.chunks, dtype=float)[None, None, :]
+    xa = _take(xb, rows, 3).with_(chunk_tokens=c)
+    x = xa.with_(batch=b)
+    shape, shape_a = (rows.size, b.size, c.size), (rows.size, 1, c.size)
+    valid = np.broadcast_to(config_valid(x), shape)
+    kv_tokens, fits = kv_plan(x)
+    fits = np.broadcast_to(fits, shape)
+    g = ReplicaGrid.of(xa, np.full((), np.inf))
+    screen = colocated_screen(g, t, slo, shape_a, b, kv_tokens)
+    ok = valid & fits & screen.low_ok
+    cap = np.where(ok, screen.capacity_per_s, 0.0)
+    replicas = ceil_replicas(t.rate_per_s, cap)
+    out = dict(
+        base=np.broadcast_to(np.arange(rows.size)[:, None, None], shape),
+        batch=np.broadcast_to(b, shape),
+        chunk=np.broadcast_to(c, shape),
+        valid=valid,
+        fits=fits,
+        low_ok=np.broadcast_to(screen.low_ok, shape),
+        capacity=cap,
+        binding=screen.binding,
+        replicas=replicas,
+    )
+    return out | _operating(g, shape_a, ok, replicas, t, slo)
+
+
+def _operating(
+    g: ReplicaGrid, shape_a: tuple[int, ...], ok: np.ndarray, replicas: Array, t: TrafficStats, slo: Slo
+) -> dict[str, Array]:
+    """TTFT and ITL percentiles, mean TPOT and tokens/s per user at each feasible point's own load
+    (rate / replicas), computed once per distinct (base, chunk, replicas)."""
+    where = np.nonzero(ok)
+    r = replicas[where].astype(np.int64)
+    top = int(r.max()) + 1 if r.size else 1
+    uniq, inverse = np.unique((where[0] * shape_a[2] + where[2]) * top + r, return_inverse=True)
+    base, chunk, r_u = uniq // top // shape_a[2], uniq // top % shape_a[2], uniq % top
+    sub = g.take(shape_a, (base, np.zeros_like(base), chunk))
+    lam = t.rate_per_s / r_u
+    x_op = operating_x(lambda v: mean_step_s(sub, t, v)[0], lam, lam * sub.step_s(1.0, t.decode_context_tokens))
+    st = colocated_state(sub, t, slo, x_op)
+    values = dict(
+        ttft_q=st.ttft_q_s,
+        itl_q=st.steps.quantile(slo.pct, sub.acceptance()),
+        tpot=st.mean_step_s / sub.tokens_per_step,
+    )
+    out = {}
+    for name, v in values.items():
+        full = np.full(ok.shape, np.nan)
+        full[where] = np.broadcast_to(v, uniq.shape)[inverse.ravel()]
+        out[name] = full
+    out["per_user"] = 1.0 / out["tpot"]
+    return out
+
+
+def _prefill_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
+    """Prefill-pool points: base × chunk, without speculation (module doc)."""
+    c = np.asarray(space.chunks, dtype=float)[None, :]
+    x = _take(xb, rows, 2).with_(chunk_tokens=c, batch=np.minimum(c, PREFILL_POOL_BATCH), spec_on=np.zeros((1, 1)))
+    shape = (rows.size, c.size)
+    kv_tokens, fits = kv_plan(x)
+    m = PrefillModel.of(ReplicaGrid.of(x, kv_tokens), t)
+    screen = prefill_screen(m, slo, shape)
+    valid = np.broadcast_to(config_valid(x), shape)
+    ok = valid & np.broadcast_to(fits, shape) & screen.low_ok
+    replicas = ceil_replicas(t.rate_per_s, np.where(ok, screen.capacity_per_s, 0.0))
+    rate = t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0)
+    return dict(
+        base=np.broadcast_to(rows[:, None], shape),
+        ok=ok,
+        replicas=replicas,
+        binding=screen.binding,
+        ttft_q=m.ttft_s(rate, slo.miss_frac, t.uncached_q_tokens),
+        chunk=np.broadcast_to(c, shape),
+    )
+
+
+def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
+    """Decode-pool points: base × batch, chunk = batch · (γ + 1) (module doc)."""
+    b = np.asarray(space.batches, dtype=float)[None, :]
+    x0 = _take(xb, rows, 2)
+    q = np.where(x0.spec_on > 0, x0.gamma + 1.0, 1.0)
+    x = x0.with_(batch=b, chunk_tokens=np.maximum(b * q, 16.0))
+    shape = (rows.size, b.size)
+    kv_tokens, fits = kv_plan(x)
+    g = ReplicaGrid.of(x0, np.full((), np.inf))
+    screen = decode_screen(g, t, slo, (rows.size, 1), b, kv_tokens)
+    valid = np.broadcast_to(config_valid(x), shape)
+    fits = np.broadcast_to(fits, shape)
+    ok = valid & fits & screen.low_ok
+    replicas = ceil_replicas(t.rate_per_s, np.where(ok, screen.capacity_per_s, 0.0))
+    itl_q, step = decode_itl_q(g, t, slo, t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0))
+    return dict(
+        base=np.broadcast_to(rows[:, None], shape),
+        valid=valid,
+        fits=fits,
+        low_ok=np.broadcast_to(screen.low_ok, shape),
+        ok=ok,
+        replicas=replicas,
+        binding=screen.binding,
+        itl_q=np.broadcast_to(itl_q, shape),
+        per_user=np.broadcast_to(g.tokens_per_step / step, shape),
+        batch=np.broadcast_to(b, shape),
+        chunk=np.broadcast_to(x.chunk_tokens, shape),
+    )
+
+
+def _base_columns(base_list: list[Base], idx: np.ndarray) -> dict[str, Any]:
+    """The columns a point takes from its base; the strings as categoricals over every base's values."""
+    out: dict[str, Any] = {}
+    for name in ("gpu", "name", "kvdtype", "wdtype"):
+        values = [getattr(b, name) for b in base_list]
+        cats = list(dict.fromkeys(values))
+        codes = np.array([cats.index(v) for v in values], dtype=np.int64)
+        out[name] = _cat(codes[idx], cats)
+    out["tp"] = np.array([b.layout.tp for b in base_list])[idx]
+    out["spec"] = np.array([b.spec for b in base_list])[idx]
+    out["price_per_gpu_hour_usd"] = np.array([b.price_per_gpu_hour_usd for b in base_list])[idx]
+    return out
+
+
+def _colocated_frame(base_list: list[Base], d: dict[str, Array], t: TrafficStats) -> pd.DataFrame:
+    keep = d["valid"]
+    base = d["base"][keep]
+    cols = _base_columns(base_list, base)
+    ok = d["fits"][keep] & d["low_ok"][keep]
+    replicas = np.where(ok, d["replicas"][keep], np.nan)
+    gpus = replicas * cols["tp"]
+    status = _status(keep[keep], d["fits"][keep], d["low_ok"][keep], d["binding"][keep])
+    return pd.DataFrame(
+        dict(
+            mode=_cat(np.zeros(base.size, dtype=np.int64), MODES),
+            base=base,
+            **cols,
+            batch=d["batch"][keep].astype(int),
+            chunk=d["chunk"][keep].astype(int),
+            **_fleet_columns(t.rate_per_s, t.output_mean_tokens, replicas, gpus, cols["price_per_gpu_hour_usd"]),
+            capacity_per_replica_per_s=d["capacity"][keep],
+            binding=_cat(d["binding"][keep], CONSTRAINTS),
+            meets_slo=ok,
+            status=_cat(status, STATUSES),
+            ttft_q_s=np.where(ok, d["ttft_q"][keep], np.nan),
+            itl_q_s=np.where(ok, d["itl_q"][keep], np.nan),
+            output_tokens_per_s_per_user=np.where(ok, d["per_user"][keep], np.nan),
+            request_latency_s=np.where(ok, d["ttft_q"][keep] + (t.output_mean_tokens - 1.0) * d["tpot"][keep], np.nan),
+        )
+    )
+
+
+def _disaggregated_frame(
+    base_list: list[Base], pre: dict[str, Array], dec: dict[str, Array], t: TrafficStats
+) -> pd.DataFrame:
+    """Each decode-pool point with the prefill pool needing the fewest GPUs for its GPU and dtypes."""
+    tps = np.array([b.layout.tp for b in base_list], dtype=float)
+    best: dict[tuple[str, str, str], tuple[float, float, int, int, float, int]] = {}
+    pb, pok = pre["base"].ravel(), pre["ok"].ravel()
+    pgpus = np.where(pok, pre["replicas"].ravel() * tps[pb], np.inf)
+    for i in np.flatnonzero(np.isfinite(pgpus)):
+        b = base_list[int(pb[i])]
+        key = (b.gpu, b.wdtype, b.kvdtype)
+        cand = (float(pgpus[i]), float(pre["ttft_q"].ravel()[i]), b.layout.tp, int(pre["chunk"].ravel()[i]))
+        if key not in best or cand[:2] < best[key][:2]:
+            best[key] = (*cand, float(pre["replicas"].ravel()[i]), int(pre["binding"].ravel()[i]))
+    keep = dec["valid"]
+    base = dec["base"][keep]
+    cols = _base_columns(base_list, base)
+    keys = list(zip(np.asarray(cols["gpu"]), np.asarray(cols["wdtype"]), np.asarray(cols["kvdtype"]), strict=True))
+    nan = float("nan")
+    p = np.array([best.get(k, (nan, nan, 0, 0, nan, 0)) for k in keys], dtype=float).reshape(-1, 6)
+    ok = dec["fits"][keep] & dec["low_ok"][keep] & np.isfinite(p[:, 0])
+    replicas_d = np.where(ok, dec["replicas"][keep], np.nan)
+    gpus = np.where(ok, replicas_d * cols["tp"] + p[:, 0], np.nan)
+    status = _status(keep[keep], dec["fits"][keep], dec["low_ok"][keep], dec["binding"][keep])
+    status = np.where(np.isfinite(p[:, 0]) | (status != 0), status, STATUSES.index(PREFILL_MISSES))
+    return pd.DataFrame(
+        dict(
+            mode=_cat(np.ones(base.size, dtype=np.int64), MODES),
+            base=base,
+            **cols,
+            batch=dec["batch"][keep].astype(int),
+            chunk=dec["chunk"][keep].astype(int),
+            **_fleet_columns(t.rate_per_s, t.output_mean_tokens, replicas_d, gpus, cols["price_per_gpu_hour_usd"]),
+            binding=_cat(dec["binding"][keep], CONSTRAINTS),
+            prefill_binding=_cat(p[:, 5].astype(np.int64), CONSTRAINTS),
+            meets_slo=ok,
+            status=_cat(status, STATUSES),
+            ttft_q_s=np.where(ok, p[:, 1], np.nan),
+            itl_q_s=np.where(ok, dec["itl_q"][keep], np.nan),
+            output_tokens_per_s_per_user=np.where(ok, dec["per_user"][keep], np.nan),
+            request_latency_s=np.where(ok, p[:, 1] + (t.output_mean_tokens - 1.0) / dec["per_user"][keep], np.nan),
+            prefill_tp=np.where(ok, p[:, 2], np.nan),
+            prefill_chunk=np.where(ok, p[:, 3], np.nan),
+            prefill_replicas=np.where(ok, p[:, 4], np.nan),
+            decode_replicas=replicas_d,
+        )
+    )
+
+
+def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -> Scored:
+    """Every point of the scenario's search space on ``gpus`` (module doc), cheapest first."""
+    space = Space.of(s)
+    slo = Slo.of(s)
+    base_list, xb, _ = bases(s, catalog, gpus, space)
+    if xb is None:
+        return Scored(pd.DataFrame(), 0, 0, [])
+    rows = np.arange(len(base_list))
+    col = _colocated(xb, rows, space, t, slo)
+    frames = [_colocated_frame(base_list, col, t)]
+    scored, valid = col["valid"].size, int(col["valid"].sum())
+    if space.disagg:
+        seen: dict[tuple[str, int, str, str], int] = {}
+        for i, b in enumerate(base_list):
+            seen.setdefault((b.gpu, b.layout.tp, b.wdtype, b.kvdtype), i)
+        pre = _prefill_pool(xb, np.array(list(seen.values())), space, t, slo)
+        dec = _decode_pool(xb, rows, space, t, slo)
+        frames.append(_disaggregated_frame(base_list, pre, dec, t))
+        scored += pre["ok"].size + dec["valid"].size
+        valid += int(dec["valid"].sum()) + int(np.sum(pre["ok"]))
+    points = pd.concat(frames, ignore_index=True)
+    points = points.sort_values(
+        ["meets_slo", "cost_per_hour_usd", "gpus", "ttft_q_s"], ascending=[False, True, True, True], kind="stable"
+    ).reset_index(drop=True)
+    points.insert(0, "point", np.arange(len(points)))
+    return Scored(points, scored, valid, base_list)
+
+
+__all__ = ["Base", "ParallelLayout", "Scored", "Space", "bases", "kv_plan", "parallel_layouts", "score"]

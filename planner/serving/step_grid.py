@@ -1,0 +1,268 @@
+"""The sizing search's data in the screening model's terms (``analytic``): the user's traffic as a
+few numbers, and every configuration's step times (the simulator's formulas over arrays).
+
+``StepModel.time_s`` is ``roofline.step_cost`` with one prefill chunk, its coefficients taken once per
+configuration as ``step_time.Roofline`` takes them for one (equal to it to 1e-9; tests/serving/test_search.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from planner.engine.efficiency import kv_group_reads
+from planner.engine.inputs import Array, EngineInputs
+from planner.engine.memory import kv_bytes_per_token_per_layer
+from planner.engine.roofline import overlapped_s
+from planner.engine.speculative import draft_model_inputs, expected_tokens_per_step
+from planner.serving.slo import Slo
+from planner.serving.workload import Workload
+from planner.units import ACTIVATION_BYTES
+
+#: Quantile nodes of the uncached prompt length (the chunk-size and ITL terms average over them).
+NODES = 12
+
+
+@dataclass(frozen=True)
+class TrafficStats:
+    """The user's traffic as the screening model reads it (module doc), token counts per request."""
+
+    rate_per_s: float  # the whole fleet's arrivals
+    prompt_mean_tokens: float
+    uncached_mean_tokens: float
+    uncached_sq_mean_tokens: float  # E[Pu²]
+    uncached_q_tokens: float  # at the SLO percentile
+    uncached_goodput_tokens: float  # at the goodput share's percentile
+    output_mean_tokens: float
+    cached_mean_tokens: float
+    shared_prefix_tokens: float  # the longest prefix requests share (held once in the KV cache)
+    nodes: tuple[float, ...] = ()  # Pu at the midpoints of ``NODES`` equal-probability bins
+
+    @classmethod
+    def of(cls, w: Workload, slo: Slo, rate_per_s: float, prefix_cache: str = "pool") -> TrafficStats:
+        """From a workload sample: cached tokens are those an unbounded prefix cache would serve
+        (``Workload.reusable_prefix_tokens``; none with the prefix cache off)."""
+        prompt = w.prompt_tokens.astype(float)
+        cached = np.zeros_like(prompt) if prefix_cache == "off" else w.reusable_prefix_tokens().astype(float)
+        uncached = np.maximum(prompt - cached, 1.0)
+        g = slo.goodput_frac * 100.0 if slo.goodput_frac > 0 else slo.pct
+        q, qg = np.quantile(uncached, [slo.pct / 100.0, g / 100.0], method="inverted_cdf")
+        return cls(
+            rate_per_s=float(rate_per_s),
+            prompt_mean_tokens=float(prompt.mean()),
+            uncached_mean_tokens=float(uncached.mean()),
+            uncached_sq_mean_tokens=float(np.mean(uncached**2)),
+            uncached_q_tokens=float(q),
+            uncached_goodput_tokens=float(qg),
+            output_mean_tokens=float(w.output_tokens.mean()),
+            cached_mean_tokens=float(cached.mean()),
+            shared_prefix_tokens=float(cached.max()) if cached.size else 0.0,
+            nodes=tuple(float(v) for v in np.quantile(uncached, (np.arange(NODES) + 0.5) / NODES)),
+        )
+
+    def prefill_steps(self, budget) -> Array:
+        """k = E[⌈Pu / b⌉]: the steps one prompt's prefill takes alone at budget b (over the nodes)."""
+        return sum(np.ceil(p / budget) for p in self.nodes) / len(self.nodes)
+
+    @property
+    def decode_context_tokens(self) -> float:
+        return self.prompt_mean_tokens + self.output_mean_tokens / 2.0
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """``roofline.step_cost`` with one prefill chunk, its coefficients per configuration (arrays)."""
+
+    body: Array  # 2·N_body / tp / (peak·MFU), per row
+    head: Array
+    expert: Array
+    experts_per_token: Array
+    experts: Array
+    half: Array  # T½
+    dec_attn: Array
+    pre_attn: Array
+    full_layers: Array
+    window_layers: Array
+    window_tokens: Array
+    kv_layer: Array
+    kv_dec_layer: Array
+    kv_token: Array
+    state: Array
+    act: Array
+    dense_weight: Array
+    expert_weight: Array
+    expert_miss: Array
+    overlap: Array
+    prefill_overhead: Array
+    decode_overhead: Array
+    comm_fixed: Array
+    comm_per_token: Array
+    moe: bool  # any configuration routes experts
+    windows: bool
+
+    @classmethod
+    def of(cls, x: EngineInputs) -> StepModel:
+        """The coefficients of ``step_time.Roofline`` for every configuration of ``x`` at once."""
+        x = x.as_arrays()
+        tp = x.tp
+        s_flop = 1.0 / (x.peak_flop_per_s * x.mfu)
+        s_byte = 1.0 / (x.bandwidth_bytes_per_s * x.mbu)
+        att_flop = 1.0 / (x.attention_peak_flop_per_s * x.attention_compute_frac)
+        att_byte = 1.0 / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac)
+        routed = x.moe_layers * x.experts_per_token * x.expert_params
+        all_experts = x.moe_layers * x.experts * x.expert_params
+        kv_layer = kv_bytes_per_token_per_layer(x) * att_byte
+        multi = tp > 1
+        bus = x.link_bytes_per_s * x.link_frac
+        return cls(
+            body=2.0 * (x.matmul_params - x.lm_head_params - routed) / tp * s_flop,
+            head=2.0 * x.lm_head_params / tp * s_flop,
+            expert=2.0 * x.moe_layers * x.expert_params / tp * s_flop / x.moe_matmul_frac,
+            experts_per_token=x.experts_per_token,
+            experts=x.experts,
+            half=x.matmul_half_tokens,
+            dec_attn=2.0 * x.heads * x.attention_dim_decode / tp * att_flop,
+            pre_attn=2.0 * x.heads * x.attention_dim_prefill / tp * att_flop,
+            full_layers=x.full_attention_layers,
+            window_layers=x.window_layers,
+            window_tokens=x.window_tokens,
+            kv_layer=kv_layer,
+            kv_dec_layer=kv_layer * kv_group_reads(x),
+            kv_token=(x.full_attention_layers + x.window_layers) * kv_layer,
+            state=x.state_bytes_per_sequence / tp * att_byte,
+            act=x.layers * x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES * s_byte,
+            dense_weight=(x.total_params - x.lookup_params - all_experts) * x.weight_bytes_per_param / tp * s_byte,
+            expert_weight=all_experts * x.weight_bytes_per_param / tp * s_byte,
+            expert_miss=1.0 - x.experts_per_token / np.maximum(x.experts, 1.0),
+            overlap=x.compute_memory_overlap,
+            prefill_overhead=x.step_overhead_s + x.layers * x.layer_overhead_s,
+            decode_overhead=x.step_overhead_s + x.layers * x.decode_layer_overhead_s,
+            comm_fixed=np.where(multi, 2.0 * x.layers * x.collective_latency_s, 0.0),
+            comm_per_token=np.where(
+                multi, 2.0 * x.layers * 2.0 * (tp - 1.0) / tp * x.hidden * ACTIVATION_BYTES / bus, 0.0
+            ),
+            moe=bool(np.any(x.experts > 0)),
+            windows=bool(np.any(x.window_layers > 0)),
+        )
+
+    def take(self, shape: tuple[int, ...], index: tuple[np.ndarray, ...]) -> StepModel:
+        """The configurations at ``index`` of the grid ``shape`` (1-D coefficient arrays)."""
+        return replace(
+            self,
+            **{
+                f.name: np.broadcast_to(getattr(self, f.name), shape)[index]
+                for f in fields(self)
+                if f.name not in ("moe", "windows")
+            },
+        )
+
+    def _keys(self, k):
+        if not self.windows:
+            return self.full_layers * k
+        return self.full_layers * k + self.window_layers * np.minimum(k, self.window_tokens)
+
+    def time_s(self, seqs, q, ctx, n=0.0, past=0.0) -> Array:
+        """One step: ``seqs`` sequences passing q tokens each at context ``ctx``, plus one prefill chunk
+        of ``n`` tokens after ``past`` cached (n = 0: a decode-only step).  All arguments broadcast;
+        seqs·q + n must be > 0 (an empty step takes no time and is not asked for)."""
+        decodes = seqs * q
+        tokens = decodes + n
+        chunk = np.asarray(n) > 0
+        chunks = chunk.astype(float)
+        if self.moe:
+            hit = 1.0 - self.expert_miss**tokens
+            mc = (
+                self.body * (tokens + self.half)
+                + self.head * (decodes + chunks + self.half)
+                + self.expert * (self.experts_per_token * tokens + self.experts * hit * self.half)
+            )
+            mm = self.dense_weight + self.expert_weight * hit + tokens * self.act
+        else:
+            mc = self.body * (tokens + self.half) + self.head * (decodes + chunks + self.half)
+            mm = self.dense_weight + tokens * self.act
+        dec_keys = self._keys(ctx)
+        ac = self.dec_attn * decodes * dec_keys + self.pre_attn * n * self._keys(past + (n + 1.0) / 2.0)
+        am = self.kv_dec_layer * seqs * dec_keys + tokens * self.kv_token + (seqs + chunks) * self.state
+        am = am + chunks * self.kv_layer * self._keys(past)
+        overhead = np.where(chunk, self.prefill_overhead, self.decode_overhead)
+        return (
+            overhead
+            + overlapped_s(mc, mm, self.overlap)
+            + overlapped_s(ac, am, self.overlap)
+            + self.comm_fixed
+            + self.comm_per_token * tokens
+        )
+
+
+@dataclass(frozen=True)
+class ReplicaGrid:
+    """A grid of replica configurations: step models and the scheduler's limits (broadcast arrays)."""
+
+    step: StepModel
+    draft: StepModel | None  # the draft preset's own decode step; None: draft_ratio × the target's
+    draft_ratio: Array
+    gamma: Array  # draft tokens per step; 0 where speculative decoding is off
+    alpha: Array
+    batch: Array
+    chunk: Array
+    kv_tokens: Array  # the KV cache's tokens (vLLM's "GPU KV cache size")
+    block: Array
+
+    @classmethod
+    def of(cls, x: EngineInputs, kv_tokens: Array) -> ReplicaGrid:
+        x = x.as_arrays()
+        spec = (x.spec_on > 0) & (x.gamma > 0)
+        own = bool(np.any(spec & (x.has_draft_model > 0)))
+        return cls(
+            step=StepModel.of(x),
+            draft=StepModel.of(draft_model_inputs(x)) if own else None,
+            draft_ratio=np.where(x.has_draft_model > 0, np.nan, x.draft_ratio) if own else x.draft_ratio,
+            gamma=np.where(spec, x.gamma, 0.0),
+            alpha=x.alpha,
+            batch=x.batch,
+            chunk=x.chunk_tokens,
+            kv_tokens=kv_tokens,
+            block=x.block_tokens,
+        )
+
+    def take(self, shape: tuple[int, ...], index: tuple[np.ndarray, ...]) -> ReplicaGrid:
+        """The configurations at ``index`` of the grid ``shape``."""
+        arrays = {
+            f.name: np.broadcast_to(getattr(self, f.name), shape)[index]
+            for f in fields(self)
+            if f.name not in ("step", "draft")
+        }
+        draft = self.draft.take(shape, index) if self.draft is not None else None
+        return replace(self, step=self.step.take(shape, index), draft=draft, **arrays)
+
+    @property
+    def q(self) -> Array:
+        return self.gamma + 1.0
+
+    @property
+    def tokens_per_step(self) -> Array:
+        return expected_tokens_per_step(self.alpha, self.gamma)
+
+    def step_s(self, seqs, ctx, n=0.0, past=0.0) -> Array:
+        """A scheduler step: the target's pass (q tokens per decode) plus γ draft steps when decoding."""
+        t = self.step.time_s(seqs, self.q, ctx, n, past)
+        if not np.any(self.gamma > 0):
+            return t
+        if self.draft is None:
+            d = self.draft_ratio * self.step.time_s(seqs, 1.0, ctx)
+        else:
+            own = self.draft.time_s(seqs, 1.0, ctx)
+            d = np.where(np.isnan(self.draft_ratio), own, self.draft_ratio * self.step.time_s(seqs, 1.0, ctx))
+        return t + self.gamma * np.where(np.asarray(seqs) > 0, d, 0.0)
+
+    def acceptance(self) -> list[tuple[float, Array]]:
+        """(j, share of tokens emitted j at a time) for j = 1 … γ_max + 1: P(a = j)·j / E."""
+        top = int(np.max(self.gamma)) if np.size(self.gamma) else 0
+        e = self.tokens_per_step
+        out = []
+        for j in range(1, top + 2):
+            p = np.where(j <= self.gamma, self.alpha ** (j - 1) * (1.0 - self.alpha), 0.0)
+            p = np.where(j == self.gamma + 1, self.alpha**self.gamma, p)
+            out.append((float(j), p * j / e))
+        return out

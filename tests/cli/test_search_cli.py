@@ -1,0 +1,60 @@
+"""``kvplan size --search`` and ``kvplan pareto`` (planner/cli over planner/serving/search.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from planner.cli.main import main
+from planner.links import from_query
+
+SMALL = "model=llama-3.2-1b&rate=20&sim_requests=200&gpu=l4"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def test_size_searches_the_knobs_and_prints_the_answer_and_its_link():
+    code, out, err = run("size", SMALL, "--search", "batch,chunk", "--format", "json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["reason"].startswith("Cheapest way to meet p99 TTFT ≤ 2.00 s and p99 ITL ≤ 50.0 ms")
+    assert record["search"]["knobs"] == "batch,chunk" and record["search"]["configurations_scored"] > 1000
+    best = record["table"][record["best_row"]]
+    assert best["status"] == "meets SLOs" and best["binding"]
+    s, issues = from_query(record["search"]["best_link"])
+    assert not issues and (s.batch, s.chunk, s.replicas) == (best["batch"], best["chunk"], best["replicas"])
+    code, text, _ = run("size", SMALL, "--search", "batch")
+    assert code == 0 and "← best" in text and "screened" in text and "binding / status" in text
+
+
+def test_size_without_knobs_is_the_gpu_by_tp_table():
+    code, text, err = run("size", SMALL, "--search", "none")
+    assert code == 0, err
+    assert "Disaggregated prefill/decode pools (estimate)" in text and "binding" not in text
+
+
+def test_a_bad_knob_is_named_with_the_allowed_ones():
+    code, _, err = run("size", SMALL, "--search", "batch,fp4")
+    assert code == 2
+    assert err.startswith("error: search") and "fp4" in err and "batch, chunk, kvdtype, wdtype, spec, disagg" in err
+
+
+def test_pareto_writes_every_point_and_prints_the_frontiers(tmp_path):
+    path = tmp_path / "points.csv"
+    code, text, err = run("pareto", SMALL, "--search", "batch,chunk,kvdtype", "--out", str(path))
+    assert code == 0, err
+    assert "points on the frontier" in text and "wrote" in err
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) > 1000
+    assert {"point", "gpu", "batch", "chunk", "kvdtype", "binding", "throughput_frontier", "cost_frontier"} <= set(
+        rows[0]
+    )
+    on = [r for r in rows if r["throughput_frontier"] == "true"]
+    assert on and all(r["meets_slo"] == "true" for r in on)
+    assert {r["kvdtype"] for r in rows} == {"bf16", "fp8"}
+    code, out, _ = run("pareto", SMALL, "--search", "batch", "--format", "csv")
+    assert code == 0 and out.startswith("point,mode,gpu")

@@ -1,0 +1,82 @@
+"""In a real browser (as tests/ui/test_browser.py: Debian's Chromium driven by Playwright, against
+``kvplan serve``): a click on a frontier point makes it the scenario and the link, and a pinned
+baseline survives a shared link (reloaded, the headline is still against it)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from planner.links import from_query, to_query
+from planner.model.scenario import Scenario
+from planner.serving.search import screen_points
+from planner.studies.baseline import pin_query
+from planner.studies.pareto import FRONTIERS, frontier_points
+from tests.ui.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, browser, server, sync_api  # noqa: F401
+from ui.tabs.frontier import current_point
+
+FRONTIER_LINK = Scenario(model="llama-3.2-1b", rate=20.0, gpu="l4")
+
+
+def open_tab(page, title: str) -> None:
+    page.get_by_role("tab", name=title).click()
+    sync_api.expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
+
+
+def test_a_click_on_a_frontier_point_sets_the_scenario_and_the_link(server, browser, catalog):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1600, "height": 1200})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server + "/?" + urlencode(to_query(FRONTIER_LINK)))
+        open_tab(page, "Search & frontier")
+        chart = page.locator(".js-plotly-plot").first
+        chart.wait_for(state="visible")
+        points = chart.locator(".scatterlayer .trace").first.locator("path.point")  # the frontier (SVG; GPUs: WebGL)
+        sync_api.expect(points.first).to_be_visible(timeout=TIMEOUT_MS)
+        k = min(2, points.count() - 1)
+        chart.scroll_into_view_if_needed()
+        box = points.nth(k).bounding_box()
+        assert box is not None
+        before = page.evaluate("() => location.search")
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_function(f"() => location.search !== {before!r}")
+        page.wait_for_timeout(1000)  # the rerun that applied the point has rewritten the link
+        page.screenshot(path=str(ARTIFACTS / "frontier-click.png"))
+        moved, issues = from_query(page.evaluate("() => location.search"))
+        assert not issues
+        # the scenario is now the configuration under the cursor: the frontier point clicked, or one drawn
+        # within a marker of it (plotly picks the nearest; configurations can coincide there)
+        f = FRONTIERS[0]
+        want = frontier_points(screen_points(FRONTIER_LINK, catalog).points, f).iloc[k]
+        now = screen_points(moved, catalog).points
+        me = now[now["point"] == current_point(now, moved)].iloc[0]
+        assert me["meets_slo"] and moved.replicas == int(me["replicas"])
+        assert (me[f.x], me[f.y]) == pytest.approx((want[f.x], want[f.y]), rel=0.02)
+    finally:
+        context.close()
+
+
+def test_a_pinned_baseline_survives_a_shared_link(server, browser):  # noqa: F811
+    pinned = Scenario(gpu="h200")
+    current = pinned.with_changes(batch=64, base=pin_query(pinned))
+    link = server + "/?" + urlencode(to_query(current))
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        for _ in range(2):  # as shared, then reloaded from the address bar
+            page.goto(link)
+            sync_api.expect(page.get_by_text("vs pinned").first).to_be_visible(timeout=TIMEOUT_MS)
+            open_tab(page, "Compare scenarios")
+            sync_api.expect(page.get_by_text("Changed since pinning").first).to_be_visible(timeout=TIMEOUT_MS)
+            search = page.evaluate("() => location.search")
+            back, _ = from_query(search)
+            assert back.base == current.base and back.batch == 64
+            link = server + "/" + search
+    finally:
+        context.close()
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

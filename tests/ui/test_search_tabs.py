@@ -1,0 +1,93 @@
+"""AppTest of the "Search & frontier" and "Compare scenarios" tabs through the one-tab page
+(tests/tab_harness.py), which applies ``update_scenario`` like app.py."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from planner.model.scenario import Scenario
+from planner.studies.baseline import pin_query
+from tests.tab_harness import tab_page
+
+SMALL = Scenario(model="llama-3.2-1b", rate=20.0, sim_requests=200, gpu="l4")
+
+
+def app(tab: str, scenario: Scenario) -> AppTest:
+    at = AppTest.from_function(tab_page, args=(tab,), default_timeout=120)
+    at.session_state["scenario"] = scenario.model_dump_json()
+    return at.run()
+
+
+def press(at: AppTest, label: str) -> AppTest:
+    return next(b for b in at.button if b.label == label).click().run()
+
+
+def scenario_of(at: AppTest) -> Scenario:
+    return Scenario.model_validate_json(at.session_state["scenario"])
+
+
+def test_the_frontier_draws_every_point_and_a_point_becomes_the_scenario():
+    at = app("ui.tabs.frontier", SMALL)
+    assert not at.exception, [e.message for e in at.exception]
+    assert len(at.get("plotly_chart")) == 2  # the two frontiers
+    assert any("configurations scored" in m.value for m in at.markdown)
+    pick = at.selectbox(key="_fr_w_point")
+    point = pick.value
+    pick.set_value(point)
+    press(at, "Use this point")
+    assert not at.exception, [e.message for e in at.exception]
+    s = scenario_of(at)
+    assert s != SMALL and s.replicas >= 1
+    # the scenario is now that point: the chart marks it
+    assert any("The star is this scenario" in c.value for c in at.caption)
+
+
+def test_the_knobs_and_the_slo_are_link_keys_and_the_search_confirms_by_simulation():
+    at = app("ui.tabs.frontier", SMALL)
+    at.checkbox(key="_fr_w_kvdtype").check()
+    at.number_input(key="_fr_w_slo_pct").set_value(95.0)
+    press(at, "Search and confirm by simulation")
+    assert not at.exception, [e.message for e in at.exception]
+    s = scenario_of(at)
+    assert (s.search, s.slo_pct) == ("batch,chunk,kvdtype", 95.0)
+    assert at.success and "Cheapest way to meet p95 TTFT" in at.success[0].value
+    assert any(d for d in at.dataframe)
+    press(at, "Simulate this row")
+    assert not at.exception, [e.message for e in at.exception]
+    assert [m.label for m in at.metric][:2] == ["p95 TTFT", "p95 ITL"]
+    assert any("replicas (round_robin router) meet" in x.value for x in at.success)
+
+
+def test_pinning_a_baseline_compares_every_headline_metric():
+    at = app("ui.tabs.scenarios", SMALL)
+    assert "Pin this scenario" in at.info[0].value
+    press(at, "Pin this scenario as the baseline")
+    s = scenario_of(at)
+    assert s.base == pin_query(SMALL)
+    at.session_state["scenario"] = s.with_changes(batch=64).model_dump_json()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["metric", "pinned", "current", "change", "better"]
+    assert "Tokens/s per GPU" in set(table["metric"]) and len(table) == 11
+    assert any("batch 32 → 64" in m.value for m in at.markdown)
+    press(at, "Unpin")
+    assert scenario_of(at).base == ""
+
+
+def test_sizing_tunes_the_knobs_and_a_row_can_be_simulated():
+    at = AppTest.from_function(tab_page, args=("ui.tabs.simulate",), default_timeout=120)
+    at.session_state["scenario"] = SMALL.model_dump_json()
+    at.run()
+    press(at, "Size the fleet")
+    assert not at.exception, [e.message for e in at.exception]
+    assert "Cheapest way to meet" in at.success[0].value
+    table = at.dataframe[0].value
+    assert {"batch", "chunk", "binding"} <= set(table.columns)
+    assert any("link key search" in c.value for c in at.caption)
+    press(at, "Simulate this row")
+    assert not at.exception, [e.message for e in at.exception]
+    s = scenario_of(at)
+    best = table.iloc[0]
+    assert (s.batch, s.chunk, s.replicas) == (best["batch"], best["chunk"], best["replicas"])
+    assert [m.label for m in at.metric][:2] == ["p99 TTFT", "p99 inter-token"]

@@ -1,0 +1,135 @@
+"""Plotly figures of the sizing search (no streamlit): the screened points, a Pareto frontier, the
+SLO line and the scenario on screen.  Each point carries its point id as ``customdata`` (a click
+selects it)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from planner.format import fmt_num, fmt_seconds
+from planner.serving.slo import Slo
+from planner.studies.pareto import Frontier, frontier_points
+from planner.units import MS_PER_S
+from ui.figures.theme import COLORS, axis, figure, vline
+
+#: Points drawn per chart; the frontier's are always drawn, the CSV holds every one.
+MAX_DRAWN = 20_000
+_HOVER = "%{text}<br>%{x:.4g} × %{y:.4g}<extra></extra>"  # the axes' own units are in their titles
+
+
+def _label(row: Any) -> str:
+    mode = "disaggregated, " if row.mode == "disaggregated" else ""
+    extra = "".join(
+        (
+            ", KV fp8" if row.kvdtype == "fp8" else "",
+            ", fp8 weights" if row.wdtype == "fp8" else "",
+            ", speculative" if row.spec else "",
+        )
+    )
+    return (
+        f"{row.name}: {mode}tp {int(row.tp)}, batch {int(row.batch)}, chunk {int(row.chunk)}{extra}; "
+        f"{int(row.gpus)} GPUs"
+    )
+
+
+def drawn_points(points: pd.DataFrame, frontier: Frontier) -> pd.DataFrame:
+    """The feasible points a chart draws: every frontier point and at most ``MAX_DRAWN`` in all."""
+    ok = points[points["meets_slo"].astype(bool)]
+    if len(ok) <= MAX_DRAWN:
+        return ok
+    on = ok[ok[frontier.key].astype(bool)]
+    rest = ok[~ok[frontier.key].astype(bool)]
+    return pd.concat([on, rest.iloc[:: max(1, math.ceil(len(rest) / (MAX_DRAWN - len(on))))]])
+
+
+def _axis_values(frame: pd.DataFrame, column: str) -> list[float]:
+    scale = MS_PER_S if column.endswith("_s") else 1.0
+    return (frame[column].astype(float) * scale).tolist()
+
+
+def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current: int | None = None) -> go.Figure:
+    """One trace of points per GPU profile, the frontier as a line, the SLO line, the current point."""
+    shown = drawn_points(points, frontier)
+    data: list[dict] = []
+    for gpu, sub in shown.groupby("gpu", sort=False, observed=True):
+        data.append(
+            dict(
+                type="scattergl",
+                mode="markers",
+                name=str(gpu),
+                x=_axis_values(sub, frontier.x),
+                y=_axis_values(sub, frontier.y),
+                customdata=sub["point"].tolist(),
+                text=[_label(r) for r in sub.itertuples()],
+                marker=dict(size=6, opacity=0.55),
+                hovertemplate=_HOVER,
+            )
+        )
+    on = frontier_points(points, frontier)
+    data.append(
+        dict(
+            type="scatter",
+            mode="lines+markers",
+            name="frontier",
+            x=_axis_values(on, frontier.x),
+            y=_axis_values(on, frontier.y),
+            customdata=on["point"].tolist(),
+            text=[_label(r) for r in on.itertuples()],
+            line=dict(color=COLORS["black"], width=2),
+            marker=dict(size=9, color=COLORS["black"], symbol="diamond"),
+            hovertemplate=_HOVER,
+        )
+    )
+    row = points.loc[(points["point"] == current) & points["meets_slo"].astype(bool)]
+    if current is not None and len(row):
+        data.append(
+            dict(
+                type="scatter",
+                mode="markers",
+                name="this scenario",
+                x=_axis_values(row, frontier.x),
+                y=_axis_values(row, frontier.y),
+                customdata=row["point"].tolist(),
+                text=[_label(r) for r in row.itertuples()],
+                marker=dict(size=16, color=COLORS["win"], symbol="star", line=dict(color="#000", width=1)),
+                hovertemplate=_HOVER,
+            )
+        )
+    shapes, notes = _slo_line(frontier, slo)
+    return figure(
+        data,
+        title=dict(text=f"{frontier.title} (every configuration meeting the SLO; black: the frontier)"),
+        xaxis=axis(_title(frontier.x, slo), log=True),
+        yaxis=axis(_title(frontier.y, slo), log=True),
+        shapes=shapes,
+        annotations=notes,
+        height=500,
+        legend=dict(orientation="v", x=1.01, y=1.0, xanchor="left", yanchor="top"),
+        margin=dict(l=60, r=160, t=50, b=50),
+    )
+
+
+TITLES = {
+    "output_tokens_per_s_per_user": "output tokens/s per user (1 / mean ITL)",
+    "output_tokens_per_s_per_gpu": "output tokens/s per GPU",
+    "cost_per_million_output_tokens_usd": "USD per million output tokens",
+}
+
+
+def _title(column: str, slo: Slo) -> str:
+    return f"{slo.ttft_label} (ms)" if column == "ttft_q_s" else TITLES[column]
+
+
+def _slo_line(frontier: Frontier, slo: Slo) -> tuple[list[dict], list[dict]]:
+    """The SLO on the x axis: the ITL target as tokens/s per user (a mean ITL above the target misses
+    it), or the TTFT target."""
+    if frontier.x == "output_tokens_per_s_per_user":
+        x, text = 1.0 / slo.itl_s, f"{slo.itl_label} target {fmt_seconds(slo.itl_s)} = {fmt_num(1.0 / slo.itl_s)}/s"
+    else:
+        x, text = slo.ttft_s * MS_PER_S, f"{slo.ttft_label} target {fmt_seconds(slo.ttft_s)}"
+    shape, note = vline(x, text, log_x=True, color=COLORS["lose"])
+    return [shape], [note]

@@ -1,0 +1,346 @@
+"""Search & frontier tab: every configuration the sizing search scores on the scenario's traffic, two
+Pareto frontiers, the cheapest fleets confirmed by simulation, and any point made the scenario.
+
+The knobs searched (``search``), the SLO percentile (``slo_pct``) and the goodput share
+(``slo_goodput``) are link keys; the form applies them with ``ctx.update_scenario``.  The screen
+(``planner.serving.search.screen_points``) runs on every scenario (cached by its JSON; a fraction of
+a second); **Search** also confirms the cheapest points by simulation (``search_fleet``, a process pool,
+with a progress bar).  Clicking a point of a chart, or **Use this point**, makes it the scenario (its
+GPU, layout, knobs and replica count; the link follows); **Simulate this point** simulates that fleet
+on the scenario's traffic here.  Traffic: the scenario's Poisson arrivals or its bundled trace (an
+uploaded trace lives in the Simulate & size tab only).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+
+from planner.errors import ScenarioError
+from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
+from planner.model.scenario import SEARCH_AXES, Scenario
+from planner.serving.budget import SimulationBudgetError
+from planner.serving.fleet import simulate_fleet_scenario
+from planner.serving.search import MEETS, Screened, SearchResult, describe, screen_points, search_fleet
+from planner.serving.slo import Slo, verdict
+from planner.serving.traces import scenario_traffic
+from planner.studies.pareto import FRONTIERS, frontier_points
+from ui.figures.frontier import frontier_figure
+from ui.figures.theme import PLOTLY_CONFIG
+from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
+from ui.state import PageContext
+
+KNOB_LABELS = {
+    "batch": "batch cap (max_num_seqs)",
+    "chunk": "chunk (max_num_batched_tokens)",
+    "kvdtype": "allow an fp8 KV cache",
+    "wdtype": "allow fp8 weights",
+    "spec": "speculative decoding on and off (the sidebar's γ, α, draft)",
+    "disagg": "disaggregated prefill / decode pools",
+}
+FORM_FIELDS = ("slo_pct", "slo_goodput")
+_W = "_fr_w_"
+_SYNCED = "_fr_form_for"
+_PENDING = "_fr_pending_search"
+_APPLIED = "_fr_applied_click"
+_PICK = _W + "point"
+UPDATE, SEARCH = "update", "search"
+TABLE_DISPLAY = {
+    "name": "GPU",
+    "mode": "mode",
+    "tp": "tp",
+    "batch": "batch",
+    "chunk": "chunk",
+    "kvdtype": "KV",
+    "wdtype": "weights",
+    "spec": "speculative",
+    "replicas": "replicas",
+    "gpus": "GPUs",
+    "cost_per_hour_usd": "$ / hour",
+    "cost_per_million_output_tokens_usd": "$ / M output tokens",
+    "ttft_q_s": "TTFT (ms)",
+    "itl_q_s": "ITL (ms)",
+    "binding": "binding (simulated)",
+    "binding_analytic": "binding (screening model)",
+    "analytic_gpus": "GPUs (screening model)",
+    "status": "status",
+}
+
+
+def _store(st: Any):
+    def remember(key: str, _value: Any = None) -> Any:
+        if _value is None:
+            raise LookupError(key)
+        return _value
+
+    remember.__qualname__ = "frontier_store"
+    return st.cache_data(max_entries=8, show_spinner=False)(remember)
+
+
+def _lookup(st: Any, key: str) -> Any:
+    try:
+        return _store(st)(key)
+    except LookupError:
+        return None
+
+
+def _screened(st: Any, ctx: PageContext) -> Screened:
+    key = "screen|" + ctx.scenario.model_dump_json()
+    found = _lookup(st, key)
+    if found is None:
+        found = screen_points(ctx.scenario, ctx.catalog, scenario_traffic(ctx.scenario))
+        _store(st)(key, found)
+    return found
+
+
+def _sync_form(ss: Any, s: Scenario) -> None:
+    values = (s.search, *(getattr(s, f) for f in FORM_FIELDS))
+    if ss.get(_SYNCED) != values:
+        on = set(s.search.split(","))
+        for axis in SEARCH_AXES:
+            ss[_W + axis] = axis in on
+        for f in FORM_FIELDS:
+            ss[_W + f] = getattr(s, f)
+        ss[_SYNCED] = values
+
+
+def _form(st: Any) -> tuple[str | None, dict[str, Any]]:
+    with st.form("frontier_form", border=True):
+        st.markdown("**Knobs the search tunes** (GPU profile and tp always)")
+        cols = st.columns(3)
+        for k, axis in enumerate(SEARCH_AXES):
+            cols[k % 3].checkbox(KNOB_LABELS[axis], key=_W + axis)
+        c1, c2 = st.columns(2)
+        c1.number_input(
+            "SLO percentile (TTFT over requests, ITL over tokens)",
+            min_value=50.0,
+            max_value=99.9,
+            step=0.5,
+            format="%g",
+            key=_W + "slo_pct",
+            help="The targets themselves are the sidebar's TTFT and ITL targets.",
+        )
+        c2.number_input(
+            "Goodput: share of requests meeting both targets (0 = no requirement)",
+            min_value=0.0,
+            max_value=1.0,
+            step=0.05,
+            format="%g",
+            key=_W + "slo_goodput",
+        )
+        b1, b2, _ = st.columns([1, 2, 2])
+        update = b1.form_submit_button("Update", icon=":material/refresh:")
+        search = b2.form_submit_button("Search and confirm by simulation", type="primary", icon=":material/search:")
+    ss = st.session_state
+    knobs = [a for a in SEARCH_AXES if ss[_W + a]]
+    values = {"search": ",".join(knobs) or "none", **{f: ss[_W + f] for f in FORM_FIELDS}}
+    return (SEARCH if search else UPDATE if update else None), values
+
+
+def current_point(points: pd.DataFrame, s: Scenario) -> int | None:
+    """The colocated point that is the scenario itself (its GPU, tp, knobs), if the grid has it."""
+    own = points[
+        (points["mode"] == "colocated")
+        & (points["gpu"] == s.gpu)
+        & (points["tp"] == s.tp)
+        & (points["batch"] == s.batch)
+        & (points["chunk"] == s.chunk)
+        & (points["kvdtype"] == s.kvdtype)
+        & (points["wdtype"] == s.wdtype)
+        & (points["spec"] == s.spec)
+    ]
+    return int(own["point"].iloc[0]) if len(own) else None
+
+
+def _clicked(event: Any) -> int | None:
+    """The point id of the first clicked point of a chart's selection event, if any."""
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return None
+    for p in points:
+        data = p.get("customdata")
+        if isinstance(data, list | tuple):
+            data = data[0] if data else None
+        if data is not None:
+            return int(data)
+    return None
+
+
+def _charts(ctx: PageContext, z: Screened) -> None:
+    """Both frontiers; a click on a point makes it the scenario."""
+    st = ctx.st
+    current = current_point(z.points, ctx.scenario)
+    if current is not None:
+        row = z.points.loc[z.points["point"] == current].iloc[0]
+        if row["meets_slo"]:
+            st.caption(
+                md_text(
+                    f"The star is this scenario: {fmt_count(row['gpus'], 'GPU')} "
+                    f"({int(row['replicas'])} replicas), binding: {row['binding']}."
+                )
+            )
+        else:
+            st.caption(md_escape(f"This scenario itself ({describe(row)} on {row['name']}): {row['status']}."))
+    for f in FRONTIERS:
+        key = f"fr-chart-{f.key}"
+        event = st.plotly_chart(
+            frontier_figure(z.points, f, z.slo, current),
+            key=key,
+            on_select="rerun",
+            selection_mode="points",
+            config=PLOTLY_CONFIG,
+        )
+        point = _clicked(event)
+        if point is not None and st.session_state.get(_APPLIED) != (key, point):
+            st.session_state[_APPLIED] = (key, point)
+            ctx.update_scenario(**z.changes(point))  # reruns
+
+
+def _options(z: Screened) -> dict[int, str]:
+    """Frontier points (both frontiers) for the picker, cheapest first."""
+    on = pd.concat([frontier_points(z.points, f) for f in FRONTIERS]).drop_duplicates("point")
+    on = on.sort_values(["cost_per_hour_usd", "gpus"], kind="stable")
+    return {
+        int(r["point"]): f"{r['name']}: {describe(r)}; {fmt_count(r['gpus'], 'GPU')}, "
+        f"${r['cost_per_hour_usd']:,.2f}/h, {fmt_num(r['output_tokens_per_s_per_user'])} tokens/s per user"
+        for _, r in on.iterrows()
+    }
+
+
+def _simulate_point(ctx: PageContext, changes: dict[str, Any]) -> None:
+    """Simulate the fleet of a point on the scenario's traffic, here."""
+    st = ctx.st
+    s = ctx.scenario.with_changes(**changes)
+    slot = st.empty()
+    start = time.perf_counter()
+
+    def report(frac: float) -> None:
+        if time.perf_counter() - start > 1.0:
+            slot.progress(min(max(frac, 0.0), 1.0), text=f"Simulating {s.replicas} replicas…")
+
+    try:
+        fleet = simulate_fleet_scenario(s, ctx.catalog, workload=scenario_traffic(s), progress=report)
+    except (ScenarioError, SimulationBudgetError) as exc:
+        st.error("This point cannot be simulated here:\n\n" + md_list(exc.problems))
+        return
+    slot.empty()
+    v = verdict(fleet.combined, Slo.of(s))
+    m = st.columns(4)
+    m[0].metric(Slo.of(s).ttft_label, fmt_seconds(v.ttft_q_s))
+    m[1].metric(Slo.of(s).itl_label, fmt_seconds(v.itl_q_s))
+    m[2].metric("Goodput", fmt_pct(v.goodput_frac))
+    m[3].metric("Replicas", fmt_count(s.replicas))
+    text = f"{s.replicas} replicas ({s.router} router) {'meet' if v.met else 'miss'} {Slo.of(s).text()}"
+    (st.success if v.met else st.warning)(md_text(text + ("" if v.met else f": {v.binding_text()}") + "."))
+
+
+def _picker(ctx: PageContext, z: Screened) -> None:
+    st = ctx.st
+    options = _options(z)
+    if not options:
+        return
+    pick = st.selectbox("A point on the frontiers", list(options), format_func=options.get, key=_PICK)
+    b1, b2, _ = st.columns([1, 1, 2])
+    use = b1.button("Use this point", icon=":material/check:", key=_W + "use")
+    sim = b2.button("Simulate this point", icon=":material/play_arrow:", key=_W + "simulate")
+    if use and pick is not None:
+        ctx.update_scenario(**z.changes(int(pick)))
+    if sim and pick is not None:
+        _simulate_point(ctx, z.changes(int(pick)))
+
+
+def _run_search(ctx: PageContext, key: str) -> None:
+    st = ctx.st
+    bar = st.progress(0.0, text="Starting the search…")
+    try:
+        result = search_fleet(
+            ctx.scenario, ctx.catalog, scenario_traffic(ctx.scenario), progress=lambda f, t: bar.progress(f, text=t)
+        )
+    except (ScenarioError, SimulationBudgetError) as exc:
+        bar.empty()
+        st.error("The search cannot run:\n\n" + md_list(exc.problems))
+        return
+    bar.empty()
+    _store(st)(key, result)
+
+
+def _confirmed(ctx: PageContext, z: SearchResult) -> None:
+    st = ctx.st
+    (st.success if z.best is not None else st.warning)(md_text(z.reason))
+    flags = z.table["best"].astype(bool).tolist()
+    shown = display_frame(z.table, TABLE_DISPLAY, ("ttft_q_s", "itl_q_s"))
+    shown = shown.rename(columns={"TTFT (ms)": f"{z.slo.ttft_label} (ms)", "ITL (ms)": f"{z.slo.itl_label} (ms)"})
+    st.dataframe(highlighted(shown, flags), hide_index=True)
+    st.caption(
+        md_text(
+            f"Screened {fmt_count(z.scored)} configurations ({fmt_count(z.valid)} the engine accepts) in "
+            f"{fmt_seconds(z.screen_s)}; confirmed {len(z.table)} by {fmt_count(z.simulations)} simulations of "
+            f"{fmt_count(z.requests_per_simulation)} requests per replica on {len(z.seeds)} seed(s) in "
+            f"{fmt_seconds(z.confirm_s)}. Each replica count passes when every seed meets the SLO; the binding "
+            "constraint is what the simulation misses with one replica fewer."
+        )
+    )
+    ok = z.table[z.table["status"] == MEETS]
+    if len(ok):
+        rows = {int(r["point"]): f"{r['name']}: {describe(r)} × {int(r['replicas'])}" for _, r in ok.iterrows()}
+        pick = st.selectbox("A confirmed row", list(rows), format_func=rows.get, key=_W + "row")
+        b1, b2, _ = st.columns([1, 1, 2])
+        if b1.button("Use this row", key=_W + "use_row", icon=":material/check:"):
+            ctx.update_scenario(**z.changes(int(pick)))
+        if b2.button("Simulate this row", key=_W + "sim_row", icon=":material/play_arrow:"):
+            _simulate_point(ctx, z.changes(int(pick)))
+    download_csv(st, "Confirmed table CSV", z.table, "search-confirmed")
+
+
+def render(ctx: PageContext) -> None:
+    st, s = ctx.st, ctx.scenario
+    if ctx.result is None:
+        st.info("Nothing to search until the scenario can be evaluated (see the error above).")
+        return
+    ss = st.session_state
+    _sync_form(ss, s)
+    action, values = _form(st)
+    if action:
+        changes = {k: v for k, v in values.items() if v != getattr(s, k)}
+        if changes:
+            if action == SEARCH:
+                ss[_PENDING] = True
+            ctx.update_scenario(**changes)  # reruns; a search runs with the new scenario
+            return
+    searching = action == SEARCH or bool(ss.pop(_PENDING, False))
+    slo = Slo.of(s)
+    st.caption(
+        md_text(
+            f"Every configuration of the knobs above on every priced GPU profile, scored on this scenario's "
+            f"traffic ({'trace ' + s.trace if s.trace else f'Poisson, {fmt_num(s.rate)} requests/s'}) against "
+            f"{slo.text()}; each point is the fewest replicas that meet it."
+        )
+    )
+    try:
+        z = _screened(st, ctx)
+    except ScenarioError as exc:
+        st.error("The search cannot run:\n\n" + md_list(exc.problems))
+        return
+    key = "search|" + s.model_dump_json()
+    if searching:
+        _run_search(ctx, key)
+    found: SearchResult | None = _lookup(st, key)
+    if found is not None:
+        _confirmed(ctx, found)
+    else:
+        st.info("Press **Search and confirm by simulation** to simulate the cheapest points on every GPU profile.")
+    feasible = int(z.points["meets_slo"].sum())
+    st.markdown(
+        md_text(
+            f"**{fmt_count(len(z.points))} configurations scored, {fmt_count(feasible)} meet the SLO** "
+            "(screening model). Click a point to make it this scenario."
+        )
+    )
+    if not feasible:
+        st.warning(md_escape(f"No configuration meets {slo.text()} at this load."))
+    _charts(ctx, z)
+    _picker(ctx, z)
+    download_csv(st, "Every point CSV", z.export_frame(), "search-points")
