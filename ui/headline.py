@@ -32,7 +32,7 @@ from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
 from planner.prompts.layout_report import LayoutReport
 from planner.studies.ridge import fmt_turn
-from ui.format import md_escape
+from ui.format import md_escape, md_text
 
 #: Keys of the eight cards (tests and the pinned-baseline hook find a card by its key, not its label).
 KEYS = ("kv", "concurrency", "ttft", "tpot", "tokens", "cost", "speculative", "cache")
@@ -91,7 +91,7 @@ def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict
 
 def feasible_scenario(result: Result) -> Scenario | None:
     """The scenario at its feasible batch (``memory.feasible_batch``) when the batch does not fit the
-    KV cache but a smaller one does; None otherwise.  Headline TTFT, TPOT, tokens/s and $ are shown there."""
+    KV cache but a smaller one does; None otherwise.  Headline TPOT, tokens/s and $ are shown there."""
     m = result.metrics
     if not m["fits"] or m["batch_fits_memory"] or m["feasible_batch"] < 1:
         return None
@@ -113,7 +113,7 @@ def ttft_text(seconds: float) -> str:
 
 def _ttft_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
     m, s = result.metrics, result.resolved.scenario
-    idle = f"idle, unchunked {fmt_seconds(m['nochunk_ttft_s'])}"
+    idle = f"idle {fmt_seconds(m['nochunk_ttft_s'])}"
     never = math.isinf(float(m["chunked_ttft_s"]))
     helptext = (
         f"Time to first token of a {fmt_count(s.prompt)}-token prompt arriving beside {fmt_count(s.batch)} running "
@@ -133,7 +133,7 @@ def _ttft_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> H
     return Headline(
         "TTFT",
         ttft_text(m["chunked_ttft_s"]),
-        delta_description=f"{desc} · {idle}" if desc and "delta" in delta else idle,
+        delta_description=f"{desc}; {idle}" if desc and "delta" in delta else idle,
         help=helptext,
         key="ttft",
         **delta,
@@ -144,8 +144,8 @@ def headline_items(
     result: Result, mha: Result | None, feasible: Result | None = None, layout: LayoutReport | None = None
 ) -> list[Headline]:
     """The eight headline numbers of ``result``; ``mha`` is the same scenario with kv_heads = heads;
-    ``feasible`` the scenario at its feasible batch (``feasible_scenario``), where TTFT, TPOT, tokens/s
-    and the cost are then read; ``layout`` the report of the scenario's prompt layout, when it has one
+    ``feasible`` the scenario at its feasible batch (``feasible_scenario``), where TPOT, tokens/s and the
+    cost are then read; ``layout`` the report of the scenario's prompt layout, when it has one
     (``ui.prompt_source.link_layout_report``): the cache card shows its verdict."""
     m = result.metrics
     s = result.resolved.scenario
@@ -198,23 +198,19 @@ def headline_items(
 def _items_at_feasible(
     result: Result, mha: Result | None, rate: Result, said: str, layout: LayoutReport | None
 ) -> list[Headline]:
-    """The headline when the batch does not fit: TTFT, TPOT, tokens/s and $ at the feasible batch (no MHA delta)."""
+    """The headline when the batch does not fit: TPOT, tokens/s and $ at the feasible batch (no MHA delta)."""
     items = headline_items(result, mha, layout=layout)
     rm = rate.metrics
     b = f"at batch {fmt_count(rate.resolved.scenario.batch)}"
-    replaced = {
-        "ttft": ttft_text(rm["chunked_ttft_s"]),
+    replaced = {  # TTFT stays the scenario's own: a newcomer beside the batch asked for (the Chunked prefill tab)
         "tpot": fmt_seconds(rm["tpot_s"]),
         "tokens": fmt_tokens_per_s(rm["output_tokens_per_s_per_gpu"]),
         "cost": fmt_usd(rm["cost_per_million_output_tokens_usd"])
         if float(rm["price_per_replica_hour_usd"]) > 0
         else "not priced",
     }
-    idle = {"ttft": f" · idle, unchunked {fmt_seconds(rm['nochunk_ttft_s'])}"}
     return [
-        Headline(i.label, replaced[i.key], None, "normal", b + idle.get(i.key, ""), i.help + said, i.key)
-        if i.key in replaced
-        else i
+        Headline(i.label, replaced[i.key], None, "normal", b, i.help + said, i.key) if i.key in replaced else i
         for i in items
     ]
 
@@ -314,7 +310,7 @@ def _cache_item(result: Result, layout: LayoutReport | None = None) -> Headline:
         fmt_pct(float(m["cache_saving_frac"])),
         delta=fmt_usd(with_cache - without),
         delta_color="inverse",
-        delta_description="per request vs no cache",
+        delta_description="per request",
         help=helptext,
         key="cache",
     )
@@ -336,7 +332,7 @@ def _layout_cache_item(rep: LayoutReport) -> Headline:
         fmt_pct(rep.saving_frac),
         delta=fmt_usd(rep.cost_per_request_usd - rep.nocache_cost_per_request_usd),
         delta_color="inverse",
-        delta_description="per request, prompt layout",
+        delta_description="per request (layout)",
         help=helptext,
         key="cache",
     )
@@ -383,7 +379,7 @@ def notices(result: Result) -> list[Notice]:
                 "warning",
                 f"Batch {fmt_count(s.batch)} > max concurrency {limit}: the KV cache holds only {limit} sequences "
                 f"of {fmt_count(s.prompt + s.output)} tokens; the rest would queue or be preempted. "
-                f"TTFT, TPOT, tokens/s and cost are shown at batch {feasible}, the most that fit.",
+                f"TPOT, tokens/s and cost are shown at batch {feasible}, the most that fit.",
             )
         )
     ridge = float(m["ridge_batch"])
@@ -407,12 +403,13 @@ def card_value(item: Headline) -> str:
 def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
     """The cards in one wrapping row (as many per line as fit the width, so no value is cut), and the
     notices under them.  Every text is escaped: a GPU or model name in it is data."""
+    st.html(CARD_CSS)
     row = st.container(horizontal=True, gap="small", key="headline")
     for item in items:
         row.metric(
             md_escape(item.label),
             card_value(item),
-            delta=None if item.delta is None else md_escape(item.delta),
+            delta=None if item.delta is None else md_text(item.delta),  # program text: its sign sets the arrow
             delta_color=item.delta_color,
             delta_arrow="off" if item.delta_color == "off" else "auto",
             delta_description=None if item.delta_description is None else md_escape(item.delta_description),
@@ -425,6 +422,11 @@ def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
         draw((f"**{note.lead}** " if note.lead else "") + md_escape(note.text))
 
 
-#: Card width, px: the longest value ("12,345 tok/s") and label fit at the metric font, and four cards fit a
-#: 1280-px window beside the sidebar; wider windows get more per line.
+#: Least card width, px: the longest value ("12,345 tok/s") and label fit at the metric font; the cards of a
+#: line then share its width (three per line at 1280 px beside the sidebar, four from about 1,400 px).
 HEADLINE_CARD_WIDTH = 205
+#: The cards grow to fill their line (Streamlit fixes a sized element's flex basis; this lets it grow).
+CARD_CSS = (
+    "<style>.st-key-headline > [data-testid='stElementContainer'] "
+    f"{{flex: 1 1 {HEADLINE_CARD_WIDTH}px !important; max-width: 100%;}}</style>"
+)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from planner.format import fmt_num, fmt_seconds
+from planner.format import fmt_seconds
 from planner.units import MS_PER_S, PERCENT
 from ui.figures.theme import COLORS, axis, figure, hline_paper, vline
 from ui.format import plot_text
@@ -29,7 +29,7 @@ def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: floa
     if hi <= lo * 1.5:  # one value (or nearly): widen so the axis has room and plain labels
         lo, hi = lo / 2, hi * 2
     target, label = vline(
-        target_ms, f"target {fmt_num(target_ms)} ms", log_x=True, color=COLORS["lose"], y_text=0.5, span=(lo, hi)
+        target_ms, f"target {fmt_seconds(slo_s)}", log_x=True, color=COLORS["lose"], y_text=0.5, span=(lo, hi)
     )
     p99_label = dict(
         xref="paper",
