@@ -82,8 +82,23 @@ def _show(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:40] + "…")
 
 
+#: What a text field with its own pattern accepts, in words (the other patterned fields are keys: ``KEY_RULE``).
+PATTERN_RULES = {
+    "custom": "a shape code: letter codes with integers joined by '-', e.g. "
+    "L32-H4096-A32-G8-D128-F14336-V128256-C131072 "
+    "(L layers, H hidden, A heads, G KV heads, D head dim, F ffn, V vocab, C context tokens)",
+    "custom_name": "a model name of letters, digits, spaces and . _ - / + ( ) (≤ 100 chars)",
+    "layout": "a prompt layout code: blocks kind:tokens:variability[:*] joined by '|', e.g. s:4000:s:*|m:300:r "
+    "(≤ 2000 chars)",
+    "timing": "calibrated efficiency parameters: a letter and a number per parameter joined by '-', as the "
+    "Cross-check tab writes them",
+}
+
+
 def allowed_range(name: str) -> str:
     """Human description of what a field accepts, from its pydantic metadata."""
+    if name in PATTERN_RULES:
+        return PATTERN_RULES[name]
     info = FIELDS[name]
     ann = info.annotation
     choices = [a for a in get_args(ann) if isinstance(a, str)]

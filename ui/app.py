@@ -27,12 +27,16 @@ from planner.errors import ScenarioError
 from planner.export import frame_to_csv
 from planner.model.catalog import Catalog, load_catalog
 from planner.model.scenario import Scenario
+from planner.prompts.layout_report import LayoutReport
 from planner.studies.compare import compare_gpus
 from planner.studies.explain import ExplainItem, explain
 from planner.studies.sweep import scenario_frame
-from ui import headline, sidebar
+from planner.units import MiB
+from ui import headline, link_size, sidebar
 from ui import state as link_state
-from ui.format import md_escape, md_list
+from ui.cache import BoundedCache
+from ui.format import failure_text, md_escape, md_list, visitor_text
+from ui.prompt_source import link_layout_report
 from ui.state import PageContext, PageData
 from ui.tabs import registry
 from ui.tabs.charts import Chart, tab_charts
@@ -47,13 +51,24 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)
+#: The page's caches, keyed by the scenario's JSON, shared by every session, bounded in bytes (``ui.cache``).
+RESULTS = BoundedCache("engine results", max_bytes=32 * MiB, max_entries=2048)
+CHARTS = BoundedCache("charts", max_bytes=96 * MiB, max_entries=256)
+COMPARE = BoundedCache("GPU comparisons", max_bytes=16 * MiB, max_entries=128)
+EXPLAIN = BoundedCache("explanations", max_bytes=16 * MiB, max_entries=256)
+LAYOUTS = BoundedCache("prompt-layout reports", max_bytes=8 * MiB, max_entries=256)
+
+
 def evaluated(scenario_json: str) -> tuple[Result | None, tuple[str, ...]]:
     """The engine result of a scenario (shared, never mutated), or the reasons it has none."""
-    try:
-        return evaluate(Scenario.model_validate_json(scenario_json), catalog()), ()
-    except ScenarioError as exc:
-        return None, tuple(exc.problems)
+
+    def run() -> tuple[Result | None, tuple[str, ...]]:
+        try:
+            return evaluate(Scenario.model_validate_json(scenario_json), catalog()), ()
+        except ScenarioError as exc:
+            return None, tuple(exc.problems)
+
+    return RESULTS.get_or_compute(scenario_json, run)
 
 
 def scenario_csv(scenario: Scenario, cat: Catalog) -> str:
@@ -61,20 +76,26 @@ def scenario_csv(scenario: Scenario, cat: Catalog) -> str:
     return frame_to_csv(scenario_frame(scenario, cat))
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
 def charts(tab: str, scenario_json: str) -> list[Chart]:
-    result, _ = evaluated(scenario_json)
-    return tab_charts(tab, result)
+    return CHARTS.get_or_compute((tab, scenario_json), lambda: tab_charts(tab, evaluated(scenario_json)[0]))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def compare_frame(scenario_json: str) -> pd.DataFrame:
-    return compare_gpus(Scenario.model_validate_json(scenario_json), catalog())
+    return COMPARE.get_or_compute(
+        scenario_json, lambda: compare_gpus(Scenario.model_validate_json(scenario_json), catalog())
+    )
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
 def explain_items(scenario_json: str) -> list[ExplainItem]:
-    return explain(evaluated(scenario_json)[0])
+    return EXPLAIN.get_or_compute(scenario_json, lambda: explain(evaluated(scenario_json)[0]))
+
+
+def layout_report(scenario_json: str) -> LayoutReport | None:
+    """The report of the scenario's own prompt layout (the headline's cache card), None without one."""
+    result = evaluated(scenario_json)[0]
+    if result is None or not result.resolved.scenario.layout:
+        return None
+    return LAYOUTS.get_or_compute(scenario_json, lambda: link_layout_report(result))
 
 
 def page_data(key: str) -> PageData:
@@ -87,12 +108,13 @@ def page_data(key: str) -> PageData:
 
 
 def guarded(title: str, render: registry.Render, ctx: PageContext) -> None:
-    """Run one tab or panel; an exception becomes an error box, the rest of the page still draws."""
+    """Run one tab or panel; an exception becomes an error box (its type only: the text and the
+    traceback go to the server log, never to a visitor), the rest of the page still draws."""
     try:
         render(ctx)
     except Exception as exc:  # noqa: BLE001 — a broken tab must not take the page down
         LOG.exception("%s failed", title)
-        st.error(f"**{md_escape(title)}** could not be drawn: {md_escape(str(exc) or type(exc).__name__)}")
+        st.error(f"**{md_escape(title)}** could not be drawn: {md_escape(failure_text(exc))}")
 
 
 def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
@@ -129,10 +151,37 @@ def warnings(adjustments: list[str], pending_problems: list[str], cat: Catalog) 
     if notes:
         lines = "\n".join(f"- {md_escape(n.message)}" + ("" if n.fatal else " · notice") for n in notes)
         st.warning(f"This link had problems; the rest of it loaded:\n\n{lines}")
+    size = st.session_state.get(link_size.SEEN_KEY)
+    dropped = link_size.dropped_link_note(*size) if size and link_state.still_first_scenario(st) else None
+    if dropped:
+        st.warning(md_escape(dropped))
     for line in adjustments + [f"requested change rejected: {p}" for p in pending_problems]:
         st.warning(md_escape(line))
     if cat.problems:
-        st.warning("Some profile files were skipped:\n\n" + md_list(cat.problems))
+        st.warning("Some profile files were skipped:\n\n" + md_list(visitor_text(p) for p in cat.problems))
+
+
+def headline_row(ctx: PageContext, result: Result, key: str) -> None:
+    """The eight cards, their notices, and the best-γ offer."""
+    scenario = ctx.scenario
+    baseline = headline.mha_baseline(scenario, result.resolved.model)
+    mha = evaluated(baseline.model_dump_json())[0] if baseline is not None else None
+    smaller = headline.feasible_scenario(result)
+    feasible = evaluated(smaller.model_dump_json())[0] if smaller is not None else None
+    items = headline.headline_items(result, mha, feasible, layout_report(key))
+    headline.render(st, items, headline.notices(result))
+    gamma = headline.better_gamma(result)
+    if gamma is not None:
+        m = result.metrics
+        label = f"Use γ = {gamma}"
+        note = (
+            f"The engine's best γ here is {gamma} ({m['spec_best_speedup']:.2f}× against "
+            f"{m['spec_speedup']:.2f}× at γ = {scenario.gamma})"
+            + ("" if scenario.spec else "; speculative decoding stays off until you turn it on")
+            + "."
+        )
+        if st.button(label, key=headline.BEST_GAMMA_KEY, help=md_escape(note), icon=":material/tune:"):
+            ctx.update_scenario(gamma=gamma)
 
 
 def tabs(ctx: PageContext) -> None:
@@ -155,9 +204,11 @@ def main() -> None:
     pending_problems = link_state.start_run(st, cat)
     with st.sidebar:
         scenario, adjustments = sidebar.render(st, cat)
+        link_size.measure(st)
     link_state.finish_run(st, scenario)
     key = scenario.model_dump_json()
     result, problems = evaluated(key)
+    ctx = PageContext(st, scenario, result, cat, page_data(key))
 
     header(scenario, result, cat)
     warnings(adjustments, pending_problems, cat)
@@ -166,13 +217,8 @@ def main() -> None:
     else:
         for note in result.resolved.notes:  # defaults moved to fit what was typed, replicated KV heads
             st.info(md_escape(note))
-        baseline = headline.mha_baseline(scenario, result.resolved.model)
-        mha = evaluated(baseline.model_dump_json())[0] if baseline is not None else None
-        smaller = headline.feasible_scenario(result)
-        feasible = evaluated(smaller.model_dump_json())[0] if smaller is not None else None
-        headline.render(st, headline.headline_items(result, mha, feasible), headline.notices(result))
+        headline_row(ctx, result, key)
 
-    ctx = PageContext(st, scenario, result, cat, page_data(key))
     for panel in registry.PANELS:
         guarded(panel.title, panel.render, ctx)
     tabs(ctx)

@@ -1,14 +1,24 @@
 """The headline row: eight numbers with units, each against its natural baseline.
 
-* KV bytes/token, max concurrency, TTFT, TPOT, tokens/s per GPU and $/M output
+* KV bytes/token, max concurrency, TTFT, TPOT, tokens/s per GPU and GPU $/M output
   tokens: against the same scenario with multi-head attention (kv_heads = heads);
-* speculative speedup: against plain decoding (it *is* that ratio);
-* prompt-cache saving: against no cache, in dollars per request;
+* TTFT is the scenario's own: a newcomer's, with its chunk size, beside the batch's running
+  streams (``chunked_ttft_s``, what the Chunked prefill tab shows); the idle, unchunked
+  prefill (``ttft_s``) is the secondary figure under it;
+* speculative speedup: against plain decoding (it *is* that ratio); when speculation is
+  off the card says "off" and shows, greyed, what it would give, and the best γ;
+* API prompt-cache saving: against no cache, in dollars per request — from the scenario's
+  prompt layout when it has one (the Prompt layout tab's verdict, ``ui.prompt_source``),
+  else from the sidebar's prefix and hit rate;
 * every one against the pinned baseline instead, when the link pins one (``base``).
+
+The two money figures are two cost models and say so: "GPU $" is the rental of the
+replica's GPUs per million output tokens; "API" is an API provider's token prices.
 
 ``headline_items`` and ``notices`` are pure (tests call them); ``render`` draws
 them with the injected streamlit module.  Every number goes through
-``planner.format``, so a headline value reads like the same quantity anywhere else.
+``planner.format``, so a headline value reads like the same quantity anywhere else,
+and every text through ``ui.format.md_escape`` (names in it are data).
 """
 
 from __future__ import annotations
@@ -21,8 +31,15 @@ from planner.engine.evaluate import Result
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
+from planner.prompts.layout_report import LayoutReport
 from planner.studies.baseline import pinned_scenario
-from ui.format import md_text
+from planner.studies.ridge import fmt_turn
+from ui.format import md_escape, md_text
+
+#: Keys of the eight cards (tests and the pinned-baseline hook find a card by its key, not its label).
+KEYS = ("kv", "concurrency", "ttft", "tpot", "tokens", "cost", "speculative", "cache")
+#: Session key of the "use the best γ" button.
+BEST_GAMMA_KEY = "headline-best-gamma"
 
 
 @dataclass(frozen=True)
@@ -30,15 +47,18 @@ class Headline:
     label: str
     value: str
     delta: str | None = None
-    delta_color: str = "normal"  # "inverse": lower is better
+    delta_color: str = "normal"  # "inverse": lower is better; "off": grey
     delta_description: str | None = None
     help: str = ""
+    key: str = ""
+    muted: bool = False  # greyed: a figure of something that is off
 
 
 @dataclass(frozen=True)
 class Notice:
     level: str  # "error" | "warning" | "info"
-    text: str
+    text: str  # data in it (names): escaped when drawn
+    lead: str = ""  # program text shown in bold before it
 
 
 def mha_baseline(scenario: Scenario, model: ModelSpec) -> Scenario | None:
@@ -83,6 +103,8 @@ def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict
     if not mha.metrics["fits"] and key != "kv_bytes_per_token":
         return dict(delta_description="MHA would not fit")
     v, b = float(result.metrics[key]), float(mha.metrics[key])
+    if not (math.isfinite(v) and math.isfinite(b)):
+        return dict(delta_description="vs MHA: n/a")
     if key == "max_concurrent_sequences":
         more = ("+" if v >= b else "") + fmt_count(v - b)
         return dict(delta=more, delta_color=color, delta_description=f"vs MHA ({fmt_count(b)})")
@@ -106,10 +128,47 @@ def _at_feasible(result: Result, feasible: Result | None) -> tuple[Result, str]:
     return feasible, f" Shown at batch {b}, the most the KV cache holds (batch {asked} does not fit)."
 
 
-def headline_items(result: Result, mha: Result | None, feasible: Result | None = None) -> list[Headline]:
+def ttft_text(seconds: float) -> str:
+    """A newcomer's chunked TTFT: "never" when the running decodes fill every step's token budget."""
+    return "never" if math.isinf(float(seconds)) else fmt_seconds(seconds)
+
+
+def _ttft_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
+    m, s = result.metrics, result.resolved.scenario
+    idle = f"idle {fmt_seconds(m['nochunk_ttft_s'])}"
+    never = math.isinf(float(m["chunked_ttft_s"]))
+    helptext = (
+        f"Time to first token of a {fmt_count(s.prompt)}-token prompt arriving beside {fmt_count(s.batch)} running "
+        f"streams, prefilled in {fmt_count(s.chunk)}-token steps (the Chunked prefill tab); on an idle replica "
+        f"without chunking it is {fmt_seconds(m['nochunk_ttft_s'])} ({s.engine} engine profile)."
+        + (
+            f" Never: the {fmt_count(s.batch)} running decodes fill the {fmt_count(s.chunk)}-token step budget, "
+            "so a newcomer's prefill gets no tokens (raise the chunk or lower the batch)."
+            if never
+            else ""
+        )
+    )
+    if not fits:
+        return Headline("TTFT", no_fit, help=helptext, key="ttft")
+    delta = {} if never else _vs_mha(result, mha, "chunked_ttft_s", inverse=True)
+    desc = delta.pop("delta_description", None)
+    return Headline(
+        "TTFT",
+        ttft_text(m["chunked_ttft_s"]),
+        delta_description=f"{desc}; {idle}" if desc and "delta" in delta else idle,
+        help=helptext,
+        key="ttft",
+        **delta,
+    )
+
+
+def headline_items(
+    result: Result, mha: Result | None, feasible: Result | None = None, layout: LayoutReport | None = None
+) -> list[Headline]:
     """The eight headline numbers of ``result``; ``mha`` is the same scenario with kv_heads = heads;
-    ``feasible`` the scenario at its feasible batch (``feasible_scenario``), where TPOT, tokens/s and
-    the cost are then read."""
+    ``feasible`` the scenario at its feasible batch (``feasible_scenario``), where TPOT, tokens/s and the
+    cost are then read; ``layout`` the report of the scenario's prompt layout, when it has one
+    (``ui.prompt_source.link_layout_report``): the cache card shows its verdict."""
     m = result.metrics
     s = result.resolved.scenario
     fits = bool(m["fits"])
@@ -118,32 +177,29 @@ def headline_items(result: Result, mha: Result | None, feasible: Result | None =
     sequence_tokens = fmt_count(s.prompt + s.output)
     rate, said = _at_feasible(result, feasible)
     if feasible is not None:
-        return _items_at_feasible(result, mha, rate, said)
+        return _items_at_feasible(result, mha, rate, said, layout)
     items = [
         Headline(
             "KV cache per token",
             fmt_bytes(m["kv_bytes_per_token"]),
             help="Bytes one token adds to the KV cache, all layers, all GPUs of the replica.",
+            key="kv",
             **_vs_mha(result, mha, "kv_bytes_per_token", inverse=True),
         ),
         Headline(
             "Max concurrency",
             f"{fmt_num(m['max_concurrent_sequences'])} seqs" if fits else no_fit,
             help=f"Sequences of {sequence_tokens} tokens (prompt + output) the paged KV cache holds per replica.",
+            key="concurrency",
             **(_vs_mha(result, mha, "max_concurrent_sequences", inverse=False) if fits else {}),
         ),
-        Headline(
-            "TTFT",
-            fmt_seconds(m["ttft_s"]) if fits else no_fit,
-            help=f"Time to first token: prefill of a {fmt_count(s.prompt)}-token prompt on an idle replica "
-            f"({s.engine} engine profile).",
-            **(_vs_mha(result, mha, "ttft_s", inverse=True) if fits else {}),
-        ),
+        _ttft_item(result, mha, fits, no_fit),
         Headline(
             "TPOT",
             fmt_seconds(m["tpot_s"]) if fits else no_fit,
             help=f"Time per output token at batch {fmt_count(s.batch)}"
             + (" with speculative decoding." if s.spec else "."),
+            key="tpot",
             **(_vs_mha(result, mha, "tpot_s", inverse=True) if fits else {}),
         ),
         Headline(
@@ -152,49 +208,59 @@ def headline_items(result: Result, mha: Result | None, feasible: Result | None =
             help=f"Output tokens/s of the replica, the GPU time of each request's prefill included "
             f"(B · O / (B · TTFT + O · TPOT)), divided by its {tp} GPU(s); decode alone: "
             f"{fmt_tokens_per_s(m['decode_tokens_per_s_per_gpu'])}.",
+            key="tokens",
             **(_vs_mha(result, mha, "output_tokens_per_s_per_gpu", inverse=False) if fits else {}),
         ),
         _cost_item(result, mha, fits, no_fit),
         _speculative_item(result, fits),
-        _cache_item(result),
+        _cache_item(result, layout),
     ]
-    if s.base:  # the pinned baseline's deltas replace the speedup's and the saving's own baselines
-        items[6] = replace(items[6], **_vs_pinned(result, mha, "spec_speedup", inverse=False))
+    if s.base:  # the pinned baseline's deltas replace the speedup's (when it runs) and the saving's own baselines
+        if s.spec:
+            items[6] = replace(items[6], **_vs_pinned(result, mha, "spec_speedup", inverse=False))
         items[7] = replace(items[7], **_vs_pinned(result, mha, "cache_saving_frac", inverse=False))
     return items
 
 
-def _items_at_feasible(result: Result, mha: Result | None, rate: Result, said: str) -> list[Headline]:
+def _items_at_feasible(
+    result: Result, mha: Result | None, rate: Result, said: str, layout: LayoutReport | None
+) -> list[Headline]:
     """The headline when the batch does not fit: TPOT, tokens/s and $ at the feasible batch (no MHA delta)."""
-    items = headline_items(result, mha)
+    items = headline_items(result, mha, layout=layout)
     rm = rate.metrics
     b = f"at batch {fmt_count(rate.resolved.scenario.batch)}"
-    replaced = {
-        "TPOT": fmt_seconds(rm["tpot_s"]),
-        "Tokens/s per GPU": fmt_tokens_per_s(rm["decode_tokens_per_s_per_gpu"]),
-        "Cost per M output tokens": fmt_usd(rm["cost_per_million_output_tokens_usd"])
+    replaced = {  # TTFT stays the scenario's own: a newcomer beside the batch asked for (the Chunked prefill tab)
+        "tpot": fmt_seconds(rm["tpot_s"]),
+        "tokens": fmt_tokens_per_s(rm["output_tokens_per_s_per_gpu"]),
+        "cost": fmt_usd(rm["cost_per_million_output_tokens_usd"])
         if float(rm["price_per_replica_hour_usd"]) > 0
         else "not priced",
     }
     return [
-        Headline(i.label, replaced[i.label], None, "normal", b, i.help + said) if i.label in replaced else i
+        Headline(i.label, replaced[i.key], None, "normal", b, i.help + said, i.key) if i.key in replaced else i
         for i in items
     ]
+
+
+COST_LABEL = "GPU $ / M output tokens"
 
 
 def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
     m = result.metrics
     if float(m["price_per_replica_hour_usd"]) <= 0:  # a measured machine carries no price
         return Headline(
-            "Cost per M output tokens",
+            COST_LABEL,
             "not priced",
             help="This profile has no price (a machine measured by the benchmark): set a GPU price under Advanced.",
+            key="cost",
         )
     return Headline(
-        "Cost per M output tokens",
+        COST_LABEL,
         fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
-        help=f"GPU rental ({fmt_usd(m['price_per_replica_hour_usd'])}/h per replica) / output tokens per hour × 10⁶, "
-        "the prefill's GPU time included.",
+        help=f"GPU cost model: the rental of the replica's GPUs ({fmt_usd(m['price_per_replica_hour_usd'])}/h) over "
+        "the output tokens it serves per hour, × 10⁶, the prefill's GPU time included. Not an API price "
+        "(the prompt-cache card is).",
+        key="cost",
         **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
     )
 
@@ -203,78 +269,135 @@ def _speculative_item(result: Result, fits: bool) -> Headline:
     m = result.metrics
     s = result.resolved.scenario
     label = "Speculative speedup" + ("" if s.spec else " (off)")
+    best = f"best γ here is {fmt_count(m['spec_best_gamma'])} ({fmt_num(m['spec_best_speedup'])}×)"
     helptext = (
         f"Decode tokens/s with speculative decoding (γ = {fmt_count(s.gamma)}, α = {fmt_num(s.alpha)}) "
-        "over plain decoding; "
-        f"best γ here is {fmt_count(m['spec_best_gamma'])} ({fmt_num(m['spec_best_speedup'])}×)."
-        + ("" if s.spec else " Off: the figure is what it would give.")
+        f"over plain decoding; {best}."
+        + ("" if s.spec else " Speculative decoding is off: the figure is what it would give, not what runs.")
     )
     if not fits:
-        return Headline(label, "does not fit", help=helptext)
+        return Headline(label, "does not fit", help=helptext, key="speculative", muted=not s.spec)
     speedup = float(m["spec_speedup"])
+    if not s.spec:
+        return Headline(
+            label,
+            f"{fmt_num(speedup)}×",
+            delta="off",
+            delta_color="off",
+            delta_description=f"would give; best γ {fmt_count(m['spec_best_gamma'])}",
+            help=helptext,
+            key="speculative",
+            muted=True,
+        )
     return Headline(
         label,
         f"{fmt_num(speedup)}×",
         delta=fmt_pct(speedup - 1.0, signed=True),
-        delta_description="tokens/s vs plain decoding",
+        delta_description=f"vs plain decoding; best γ {fmt_count(m['spec_best_gamma'])}",
         help=helptext,
+        key="speculative",
     )
 
 
-def _cache_item(result: Result) -> Headline:
+def better_gamma(result: Result) -> int | None:
+    """The engine's best γ when it beats the scenario's by a visible margin (0.5 %), else None."""
+    m, s = result.metrics, result.resolved.scenario
+    best = int(m["spec_best_gamma"])
+    if best == s.gamma or best < 1 or not m["fits"]:
+        return None
+    return best if float(m["spec_best_speedup"]) > float(m["spec_speedup"]) * 1.005 else None
+
+
+CACHE_LABEL = "API prompt-cache saving"
+
+
+def _cache_item(result: Result, layout: LayoutReport | None = None) -> Headline:
+    if layout is not None:
+        return _layout_cache_item(layout)
     m = result.metrics
     with_cache = float(m["cache_cost_per_request_usd"])
     without = float(m["nocache_cost_per_request_usd"])
     helptext = (
-        f"API cost per request with prompt caching at hit rate {fmt_num(m['cache_hit_rate'])} "
+        f"API cost model: an API's token prices ({fmt_usd(result.resolved.scenario.price_in)} / "
+        f"{fmt_usd(result.resolved.scenario.price_out)} per M input / output tokens), not the GPU rental. "
+        f"Cost per request with prompt caching at hit rate {fmt_num(m['cache_hit_rate'])} "
         f"(break-even {fmt_num(m['cache_break_even_hit_rate'])}) vs none: "
-        f"{fmt_usd(with_cache)} vs {fmt_usd(without)}."
+        f"{fmt_usd(with_cache)} vs {fmt_usd(without)}; from the sidebar's prefix and hit rate (no prompt layout set)."
     )
     if not m["cache_applies"]:
         return Headline(
-            "Prompt-cache saving",
+            CACHE_LABEL,
             fmt_pct(0.0),
             delta_description="prefix below the model's cacheable minimum",
             help=helptext,
+            key="cache",
         )
     return Headline(
-        "Prompt-cache saving",
+        CACHE_LABEL,
         fmt_pct(float(m["cache_saving_frac"])),
         delta=fmt_usd(with_cache - without),
         delta_color="inverse",
-        delta_description="per request vs no cache",
+        delta_description="per request",
         help=helptext,
+        key="cache",
     )
+
+
+def _layout_cache_item(rep: LayoutReport) -> Headline:
+    """The cache card from the scenario's prompt layout: the Prompt layout tab's numbers."""
+    helptext = (
+        "API cost model: an API's token prices, not the GPU rental. From the scenario's prompt layout "
+        f"(Prompt layout tab): {fmt_count(rep.total_tokens)} prompt tokens in {len(rep.blocks)} block(s); "
+        f"no caching {fmt_usd(rep.nocache_cost_per_request_usd)} per request."
+    )
+    if rep.cost_per_request_usd is None or rep.saving_frac is None:
+        return Headline(
+            CACHE_LABEL, "rejected", delta_description="the API rejects this layout", help=helptext, key="cache"
+        )
+    return Headline(
+        CACHE_LABEL,
+        fmt_pct(rep.saving_frac),
+        delta=fmt_usd(rep.cost_per_request_usd - rep.nocache_cost_per_request_usd),
+        delta_color="inverse",
+        delta_description="per request (layout)",
+        help=helptext,
+        key="cache",
+    )
+
+
+def _does_not_fit(result: Result) -> Notice:
+    m, r = result.metrics, result.resolved
+    s = r.scenario
+    min_tp = int(m["min_tp_that_fits"])
+    where = f"smallest tp that fits: {min_tp}" if min_tp else "it does not fit at any tp up to 64"
+    total = fmt_bytes(m["memory_total_bytes_per_gpu"])
+    if m["memory_headroom_bytes_per_gpu"] < 0:
+        why = (
+            f"the start-up baseline, the {fmt_pct(s.mem_util)} budget and the CUDA graphs need "
+            f"{fmt_bytes(-m['memory_headroom_bytes_per_gpu'])} more than the {total} a {r.gpu.name} reports"
+        )
+    elif m["kv_budget_bytes_per_gpu"] <= 0:
+        why = (
+            f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} of "
+            f"activation peak and non-torch memory per GPU exceed the {fmt_bytes(m['usable_bytes_per_gpu'])} "
+            f"{r.engine.name} budgets on a {r.gpu.name} ({fmt_pct(s.mem_util)} of the {total} it reports)"
+        )
+    else:
+        why = (
+            f"after weights and reserve only {fmt_bytes(m['kv_budget_bytes_per_gpu'])} per GPU is left for KV, "
+            f"less than one {fmt_count(s.prompt + s.output)}-token sequence needs"
+        )
+    return Notice("error", f"at tp={s.tp}: {why}; {where}.", lead="Does not fit")
 
 
 def notices(result: Result) -> list[Notice]:
     """Plain-words warnings: does not fit (with the smallest tp that does), batch above
-    the concurrency limit, and where decode turns compute-bound."""
+    the concurrency limit, and where decode turns compute-bound (``planner.studies.ridge``)."""
     m = result.metrics
-    r = result.resolved
-    s = r.scenario
+    s = result.resolved.scenario
     out: list[Notice] = []
     if not m["fits"]:
-        min_tp = int(m["min_tp_that_fits"])
-        where = f"smallest tp that fits: **{min_tp}**" if min_tp else "it does not fit at any tp up to 64"
-        total = fmt_bytes(m["memory_total_bytes_per_gpu"])
-        if m["memory_headroom_bytes_per_gpu"] < 0:
-            why = (
-                f"the start-up baseline, the {fmt_pct(s.mem_util)} budget and the CUDA graphs need "
-                f"{fmt_bytes(-m['memory_headroom_bytes_per_gpu'])} more than the {total} a {r.gpu.name} reports"
-            )
-        elif m["kv_budget_bytes_per_gpu"] <= 0:
-            why = (
-                f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} of "
-                f"activation peak and non-torch memory per GPU exceed the {fmt_bytes(m['usable_bytes_per_gpu'])} "
-                f"{r.engine.name} budgets on a {r.gpu.name} ({fmt_pct(s.mem_util)} of the {total} it reports)"
-            )
-        else:
-            why = (
-                f"after weights and reserve only {fmt_bytes(m['kv_budget_bytes_per_gpu'])} per GPU is left for KV, "
-                f"less than one {fmt_count(s.prompt + s.output)}-token sequence needs"
-            )
-        out.append(Notice("error", f"**Does not fit** at tp={s.tp}: {why}; {where}."))
+        out.append(_does_not_fit(result))
     elif not m["batch_fits_memory"]:
         limit = fmt_num(m["max_concurrent_sequences"])
         feasible = fmt_count(m["feasible_batch"])
@@ -289,29 +412,48 @@ def notices(result: Result) -> list[Notice]:
     ridge = float(m["ridge_batch"])
     bound = "compute-bound" if m["decode_compute_bound"] else "memory-bound"
     turn = (
-        "it **never** turns compute-bound: each sequence's KV reads and activation traffic take longer than its "
-        "arithmetic"
+        "it never turns compute-bound: each sequence's KV reads and activation traffic take longer than its arithmetic"
         if math.isinf(ridge)
-        else f"it turns compute-bound from batch ≈ {fmt_num(ridge)}"
+        else f"it turns compute-bound from batch {fmt_turn(ridge)}"
     )
     prefill = "compute-bound" if m["prefill_compute_bound"] else "memory-bound"
     out.append(Notice("info", f"Prefill is {prefill}; decode at batch {fmt_count(s.batch)} is {bound} and {turn}."))
     return out
 
 
+def card_value(item: Headline) -> str:
+    """The Markdown of a card's value: escaped, greyed when ``muted``."""
+    text = md_escape(item.value)
+    return f":gray[{text}]" if item.muted else text
+
+
 def render(st: Any, items: list[Headline], notes: list[Notice]) -> None:
-    """Two rows of four ``st.metric`` and the notices under them."""
-    for row in (items[:4], items[4:]):
-        for col, item in zip(st.columns(len(row)), row, strict=True):
-            col.metric(
-                md_text(item.label),
-                item.value,
-                delta=None if item.delta is None else md_text(item.delta),
-                delta_color=item.delta_color,
-                delta_description=None if item.delta_description is None else md_text(item.delta_description),
-                help=md_text(item.help),
-                border=True,
-            )
+    """The cards in one wrapping row (as many per line as fit the width, so no value is cut), and the
+    notices under them.  Every text is escaped: a GPU or model name in it is data."""
+    st.html(CARD_CSS)
+    row = st.container(horizontal=True, gap="small", key="headline")
+    for item in items:
+        row.metric(
+            md_escape(item.label),
+            card_value(item),
+            delta=None if item.delta is None else md_text(item.delta),  # program text: its sign sets the arrow
+            delta_color=item.delta_color,
+            delta_arrow="off" if item.delta_color == "off" else "auto",
+            delta_description=None if item.delta_description is None else md_escape(item.delta_description),
+            help=md_escape(item.help),
+            border=True,
+            width=HEADLINE_CARD_WIDTH,
+        )
     for note in notes:
         draw = st.caption if note.level == "info" else getattr(st, note.level)
-        draw(md_text(note.text))
+        draw((f"**{note.lead}** " if note.lead else "") + md_escape(note.text))
+
+
+#: Least card width, px: the longest value ("12,345 tok/s") and label fit at the metric font; the cards of a
+#: line then share its width (three per line at 1280 px beside the sidebar, four from about 1,400 px).
+HEADLINE_CARD_WIDTH = 205
+#: The cards grow to fill their line (Streamlit fixes a sized element's flex basis; this lets it grow).
+CARD_CSS = (
+    "<style>.st-key-headline > [data-testid='stElementContainer'] "
+    f"{{flex: 1 1 {HEADLINE_CARD_WIDTH}px !important; max-width: 100%;}}</style>"
+)

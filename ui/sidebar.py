@@ -10,6 +10,7 @@ validated Scenario plus one line per value it had to adjust.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,17 +25,24 @@ from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model, encode_model
 from planner.model.engine_timing import resolve_timing
 from planner.model.hf_import import MAX_CONFIG_BYTES, model_and_quantization_from_hf_config
+from planner.model.hf_import.reader import parse_config
 from planner.model.params import kv_elements_per_token, state_bytes_per_sequence
 from planner.model.quantization import compatible_quants, scheme_for
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
-from planner.units import DTYPE_BYTES, KV_DTYPES, TERA, WEIGHT_DTYPES
+from planner.units import DTYPE_BYTES, KV_DTYPES, MEGA, TERA, WEIGHT_DTYPES
 from ui.format import md_escape
 from ui.state import SCENARIO_KEY
 
 CHUNK_OPTIONS = tuple(2**k for k in range(4, 21))  # 16 … 1,048,576 tokens
+#: The batch slider's stops: about ×1.5 apart from 1 to 4,096 (the number box beside it takes any batch).
+BATCH_STOPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+#: Slider keys that mirror a number box (the box holds the link key; each moves the other).
+SLIDER_OF = {"batch": "_batch_stops", "chunk": "_chunk_stops"}
 CALIBRATION_KEYS = ("cal_total_gib", "cal_weights_gib", "cal_act_gib", "cal_nontorch_gib", "cal_graph_gib")
 HF_MESSAGE_KEY = "_hf_message"
+#: The config.json uploader's limit, in the MB Streamlit counts (what it prints under the box).
+CONFIG_LIMIT_MB = max(1, MAX_CONFIG_BYTES // int(MEGA))
 _OVERRIDE_LABELS = {
     "layers": ("Layers", "Transformer blocks; blank = the preset's value."),
     "hidden": ("Hidden size", "Model width d_model, elements; blank = the preset's value."),
@@ -81,7 +89,8 @@ def model_options(catalog: Catalog) -> list[str]:
 
 
 def model_label(catalog: Catalog, key: str) -> str:
-    """ "Qwen (Alibaba) — Qwen3-8B": the family first, so the list reads grouped."""
+    """ "Qwen (Alibaba) — Qwen3-8B": the family first, so the list reads grouped (a custom shape's own name
+    is in the caption under the box and in the header)."""
     if key == CUSTOM_MODEL:
         return "Custom shape (config.json or code)"
     m = catalog.models.get(key)
@@ -97,11 +106,12 @@ def gpu_facts(gpu: Any) -> str:
     )
 
 
-def model_facts(m: ModelSpec) -> str:
-    """The chosen shape's key facts, one line: layers by kind, attention, KV per token, context."""
+def model_facts(m: ModelSpec, named: bool = False) -> str:
+    """The chosen shape's key facts, one line: layers by kind, attention, KV per token, context (led by the
+    model's name when ``named``: a custom shape's)."""
     kv = fmt_bytes(kv_elements_per_token(m) * DTYPE_BYTES["bf16"])
     state = f" + {fmt_bytes(state_bytes_per_sequence(m))} state per sequence" if m.is_hybrid else ""
-    return (
+    return (f"{m.name}: " if named else "") + (
         f"{m.layers} layers ({m.layer_summary}) · {m.attention_kind} · KV {kv}/token (bf16){state} · "
         f"{fmt_count(m.context_window_tokens)}-token context"
     )
@@ -119,7 +129,7 @@ def base_model(state: Mapping[str, Any], catalog: Catalog) -> tuple[ModelSpec | 
     """The preset (or decoded custom shape) before overrides; (None, reason) if unreadable."""
     if state.get("model") == CUSTOM_MODEL:
         try:
-            return decode_model(state.get("custom") or ""), None
+            return decode_model(state.get("custom") or "", name=state.get("custom_name") or "Custom model"), None
         except ValueError as exc:
             return None, str(exc)
     return catalog.models.get(state.get("model", "")), None
@@ -135,6 +145,7 @@ def scenario_from_state(state: Mapping[str, Any], base: ModelSpec | None) -> tup
     data = {k: state.get(k, getattr(DEFAULTS, k)) for k in FIELDS}
     if data["model"] != CUSTOM_MODEL:
         data["custom"] = ""
+        data["custom_name"] = ""
     if base is None or base.is_mla:
         data["kv_heads"] = None
         if base is not None:
@@ -227,30 +238,45 @@ def _on_model_change(st: Any, catalog: Catalog) -> None:
             ss["custom"] = encode_model(resolve(previous, catalog).model)
 
 
+def custom_name_from(name_or_path: object, file_name: str | None) -> str:
+    """The custom model's display name: config.json's ``_name_or_path``, else the uploaded file's name
+    (unless it is plain ``config.json``); characters outside ``CUSTOM_NAME_PATTERN`` become '-', ≤ 100."""
+    text = name_or_path.strip() if isinstance(name_or_path, str) else ""
+    if not text and file_name:
+        stem = file_name.rsplit("/", 1)[-1].removesuffix(".json")
+        text = "" if stem.lower() == "config" else stem
+    clean = re.sub(r"[^A-Za-z0-9 ._/+()-]", "-", text).strip()
+    return clean[:100]
+
+
 def _on_import_config(st: Any, source: str) -> None:
     """Read the uploaded (``source="file"``) or pasted (``"text"``) config.json into
-    model=custom; the link then carries the shape."""
+    model=custom; the link then carries the shape and the model's name (``custom_name``)."""
     ss = st.session_state
+    file_name = None
     if source == "file":
         upload = ss.get("_hf_file")
         if upload is None:  # the file was removed
             return
         if upload.size > MAX_CONFIG_BYTES:
-            ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {fmt_count(MAX_CONFIG_BYTES)} bytes")
+            ss[HF_MESSAGE_KEY] = ("error", f"config.json larger than {fmt_count(MAX_CONFIG_BYTES)} bytes", "")
             return
-        text = upload.getvalue()
+        text, file_name = upload.getvalue(), upload.name
     else:
         text = ss.get("_hf_text", "")
         if not text.strip():
-            ss[HF_MESSAGE_KEY] = ("error", "paste the text of a config.json first")
+            ss[HF_MESSAGE_KEY] = ("error", "paste the text of a config.json first", "")
             return
     try:
-        spec, quant = model_and_quantization_from_hf_config(text)
+        data = parse_config(text)
+        name = custom_name_from(data.get("_name_or_path") if isinstance(data, dict) else None, file_name)
+        spec, quant = model_and_quantization_from_hf_config(data, name or None)
     except ValueError as exc:
-        ss[HF_MESSAGE_KEY] = ("error", str(exc))
+        ss[HF_MESSAGE_KEY] = ("error", str(exc), "")
         return
     ss["model"] = CUSTOM_MODEL
     ss["custom"] = encode_model(spec)
+    ss["custom_name"] = custom_name_from(spec.name, None)
     for key in SHAPE_KEYS:
         ss[key] = None
     if quant is not None:  # a quantised checkpoint is sized as it is stored
@@ -260,7 +286,20 @@ def _on_import_config(st: Any, source: str) -> None:
         f"loaded {spec.name}: {spec.layers} layers ({spec.layer_summary}), {spec.attention_kind}, "
         f"{spec.heads} heads / {spec.kv_heads} KV heads, {fmt_count(spec.context_window_tokens)}-token window"
         + (f"; weights {quant.label}" if quant is not None else ""),
+        ss["custom"],
     )
+
+
+def import_message(state: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The last import's (level, text) while it still describes the page: an error until the next
+    import; a success while the model is still the imported shape."""
+    message = state.get(HF_MESSAGE_KEY)
+    if not message:
+        return None
+    level, text, code = message
+    if level == "success" and (state.get("model") != CUSTOM_MODEL or state.get("custom") != code):
+        return None
+    return level, text
 
 
 # --- sections ---------------------------------------------------------------------------------
@@ -336,7 +375,7 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
         "config.json.",
     )
     if base is not None:
-        st.caption(md_escape(model_facts(base)))
+        st.caption(md_escape(model_facts(base, named=ss.get("model") == CUSTOM_MODEL)))
     if ss.get("model") == CUSTOM_MODEL:
         st.text_input(
             "Custom shape code",
@@ -344,6 +383,13 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
             max_chars=600,
             help="Compact shape: L layers, H hidden, A heads, G KV heads, D head dim, F ffn, V vocab, "
             "C context tokens (e.g. L32-H4096-A32-G8-D128-F14336-V128256-C131072).",
+        )
+        st.text_input(
+            "Model name",
+            key="custom_name",
+            max_chars=100,
+            placeholder="Custom model",
+            help="Shown in the header and carried in the link; letters, digits, spaces and . _ - / + ( ).",
         )
         if base_problem:
             st.error(md_escape(base_problem))
@@ -358,7 +404,9 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
             "between = GQA; count.",
         )
     elif base is not None:
-        st.caption(f"{base.name} uses MLA: its KV cache is a compressed latent, so there is no KV-heads choice.")
+        st.caption(
+            md_escape(f"{base.name} uses MLA: its KV cache is a compressed latent, so there is no KV-heads choice.")
+        )
     c1, c2 = st.columns(2)
     c1.selectbox(
         "Weight dtype",
@@ -387,11 +435,12 @@ def _model(st: Any, catalog: Catalog, base: ModelSpec | None, base_problem: str 
             key="_hf_file",
             on_change=_on_import_config,
             args=(st, "file"),
-            help="The model's config.json (≤ 1 MB), read as JSON only; loads on upload.",
+            max_upload_size=CONFIG_LIMIT_MB,
+            help=f"The model's config.json (≤ {CONFIG_LIMIT_MB} MB), read as JSON only; loads on upload.",
         )
         st.text_area("…or paste its text", key="_hf_text", height=120, help="The JSON text of a config.json (≤ 1 MB).")
         st.button("Use pasted config", key="_hf_go", on_click=_on_import_config, args=(st, "text"))
-        message = ss.pop(HF_MESSAGE_KEY, None)
+        message = import_message(ss)
         if message:
             getattr(st, message[0])(md_escape(message[1]))
 
@@ -419,28 +468,53 @@ def _quantisation(st: Any) -> None:
             )
 
 
-def _workload(st: Any) -> None:
+def _sync_slider(st: Any, key: str) -> None:
+    """The stepped slider follows its number box (a callback: runs before the next script run)."""
+    st.session_state[key] = st.session_state[SLIDER_OF[key]]
+
+
+def _boxed_slider(st: Any, key: str, label: str, help: str, stops: tuple[int, ...], step: int) -> None:
+    """A number box (the link key: any value in range) and under it a slider over ``stops`` (and the
+    current value) that sets the box — one key press moves a stop, not one unit."""
     ss = st.session_state
+    current = int(ss.get(key, getattr(DEFAULTS, key)))
+    ss[SLIDER_OF[key]] = current
+    _int_input(st, key, label, help, step=step)
+    st.select_slider(
+        f"{label} (stepped)",
+        options=sorted(set(stops) | {current}),
+        key=SLIDER_OF[key],
+        format_func=fmt_count,
+        on_change=_sync_slider,
+        args=(st, key),
+        label_visibility="collapsed",
+        help=help,
+    )
+
+
+def _workload(st: Any) -> None:
     st.header("Workload")
-    st.slider(
+    _boxed_slider(
+        st,
+        "batch",
         "Batch (concurrent sequences)",
-        min_value=int(field_bounds("batch")[0]),
-        max_value=int(field_bounds("batch")[1]),
-        key="batch",
-        help="Sequences decoding together in each step; count.",
+        "Sequences decoding together in each step; count. Type any value, or drag over 1 … 4,096 in ×1.5 steps.",
+        BATCH_STOPS,
+        step=1,
     )
     c1, c2 = st.columns(2)
     with c1:
         _int_input(st, "prompt", "Prompt tokens", "Input tokens per request; tokens.", step=256)
     with c2:
         _int_input(st, "output", "Output tokens", "Generated tokens per request; tokens.", step=64)
-    current = ss.get("chunk", DEFAULTS.chunk)
-    st.select_slider(
+    _boxed_slider(
+        st,
+        "chunk",
         "Prefill chunk",
-        options=sorted(set(CHUNK_OPTIONS) | {current}),
-        key="chunk",
-        format_func=fmt_count,
-        help="Chunked-prefill token budget per scheduler step; tokens.",
+        "Chunked-prefill token budget per scheduler step (vLLM max_num_batched_tokens); tokens. Type any value, "
+        "or drag over the powers of two.",
+        CHUNK_OPTIONS,
+        step=256,
     )
 
 
@@ -614,7 +688,9 @@ def _advanced(st: Any, catalog: Catalog) -> None:
         )
         calibrated = {k: ss.get(k) for k in CALIBRATION_KEYS if ss.get(k) is not None}
         if calibrated:
-            st.caption("Memory terms from a start-up log: " + ", ".join(f"{k}={v}" for k, v in calibrated.items()))
+            st.caption(
+                md_escape("Memory terms from a start-up log: " + ", ".join(f"{k}={v}" for k, v in calibrated.items()))
+            )
             st.button("Clear the log's figures", key="_cal_clear", on_click=_clear_calibration, args=(st,))
         gpu = catalog.profile(ss.get("gpu", ""))
         _float_input(

@@ -52,11 +52,28 @@ class LinkNote:
     fatal: bool
 
 
+def used_value(scenario: Scenario, key: str) -> str:
+    """A field's value as the page uses it, for "…; using 32"."""
+    value = getattr(scenario, key)
+    if value is None:
+        return "the preset's value"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value == "":
+        return "none"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
 def decode_query_params(query_params: Any, catalog: Catalog) -> tuple[Scenario, list[LinkNote]]:
-    """``st.query_params`` (every value of a repeated key kept) → Scenario + notes."""
+    """``st.query_params`` (every value of a repeated key kept: the CLI's rule and notice, "given 3
+    times; the last value is used") → Scenario + notes; a rejected value's note says what is used instead."""
     raw = {key: query_params.get_all(key) for key in query_params}
     scenario, issues = from_query(raw, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
-    return scenario, [LinkNote(i.message, i.fatal) for i in issues]
+    notes = []
+    for i in issues:
+        used = f"; using {used_value(scenario, i.key)}" if i.fatal and i.key in FIELDS else ""
+        notes.append(LinkNote(i.message + used, i.fatal))
+    return scenario, notes
 
 
 def apply_changes(base: Scenario, changes: Mapping[str, Any]) -> tuple[Scenario | None, list[str]]:
@@ -106,12 +123,17 @@ def finish_run(st: Any, scenario: Scenario) -> None:
         st.query_params.from_dict(wanted)
 
 
+def still_first_scenario(st: Any) -> bool:
+    """Whether the scenario on screen is still the one the link loaded (its notes still apply)."""
+    ss = st.session_state
+    return ss.get(SCENARIO_KEY) == ss.get(FIRST_SCENARIO_KEY)
+
+
 def link_notes(st: Any) -> list[LinkNote]:
     """The link's problems, while the scenario is still the one the link loaded."""
-    ss = st.session_state
-    if ss.get(SCENARIO_KEY) != ss.get(FIRST_SCENARIO_KEY):
+    if not still_first_scenario(st):
         return []
-    return list(ss.get(ISSUES_KEY, []))
+    return list(st.session_state.get(ISSUES_KEY, []))
 
 
 def share_link(scenario: Scenario, base_url: str | None) -> str:

@@ -72,7 +72,7 @@ def resolve(s: Scenario, catalog: Catalog) -> Resolved:
     model = catalog.models.get(s.model)
     if s.model == CUSTOM_MODEL:
         try:
-            model = decode_model(s.custom)
+            model = decode_model(s.custom, name=s.custom_name or "Custom model")
         except ValueError as exc:
             problems.append(str(exc))
     elif model is None:

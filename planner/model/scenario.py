@@ -57,6 +57,10 @@ def _valid_base(text: str) -> str:
     return text
 
 
+#: A custom model's display name: letters, digits, space and . _ - / + ( ) — a repo id or a file name, no markup.
+CUSTOM_NAME_PATTERN = r"^[A-Za-z0-9 ._/+()-]*$"
+
+
 class Scenario(BaseModel):
     """Everything the user can set; each field is a link key (see ``links.py``).
 
@@ -181,6 +185,12 @@ class Scenario(BaseModel):
     )
     response_s: float = Field(
         default=0.0, ge=0.0, le=3600.0, description="follow-ups: the API's response time before each follow-up, s"
+    )
+    custom_name: str = Field(
+        default="",
+        max_length=100,
+        pattern=CUSTOM_NAME_PATTERN,
+        description="display name of a custom model (model=custom): config.json's _name_or_path or its file name",
     )
 
     # the SLO's percentile and goodput share, the sizing search's knobs, the pinned baseline (issue 17)

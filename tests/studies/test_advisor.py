@@ -117,7 +117,7 @@ def test_balanced_scenario_has_no_warnings(catalog):
     items = findings(balanced, catalog)
     assert [f.id for f in items if f.severity in WARNING_SEVERITIES] == []
     regime = by_id(items)["decode-regime"]
-    assert regime.severity == "info" and f"below batch {ridge:,.0f}" in regime.explanation
+    assert regime.severity == "info" and f"below batch {math.ceil(ridge):,}" in regime.explanation
 
 
 def test_ranked_by_severity_then_effect(results):

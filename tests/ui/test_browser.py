@@ -1,16 +1,24 @@
 """End to end in a real browser: Debian's Chromium (headless) driven by Playwright
 against ``streamlit run app.py`` on a free localhost port.
 
-Opens a shared link, checks the headline against the engine, moves the batch
-slider with the keyboard, sees the URL follow, downloads the scenario CSV and
-compares it byte for byte with the CLI's for the same link, waits for a Plotly
-chart to draw and saves a screenshot to test-artifacts/.  The Share popover
-must show the page's own URL.  Skips (saying why)
-where Chromium or Playwright is missing; never downloads a browser.
+* Opens a shared link, checks the headline against the engine, types a new batch into its
+  number box, sees the URL follow, downloads the scenario CSV and compares it byte for byte
+  with the CLI's for the same link; the Share popover must show the page's own URL.
+* At 1280 × 800 and 1500 × 1000 every headline card shows the engine's value whole (its
+  rendered text is the value and no text inside a card overflows its box), and the page is
+  saved to test-artifacts/screenshot-WxH.png (docs/screenshot-*.png are these, checked by eye).
+* Over a catalog with hostile names (``tests/ui/hostile.py``) the names render as their own
+  characters — no link, image, bold or colour — and every request that would leave the
+  page (anything not to the test server) is blocked and logged: the log must stay empty.
+* A link of more than 1,000 parameters (Streamlit drops it whole) is named on the page; a
+  repeated key gets the CLI's notice and its last value.
+
+Skips (saying why) where Chromium or Playwright is missing; never downloads a browser.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -25,6 +33,7 @@ from planner.cli.serve import dashboard_command
 from planner.engine.evaluate import evaluate
 from planner.links import from_query
 from tests.paths import ROOT
+from tests.ui.hostile import BAD_FILE, EVIL_GPU, INJECTED, write_hostile_catalog
 from ui import headline
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -52,9 +61,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def streamlit_command(port: int) -> list[str]:
-    """The production launcher's command (``kvplan serve``), with its server settings."""
-    return dashboard_command(port)
+def streamlit_command(port: int, script: Path | None = None) -> list[str]:
+    """The production launcher's command (``kvplan serve``), with its server settings (on another script)."""
+    cmd = dashboard_command(port)
+    if script is not None:
+        cmd[cmd.index("run") + 1] = str(script)
+    return cmd
 
 
 def wait_until_healthy(proc: subprocess.Popen, base: str) -> None:
@@ -71,14 +83,15 @@ def wait_until_healthy(proc: subprocess.Popen, base: str) -> None:
         time.sleep(0.25)
 
 
-@pytest.fixture(scope="module")
-def server():
-    """``streamlit run app.py`` on a free port; always terminated."""
+def serve(script: Path | None = None, env: dict[str, str] | None = None, log_name: str = "streamlit.log"):
+    """``streamlit run`` on a free port; yields the base URL; always terminated."""
     ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with open(ARTIFACTS / "streamlit.log", "w") as log:
-        proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    with open(ARTIFACTS / log_name, "w") as log:
+        proc = subprocess.Popen(
+            streamlit_command(port, script), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env
+        )
         try:
             wait_until_healthy(proc, base)
             yield base
@@ -89,6 +102,20 @@ def server():
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server():
+    """``streamlit run app.py`` on a free port."""
+    yield from serve()
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):
+    """The dashboard over the hostile catalog (``tests/ui/injected_app.py``)."""
+    hardware, models = write_hostile_catalog(tmp_path_factory.mktemp("hostile"))
+    env = {**os.environ, "KVPLAN_TEST_HARDWARE": str(hardware), "KVPLAN_TEST_MODELS": str(models)}
+    yield from serve(ROOT / "tests" / "ui" / "injected_app.py", env, "streamlit-hostile.log")
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +134,9 @@ def expected_headline(query: str, catalog) -> dict[str, str]:
     result = evaluate(scenario, catalog)
     baseline = headline.mha_baseline(scenario, result.resolved.model)
     mha = evaluate(baseline, catalog) if baseline else None
-    return {h.label: h.value for h in headline.headline_items(result, mha)}
+    smaller = headline.feasible_scenario(result)
+    feasible = evaluate(smaller, catalog) if smaller is not None else None
+    return {h.label: h.value for h in headline.headline_items(result, mha, feasible)}
 
 
 def wait_for_headline(page, want: dict[str, str]) -> None:
@@ -126,9 +155,9 @@ def test_shared_link_slider_csv_and_chart(server, browser, catalog, tmp_path):
         page.goto(server + "/" + SHARED_LINK)
         wait_for_headline(page, expected_headline(SHARED_LINK, catalog))
 
-        thumb = page.locator('[data-testid="stSlider"]').filter(has_text="Batch").locator('input[type="range"]')
-        thumb.focus()
-        thumb.press("ArrowRight")
+        box = page.get_by_role("spinbutton", name="Batch (concurrent sequences)")
+        box.fill("65")
+        box.press("Enter")
         page.wait_for_function("() => new URLSearchParams(location.search).get('batch') === '65'")
         link = "?" + urlsplit(page.url).query
         moved, _ = from_query(link)
@@ -154,5 +183,98 @@ def test_shared_link_slider_csv_and_chart(server, browser, catalog, tmp_path):
         page.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=False)
+    finally:
+        context.close()
+
+
+#: The issue-18 scenario: the batch does not fit, chunked TTFT, the speculative card off.
+SCREENSHOT_LINK = "?v=1&model=llama-3.1-70b&tp=4&batch=64&prompt=8192&chunk=512"
+OVERFLOWING = """() => Array.from(document.querySelectorAll(
+    '[data-testid="stMetric"] [data-testid="stMetricValue"] *, [data-testid="stMetric"] [data-testid="stMetricLabel"] *'
+  )).filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+
+
+def card_texts(page) -> dict[str, str]:
+    """Each headline card's label and value as the browser renders them."""
+    labels = page.locator('[data-testid="stMetric"] [data-testid="stMetricLabel"]').all_inner_texts()
+    values = page.locator('[data-testid="stMetric"] [data-testid="stMetricValue"]').all_inner_texts()
+    return {label.strip(): value.strip() for label, value in zip(labels, values, strict=True)}
+
+
+@pytest.mark.parametrize("width, height", [(1280, 800), (1500, 1000)])
+def test_headline_cards_are_whole_at_both_sizes(server, browser, catalog, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server + "/" + SCREENSHOT_LINK)
+        want = expected_headline(SCREENSHOT_LINK, catalog)
+        wait_for_headline(page, want)
+        assert card_texts(page) == want  # the rendered text is the engine's value, every card
+        assert page.evaluate(OVERFLOWING) == []  # and nothing in a card is cut ("3,090 to…")
+        page.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible")
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / f"screenshot-{width}x{height}.png"), full_page=False)
+        assert page.get_by_text("Deploy", exact=True).count() == 0  # client.toolbarMode = "viewer"
+    finally:
+        context.close()
+
+
+def blocking_context(browser, base: str, outbound: list[str], **kw):
+    """A browser context in which every request not to ``base`` is blocked and logged in ``outbound``."""
+    context = browser.new_context(**kw)
+
+    def route(r):
+        if r.request.url.startswith(base):
+            r.continue_()
+        else:
+            outbound.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    return context
+
+
+def test_hostile_names_render_as_text_and_nothing_leaves_the_page(hostile_server, browser):
+    outbound: list[str] = []
+    context = blocking_context(browser, hostile_server, outbound, viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(hostile_server + f"/?v=1&gpu={EVIL_GPU}&model=llama-3.1-405b")
+        main = page.locator('[data-testid="stMain"]')
+        sync_api.expect(main).to_contain_text("Does not fit", timeout=TIMEOUT_MS)
+        for tab in ("Memory", "Compare GPUs", "Simulate & size"):
+            page.get_by_role("tab", name=tab).click()
+            page.wait_for_timeout(1500)
+            text = main.inner_text().replace("\u2060", "")  # the invisible joiner that breaks bare links
+            assert INJECTED in text, tab  # the name, character for character
+            assert BAD_FILE.removesuffix(".toml") in text  # the skipped file, named as text
+            assert page.locator('a[href*="evil"]').count() == 0, tab
+            assert page.locator('img[src*="evil"]').count() == 0, tab
+            assert page.locator("strong", has_text="BOLD").count() == 0, tab
+            assert page.locator(".js-plotly-plot a").count() == 0, tab
+        page.screenshot(path=str(ARTIFACTS / "hostile-names.png"), full_page=False)
+        assert outbound == []
+    finally:
+        context.close()
+
+
+def test_a_link_streamlit_drops_is_named_and_a_repeated_key_noticed(server, browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server + "/?v=1&batch=48&" + "&".join(f"zz{i}=1" for i in range(1001)))
+        sync_api.expect(page.locator('[data-testid="stAlert"]').first).to_contain_text(
+            "1,003 parameters", timeout=TIMEOUT_MS
+        )
+        assert "none of it was read" in page.locator('[data-testid="stMain"]').inner_text()
+        page.goto(server + "/?v=1&batch=4&batch=8&batch=16")
+        sync_api.expect(page.locator('[data-testid="stAlert"]').first).to_contain_text(
+            "given 3 times; the last value is used", timeout=TIMEOUT_MS
+        )
+        box = page.get_by_role("spinbutton", name="Batch (concurrent sequences)")
+        sync_api.expect(box).to_have_value("16", timeout=TIMEOUT_MS)
     finally:
         context.close()

@@ -4,6 +4,7 @@ baseline survives a shared link (reloaded, the headline is still against it)."""
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlencode
 
 import pytest
@@ -42,17 +43,23 @@ def test_a_click_on_a_frontier_point_sets_the_scenario_and_the_link(server, brow
         before = page.evaluate("() => location.search")
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_function(f"() => location.search !== {before!r}")
-        page.wait_for_timeout(1000)  # the rerun that applied the point has rewritten the link
-        page.screenshot(path=str(ARTIFACTS / "frontier-click.png"))
-        moved, issues = from_query(page.evaluate("() => location.search"))
-        assert not issues
         # the scenario is now the configuration under the cursor: the frontier point clicked, or one drawn
-        # within a marker of it (plotly picks the nearest; configurations can coincide there)
+        # within a marker of it (plotly picks the nearest; configurations can coincide there).  The link may
+        # be rewritten more than once on the way (a rerun in flight when the click arrived): poll until the
+        # rerun that applied the point has written it, then check it.
         f = FRONTIERS[0]
         want = frontier_points(screen_points(FRONTIER_LINK, catalog).points, f).iloc[k]
-        now = screen_points(moved, catalog).points
-        me = now[now["point"] == current_point(now, moved)].iloc[0]
-        assert me["meets_slo"] and moved.replicas == int(me["replicas"])
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while True:
+            moved, issues = from_query(page.evaluate("() => location.search"))
+            assert not issues
+            now = screen_points(moved, catalog).points
+            me = now[now["point"] == current_point(now, moved)].iloc[0]
+            if (me["meets_slo"] and moved.replicas == int(me["replicas"])) or time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "frontier-click.png"))
+        assert me["meets_slo"] and moved.replicas == int(me["replicas"]), (to_query(moved), me.to_dict())
         assert (me[f.x], me[f.y]) == pytest.approx((want[f.x], want[f.y]), rel=0.02)
     finally:
         context.close()

@@ -17,6 +17,8 @@ from planner.engine.evaluate import evaluate
 from planner.format import fmt_bytes, fmt_num, fmt_seconds, fmt_usd
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
+from planner.studies.advisor import findings
+from planner.studies.ridge import fmt_turn
 from ui import headline
 from ui.figures import core as figures
 from ui.figures.theme import COLORS
@@ -130,7 +132,7 @@ def test_marks_window_ridge_and_break_even():
     assert "advertised window 131,072" in _annotations(by_key["concurrency-vs-context"])
     ridge = r.metrics["ridge_batch"]
     assert math.isfinite(ridge)
-    assert f"compute-bound from batch ≈ {fmt_num(ridge)}" in _annotations(by_key["decode-vs-batch"])
+    assert f"compute-bound from batch {fmt_turn(ridge)}" in _annotations(by_key["decode-vs-batch"])
     shapes = by_key["decode-vs-batch"].figure.layout.shapes
     assert any(s.type == "line" and s.x0 == pytest.approx(ridge) for s in shapes)
     notes = _annotations(by_key["prompt-cache-cost"])
@@ -193,12 +195,18 @@ def test_formatting_helpers():
 
 
 def test_one_rounding_rule_for_the_ridge_batch():
-    """The compute-bound turn reads the same in the chart's mark, its caption and the headline's notice."""
-    r = evaluate(Scenario(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0), CATALOG)
-    ridge = fmt_num(r.metrics["ridge_batch"])
+    """The compute-bound turn reads the same in the chart's mark, its caption, the headline's notice and the
+    advisor's finding: the first whole batch at or past the ridge, ⌈ridge⌉ (issue 18: 219 / 218 / 218)."""
+    s = Scenario(model="llama-3.1-70b", gpu="h100-sxm", tp=8, prompt=128, output=16, prefix=0)
+    r = evaluate(s, CATALOG)
+    ridge = r.metrics["ridge_batch"]
+    turn = fmt_turn(ridge)
+    assert turn == f"{math.ceil(ridge):,}" and not float(ridge).is_integer()
     dec = next(c for c in tab_charts("Latency & throughput", r) if c.key == "decode-vs-batch")
-    assert f"batch ≈ {ridge}" in _annotations(dec) and f"batch ≈ {ridge}," in dec.caption
-    assert any(f"batch ≈ {ridge}." in n.text for n in headline.notices(r))
+    assert f"from batch {turn}" in _annotations(dec) and f"from batch {turn}," in dec.caption
+    assert any(f"from batch {turn}." in n.text for n in headline.notices(r))
+    regime = next(f for f in findings(s, CATALOG) if f.id == "decode-regime")
+    assert f"below batch {turn} and compute-bound from {turn} on" in regime.explanation
 
 
 def test_captions_carry_headline_numbers_as_the_headline_writes_them():

@@ -26,18 +26,24 @@ def texts(elements) -> str:
     return "\n".join(e.value for e in elements)
 
 
+EXAMPLE = Scenario(layout=DEFAULT_LAYOUT)
+
+
 def test_example_layout_shows_the_classic_failure_and_the_fix():
     at = app()
+    at.button(key="pl_example_layout").click().run()  # the example is one click away
+    assert scenario_of(at).layout == DEFAULT_LAYOUT
     assert not at.exception
     assert "changes on every request" in texts(at.error)
     labels = [m.label for m in at.metric]
-    assert labels[:4] == ["Cost / request", "Cost / month", "No caching / request", "TTFT saved"]
-    assert at.metric[0].value == "$0.0424" and "+19.4%" in at.metric[0].delta  # writes, no reads: dearer
+    assert labels[:4] == ["API prompt-cache saving", "API cost / request", "API cost / month", "TTFT saved"]
+    assert at.metric[0].value == "-19.4%"  # writes, no reads: a surcharge
+    assert at.metric[1].value == "$0.0424" and "vs no cache" in at.metric[1].delta
     assert len(at.dataframe) >= 2  # breakpoints and before/after
 
 
 def test_applying_the_suggestion_updates_the_link_and_clears_the_error():
-    at = app()
+    at = app(EXAMPLE)
     at.button(key="pl_apply").click().run()
     assert not at.exception
     layout = decode(scenario_of(at).layout)
@@ -47,7 +53,7 @@ def test_applying_the_suggestion_updates_the_link_and_clears_the_error():
 
 
 def test_editing_a_setting_writes_the_layout_into_the_scenario():
-    at = app()
+    at = app(EXAMPLE)
     users = next(n for n in at.number_input if n.label.startswith("distinct users"))
     users.set_value(250).run()
     assert not at.exception
@@ -64,7 +70,7 @@ def test_a_bad_layout_in_the_link_is_reported_by_block():
 def test_too_many_breakpoints_is_rejected_with_the_fix():
     at = app(Scenario(layout="s:2000:s:*|s:2000:s:*|s:2000:s:*|s:2000:s:*|m:10:r:*;rpm:30"))
     assert "rejects the request" in texts(at.error)
-    assert at.metric[0].value == "rejected (HTTP 400)"
+    assert at.metric[0].value == "rejected" and at.metric[1].value == "rejected (HTTP 400)"
 
 
 def test_example_usage_log_end_to_end():

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from planner.bench.results import BenchResults, CaseResult
 from planner.units import MS_PER_S
 from ui.figures.theme import BASE_LAYOUT, COLORS, SERIES_COLORS
+from ui.format import plot_text
 
 
 def _figure(title: str, x_title: str) -> go.Figure:
@@ -24,15 +25,15 @@ def _figure(title: str, x_title: str) -> go.Figure:
     fig.update_layout(
         **BASE_LAYOUT
         | dict(
-            title=title,
+            title=plot_text(title),
             margin=dict(l=60, r=20, t=50, b=40),
             legend=dict(orientation="h", yanchor="top", y=-0.1, xanchor="left", x=0),  # below the error panel
             height=640,
         )
     )
-    fig.update_xaxes(type="log", row=1, col=1)
-    fig.update_xaxes(type="log", title_text=x_title, row=2, col=1)
-    fig.update_yaxes(type="log", title_text="step time (ms)", row=1, col=1)
+    fig.update_xaxes(type="log", dtick=1, row=1, col=1)
+    fig.update_xaxes(type="log", title_text=plot_text(x_title), dtick=1, row=2, col=1)
+    fig.update_yaxes(type="log", title_text="step time (ms)", dtick=1, row=1, col=1)
     fig.update_yaxes(title_text="error (%)", zeroline=True, row=2, col=1)
     fig.add_hline(y=0, line=dict(color=COLORS["zero_line"], width=1), row=2, col=1)
     return fig
@@ -48,7 +49,7 @@ def _add_series(fig: go.Figure, rows: list[CaseResult], x: list[int], profile: s
             x=x,
             y=measured,
             mode="markers",
-            name=f"{name} measured",
+            name=plot_text(f"{name} measured"),
             legendgroup=name,
             marker=dict(color=color, size=8),
             hovertemplate="%{x}: measured %{y:.3g} ms<extra></extra>",
@@ -61,7 +62,7 @@ def _add_series(fig: go.Figure, rows: list[CaseResult], x: list[int], profile: s
             x=x,
             y=predicted,
             mode="lines",
-            name=f"{name} predicted",
+            name=plot_text(f"{name} predicted"),
             legendgroup=name,
             line=dict(color=color, dash="dash"),
             customdata=bound,
@@ -76,7 +77,7 @@ def _add_series(fig: go.Figure, rows: list[CaseResult], x: list[int], profile: s
             x=x,
             y=serial,
             mode="lines",
-            name=f"{name} no overlap (o = 0)",
+            name=plot_text(f"{name} no overlap (o = 0)"),
             legendgroup=name,
             line=dict(color=color, dash="dot", width=1),
             opacity=0.6,
@@ -90,7 +91,7 @@ def _add_series(fig: go.Figure, rows: list[CaseResult], x: list[int], profile: s
             x=x,
             y=error,
             mode="lines+markers",
-            name=f"{name} error",
+            name=plot_text(f"{name} error"),
             legendgroup=name,
             showlegend=False,
             line=dict(color=color),

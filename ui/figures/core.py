@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.format import fmt_bytes, fmt_num
+from planner.studies.ridge import fmt_turn
 from planner.units import MS_PER_S, TERA, GiB, KiB
 from ui.figures.theme import (
     COLORS,
@@ -51,11 +52,15 @@ def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: floa
         for row in frame.itertuples()
         if row.bytes_per_gpu > 0
     ]
-    cap = vline(capacity_bytes / GiB, f"total {fmt_bytes(capacity_bytes)}", False, color=COLORS["black"])
-    use = vline(usable_bytes / GiB, f"engine budget {fmt_bytes(usable_bytes)}", False, y_text=0.15)
+    top = max(sum(d["x"][0] for d in data), capacity_bytes / GiB) if data else capacity_bytes / GiB
+    span = (0.0, top)
+    # the bar fills the middle half (bargap): the total's label sits above it, the budget's below it
+    cap = vline(capacity_bytes / GiB, f"total {fmt_bytes(capacity_bytes)}", False, COLORS["black"], 0.99, span)
+    use = vline(usable_bytes / GiB, f"engine budget {fmt_bytes(usable_bytes)}", False, COLORS["mark"], 0.2, span)
     return figure(
         data,
         barmode="stack",
+        bargap=0.5,
         height=260,
         xaxis=axis("GiB per GPU"),
         yaxis=dict(type="category", showticklabels=False),
@@ -83,8 +88,9 @@ def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens
         )
         for name in ("paged", "contiguous")
     ]
-    win = vline(window_tokens, f"advertised window {fmt_num(window_tokens)}", True)
-    now = vline(context_tokens, f"this scenario {fmt_num(context_tokens)}", True, y_text=0.15)
+    span = (float(ctx.min()), float(ctx.max()))
+    win = vline(window_tokens, f"advertised window {fmt_num(window_tokens)}", True, span=span)
+    now = vline(context_tokens, f"this scenario {fmt_num(context_tokens)}", True, y_text=0.15, span=span)
     notes = [win[1], now[1]]
     if not (frame["max_concurrent_sequences"] > 0).any():
         notes.append(
@@ -100,8 +106,8 @@ def concurrency_figure(frame: pd.DataFrame, window_tokens: float, context_tokens
         )
     return figure(
         data,
-        xaxis=axis("context length (tokens per sequence)", log=True),
-        yaxis=axis("max concurrent sequences", log=True),
+        xaxis=axis("context length (tokens per sequence)", log=True, values=ctx),
+        yaxis=axis("max concurrent sequences", log=True, values=conc),
         shapes=[win[0], now[0]],
         annotations=notes,
     )
@@ -174,8 +180,10 @@ def roofline_figure(frame: pd.DataFrame) -> go.Figure:
         )
     return figure(
         data,
-        xaxis=axis("arithmetic intensity (FLOP per byte moved)", log=True),
-        yaxis=axis("TFLOP/s per GPU", log=True),
+        xaxis=axis(
+            "arithmetic intensity (FLOP per byte moved)", log=True, values=frame["arithmetic_intensity_flop_per_byte"]
+        ),
+        yaxis=axis("TFLOP/s per GPU", log=True, values=frame["attainable_flop_per_s"] / TERA),
     )
 
 
@@ -215,7 +223,7 @@ def decode_batch_figure(frame: pd.DataFrame, ridge_batch: float, memory_limit: f
     shapes, notes = [], []
     lo, hi = min(x), max(x)
     if math.isfinite(ridge_batch) and lo <= ridge_batch <= hi:
-        s, n = vline(ridge_batch, f"compute-bound from batch ≈ {fmt_num(ridge_batch)}", True)
+        s, n = vline(ridge_batch, f"compute-bound from batch {fmt_turn(ridge_batch)}", True, span=(lo, hi))
         shapes.append(s), notes.append(n)
     if memory_limit < hi:
         shapes.append(band(max(memory_limit, lo), hi, 0, 1, "x", "paper", COLORS["lose"], opacity=0.08))
@@ -231,7 +239,7 @@ def decode_batch_figure(frame: pd.DataFrame, ridge_batch: float, memory_limit: f
                 font=dict(size=11, color=COLORS["lose"]),
             )
         )
-    s, n = vline(batch, f"batch {fmt_num(batch)}", True, y_text=0.98 if not notes else 0.8)
+    s, n = vline(batch, f"batch {fmt_num(batch)}", True, y_text=0.98 if not notes else 0.8, span=(lo, hi))
     shapes.append(s), notes.append(n)
     return figure(
         data,
@@ -274,7 +282,11 @@ def latency_throughput_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
                 hoverinfo="skip",
             )
         )
-    return figure(data, xaxis=axis("output tokens/s per GPU", log=True), yaxis=axis("time per output token, ms"))
+    return figure(
+        data,
+        xaxis=axis("output tokens/s per GPU", log=True, values=frame["tokens_per_s_per_gpu"]),
+        yaxis=axis("time per output token, ms"),
+    )
 
 
 def ttft_prompt_figure(frame: pd.DataFrame, prompt_tokens: float, window_tokens: float) -> go.Figure:
@@ -291,13 +303,15 @@ def ttft_prompt_figure(frame: pd.DataFrame, prompt_tokens: float, window_tokens:
             hovertemplate="%{x:,} prompt tokens: TTFT %{y:.4g} ms (%{customdata[0]})<extra></extra>",
         )
     ]
-    p = vline(prompt_tokens, f"prompt {fmt_num(prompt_tokens)}", True, y_text=0.6)
-    w = vline(window_tokens, f"window {fmt_num(window_tokens)}", True)
+    x = frame["prompt_tokens"].to_numpy()
+    span = (float(x.min()), float(x.max()))
+    p = vline(prompt_tokens, f"prompt {fmt_num(prompt_tokens)}", True, y_text=0.6, span=span)
+    w = vline(window_tokens, f"window {fmt_num(window_tokens)}", True, span=span)
     return figure(
         data,
         showlegend=False,
-        xaxis=axis("prompt length (tokens)", log=True),
-        yaxis=axis("time to first token, ms", log=True),
+        xaxis=axis("prompt length (tokens)", log=True, values=x),
+        yaxis=axis("time to first token, ms", log=True, values=frame["ttft_s"] * MS_PER_S),
         shapes=[p[0], w[0]],
         annotations=[p[1], w[1]],
     )
@@ -342,7 +356,7 @@ def chunked_figure(frame: pd.DataFrame, chunk_tokens: float) -> go.Figure:
                 hovertemplate=f"no chunking: {label} %{{y:.4g}} ms<extra></extra>",
             )
         )
-    s, n = vline(chunk_tokens, f"chunk {fmt_num(chunk_tokens)}", True)
+    s, n = vline(chunk_tokens, f"chunk {fmt_num(chunk_tokens)}", True, span=(float(x.min()), float(x.max())))
     return figure(
         data,
         height=560,
@@ -452,7 +466,7 @@ def speculative_batch_figure(frame: pd.DataFrame, batch: float) -> go.Figure:
             font=dict(color=COLORS["lose"], size=11),
         )
     ]
-    s, n = vline(batch, f"batch {fmt_num(batch)}", True)
+    s, n = vline(batch, f"batch {fmt_num(batch)}", True, span=(float(x.min()), float(x.max())))
     return figure(
         data,
         showlegend=False,
@@ -487,9 +501,9 @@ def cache_cost_figure(frame: pd.DataFrame, cache_hit_rate: float, break_even: Ma
     ]
     shapes, notes = [], []
     for i, (policy, h) in enumerate(break_even.items()):
-        s, n = vline(h, f"{policy} break-even {fmt_num(h)}", False, color=COLORS[policy], y_text=0.98 - 0.1 * i)
+        s, n = vline(h, f"{policy} break-even {fmt_num(h)}", False, COLORS[policy], 0.98 - 0.1 * i, (0.0, 1.0))
         shapes.append(s), notes.append(n)
-    s, n = vline(cache_hit_rate, f"this scenario {fmt_num(cache_hit_rate)}", False, y_text=0.2)
+    s, n = vline(cache_hit_rate, f"this scenario {fmt_num(cache_hit_rate)}", False, y_text=0.2, span=(0.0, 1.0))
     return figure(
         data,
         shapes=shapes + [s],
@@ -513,7 +527,7 @@ def break_even_figure(frame: pd.DataFrame, cache_hit_rate: float) -> go.Figure:
             hovertemplate="%{y}: caching pays above a %{x:.3f} hit rate<extra></extra>",
         )
     ]
-    s, n = vline(cache_hit_rate, f"this scenario {fmt_num(cache_hit_rate)}", False)
+    s, n = vline(cache_hit_rate, f"this scenario {fmt_num(cache_hit_rate)}", False, span=(0.0, 1.0))
     return figure(
         data,
         height=240,

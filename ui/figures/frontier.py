@@ -15,6 +15,7 @@ from planner.serving.slo import Slo
 from planner.studies.pareto import Frontier, frontier_points
 from planner.units import MS_PER_S
 from ui.figures.theme import COLORS, axis, figure, vline
+from ui.format import plot_text
 
 #: Points drawn per chart; the frontier's are always drawn, the CSV holds every one.
 MAX_DRAWN = 20_000
@@ -30,8 +31,8 @@ def _label(row: Any) -> str:
             ", speculative" if row.spec else "",
         )
     )
-    return (
-        f"{row.name}: {mode}tp {int(row.tp)}, batch {int(row.batch)}, chunk {int(row.chunk)}{extra}; "
+    return plot_text(
+        f"{row.gpu}: {mode}tp {int(row.tp)}, batch {int(row.batch)}, chunk {int(row.chunk)}{extra}; "
         f"{int(row.gpus)} GPUs"
     )
 
@@ -60,7 +61,7 @@ def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current:
             dict(
                 type="scattergl",
                 mode="markers",
-                name=str(gpu),
+                name=plot_text(gpu),
                 x=_axis_values(sub, frontier.x),
                 y=_axis_values(sub, frontier.y),
                 customdata=sub["point"].tolist(),

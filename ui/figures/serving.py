@@ -6,6 +6,8 @@ Display units (ms, %) are applied here only; the inputs are SI.  The look is
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,14 +15,21 @@ import plotly.graph_objects as go
 from planner.format import fmt_seconds
 from planner.units import MS_PER_S, PERCENT
 from ui.figures.theme import COLORS, axis, figure, hline_paper, vline
+from ui.format import plot_text
 
 
 def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: float) -> go.Figure:
     """One latency CDF (log x, ms) with the SLO target and the p99 line."""
     part = frame[frame["metric"] == metric]
     x_ms = part["value_s"].to_numpy() * MS_PER_S
+    positive = x_ms[np.isfinite(x_ms) & (x_ms > 0)]
+    target_ms = slo_s * MS_PER_S
+    lo = float(min(positive.min(), target_ms)) if positive.size else target_ms
+    hi = float(max(positive.max(), target_ms)) if positive.size else target_ms
+    if hi <= lo * 1.5:  # one value (or nearly): widen so the axis has room and plain labels
+        lo, hi = lo / 2, hi * 2
     target, label = vline(
-        slo_s * MS_PER_S, f"target {fmt_seconds(slo_s)}", log_x=True, color=COLORS["lose"], y_text=0.5
+        target_ms, f"target {fmt_seconds(slo_s)}", log_x=True, color=COLORS["lose"], y_text=0.5, span=(lo, hi)
     )
     p99_label = dict(
         xref="paper",
@@ -44,8 +53,10 @@ def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: floa
     )
     return figure(
         [line],
-        title=dict(text=title),
-        xaxis=axis(f"{title} (ms, log scale)", log=True),
+        title=dict(text=plot_text(title)),
+        xaxis=axis(
+            f"{title} (ms, log scale)", log=True, values=[lo, hi], range=[math.log10(lo) - 0.05, math.log10(hi) + 0.05]
+        ),
         yaxis=axis("share of " + ("requests" if metric == "ttft" else "tokens"), tickformat=".0%", range=[0, 1.02]),
         shapes=[target, hline_paper(0.99, COLORS["mark"], width=1, dash="dot")],
         annotations=[label, p99_label],
@@ -88,7 +99,9 @@ def timeline_figure(frame: pd.DataFrame) -> go.Figure:
 def sizing_figure(table: pd.DataFrame) -> go.Figure:
     """$/hour of every configuration meeting the SLOs, cheapest first; the best one highlighted."""
     ok = table[table["status"] == "meets SLOs"]
-    labels = [f"{g} · tp {int(t)} · {int(r)}×" for g, t, r in zip(ok["gpu"], ok["tp"], ok["replicas"], strict=True)]
+    labels = [
+        plot_text(f"{g} · tp {int(t)} · {int(r)}×") for g, t, r in zip(ok["gpu"], ok["tp"], ok["replicas"], strict=True)
+    ]
     colors = [COLORS["win"] if b else COLORS["paged"] for b in ok["best"]]
     bars = dict(
         type="bar",
@@ -125,7 +138,7 @@ def arrival_rate_figure(frame: pd.DataFrame, title: str) -> go.Figure:
     )
     return figure(
         [line],
-        title=dict(text=f"{title}: arrival rate ({fmt_seconds(width)} bins)"),
+        title=dict(text=plot_text(f"{title}: arrival rate ({fmt_seconds(width)} bins)")),
         xaxis=axis("time since the first request (s)"),
         yaxis=axis("requests/s", rangemode="tozero"),
         showlegend=False,
@@ -155,7 +168,7 @@ def length_figure(frame: pd.DataFrame) -> go.Figure:
     return figure(
         data,
         title=dict(text="Prompt and output lengths"),
-        xaxis=axis("tokens (log scale)", log=True),
+        xaxis=axis("tokens (log scale)", log=True, values=np.concatenate([frame["lo_tokens"], frame["hi_tokens"]])),
         yaxis=axis("requests per bin", rangemode="tozero"),
         height=300,
     )

@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from planner.format import fmt_num
+from ui.format import plot_text
 
 #: The modebar of every chart: no plotly logo, no lasso/box selection (nothing selects).
 PLOTLY_CONFIG: dict[str, Any] = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -88,29 +89,71 @@ def figure(data: list[dict], **layout: Any) -> go.Figure:
     return go.Figure(dict(data=data, layout={**BASE_LAYOUT, **layout}))
 
 
-def axis(title: str, log: bool = False, category: bool = False, **kw: Any) -> dict:
-    return dict(title=dict(text=title), type="category" if category else "log" if log else "linear", **kw)
+#: A log axis spanning more decades than this is labelled at the decades only; a shorter one at 1, 2, 5.
+DECADES_ONLY_ABOVE = 3.0
+#: A line's label goes to its left when the line sits in the right part of the axis (so it is never cut).
+LABEL_LEFT_FROM = 0.6
 
 
-def vline(x: float, text: str, log_x: bool, color: str = COLORS["mark"], y_text: float = 1.0) -> tuple[dict, dict]:
-    """A dashed vertical line across the plot and its label.  Annotations on a log axis
-    take log10(x); shapes take x itself (plotly.js convention)."""
+def log_ticks(values: Sequence[float] | np.ndarray) -> dict:
+    """Tick spacing of a log axis over ``values``: decades (1, 10, 100, 1k …), or 1-2-5 within a short span —
+    never the 3, 4, 6, 7, 8, 9 in between."""
+    v = np.asarray([x for x in np.asarray(values, dtype=float).ravel() if np.isfinite(x) and x > 0])
+    if v.size == 0:
+        return dict(dtick=1)
+    decades = math.log10(v.max() / v.min()) if v.min() > 0 else DECADES_ONLY_ABOVE + 1
+    return dict(dtick=1 if decades > DECADES_ONLY_ABOVE else "D2")
+
+
+def axis(title: str, log: bool = False, category: bool = False, values: Any = None, **kw: Any) -> dict:
+    """An axis: its title (plot-escaped), type, and for a log axis the 1-2-5 / decade ticks over ``values``
+    (``log_ticks``) unless explicit ticks are given."""
+    if log and "tickvals" not in kw and "dtick" not in kw:
+        kw.update(log_ticks(values if values is not None else []))
+    return dict(title=dict(text=plot_text(title)), type="category" if category else "log" if log else "linear", **kw)
+
+
+def vline(
+    x: float,
+    text: str,
+    log_x: bool,
+    color: str = COLORS["mark"],
+    y_text: float = 1.0,
+    span: tuple[float, float] | None = None,
+) -> tuple[dict, dict]:
+    """A dashed vertical line across the plot and its label (plot-escaped).  Annotations on a log axis
+    take log10(x); shapes take x itself (plotly.js convention).  With the axis' ``span`` the label is
+    put on the line's left when the line is in the right part of the axis, so the plot never cuts it."""
     shape = dict(
         type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line=dict(color=color, dash="dash", width=1.5)
     )
+    right = span is not None and label_on_left(x, span, log_x)
     note = dict(
         xref="x",
         yref="paper",
         x=math.log10(x) if log_x else x,
         y=y_text,
-        text=text,
+        text=plot_text(text),
         showarrow=False,
-        xanchor="left",
+        xanchor="right" if right else "left",
+        xshift=-3 if right else 3,
         yanchor="top",
         font=dict(size=11, color=color),
         bgcolor="rgba(255,255,255,0.7)",
     )
     return shape, note
+
+
+def label_on_left(x: float, span: tuple[float, float], log_x: bool) -> bool:
+    """Whether a line at ``x`` lies in the right part (``LABEL_LEFT_FROM``) of an axis over ``span``."""
+    lo, hi = span
+    if log_x:
+        if lo <= 0 or hi <= lo or x <= 0:
+            return False
+        frac = (math.log10(x) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+    else:
+        frac = 0.0 if hi <= lo else (x - lo) / (hi - lo)
+    return frac > LABEL_LEFT_FROM
 
 
 def hline_paper(y: float, color: str, width: float = 1.5, dash: str | None = None) -> dict:
@@ -138,9 +181,18 @@ def band(x0: float, x1: float, y0: float, y1: float, xref: str, yref: str, color
     )
 
 
+#: At most this many labelled powers of two on an axis (beyond it every second, fourth … is labelled).
+MAX_POW2_TICKS = 9
+
+
 def pow2_ticks(values: Sequence[float]) -> dict:
-    """Tick marks at the powers of two inside ``values``' range, labelled like every number on the page."""
+    """Tick marks at the powers of two inside ``values``' range (every 2nd, 4th … when there would be more
+    than ``MAX_POW2_TICKS``), labelled like every number on the page."""
     vals = [v for v in (2.0 ** np.arange(0, 31)) if min(values) <= v <= max(values)]
+    stride = 1
+    while len(vals[::stride]) > MAX_POW2_TICKS:
+        stride *= 2
+    vals = vals[::stride]
     return dict(tickvals=vals, ticktext=[fmt_num(v) for v in vals])
 
 

@@ -21,10 +21,12 @@ import plotly.graph_objects as go
 from planner.engine.evaluate import Result
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_seconds, fmt_usd
 from planner.studies import curves
+from planner.studies.ridge import fmt_turn
 from planner.units import MEGA
 from ui.figures import core as figures
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import download_csv, md_text
+from ui.format import download_csv, md_escape
+from ui.headline import ttft_text
 from ui.state import PageContext
 
 
@@ -154,7 +156,7 @@ def latency_charts(r: Result) -> list[Chart]:
     limit = curves.max_batch_that_fits(r)
     dec = curves.decode_vs_batch(r, limit)
     turn = (
-        f"decode turns compute-bound at batch ≈ {fmt_num(ridge)}"
+        f"decode turns compute-bound from batch {fmt_turn(ridge)}"
         if math.isfinite(ridge)
         else "decode's weight matmuls stay memory-bound at every batch"
     )
@@ -192,8 +194,10 @@ def latency_charts(r: Result) -> list[Chart]:
             "TTFT vs prompt length",
             ttft,
             figures.ttft_prompt_figure(ttft, float(x.prompt_tokens), float(x.context_window_tokens)),
-            f"A {fmt_num(float(x.prompt_tokens))}-token prompt reaches its first token in {fmt_seconds(m['ttft_s'])} "
-            f"on an idle replica ({_bound(m['prefill_compute_bound'])}).",
+            f"On an idle replica, unchunked, a {fmt_num(float(x.prompt_tokens))}-token prompt reaches its first token "
+            f"in {fmt_seconds(m['ttft_s'])} ({_bound(m['prefill_compute_bound'])}); beside the batch's running "
+            f"streams, in {fmt_num(float(x.chunk_tokens))}-token chunks, it takes {ttft_text(m['chunked_ttft_s'])} "
+            "(the headline's TTFT, the Chunked prefill tab).",
         ),
     ]
 
@@ -211,7 +215,7 @@ def chunked_charts(r: Result) -> list[Chart]:
             ch,
             figures.chunked_figure(ch, float(x.chunk_tokens)),
             f"With {fmt_num(float(x.chunk_tokens))}-token chunks and {fmt_num(float(x.batch))} running streams, a "
-            f"{fmt_num(float(x.prompt_tokens))}-token newcomer waits {fmt_seconds(m['chunked_ttft_s'])} "
+            f"{fmt_num(float(x.prompt_tokens))}-token newcomer waits {ttft_text(m['chunked_ttft_s'])} "
             f"(unchunked {fmt_seconds(m['nochunk_ttft_s'])}) and running streams' worst gap is "
             f"{fmt_seconds(m['chunked_max_itl_s'])} (unchunked {fmt_seconds(m['nochunk_max_itl_s'])}).",
         )
@@ -322,11 +326,11 @@ def tab_charts(tab: str, result: Result) -> list[Chart]:
 def draw(st: Any, charts: Sequence[Chart]) -> None:
     """Each chart: its title, the figure, the caption and a CSV button beside it."""
     for chart in charts:
-        st.markdown(f"##### {md_text(chart.title)}")
+        st.markdown(f"##### {md_escape(chart.title)}")
         st.plotly_chart(chart.figure, key=f"chart-{chart.key}", config=PLOTLY_CONFIG)
         left, right = st.columns([5, 1], vertical_alignment="center")
-        if chart.caption:
-            left.caption(md_text(chart.caption))
+        if chart.caption:  # names in it (GPU, engine) are data: the whole sentence is shown as plain text
+            left.caption(md_escape(chart.caption))
         with right:
             download_csv(st, "CSV", chart.frame, chart.key)
 

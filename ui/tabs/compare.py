@@ -12,7 +12,7 @@ import pandas as pd
 
 from planner.format import fmt_seconds, fmt_usd
 from planner.studies.compare import compare_gpus
-from ui.format import display_frame, download_csv, highlighted, md_text
+from ui.format import display_frame, download_csv, md_escape, table
 from ui.state import PageContext
 
 COMPARE_DISPLAY = {
@@ -20,14 +20,27 @@ COMPARE_DISPLAY = {
     "fits": "fits at your tp",
     "min_tp_that_fits": "smallest tp that fits",
     "tp_used": "tp shown",
-    "max_concurrent_sequences": "max concurrency",
-    "ttft_s": "TTFT (ms)",
+    "max_concurrent_sequences": "max concurrency (sequences)",
+    "ttft_s": "idle TTFT (ms)",
     "tpot_s": "TPOT (ms)",
-    "decode_tokens_per_s_per_gpu": "tok/s per GPU",
-    "cost_per_million_output_tokens_usd": "$ / M output tokens",
+    "decode_tokens_per_s_per_gpu": "decode tok/s per GPU",
+    "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
     "price_per_gpu_hour_usd": "$ / GPU-hour",
     "meets_slo": "meets SLOs",
     "note": "note",
+}
+#: How each shown column reads (``ui.format.CELL_FORMATS``).
+COMPARE_KINDS = {
+    "fits at your tp": "yes_no",
+    "smallest tp that fits": "count",
+    "tp shown": "count",
+    "max concurrency (sequences)": "num",
+    "idle TTFT (ms)": "ms",
+    "TPOT (ms)": "ms",
+    "decode tok/s per GPU": "count",
+    "GPU $ / M output tokens": "usd",
+    "$ / GPU-hour": "usd",
+    "meets SLOs": "yes_no",
 }
 _MS_COLUMNS = ("ttft_s", "tpot_s")
 
@@ -38,17 +51,19 @@ def compare_display_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def cheapest_sentence(frame: pd.DataFrame, slo_ttft_s: float, slo_tpot_s: float) -> str:
-    """Which row is highlighted and why, in words."""
-    targets = f"TTFT ≤ {fmt_seconds(slo_ttft_s)} and TPOT ≤ {fmt_seconds(slo_tpot_s)}"
+    """Which row is highlighted and why, in words (Markdown: the profile's name, data, is escaped)."""
+    targets = f"idle TTFT ≤ {fmt_seconds(slo_ttft_s)} and TPOT ≤ {fmt_seconds(slo_tpot_s)}"
     best = frame[frame["cheapest_meeting_slo"].astype(bool)] if "cheapest_meeting_slo" in frame else frame.iloc[:0]
     if best.empty:
-        return f"No GPU profile meets {targets} with this scenario; relax the targets or change the workload."
+        return md_escape(
+            f"No GPU profile meets {targets} with this scenario; relax the targets or change the workload."
+        )
     row = best.iloc[0]
     note = f" Note: {row['note']}." if row.get("note") else ""
-    return (
-        f"Highlighted: **{row['name']}** (at tp={row['tp_used']}) is the cheapest profile meeting {targets}: "
-        f"{fmt_usd(row['cost_per_million_output_tokens_usd'])} per million output tokens "
-        f"(TTFT {fmt_seconds(row['ttft_s'])}, TPOT {fmt_seconds(row['tpot_s'])}).{note}"
+    return f"Highlighted: **{md_escape(row['name'])}** " + md_escape(
+        f"(at tp={row['tp_used']}) is the cheapest profile meeting {targets}: "
+        f"{fmt_usd(row['cost_per_million_output_tokens_usd'])} GPU cost per million output tokens "
+        f"(idle TTFT {fmt_seconds(row['ttft_s'])}, TPOT {fmt_seconds(row['tpot_s'])}).{note}"
     )
 
 
@@ -58,20 +73,11 @@ def render(ctx: PageContext) -> None:
     flags = (
         frame["cheapest_meeting_slo"].astype(bool).tolist() if "cheapest_meeting_slo" in frame else [False] * len(frame)
     )
-    st.markdown(md_text(cheapest_sentence(frame, s.slo_ttft_s, s.slo_tpot_s)))
-    st.dataframe(
-        highlighted(compare_display_frame(frame), flags),
-        hide_index=True,
-        column_config={
-            "TTFT (ms)": st.column_config.NumberColumn(format="%.1f"),
-            "TPOT (ms)": st.column_config.NumberColumn(format="%.2f"),
-            "tok/s per GPU": st.column_config.NumberColumn(format="%.0f"),
-            "$ / M output tokens": st.column_config.NumberColumn(format="$%.3f"),
-            "$ / GPU-hour": st.column_config.NumberColumn(format="$%.2f"),
-        },
-    )
+    st.markdown(cheapest_sentence(frame, s.slo_ttft_s, s.slo_tpot_s))
+    st.dataframe(table(compare_display_frame(frame), COMPARE_KINDS, flags), hide_index=True)
     st.caption(
         "Click a column header to sort. "
-        "Each profile runs this scenario at its own smallest tp that fits when yours does not."
+        "Each profile runs this scenario at its own smallest tp that fits when yours does not. "
+        "TTFT here is a prompt's on an idle replica (the SLO check's); the headline's is beside the running batch."
     )
     download_csv(st, "Download table CSV", frame, "compare-gpus")

@@ -22,6 +22,8 @@ profile TOML is offered for download.
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ from planner.model.catalog import MEASURED_DIR
 from planner.units import GIGA, MS_PER_S, PERCENT, TERA, MiB
 from ui.figures.bench import decode_figure, prefill_figure
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import md_escape
+from ui.format import md_escape, plot_text, visitor_text
 from ui.state import PageContext
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
@@ -68,9 +70,31 @@ def committed_files(directory: Path | None = None) -> list[Path]:
     return sorted(p for p in (directory or RESULTS_DIR).glob("*.json") if p.is_file())
 
 
+#: Said once at the top: what this tab validates and what it does not.
+SCOPE = (
+    "This tab checks the engine on *one* machine against that machine's measurements. The datasheet GPU "
+    "profiles are validated elsewhere: against published serving measurements (`benchmarks/published_accuracy.py`, "
+    "docs/model.md) and, for your deployment, against the serving benchmark you upload here."
+)
+#: The two terms of the microbenchmark, one sentence each.
+TERMS = (
+    "**Overlap** o: how far a kernel's compute and memory traffic run at the same time — its time is "
+    "max(c, m) + (1 − o) · min(c, m), so o = 1 is the roofline's perfect overlap and o = 0 back-to-back. "
+    "**Attention share**: the fraction of the matmul peak (prefill) and of the memory bandwidth (decode) that "
+    "the attention kernel reaches, below the big weight matmuls' own."
+)
+
+
+def median_abs_error(r: BenchResults, profile: str) -> float:
+    """Median |error| over every measured step of the results for one profile's predictions."""
+    errors = [abs(c.predictions[profile].error_frac) for c in r.cases if profile in c.predictions]
+    return float(statistics.median(errors)) if errors else math.nan
+
+
 def render(ctx: PageContext) -> None:
     st = ctx.st
     st.subheader("Cross-check: the engine against a measured machine")
+    st.caption(SCOPE)
     if st.radio("Measurements", (MICRO, SERVING), horizontal=True, key="xc_mode") == SERVING:
         _serving(ctx)
         return
@@ -81,15 +105,25 @@ def render(ctx: PageContext) -> None:
     results = _load(st)
     if results is None:
         return
-    _device(st, results)
     labels = [p.label for p in results.profiles]
-    profile = st.radio(
-        "Prediction from",
-        labels,
-        horizontal=True,
-        key="xc_profile",
-        help="calibrated: measured peaks, MFU = MBU = 1; datasheet: the shipped profile with the default MFU/MBU",
+    profile = labels[0]
+    if len(labels) > 1:  # one option needs no choice
+        profile = st.radio(
+            "Prediction from",
+            labels,
+            horizontal=True,
+            key="xc_profile",
+            help="calibrated: measured peaks, MFU = MBU = 1; datasheet: the shipped profile with the default MFU/MBU",
+        )
+    err = median_abs_error(results, profile)
+    st.success(
+        md_escape(
+            f"The engine is within {fmt_pct(err)} (median |error| over {fmt_count(len(results.cases))} steps) of the "
+            f"measurements on this machine ({results.device.name}), with the {profile} profile."
+        )
     )
+    _device(st, results)
+    st.caption(TERMS)
     st.markdown("**Median |error| per phase**")
     st.dataframe(
         summary_frame(results),
@@ -153,7 +187,7 @@ def _load(st: Any) -> BenchResults | None:
     try:
         return parse_results(data)
     except ValueError as exc:
-        st.error(f"**{md_escape(label)}** is not a benchmark results file: {md_escape(str(exc))}")
+        st.error(f"**{md_escape(label)}** is not a benchmark results file: {md_escape(visitor_text(exc))}")
         return None
 
 
@@ -289,8 +323,15 @@ def _serving(ctx: PageContext) -> None:
         runs = read_runs(ups)
         cal = calibrate(runs, s.with_changes(timing=""), ctx.catalog)
     except (ValueError, ProblemsError) as exc:
-        st.error(md_escape(f"These files cannot be used: {exc}"))
+        st.error(md_escape(visitor_text(f"These files cannot be used: {exc}")))
         return
+    st.success(
+        md_escape(
+            f"The {s.engine} engine profile is within {fmt_pct(cal.median_abs_error_before)} (median |error|) of "
+            f"your {fmt_count(len(runs))} measured run(s); calibrated to them, within "
+            f"{fmt_pct(cal.median_abs_error_after)}."
+        )
+    )
     cols = st.columns(3)
     cols[0].metric("Runs", fmt_count(len(runs)))
     cols[1].metric("Median |error|, profile", fmt_pct(cal.median_abs_error_before))
@@ -363,7 +404,7 @@ def _serving_figure(frame: pd.DataFrame) -> go.Figure:
                 y=frame[col] * MS_PER_S,
                 mode="markers",
                 name=name,
-                text=frame["point"],
+                text=[plot_text(p) for p in frame["point"]],
                 hovertemplate="%{text}<br>measured %{x:.2f} ms<br>predicted %{y:.2f} ms<extra></extra>",
             )
         )

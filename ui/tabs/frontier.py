@@ -29,7 +29,7 @@ from planner.serving.traces import scenario_traffic
 from planner.studies.pareto import FRONTIERS, frontier_points
 from ui.figures.frontier import frontier_figure
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
+from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
 from ui.state import PageContext
 
 KNOB_LABELS = {
@@ -58,14 +58,25 @@ TABLE_DISPLAY = {
     "spec": "speculative",
     "replicas": "replicas",
     "gpus": "GPUs",
-    "cost_per_hour_usd": "$ / hour",
-    "cost_per_million_output_tokens_usd": "$ / M output tokens",
+    "cost_per_hour_usd": "GPU $ / hour",
+    "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
     "ttft_q_s": "TTFT (ms)",
     "itl_q_s": "ITL (ms)",
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
     "status": "status",
+}
+#: How each shown column is formatted (``ui.format.table``).
+TABLE_KINDS = {
+    "tp": "count",
+    "batch": "count",
+    "chunk": "count",
+    "replicas": "count",
+    "GPUs": "count",
+    "GPUs (screening model)": "count",
+    "GPU $ / hour": "usd",
+    "GPU $ / M output tokens": "usd",
 }
 
 
@@ -269,11 +280,12 @@ def _run_search(ctx: PageContext, key: str) -> None:
 
 def _confirmed(ctx: PageContext, z: SearchResult) -> None:
     st = ctx.st
-    (st.success if z.best is not None else st.warning)(md_text(z.reason))
+    (st.success if z.best is not None else st.warning)(md_escape(z.reason))
     flags = z.table["best"].astype(bool).tolist()
     shown = display_frame(z.table, TABLE_DISPLAY, ("ttft_q_s", "itl_q_s"))
     shown = shown.rename(columns={"TTFT (ms)": f"{z.slo.ttft_label} (ms)", "ITL (ms)": f"{z.slo.itl_label} (ms)"})
-    st.dataframe(highlighted(shown, flags), hide_index=True)
+    kinds = TABLE_KINDS | {f"{z.slo.ttft_label} (ms)": "ms", f"{z.slo.itl_label} (ms)": "ms"}
+    st.dataframe(table(shown, kinds, flags), hide_index=True)
     st.caption(
         md_text(
             f"Screened {fmt_count(z.scored)} configurations ({fmt_count(z.valid)} the engine accepts) in "
@@ -312,10 +324,11 @@ def render(ctx: PageContext) -> None:
             return
     searching = action == SEARCH or bool(ss.pop(_PENDING, False))
     slo = Slo.of(s)
+    traffic = "trace " + md_escape(s.trace) if s.trace else f"Poisson, {fmt_num(s.rate)} requests/s"
     st.caption(
         md_text(
             f"Every configuration of the knobs above on every priced GPU profile, scored on this scenario's "
-            f"traffic ({'trace ' + s.trace if s.trace else f'Poisson, {fmt_num(s.rate)} requests/s'}) against "
+            f"traffic ({traffic}) against "
             f"{slo.text()}; each point is the fewest replicas that meet it."
         )
     )

@@ -16,13 +16,14 @@ import pandas as pd
 from planner.errors import ProblemsError, ScenarioError
 from planner.logs.check import LogCheck, calibration, check_log, log_scenario
 from planner.logs.vllm_log import MAX_LOG_CHARS, VllmStartup, parse_vllm_log
+from planner.units import MiB
 from ui.format import md_escape
 from ui.state import PageContext
 
 TEXT_KEY = "_log_text"
 FILE_KEY = "_log_file"
 SOURCE_KEY = "_log_source"  # the text last checked
-MAX_UPLOAD_BYTES = 16 * 1024 * 1024
+MAX_UPLOAD_BYTES = 16 * MiB
 PASTE, UPLOAD = "Paste", "Upload a file"
 
 
@@ -47,7 +48,7 @@ def _read_source(st: Any) -> str | None:
         if upload is None:
             return None
         if upload.size > MAX_UPLOAD_BYTES:
-            st.error(f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB: upload the start-up part only.")
+            st.error(f"The file is larger than {MAX_UPLOAD_BYTES // MiB} MiB: upload the start-up part only.")
             return None
         return upload.getvalue().decode("utf-8", errors="replace")
     text = ss.get(TEXT_KEY, "")
@@ -57,7 +58,13 @@ def _read_source(st: Any) -> str | None:
 def _inputs(st: Any) -> None:
     kind = st.radio("Log", (PASTE, UPLOAD), horizontal=True, key="log_source_kind")
     if kind == UPLOAD:
-        st.file_uploader("vLLM start-up log", type=["log", "txt", "out"], key=FILE_KEY)
+        st.file_uploader(
+            "vLLM start-up log",
+            type=["log", "txt", "out"],
+            key=FILE_KEY,
+            max_upload_size=MAX_UPLOAD_BYTES // MiB,
+            help=f"The text `vllm serve` printed while starting (≤ {MAX_UPLOAD_BYTES // MiB} MiB).",
+        )
     else:
         st.text_area(
             "vLLM start-up log",

@@ -2,9 +2,11 @@
 
 The layout lives in the link (``Scenario.layout``, compact encoding of
 ``planner.prompts.layout``); every edit goes back through
-``ctx.update_scenario(layout=…)``.  The audit runs on an uploaded log (or the
-committed example) and is kept in session state keyed by the file's hash and
-the prices, so reruns do not parse it again.
+``ctx.update_scenario(layout=…)``, and then the headline's prompt-cache card shows this
+tab's verdict (``ui.prompt_source``: one source of truth).  Without a layout the tab starts
+from the sidebar's workload: its prompt, cacheable prefix and requests/min.  The audit runs
+on an uploaded log (or the committed example) and is kept in a shared byte-bounded cache
+keyed by the file's hash and the prices, so reruns do not parse it again.
 """
 
 from __future__ import annotations
@@ -39,14 +41,17 @@ from planner.prompts.usage_audit import (
     audit,
     parse_usage_log,
 )
-from planner.units import TOKENS_PER_MTOK
+from planner.units import TOKENS_PER_MTOK, MiB
+from ui.cache import BoundedCache
 from ui.figures.prompts import audit_figure, layout_figure
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import md_escape, md_list
+from ui.format import MAX_TABLE_ROWS, md_escape, md_list, table
+from ui.prompt_source import layout_source
 from ui.state import PageContext
 
 EXAMPLE_LOG = DATA / "examples" / "usage_log_example.jsonl"
-AUDIT_STATE = "_pl_audit"  # (cache key, AuditReport)
+#: Audit reports by (file hash, name, prices, TTL): shared by every session, bounded in bytes.
+AUDITS = BoundedCache("usage-log audits", max_bytes=64 * MiB, max_entries=16)
 EXAMPLE_STATE = "_pl_use_example"
 PROBLEMS_SHOWN = 200
 MAX_RPM = 1_000_000.0  # requests per minute the editor accepts
@@ -73,7 +78,7 @@ def render(ctx: PageContext) -> None:
         "varies between requests, and where the cache breakpoints are. Variability: stable = identical for every "
         "request; per_day / per_user = shared by one day's or one user's requests; per_request = never sent twice."
     )
-    layout = _current_layout(st, ctx.scenario.layout)
+    layout = _current_layout(st, ctx)
     edited = _editor(st, ctx, layout)
     if edited is not None and encode(edited) != encode(layout):
         ctx.update_scenario(layout=encode(edited))
@@ -88,15 +93,57 @@ def render(ctx: PageContext) -> None:
 # ---------------------------------------------------------------- layout
 
 
-def _current_layout(st: Any, text: str) -> Layout:
-    if not text:
-        st.info("An example layout is loaded: a timestamp in the system prompt, with the breakpoint after it.")
-        return decode(DEFAULT_LAYOUT)
-    try:
-        return decode(text)
-    except LayoutError as exc:
-        st.error(f"The layout in the link could not be read; the example is shown instead:\n\n{md_list(exc.problems)}")
-        return decode(DEFAULT_LAYOUT)
+def _current_layout(st: Any, ctx: PageContext) -> Layout:
+    """The scenario's layout, or the sidebar's workload as one (``ui.prompt_source``), with a caption saying which."""
+    if ctx.result is None:
+        return decode(ctx.scenario.layout) if ctx.scenario.layout else decode(DEFAULT_LAYOUT)
+    source = layout_source(ctx.result)
+    if source.problems:
+        st.error(
+            "The layout in the link could not be read; the sidebar's workload is shown instead:\n\n"
+            + md_list(source.problems)
+        )
+    if source.origin == "link":
+        st.caption("The layout in the link. The headline's API prompt-cache card shows this tab's verdict.")
+    else:
+        st.caption(md_escape(_sidebar_words(ctx, source.layout)))
+    c1, c2 = st.columns([1, 3])
+    if source.origin == "link" and c1.button("Start from the sidebar", key="pl_from_sidebar"):
+        ctx.update_scenario(layout="")
+    if ctx.scenario.layout != DEFAULT_LAYOUT and c2.button(
+        "Load the example (a timestamp before the breakpoint)", key="pl_example_layout"
+    ):
+        ctx.update_scenario(layout=DEFAULT_LAYOUT)
+    return source.layout
+
+
+def _sidebar_words(ctx: PageContext, layout: Layout) -> str:
+    """How the sidebar's workload became the layout shown."""
+    s, m = ctx.scenario, ctx.result.metrics
+    rest = s.prompt - s.prefix
+    blocks = (
+        f"the {fmt_count(s.prefix)}-token cacheable prefix as one stable block with a breakpoint, then "
+        f"{fmt_count(rest)} tokens that change per request"
+        if s.prefix > 0
+        else f"{fmt_count(s.prompt)} tokens that change per request (no cacheable prefix)"
+    )
+    if s.rpm > 0:
+        traffic = (
+            f"{fmt_num(s.rpm)} requests/min (sidebar). The sidebar's hit rate ({fmt_num(m['cache_hit_rate'])}) counts "
+            "the TTL from each arrival; this checker counts it from each request's start, so a long request sees a "
+            "slightly lower one"
+        )
+    elif layout.settings.rpm is not None and s.prefix > 0:
+        traffic = (
+            f"{fmt_num(layout.settings.rpm)} requests/min, the traffic that gives the sidebar's hit rate "
+            f"{fmt_num(m['cache_hit_rate'])} here (the sidebar's requests/min is 0: it sets the hit rate itself)"
+        )
+    else:
+        traffic = "the sidebar's requests/min"
+    return (
+        f"Starting from the sidebar's workload: {blocks}; {traffic}. Edit the blocks to describe the real request; "
+        "the edited layout goes into the link and the headline's API prompt-cache card follows it."
+    )
 
 
 def _editor(st: Any, ctx: PageContext, layout: Layout) -> Layout | None:
@@ -211,17 +258,25 @@ def _metrics(st: Any, rep: LayoutReport) -> None:
     c1, c2, c3, c4 = st.columns(4)
     saving = rep.saving_frac
     c1.metric(
-        "Cost / request",
-        _cost_text(rep, "cost_per_request_usd"),
-        delta=None if saving is None else f"{fmt_pct(-saving, signed=True)} vs no cache",
-        delta_color="inverse",
+        "API prompt-cache saving",
+        "rejected" if saving is None else fmt_pct(saving),
+        help="1 − cost with this layout's caching ÷ cost without (negative: a surcharge); API token prices. "
+        "The headline's card shows the same figure once the layout is in the link.",
     )
     c2.metric(
-        "Cost / month",
-        _cost_text(rep, "cost_per_month_usd"),
-        help=f"30 days at this rate; no caching: {fmt_usd(rep.nocache_cost_per_month_usd)}",
+        "API cost / request",
+        _cost_text(rep, "cost_per_request_usd"),
+        delta=None
+        if rep.cost_per_request_usd is None
+        else f"{fmt_usd(rep.cost_per_request_usd - rep.nocache_cost_per_request_usd)} vs no cache",
+        delta_color="inverse",
+        help=f"No caching: {fmt_usd(rep.nocache_cost_per_request_usd)} per request.",
     )
-    c3.metric("No caching / request", fmt_usd(rep.nocache_cost_per_request_usd))
+    c3.metric(
+        "API cost / month",
+        _cost_text(rep, "cost_per_month_usd"),
+        help=md_escape(f"30 days at this rate; no caching: {fmt_usd(rep.nocache_cost_per_month_usd)}"),
+    )
     saved = rep.ttft_saved_s
     c4.metric(
         "TTFT saved",
@@ -270,7 +325,12 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
         "cache_read_input_tokens, output_tokens, optional timestamp (ISO 8601 or epoch seconds) and group (the "
         f"prefix the requests should share). At most {fmt_bytes(MAX_FILE_BYTES)}; nothing in it is run."
     )
-    upload = st.file_uploader("Usage log", type=["jsonl", "ndjson", "json", "csv", "txt"], key="pl_upload")
+    upload = st.file_uploader(
+        "Usage log",
+        type=["jsonl", "ndjson", "json", "csv", "txt"],
+        key="pl_upload",
+        max_upload_size=MAX_FILE_BYTES // MiB,
+    )
     if st.button("Use the example log", key="pl_example"):
         st.session_state[EXAMPLE_STATE] = True
     if upload is not None:
@@ -282,20 +342,44 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
         return
     s = ctx.scenario
     key = (hashlib.sha256(data).hexdigest(), name, s.price_in, s.price_out, s.ttl)
-    cached = st.session_state.get(AUDIT_STATE)
-    if cached is None or cached[0] != key:
-        report = audit(
+    report = AUDITS.get_or_compute(
+        key,
+        lambda: audit(
             parse_usage_log(data, name),
             s.price_in / TOKENS_PER_MTOK,
             s.price_out / TOKENS_PER_MTOK,
             CACHE_WRITE_MULTIPLIER[s.ttl],
             CACHE_READ_MULTIPLIER,
-        )
-        st.session_state[AUDIT_STATE] = (key, report)
-    else:
-        report = cached[1]
+        ),
+    )
     _audit_report(st, report, s.ttl)
 
+
+GROUP_HEADERS = {
+    "group": "group",
+    "requests": "requests",
+    "cache_hit_rate": "hit rate",
+    "invalidated": "writes, no reads",
+    "requests_writing": "requests writing",
+    "cache_read_tokens": "cache read (tokens)",
+    "cache_creation_tokens": "cache writes (tokens)",
+    "input_tokens": "uncached input (tokens)",
+    "output_tokens": "output (tokens)",
+    "paid_usd": "paid (API $)",
+    "ideal_usd": "ideal (API $)",
+}
+GROUP_KINDS = {
+    "requests": "count",
+    "hit rate": "pct",
+    "writes, no reads": "yes_no",
+    "requests writing": "count",
+    "cache read (tokens)": "count",
+    "cache writes (tokens)": "count",
+    "uncached input (tokens)": "count",
+    "output (tokens)": "count",
+    "paid (API $)": "usd",
+    "ideal (API $)": "usd",
+}
 
 #: Invalidated groups named one by one; the rest are counted (every one is in the groups CSV).
 GROUPS_NAMED = 5
@@ -360,22 +444,13 @@ def _audit_report(st: Any, rep: AuditReport, ttl: str) -> None:
     if rep.untimed_rows:
         st.caption(f"{fmt_count(rep.untimed_rows)} rows without a timestamp are left out of the time series.")
     shown = rep.groups[list(GROUP_COLUMNS)]
-    cc = st.column_config
-    st.dataframe(
-        shown.astype(object).where(shown.notna(), None),
-        hide_index=True,
-        key="pl_groups",
-        column_config={
-            "cache_hit_rate": cc.NumberColumn("hit rate", format="percent"),
-            "invalidated": cc.CheckboxColumn("writes, no reads"),
-            **{
-                c: cc.NumberColumn(c.replace("_", " "))
-                for c in GROUP_COLUMNS
-                if c.endswith("tokens") or "requests" in c
-            },
-            **{c: cc.NumberColumn(c.removesuffix("_usd") + " ($)", format="%.4f") for c in ("paid_usd", "ideal_usd")},
-        },
-    )
+    view = shown.sort_values("cache_creation_tokens", ascending=False).rename(columns=GROUP_HEADERS)
+    if len(view) > MAX_TABLE_ROWS:
+        st.caption(
+            f"The {fmt_count(MAX_TABLE_ROWS)} groups that wrote the most to the cache, of {fmt_count(len(view))}; "
+            "every group is in the CSV."
+        )
+    st.dataframe(table(view, GROUP_KINDS), hide_index=True, key="pl_groups")
     st.download_button(
         "Groups CSV",
         data=frame_to_csv(present_frame(shown)),

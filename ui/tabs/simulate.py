@@ -5,9 +5,9 @@ Workload, trace replay, prefix-cache, fleet and SLO inputs are Scenario fields (
 They sit in a form with their own widget keys; pressing a button applies changed values with
 ``ctx.update_scenario`` (the link follows) and the action runs on that rerun.  An uploaded
 trace is session-only (it cannot travel in a link) and is used while no bundled trace is
-selected.  Results are cached with ``st.cache_data`` keyed by the scenario's JSON and the
-upload's SHA-256: the run itself happens outside the cached function so that its progress
-bar is an ordinary element (a cached function's elements are replayed).
+selected.  A run goes to a worker process (``ui.jobs``: a time limit, a memory limit, one run per
+visitor at a time); its result lands in a byte-bounded cache keyed by the scenario's JSON and the
+upload's SHA-256, where any later rerun finds it.  The progress bar sits right under the buttons.
 
 The prefix cache here is the serving engine's own KV cache shared across requests (vLLM's
 automatic prefix caching); the API prompt-cache pricing is the Prompt caching tab's.
@@ -16,22 +16,23 @@ automatic prefix caching); the API prompt-cache pricing is the Prompt caching ta
 from __future__ import annotations
 
 import hashlib
-import time
+import uuid
 from typing import Any, get_args
 
 import pandas as pd
 
-from planner.errors import ScenarioError, TraceError
+from planner.errors import TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
-from planner.serving.budget import SimulationBudgetError
-from planner.serving.fleet import FleetResult, replica_frame, simulate_fleet_scenario
+from planner.serving.fleet import FleetResult, replica_frame
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
-from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing, size_fleet
+from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing
 from planner.serving.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
 from planner.serving.traffic import arrival_rate_frame, length_frame, traffic_summary
 from planner.serving.workload import Workload
+from planner.units import MiB
+from ui.cache import BoundedCache
 from ui.figures.serving import (
     arrival_rate_figure,
     latency_cdf_figure,
@@ -41,7 +42,8 @@ from ui.figures.serving import (
     timeline_figure,
 )
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import display_frame, download_csv, highlighted, md_escape, md_list, md_text
+from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
+from ui.jobs import RESULTS, WORKERS, Busy, Job
 from ui.state import PageContext
 
 FORM_FIELDS = (
@@ -66,6 +68,7 @@ _PENDING = "_sim_pending_action"
 _UPLOAD = _W + "upload"
 SIMULATE, SIZE = "simulate", "size"
 PROGRESS_AFTER_S = 1.0
+WAIT_POLL_S = 0.25
 TRACE_LABELS = {"": "Poisson arrivals (generated), or the uploaded trace"} | {
     name: f"{name}: {text}" for name, (_, text) in BUNDLED.items()
 }
@@ -91,13 +94,23 @@ SIZING_DISPLAY = {
     "spec": "speculative",
     "replicas": "replicas",
     "gpus": "GPUs",
-    "cost_per_hour_usd": "$ / hour",
-    "cost_per_million_output_tokens_usd": "$ / M output tokens",
+    "cost_per_hour_usd": "GPU $ / hour",
+    "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
     "ttft_p99_s": "p99 TTFT (ms)",
     "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
     "binding": "binding",
     "status": "status",
+}
+SIZING_KINDS = {
+    "tp": "count",
+    "replicas": "count",
+    "GPUs": "count",
+    "GPU $ / hour": "usd",
+    "GPU $ / M output tokens": "usd",
+    "p99 TTFT (ms)": "ms",
+    "p99 ITL (ms)": "ms",
+    "goodput": "pct",
 }
 REPLICA_DISPLAY = {
     "replica": "replica",
@@ -110,29 +123,47 @@ REPLICA_DISPLAY = {
     "prefix_cache_hit_rate_tokens": "prefix hit (tokens)",
     "prefix_cache_hit_rate_requests": "prefix hit (requests)",
 }
+REPLICA_KINDS = {
+    "replica": "count",
+    "requests": "count",
+    "output tokens/s": "count",
+    "p99 TTFT (ms)": "ms",
+    "p99 ITL (ms)": "ms",
+    "KV used (mean)": "pct",
+    "preemptions": "count",
+    "prefix hit (tokens)": "pct",
+    "prefix hit (requests)": "pct",
+}
+DISAGGREGATED_DISPLAY = {
+    "name": "GPU",
+    "prefill_tp": "prefill tp",
+    "prefill_gpus": "prefill GPUs",
+    "decode_tp": "decode tp",
+    "decode_gpus": "decode GPUs",
+    "disaggregated_gpus": "disaggregated GPUs",
+    "colocated_gpus": "colocated GPUs",
+    "disaggregated_cost_per_hour_usd": "disaggregated GPU $ / hour",
+    "colocated_cost_per_hour_usd": "colocated GPU $ / hour",
+    "status": "status",
+}
+DISAGGREGATED_KINDS = {
+    h: ("usd" if "$" in h else "count") for k, h in DISAGGREGATED_DISPLAY.items() if k not in ("name", "status")
+}
 
 
-def _remember(key: str, _value: Any = None) -> Any:
-    """Cache slot: returns the value stored under ``key``; raises on a miss (exceptions are never cached)."""
-    if _value is None:
-        raise LookupError(key)
-    return _value
+#: Parsed uploaded traces by (SHA-256, prefix tokens): shared, bounded in bytes (a 20 MB trace parses to ~10 MB).
+TRACES = BoundedCache("uploaded traces", max_bytes=96 * MiB, max_entries=8)
+SESSION_KEY = "_session_id"
 
 
-def _store(st: Any):
-    return st.cache_data(max_entries=16, show_spinner=False)(_remember)
-
-
-def _lookup(st: Any, key: str) -> Any:
-    try:
-        return _store(st)(key)
-    except LookupError:
-        return None
-
-
-def _parsed_upload(st: Any, data: bytes, prefix_tokens: int) -> Trace:
+def _parsed_upload(data: bytes, digest: str, prefix_tokens: int) -> Trace:
     """The uploaded trace, validated once per content (TraceError is raised, never cached)."""
-    return st.cache_data(max_entries=4, show_spinner=False)(parse_trace)(data, prefix_tokens)
+    return TRACES.get_or_compute((digest, prefix_tokens), lambda: parse_trace(data, prefix_tokens))
+
+
+def session_id(st: Any) -> str:
+    """This visitor's session, for the one-run-at-a-time rule (a random id kept in session state)."""
+    return st.session_state.setdefault(SESSION_KEY, uuid.uuid4().hex)
 
 
 def _upper(name: str) -> float:
@@ -269,6 +300,7 @@ def _form(st: Any, s: Scenario) -> tuple[str | None, dict[str, Any]]:
         "Upload a trace (optional: used while Traffic is the generated arrivals)",
         type=["csv", "jsonl", "json", "gz"],
         key=_UPLOAD,
+        max_upload_size=MAX_TRACE_BYTES // MiB,
         help="kvplan CSV (arrival_s, prompt_tokens, output_tokens, optional prefix_id), Azure LLM inference CSV "
         "(TIMESTAMP, ContextTokens, GeneratedTokens), BurstGPT CSV or Mooncake JSONL (timestamp, input_length, "
         f"output_length, hash_ids); gzip accepted; ≤ {fmt_bytes(MAX_TRACE_BYTES)}, ≤ {fmt_count(MAX_TRACE_ROWS)} rows.",
@@ -294,13 +326,13 @@ def _upload(st: Any) -> tuple[bytes | None, str, str | None]:
     return data, hashlib.sha256(data).hexdigest(), None
 
 
-def _traffic(st: Any, s: Scenario, data: bytes | None) -> tuple[Workload | None, str, list[str]]:
+def _traffic(st: Any, s: Scenario, data: bytes | None, digest: str) -> tuple[Workload | None, str, list[str]]:
     """(workload or None for Poisson, its name, problems) of the selected traffic, replayed."""
     try:
         if s.trace:
             trace, name = bundled_trace(s.trace, s.prefix), s.trace
         elif data is not None:
-            trace, name = _parsed_upload(st, data, s.prefix), "the uploaded trace"
+            trace, name = _parsed_upload(data, digest, s.prefix), "the uploaded trace"
         else:
             return None, f"Poisson arrivals at {fmt_num(s.rate)}/s", []
         workload = replay(trace, s.trace_scale, s.trace_start_s, s.trace_duration_s or None)
@@ -321,8 +353,8 @@ def _preview(st: Any, w: Workload, name: str, s: Scenario) -> None:
         else "; no prefix information (no sharing between requests)"
     )
     st.caption(
-        md_text(
-            f"{md_escape(name)}{scale}: {fmt_count(sm['requests'])} requests over {fmt_seconds(sm['duration_s'])}, "
+        md_escape(
+            f"{name}{scale}: {fmt_count(sm['requests'])} requests over {fmt_seconds(sm['duration_s'])}, "
             f"mean {fmt_num(sm['rate_per_s'])}/s, peak {fmt_num(sm['peak_rate_per_s'])}/s; prompts p50 "
             f"{fmt_count(sm['prompt_p50_tokens'])} / p99 {fmt_count(sm['prompt_p99_tokens'])} tokens, outputs p50 "
             f"{fmt_count(sm['output_p50_tokens'])} / p99 {fmt_count(sm['output_p99_tokens'])}{reuse}."
@@ -334,37 +366,57 @@ def _preview(st: Any, w: Workload, name: str, s: Scenario) -> None:
     right.plotly_chart(length_figure(lengths), key="sim-trace-lengths", config=PLOTLY_CONFIG)
 
 
-def _progress(st: Any, text: str):
-    """A callback that shows a progress bar once a run has taken a second, and its slot."""
-    slot = st.empty()
-    start = time.perf_counter()
-
-    def report(frac: float) -> None:
-        if time.perf_counter() - start > PROGRESS_AFTER_S:
-            slot.progress(min(max(frac, 0.0), 1.0), text=text)
-
-    return report, slot
-
-
-def _run(ctx: PageContext, action: str, key: str, workload: Workload | None) -> None:
-    st, s = ctx.st, ctx.scenario
-    try:
-        if action == SIMULATE:
-            where = "one replica" if s.replicas == 1 else f"{s.replicas} replicas"
-            report, slot = _progress(st, f"Simulating {where}…")
-            value: Any = simulate_fleet_scenario(s, ctx.catalog, workload=workload, progress=report)
-        else:
-            knobs = "" if s.search == "none" else f" × {s.search.replace(',', ' × ')}"
-            report, slot = _progress(st, f"Sizing: every GPU profile × tp{knobs}, the cheapest simulated…")
-            value = size_fleet(s, ctx.catalog, trace=workload, progress=report, search=True)
-    except SimulationBudgetError as exc:
-        st.error("This run is too large to simulate here:\n\n" + md_list(exc.problems))
-        return
-    except ScenarioError as exc:
-        st.error("Nothing to simulate:\n\n" + md_list(exc.problems))
-        return
+def _wait(slot: Any, job: Job, text: str) -> None:
+    """Wait for ``job`` in the script thread (the work is in a worker), a progress bar in ``slot`` once it
+    has taken a second.  A rerun meanwhile interrupts only the waiting: the run goes on, and its result
+    shows on any later rerun."""
+    while not job.done.wait(WAIT_POLL_S):
+        if job.elapsed_s > PROGRESS_AFTER_S:
+            where = "waiting for a free worker" if job.state == "queued" else f"{job.elapsed_s:.0f} s"
+            slot.progress(min(max(job.progress, 0.0), 1.0), text=f"{text} ({where})")
     slot.empty()
-    _store(st)(key, value)
+
+
+def _words(action: str, s: Scenario) -> str:
+    if action == SIZE:
+        knobs = "" if s.search == "none" else f" × {s.search.replace(',', ' × ')}"
+        return f"Sizing: every GPU profile × tp{knobs}, the cheapest simulated…"
+    return "Simulating " + ("one replica" if s.replicas == 1 else f"{s.replicas} replicas") + "…"
+
+
+def _run(ctx: PageContext, slot: Any, action: str | None, key: str, workload: Workload | None) -> None:
+    """Start (or join) the run under ``key`` when asked — or when one is already running under it — and wait
+    for it; its problems as an error box."""
+    st, s = ctx.st, ctx.scenario
+    job = WORKERS.find(key)
+    if job is None and action is None:
+        return
+    if job is None:
+        try:
+            job = WORKERS.submit(session_id(st), key, action, (s.model_dump_json(), workload))
+        except Busy as exc:
+            st.warning(md_escape(f"Not started: {exc}."))
+            return
+    _wait(slot, job, _words(job.kind, s))
+    if job.state == "problems" and job.kind == SIMULATE:
+        st.error("This run was not simulated:\n\n" + md_list(job.problems))
+    elif job.state != "done":
+        st.error("The run could not finish:\n\n" + md_list(job.problems))
+
+
+def not_simulable(ctx: PageContext) -> str | None:
+    """Why one replica of this scenario cannot be simulated (it does not fit), in words; else None."""
+    m = ctx.result.metrics if ctx.result is not None else None
+    if m is None or m["fits"]:
+        return None
+    r = ctx.result.resolved
+    min_tp = int(m["min_tp_that_fits"])
+    if m["memory_headroom_bytes_per_gpu"] < 0 or m["kv_budget_bytes_per_gpu"] <= 0:
+        cause = f"the weights do not fit at tp = {r.scenario.tp} on a {r.gpu.name}"
+    else:
+        cause = f"no {fmt_count(r.scenario.prompt + r.scenario.output)}-token sequence fits in the KV cache left"
+    fix = f"the smallest tp that fits is {min_tp}" if min_tp else "no tp up to 64 fits on this GPU"
+    return f"Nothing to simulate: {cause} ({fix}; see the Memory tab). Size the fleet to search every profile and tp."
 
 
 def render(ctx: PageContext) -> None:
@@ -374,7 +426,7 @@ def render(ctx: PageContext) -> None:
         st.info("Nothing to simulate until the scenario can be evaluated (see the error above).")
         return
     st.caption(
-        md_text(
+        md_escape(
             f"One replica is {s.tp} × {ctx.result.resolved.gpu.name}, continuous batching up to {fmt_count(s.batch)} "
             f"sequences, {fmt_count(s.chunk)}-token steps. Generated prompts and outputs average "
             f"{fmt_count(s.prompt)} and {fmt_count(s.output)} tokens (sidebar); {fmt_pct(s.hit)} of them begin with a "
@@ -384,6 +436,7 @@ def render(ctx: PageContext) -> None:
     ss = st.session_state
     _sync_form(ss, s)
     action, values = _form(st, s)
+    slot = st.empty()  # the progress bar, right under the buttons
     data, digest, problem = _upload(st)
     if problem:
         st.error(md_escape(problem))
@@ -394,7 +447,11 @@ def render(ctx: PageContext) -> None:
             ctx.update_scenario(**changes)  # reruns; the action runs with the new scenario
             return
     action = action or ss.pop(_PENDING, None)
-    workload, name, problems = _traffic(st, s, data)
+    blocked = not_simulable(ctx)
+    if blocked and action == SIMULATE:
+        st.error(md_escape(blocked))
+        action = None
+    workload, name, problems = _traffic(st, s, data, digest)
     if problems:
         st.error("The trace cannot be used:\n\n" + md_list(problems))
         action = None
@@ -402,13 +459,17 @@ def render(ctx: PageContext) -> None:
         _preview(st, workload, name, s)
     upload_key = digest if not s.trace else ""
     keys = {a: f"{a}|{s.model_dump_json()}|{upload_key}" for a in (SIMULATE, SIZE)}
-    if action and not problem:
-        _run(ctx, action, keys[action], workload)
-    fleet: FleetResult | None = _lookup(st, keys[SIMULATE])
-    sizing: Sizing | None = _lookup(st, keys[SIZE])
+    if not problem and not problems:
+        for a in (SIMULATE, SIZE):
+            if (a == action or WORKERS.find(keys[a]) is not None) and keys[a] not in RESULTS:
+                _run(ctx, slot, a if a == action else None, keys[a], workload)
+    fleet: FleetResult | None = RESULTS.get(keys[SIMULATE])
+    sizing: Sizing | None = RESULTS.get(keys[SIZE])
     if fleet is None and sizing is None:
         st.info(
-            "Press **Simulate** for latency distributions and prefix-cache hit rates, or **Size the fleet** for "
+            md_escape(blocked)
+            if blocked
+            else "Press **Simulate** for latency distributions and prefix-cache hit rates, or **Size the fleet** for "
             "the cheapest fleet meeting the targets."
         )
     if fleet is not None:
@@ -459,7 +520,7 @@ def _verdict(st: Any, sm: dict[str, Any], s: Scenario) -> None:
     )
     where = "This replica" if s.replicas == 1 else "This fleet"
     verdict = "meets" if sm["slo_met"] else "misses"
-    (st.success if sm["slo_met"] else st.warning)(md_text(f"{where} {verdict} the p99 targets at this load.{note}"))
+    (st.success if sm["slo_met"] else st.warning)(md_escape(f"{where} {verdict} the p99 targets at this load.{note}"))
 
 
 def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
@@ -467,10 +528,10 @@ def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
     sm = r.summary
     st.subheader("One replica" if s.replicas == 1 else f"{s.replicas} replicas, {ROUTER_LABELS[f.router]} router")
     cache = CACHE_LABELS[s.prefix_cache]
-    st.caption(md_text(f"Simulated {md_escape(name)}, seed {s.seed}; prefix cache {cache}."))
+    st.caption(md_escape(f"Simulated {name}, seed {s.seed}; prefix cache {cache}."))
     if sm["served_requests"] == 0:
         st.error(
-            md_text(
+            md_escape(
                 f"No request was served: {fmt_count(sm['rejected_context'])} are longer than the model's context "
                 f"window and {fmt_count(sm['rejected_kv'])} need more KV blocks than the replica's "
                 f"{fmt_count(sm['kv_capacity_blocks'])}. Nothing to chart."
@@ -491,16 +552,8 @@ def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
     if s.replicas > 1:
         frame = replica_frame(f)
         st.dataframe(
-            display_frame(frame, REPLICA_DISPLAY, ("ttft_p99_s", "itl_p99_s")),
+            table(display_frame(frame, REPLICA_DISPLAY, ("ttft_p99_s", "itl_p99_s")), REPLICA_KINDS),
             hide_index=True,
-            column_config={
-                "p99 TTFT (ms)": st.column_config.NumberColumn(format="%.0f"),
-                "p99 ITL (ms)": st.column_config.NumberColumn(format="%.1f"),
-                "output tokens/s": st.column_config.NumberColumn(format="%.0f"),
-                "KV used (mean)": st.column_config.NumberColumn(format="percent"),
-                "prefix hit (tokens)": st.column_config.NumberColumn(format="percent"),
-                "prefix hit (requests)": st.column_config.NumberColumn(format="percent"),
-            },
         )
         st.plotly_chart(replica_figure(frame), key="sim-replicas", config=PLOTLY_CONFIG)
         download_csv(st, "Per-replica CSV", frame, "sim-replicas")
@@ -519,20 +572,9 @@ def sizing_display_frame(table: pd.DataFrame) -> pd.DataFrame:
 
 def _show_sizing(st: Any, z: Sizing) -> None:
     st.subheader("Fleet sizing")
-    (st.success if z.best is not None else st.warning)(md_text(z.reason))
+    (st.success if z.best is not None else st.warning)(md_escape(z.reason))
     flags = z.table["best"].astype(bool).tolist()
-
-    st.dataframe(
-        highlighted(sizing_display_frame(z.table), flags),
-        hide_index=True,
-        column_config={
-            "$ / hour": st.column_config.NumberColumn(format="$%.2f"),
-            "$ / M output tokens": st.column_config.NumberColumn(format="$%.3f"),
-            "p99 TTFT (ms)": st.column_config.NumberColumn(format="%.0f"),
-            "p99 ITL (ms)": st.column_config.NumberColumn(format="%.1f"),
-            "goodput": st.column_config.NumberColumn(format="percent"),
-        },
-    )
+    st.dataframe(table(sizing_display_frame(z.table), SIZING_KINDS, flags), hide_index=True)
     if z.search is not None:
         st.caption(
             md_text(
@@ -544,7 +586,7 @@ def _show_sizing(st: Any, z: Sizing) -> None:
             )
         )
     st.caption(
-        md_text(
+        md_escape(
             f"Fewest replicas per GPU profile and tp meeting both p99 targets at {fmt_num(z.rate_per_s)} requests/s: "
             f"with round-robin each replica gets its share, with a load-aware router the whole fleet is simulated; "
             f"each search run simulates {fmt_count(z.requests_per_simulation)} requests per replica (at most "
@@ -554,35 +596,7 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
     st.markdown("**Disaggregated prefill and decode pools** (estimate, KV transfer not counted)")
-    d = z.disaggregated
-    cols = [
-        c
-        for c in (
-            "name",
-            "prefill_tp",
-            "prefill_gpus",
-            "decode_tp",
-            "decode_gpus",
-            "disaggregated_gpus",
-            "colocated_gpus",
-            "disaggregated_cost_per_hour_usd",
-            "colocated_cost_per_hour_usd",
-            "status",
-        )
-        if c in d
-    ]
-    st.dataframe(
-        d[cols].rename(
-            columns={
-                "name": "GPU",
-                "disaggregated_gpus": "disaggregated GPUs",
-                "colocated_gpus": "colocated GPUs",
-                "disaggregated_cost_per_hour_usd": "disaggregated $/h",
-                "colocated_cost_per_hour_usd": "colocated $/h",
-            }
-        ),
-        hide_index=True,
-    )
+    st.dataframe(table(display_frame(z.disaggregated, DISAGGREGATED_DISPLAY), DISAGGREGATED_KINDS), hide_index=True)
     st.caption(
         "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
         "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory."

@@ -23,6 +23,7 @@ from planner.studies.advisor.context import (
     fits,
     metric_value,
 )
+from planner.studies.ridge import fmt_turn
 from planner.units import GB
 
 #: "TP communication eats the step" above this share of the decode step (medium above the second).
@@ -53,10 +54,10 @@ def _regime(ctx: Context) -> tuple[str, int, str]:
         return where, MAX_BATCH, "Decode is memory-bound at every batch"
     regime = "compute" if scenario.batch >= ridge else "memory"
     where = (
-        f"Decode is memory-bound below batch {fmt_count(ridge)} and compute-bound above it; batch "
+        f"Decode is memory-bound below batch {fmt_turn(ridge)} and compute-bound from {fmt_turn(ridge)} on; batch "
         f"{fmt_count(scenario.batch)} is {regime}-bound and produces {now}"
     )
-    title = f"Decode is memory-bound below batch {fmt_count(ridge)}, compute-bound above"
+    title = f"Decode is memory-bound below batch {fmt_turn(ridge)}, compute-bound from {fmt_turn(ridge)}"
     return where, max(math.floor(ridge), 0), title
 
 

@@ -1,0 +1,350 @@
+"""Heavy work off the script thread: simulations and fleet sizings run in worker processes.
+
+A visitor's simulation is the one piece of dashboard work that can take tens of seconds
+(the simulator's own work budget, ``planner.serving.budget``, bounds it to ≈ 30 s of
+steps).  Run on the script thread it would hold the server's interpreter lock (every
+other visitor's rerun waits) and its memory would stay in the server process.  So:
+
+* ``WORKERS`` (process-wide, started on first use) keeps ``processes`` worker processes:
+  fresh interpreters (``python -m ui.jobs FD LIMIT``, not forks of the threaded server, and
+  not multiprocessing children, which would re-run the server's ``__main__`` — Streamlit's
+  script), each at a lower CPU priority, with an address-space limit (``MEMORY_LIMIT_BYTES``)
+  and one numeric thread, talking to the server over a socket pair;
+* ``submit`` queues a job (kind, the scenario's JSON, the traffic) under a result key; a
+  job already queued or running under the same key is joined, not repeated;
+* each session may have ``PER_SESSION`` jobs at once and the queue holds at most
+  ``MAX_QUEUED``: beyond either, ``submit`` raises ``Busy`` with a sentence saying why;
+* a job that runs past ``TIME_LIMIT_S`` is stopped (its worker killed and replaced) and
+  reported as such; an out-of-memory worker is reported the same way, never a traceback;
+* a finished job's value goes into ``RESULTS`` (a byte-bounded cache, ``ui.cache``), where
+  the tab finds it on any later rerun — also after the visitor moved on while it ran.
+
+The tab waits on ``Job.done`` and draws ``Job.progress`` (``ui.tabs.simulate``).  No
+streamlit here; the worker side imports only the planner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from planner.units import GiB, MiB
+from ui.cache import BoundedCache
+
+LOG = logging.getLogger("kvplan.jobs")
+
+#: One run's wall-clock limit (the work budget is ≈ 30 s of steps on this 2-core machine; a sizing
+#: runs many shorter simulations).
+TIME_LIMIT_S = 120.0
+#: One worker's address space (numpy's and the simulator's arrays); a run over it fails alone.
+MEMORY_LIMIT_BYTES = 3 * GiB
+#: Jobs one session may have queued or running at once, and jobs the whole server queues.
+PER_SESSION = 1
+MAX_QUEUED = 8
+#: The worker's CPU priority offset (nice): visitors' reruns in the server come first.
+WORKER_NICE = 10
+#: Seconds between two progress messages from a worker.
+PROGRESS_EVERY_S = 0.2
+RESULTS = BoundedCache("simulation results", max_bytes=192 * MiB, max_entries=32)
+
+
+def default_processes() -> int:
+    """Half the cores, at least one, at most four: the other half serves the page."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+class Busy(Exception):
+    """The job was not queued: the session or the server has as many as it may (the message says which)."""
+
+
+@dataclass
+class Job:
+    """One queued or running piece of work, as the script thread sees it."""
+
+    key: str
+    session: str
+    kind: str
+    payload: Any
+    queued_at: float = field(default_factory=time.monotonic)
+    started_at: float | None = None
+    progress: float = 0.0
+    state: str = "queued"  # queued | running | done | problems | failed
+    problems: tuple[str, ...] = ()
+    done: threading.Event = field(default_factory=threading.Event)
+    id: int = field(default_factory=lambda: next(_IDS))
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - (self.started_at or self.queued_at)
+
+
+_IDS = itertools.count(1)
+
+
+# --------------------------------------------------------------------------- the worker process side
+
+
+def _limit_resources(memory_limit_bytes: int) -> None:
+    """In the worker: lower priority and a bounded address space (one BLAS thread: set in its environment)."""
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+    except (ImportError, ValueError, OSError):  # not on this platform, or a lower hard limit already
+        pass
+
+
+def _run_job(kind: str, payload: Any, progress: Callable[[float], None]) -> Any:
+    """The work itself, in the worker (planner only)."""
+    from planner.model.catalog import load_catalog
+    from planner.model.scenario import Scenario
+
+    catalog = _CATALOG.get("catalog") or _CATALOG.setdefault("catalog", load_catalog())
+    scenario_json, workload = payload
+    s = Scenario.model_validate_json(scenario_json)
+    if kind == "simulate":
+        from planner.serving.fleet import simulate_fleet_scenario
+
+        return simulate_fleet_scenario(s, catalog, workload=workload, progress=progress)
+    if kind == "size":
+        from planner.serving.sizing import size_fleet
+
+        return size_fleet(s, catalog, trace=workload, progress=progress, search=True)
+    raise ValueError(f"unknown job kind {kind!r}")
+
+
+_CATALOG: dict[str, Any] = {}
+
+
+class _Reporter:
+    """The progress callback of one job: a message every ``PROGRESS_EVERY_S`` at most."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.last = conn, 0.0
+
+    def __call__(self, frac: float) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            self.conn.send(("progress", float(frac)))
+
+
+def _serve(conn: Any, memory_limit_bytes: int) -> None:
+    """A worker's loop: receive (kind, payload), send progress, then the value or the problems."""
+    _limit_resources(memory_limit_bytes)
+    from planner.errors import ProblemsError
+
+    logging.basicConfig(level=logging.WARNING, format="kvplan worker %(process)d: %(levelname)s %(message)s")
+
+    while True:
+        try:
+            kind, payload = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            message: tuple[str, Any] = ("done", _run_job(kind, payload, _Reporter(conn)))
+        except ProblemsError as exc:
+            message = ("problems", list(exc.problems))
+        except MemoryError:
+            message = (
+                "problems",
+                [f"the run needed more than {memory_limit_bytes / GiB:g} GiB, the limit for one run"],
+            )
+        except Exception as exc:  # noqa: BLE001 — reported by type to the visitor, in full to the log
+            logging.getLogger("kvplan.jobs.worker").exception("job %s failed", kind)
+            message = ("failed", type(exc).__name__)
+        try:
+            conn.send(message)
+        except MemoryError:
+            conn.send(("problems", ["the result was too large to return"]))
+
+
+# --------------------------------------------------------------------------- the server side
+
+
+class _Slot:
+    """One worker process and the thread that feeds it jobs and enforces the time limit."""
+
+    def __init__(self, pool: Workers, index: int) -> None:
+        self.pool, self.index = pool, index
+        self.process: subprocess.Popen | None = None
+        self.conn: Connection | None = None
+        self.thread = threading.Thread(target=self._loop, name=f"kvplan-worker-{index}", daemon=True)
+        self.thread.start()
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, **{v: "1" for v in _THREAD_VARS}}
+        env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ui.jobs", str(theirs.fileno()), str(self.pool.memory_limit_bytes)],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            cwd=str(_ROOT),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.conn = Connection(ours.detach())
+
+    def _stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=5)
+        if self.conn is not None:
+            self.conn.close()
+        self.process = self.conn = None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _loop(self) -> None:
+        while True:
+            job = self.pool.jobs.get()
+            if job is None:
+                self._stop()
+                return
+            try:
+                self._run(job)
+            except Exception:  # noqa: BLE001 — a broken pipe or a dead worker: this job fails, the slot lives on
+                LOG.exception("worker %s lost job %s", self.index, job.kind)
+                self._stop()
+                self.pool.finish(job, "failed", problems=("the worker stopped unexpectedly",))
+
+    def _run(self, job: Job) -> None:
+        if not self.alive():
+            self._stop()
+            self._start()
+        assert self.conn is not None
+        job.state, job.started_at = "running", time.monotonic()
+        self.conn.send((job.kind, job.payload))
+        deadline = job.started_at + self.pool.time_limit_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._stop()
+                limit = f"{self.pool.time_limit_s:g} s"
+                self.pool.finish(job, "problems", problems=(f"stopped after {limit}, the limit for one run",))
+                return
+            if not self.conn.poll(min(left, 1.0)):
+                if not self.alive():
+                    raise RuntimeError("worker died")
+                continue
+            tag, value = self.conn.recv()
+            if tag == "progress":
+                job.progress = value
+                continue
+            if tag == "done":
+                self.pool.finish(job, "done", value=value)
+            elif tag == "problems":
+                self.pool.finish(job, "problems", problems=tuple(value))
+            else:
+                self.pool.finish(job, "failed", problems=(f"the run failed ({value}); it was logged on the server",))
+            return
+
+
+class Workers:
+    """The worker pool and its bookkeeping (module doc).  Thread-safe."""
+
+    def __init__(
+        self,
+        processes: int | None = None,
+        time_limit_s: float = TIME_LIMIT_S,
+        per_session: int = PER_SESSION,
+        max_queued: int = MAX_QUEUED,
+        memory_limit_bytes: int = MEMORY_LIMIT_BYTES,
+        results: BoundedCache = RESULTS,
+    ) -> None:
+        self.processes = processes or default_processes()
+        self.time_limit_s, self.per_session, self.max_queued = time_limit_s, per_session, max_queued
+        self.memory_limit_bytes = memory_limit_bytes
+        self.results = results
+        self.jobs: queue.Queue[Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._active: dict[str, Job] = {}  # key -> queued or running job
+        self._slots: list[_Slot] = []
+
+    def _ensure_started(self) -> None:
+        if not self._slots:
+            self._slots = [_Slot(self, i) for i in range(self.processes)]
+
+    def find(self, key: str) -> Job | None:
+        """The queued or running job under ``key``, if any."""
+        with self._lock:
+            return self._active.get(key)
+
+    def submit(self, session: str, key: str, kind: str, payload: Any) -> Job:
+        """Queue ``kind`` for ``payload`` under result ``key`` (joined when already active); raises Busy."""
+        with self._lock:
+            same = self._active.get(key)
+            if same is not None:
+                return same
+            mine = [j for j in self._active.values() if j.session == session]
+            if len(mine) >= self.per_session:
+                running = mine[0]
+                raise Busy(
+                    f"your previous {_WORDS.get(running.kind, running.kind)} is still running "
+                    f"({running.elapsed_s:.0f} s so far; each visitor runs {self.per_session} at a time, at most "
+                    f"{self.time_limit_s:g} s each); its result will show here when it is done"
+                )
+            waiting = sum(j.state == "queued" for j in self._active.values())
+            if waiting >= self.max_queued:
+                raise Busy(f"the server is busy ({waiting} runs are waiting); try again in a minute")
+            job = Job(key, session, kind, payload)
+            self._active[key] = job
+            self._ensure_started()
+        self.jobs.put(job)
+        return job
+
+    def finish(self, job: Job, state: str, value: Any = None, problems: tuple[str, ...] = ()) -> None:
+        """Record a job's end: its value into ``results`` (state "done") or its problems; wake the waiters."""
+        if state == "done":
+            self.results.put(job.key, value)
+        job.state, job.problems, job.progress = state, problems, 1.0
+        with self._lock:
+            if self._active.get(job.key) is job:
+                del self._active[job.key]
+        job.done.set()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            active = list(self._active.values())
+        return {
+            "processes": self.processes,
+            "running": sum(j.state == "running" for j in active),
+            "queued": sum(j.state == "queued" for j in active),
+            "worker_pids": [s.process.pid for s in self._slots if s.process is not None and s.alive()],
+        }
+
+
+#: The numeric libraries' thread counts, 1 in a worker (set in its environment before numpy loads).
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: The folder that holds ``ui`` and ``planner`` (a worker imports them from there).
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+_WORDS = {"simulate": "simulation", "size": "fleet sizing"}
+WORKERS = Workers()
+
+
+def main(argv: list[str]) -> None:
+    """A worker process: ``python -m ui.jobs FD MEMORY_LIMIT_BYTES`` (started by ``_Slot``)."""
+    _serve(Connection(int(argv[0])), int(argv[1]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
