@@ -26,6 +26,11 @@ LengthDist = Literal["fixed", "uniform", "lognormal"]
 PrefixCacheMode = Literal["pool", "unbounded", "off"]
 Router = Literal["round_robin", "least_tokens", "prefix_affinity"]
 TraceName = Literal["", "azure-code-2023", "azure-conv-2023", "mooncake-conversation", "mooncake-synthetic"]
+#: Bounds of the layout keys (one instance: tp · dp · pp GPUs); ep up to the largest published (DeepSeek's EP320).
+MAX_PP = 64
+MAX_DP = 256
+MAX_EP = 1024
+MAX_EP_IMBALANCE = 64.0
 
 
 def _valid_timing(text: str) -> str:
@@ -157,6 +162,30 @@ class Scenario(BaseModel):
     )
     response_s: float = Field(
         default=0.0, ge=0.0, le=3600.0, description="follow-ups: the API's response time before each follow-up, s"
+    )
+    # parallelism beyond tensor parallel (planner/engine/parallel.py; docs/model.md "Parallelism"):
+    # one serving instance runs on tp · dp · pp GPUs
+    pp: int = Field(default=1, ge=1, le=MAX_PP, description="pipeline stages (layers split across them)")
+    ep: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_EP,
+        description="expert-parallel degree of the MoE layers (the tp · dp GPUs of a stage hold ep groups of experts)",
+    )
+    dp: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_DP,
+        description="data-parallel attention ranks inside one instance (MoE models; each holds its own sequences)",
+    )
+    eplb: bool = Field(
+        default=True, description="expert-parallel load balancer on (vLLM --enable-eplb; SGLang --enable-eplb)"
+    )
+    ep_imbalance: float | None = Field(
+        default=None,
+        ge=1.0,
+        le=MAX_EP_IMBALANCE,
+        description="routed tokens on the busiest EP rank ÷ the mean; None = the measured value with or without EPLB",
     )
 
     @model_validator(mode="after")

@@ -1,0 +1,230 @@
+"""Parallel layouts in the engine's arrays: the GPUs of an instance, pipeline stages, the MoE grid,
+nodes, and the collectives that join them (docs/model.md "Parallelism").
+
+  GPUs per instance   = tp · dp · pp                              (vLLM: world_size_across_dp = TP·PP·DP)
+  MoE grid (a stage)  = ep × moe_tp = tp · dp GPUs                 (vLLM: ep ∈ {1, tp·dp}; SGLang, TensorRT-LLM:
+                                                                   ep divides tp·dp; validity.py)
+  experts per rank    = ⌈E / ep⌉ on the busiest (vLLM: the first E mod ep ranks hold one more)
+  stage layers        = L // pp, one spare each on r = L mod pp stages (``parallel_layout.stage_layers``)
+  layer imbalance u   = pp · ⌈L / pp⌉ / L: the biggest stage's share of the layers, × pp
+  expert imbalance    = min(ep_imbalance, ep) when ep > 1: routed tokens on the busiest EP rank ÷ the mean
+  nodes               the GPUs of an instance are numbered tp fastest, then dp, then pp; a group of n GPUs
+                      stays on the scale-up link when n ≤ G (``gpus_per_node``), else it crosses nodes
+
+Collectives (nccl-tests doc/PERFORMANCE.md: busbw = algbw · 2(n−1)/n for all-reduce, (n−1)/n for
+all-gather and reduce-scatter; "this is independent of the algorithm used"):
+  all-reduce of S bytes over n GPUs          α + 2(n−1)/n · S / bw
+  all-gather, reduce-scatter                 α + (n−1)/n · S / bw
+    bw, α = link · η_link and the link's latency (+ the engine's overhead) when the group fits in one node,
+          = the scale-out bandwidth per GPU and the inter-node latency when it spans nodes (the NIC bounds a ring)
+  all-to-all dispatch or combine (DeepEP)    α + bytes · max(f_in / (link · η_link), f_out / scale-out)
+    f_in = (min(n, G) − 1) / n of a GPU's token copies go to GPUs of its node, f_out = max(n − G, 0) / n leave it;
+    with α = 45 µs and 50 GB/s this reproduces DeepEP's low-latency table (H800, CX7; docs/legacy.md)
+    within 3 % at EP16–EP64 and 12 % at EP128
+  stage-to-stage send                        α + 2 · T · d · 2 B / tp / bw   (vLLM sends hidden states and the
+                                             residual, each TP rank its 1/tp slice: parallel_state.py:810-905)
+    n_cross of the pp − 1 boundaries cross nodes: all when tp·dp ≥ G, else ⌊(pp − 1) · tp·dp / G⌋
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.engine.inputs import Array, EngineInputs
+from planner.units import ACTIVATION_BYTES
+
+
+def simple(x: EngineInputs) -> bool:
+    """Every scenario of ``x`` is plain tensor parallelism inside one node (the common path, kept as it was)."""
+    return bool(np.all(x.pp == 1) and np.all(x.dp == 1) and np.all(x.ep == 1) and np.all(x.tp <= x.gpus_per_node))
+
+
+def plain_layout(x: EngineInputs) -> bool:
+    """No scenario of ``x`` has pipeline stages, data-parallel ranks or expert parallelism (the memory plan's
+    common path, kept as it was)."""
+    return bool(np.all(x.pp == 1) and np.all(x.dp == 1) and np.all(x.ep == 1))
+
+
+def gpus_per_instance(x: EngineInputs) -> Array:
+    """tp · dp · pp: the GPUs of one serving instance."""
+    return x.tp * x.dp * x.pp
+
+
+def stage_gpus(x: EngineInputs) -> Array:
+    """tp · dp: the GPUs of one pipeline stage (its attention ranks, and its MoE grid)."""
+    return x.tp * x.dp
+
+
+def moe_tp(x: EngineInputs) -> Array:
+    """tp · dp / ep: the GPUs each expert's FFN is split over."""
+    return x.tp * x.dp / x.ep
+
+
+def expert_imbalance(x: EngineInputs) -> Array:
+    """Routed tokens on the busiest EP rank ÷ the mean: min(ep_imbalance, ep) when ep > 1, else 1
+    (with the experts sliced over tensor-parallel ranks every GPU sees every expert's tokens)."""
+    return np.where(x.ep > 1, np.minimum(x.ep_imbalance, x.ep), 1.0)
+
+
+def experts_on_busiest_rank(x: EngineInputs) -> Array:
+    """⌈E / ep⌉ (vLLM ``determine_expert_map``: the first E mod ep ranks hold one more)."""
+    return np.ceil(x.experts / x.ep)
+
+
+def max_stage_layers(x: EngineInputs) -> Array:
+    """⌈L / pp⌉: the biggest stage's layers (one spare layer on some stages under every split rule)."""
+    return np.ceil(x.layers / x.pp)
+
+
+def layer_imbalance(x: EngineInputs) -> Array:
+    """u = pp · ⌈L / pp⌉ / L: the biggest stage's time ÷ the mean stage's (1 when the layers divide)."""
+    return x.pp * max_stage_layers(x) / x.layers
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage's share of the model: its layers and what they hold."""
+
+    index: Array
+    layers: Array
+    layer_frac: Array  # L_s / L
+    dense_frac: Array  # D_s / D: the dense layers (leading, as DeepSeek's first_k_dense_replace) it holds
+    moe_frac: Array  # M_s / M: the MoE layers it holds
+    first: Array  # holds the embedding
+    last: Array  # holds the LM head and the sampler
+
+
+def whole_model(x: EngineInputs) -> Stage:
+    """The one stage of pp = 1."""
+    one = np.ones_like(np.asarray(x.layers, dtype=float))
+    return Stage(index=0.0 * one, layers=x.layers, layer_frac=one, dense_frac=one, moe_frac=one, first=one, last=one)
+
+
+def _split(x: EngineInputs) -> tuple[Array, Array, Array]:
+    """(base, spare, first stage with a spare layer) of the engine's split rule (mem_rule: 0 vLLM, 1 SGLang,
+    2 TensorRT-LLM; ``parallel_layout`` module doc)."""
+    base = np.floor(x.layers / x.pp)
+    spare = x.layers - base * x.pp
+    lo = np.where(x.mem_rule == 1, x.pp - spare, np.where(x.mem_rule == 2, 0.0, x.pp - 1.0 - spare))
+    return base, spare, lo
+
+
+def stage_at(x: EngineInputs, index) -> Stage:
+    """Stage ``index`` (0 … pp − 1) under the engine's split rule; dense layers lead, as in DeepSeek."""
+    s = np.asarray(index, dtype=float)
+    base, spare, lo = _split(x)
+    layers = base + ((s >= lo) & (s < lo + spare))
+    start = s * base + np.clip(s - lo, 0.0, spare)
+    dense_total = x.dense_layers_count
+    dense = np.clip(dense_total - start, 0.0, layers)
+    moe_total = np.maximum(x.moe_layers, 1.0)
+    return Stage(
+        index=s,
+        layers=layers,
+        layer_frac=layers / x.layers,
+        dense_frac=dense / np.maximum(dense_total, 1.0),
+        moe_frac=np.where(x.moe_layers > 0, (layers - dense) / moe_total, 0.0),
+        first=(s == 0).astype(float),
+        last=(s == x.pp - 1.0).astype(float),
+    )
+
+
+def stages(x: EngineInputs) -> list[Stage]:
+    """The stages that can hold the fewest KV blocks: the first (embedding), the last (LM head and sampler),
+    the last middle stage (the fewest dense layers) and the last middle stage with a spare layer.  With dense
+    layers leading and an MoE layer holding more per GPU than a dense one, no other stage holds fewer."""
+    if not np.any(x.pp > 1):
+        return [whole_model(x)]
+    _, spare, lo = _split(x)
+    last = x.pp - 1.0
+    middle = np.maximum(x.pp - 2.0, 0.0)
+    spare_middle = np.clip(lo + spare - 1.0, 0.0, last)
+    return [stage_at(x, i) for i in (0.0, last, middle, spare_middle)]
+
+
+# ---------------------------------------------------------------- collectives
+
+
+def _link(x: EngineInputs, n) -> tuple[Array, Array]:
+    """(bandwidth, latency) of a group of n GPUs: the scale-up link inside a node, the network beyond."""
+    inside = n <= x.gpus_per_node
+    bw = np.where(inside, x.link_bytes_per_s * x.link_frac, x.scale_out_bytes_per_s)
+    return bw, np.where(inside, x.collective_latency_s, x.scale_out_latency_s)
+
+
+def allreduce_s(x: EngineInputs, n, size_bytes) -> Array:
+    """α + 2(n − 1)/n · S / bw over n GPUs (0 for n = 1)."""
+    bw, lat = _link(x, n)
+    return np.where(n > 1, lat + 2.0 * (n - 1.0) / n * size_bytes / bw, 0.0)
+
+
+def gather_s(x: EngineInputs, n, size_bytes) -> Array:
+    """An all-gather or a reduce-scatter of S gathered bytes over n GPUs: α + (n − 1)/n · S / bw."""
+    bw, lat = _link(x, n)
+    return np.where(n > 1, lat + (n - 1.0) / n * size_bytes / bw, 0.0)
+
+
+def all_to_all_s(x: EngineInputs, n, bytes_per_gpu) -> Array:
+    """One DeepEP dispatch or combine over n GPUs: α + bytes · max(f_in / (link · η), f_out / scale-out)."""
+    g = x.gpus_per_node
+    f_in = (np.minimum(n, g) - 1.0) / n
+    f_out = np.maximum(n - g, 0.0) / n
+    per_byte = np.maximum(f_in / (x.link_bytes_per_s * x.link_frac), f_out / x.scale_out_bytes_per_s)
+    lat = np.where(n <= g, x.collective_latency_s, x.scale_out_latency_s)
+    return np.where(n > 1, lat + bytes_per_gpu * per_byte, 0.0)
+
+
+def tp_allreduces(x: EngineInputs) -> Array:
+    """All-reduces over tp per pass: 2 a layer (attention, MLP: Megatron-LM), but an MoE layer's second is
+    replaced by the dispatch/combine when its tokens come from dp ranks (dp > 1)."""
+    return 2.0 * x.layers - np.where(x.dp > 1, x.moe_layers, 0.0)
+
+
+def tp_comm_s(x: EngineInputs, rank_tokens) -> Array:
+    """The tensor-parallel all-reduces of one pass: n_AR · (α + 2(tp − 1)/tp · T_rank · d · 2 B / bw)."""
+    return tp_allreduces(x) * allreduce_s(x, x.tp, rank_tokens * x.hidden * ACTIVATION_BYTES)
+
+
+def moe_exchange_tokens(x: EngineInputs, rank_tokens, all_tokens) -> Array:
+    """Tokens one GPU sends or receives in a dispatch: max(T_rank, imbalance · T_all / dp) / tp."""
+    return np.maximum(rank_tokens, expert_imbalance(x) * all_tokens / x.dp) / x.tp
+
+
+def moe_comm_s(x: EngineInputs, rank_tokens, all_tokens) -> Array:
+    """The MoE layers' token exchange of one pass when dp > 1: per MoE layer a DeepEP dispatch + combine
+    (ep > 1) or vLLM's all-gather + reduce-scatter of every token (ep = 1, experts sliced over tp · dp)."""
+    n = stage_gpus(x)
+    copies = moe_exchange_tokens(x, rank_tokens, all_tokens) * x.experts_per_token * x.hidden
+    a2a = all_to_all_s(x, n, copies * x.dispatch_bytes_per_element) + all_to_all_s(x, n, copies * ACTIVATION_BYTES)
+    gathered = 2.0 * gather_s(x, n, all_tokens * x.hidden * ACTIVATION_BYTES)
+    per_layer = np.where(x.ep > 1, a2a, gathered)
+    return np.where((x.dp > 1) & (x.moe_layers > 0), x.moe_layers * per_layer, 0.0)
+
+
+def boundaries_crossing_nodes(x: EngineInputs) -> Array:
+    """Of the pp − 1 stage boundaries, those between GPUs of different nodes."""
+    s = stage_gpus(x)
+    return np.where(s >= x.gpus_per_node, x.pp - 1.0, np.floor((x.pp - 1.0) * s / x.gpus_per_node))
+
+
+def _send_s(x: EngineInputs, rank_tokens, across: bool) -> Array:
+    size = 2.0 * rank_tokens * x.hidden * ACTIVATION_BYTES / x.tp
+    if across:
+        return x.scale_out_latency_s + size / x.scale_out_bytes_per_s
+    return x.collective_latency_s + size / (x.link_bytes_per_s * x.link_frac)
+
+
+def stage_send_s(x: EngineInputs, rank_tokens) -> Array:
+    """One stage's send of a micro-batch to the next (the slower kind of boundary the instance has)."""
+    t = np.where(boundaries_crossing_nodes(x) > 0, _send_s(x, rank_tokens, True), _send_s(x, rank_tokens, False))
+    return np.where(x.pp > 1, t, 0.0)
+
+
+def path_sends_s(x: EngineInputs, rank_tokens) -> Array:
+    """The pp − 1 sends on a micro-batch's path through the stages: n_cross over the network, the rest on the link."""
+    cross = boundaries_crossing_nodes(x)
+    far = _send_s(x, rank_tokens, True)
+    near = _send_s(x, rank_tokens, False)
+    return np.where(x.pp > 1, cross * far + (x.pp - 1.0 - cross) * near, 0.0)
