@@ -159,16 +159,15 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
 
 
 def _layout_metrics(x: EngineInputs, dec, out: dict[str, MetricValue]) -> dict[str, MetricValue]:
-    """The layout's time terms (docs/model.md "Parallelism") and the disaggregated KV transfer:
-    kv_transfer_s = α_net + P · KV per token per GPU / scale-out (each GPU sends its share over its NIC)."""
-    moved = x.prompt_tokens * out["kv_bytes_per_token_per_gpu"]
+    """The layout's time terms (docs/model.md "Parallelism") and the disaggregated KV transfer between two
+    instances of this layout (``parallel.kv_transfer_s``: each GPU sends its share over its own NIC)."""
     return dict(
         decode_exchange_s=np.broadcast_to(dec.exchange_s, np.shape(dec.comm_s)).astype(float),
         decode_send_s=np.broadcast_to(dec.send_s, np.shape(dec.comm_s)).astype(float),
         decode_pipeline_s=np.broadcast_to(dec.pipeline_s, np.shape(dec.comm_s)).astype(float),
         decode_comm_frac=dec.comm_s / dec.time_s,
         kv_transfer_bytes_per_request=x.prompt_tokens * out["kv_bytes_per_token"],
-        kv_transfer_s=x.scale_out_latency_s + moved / x.scale_out_bytes_per_s,
+        kv_transfer_s=parallel.kv_transfer_s(x, x, x.prompt_tokens),
     )
 
 

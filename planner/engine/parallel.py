@@ -33,7 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs
+from planner.engine.validity import tp_problems, valid_eps
+from planner.model.parallel_layout import Layout
+from planner.model.specs import GPU, ModelSpec
 from planner.units import ACTIVATION_BYTES
+
+#: The largest instance ``valid_layouts`` lists by default (DeepSeek's decode unit of EP320 is the largest published).
+MAX_INSTANCE_GPUS = 512
 
 
 def simple(x: EngineInputs) -> bool:
@@ -228,3 +234,63 @@ def path_sends_s(x: EngineInputs, rank_tokens) -> Array:
     far = _send_s(x, rank_tokens, True)
     near = _send_s(x, rank_tokens, False)
     return np.where(x.pp > 1, cross * far + (x.pp - 1.0 - cross) * near, 0.0)
+
+
+# ---------------------------------------------------------------- the layouts an engine accepts
+
+
+def _degrees(limit: int, powers_of_two: bool) -> list[int]:
+    if powers_of_two:
+        return [1 << i for i in range(limit.bit_length()) if 1 << i <= limit]
+    return list(range(1, limit + 1))
+
+
+def valid_layouts(
+    model: ModelSpec,
+    gpu: GPU,
+    max_gpus: int,
+    engine: str = "vllm",
+    *,
+    group: int = 0,
+    block: int = 0,
+    eplb: bool = True,
+    draft: ModelSpec | None = None,
+    powers_of_two: bool = True,
+) -> list[Layout]:
+    """Every (tp, pp, ep, dp) layout of at most ``max_gpus`` GPUs that ``engine`` accepts for ``model``
+    (``validity``: the tensor-parallel splits, pp ≤ layers, dp only for MoE models, ep on the engine's grid,
+    each expert's FFN over moe_tp, FP8 blocks), in order of GPUs, then nodes of ``gpu`` spanned, then tp, pp, dp,
+    ep.  Degrees are powers of two unless ``powers_of_two`` is False.  Whether a layout fits in memory is the
+    engine's (``memory_plan``) to say: this is the design space."""
+    out = []
+    for tp in _degrees(min(max_gpus, 64), powers_of_two):
+        if tp_problems(model, tp, group, 1, block):  # the attention and dense parts (the experts: below)
+            continue
+        if draft is not None and tp_problems(draft, tp):
+            continue
+        for dp in _degrees(max_gpus // tp, powers_of_two) if model.is_moe else [1]:
+            for ep in valid_eps(model, tp, dp, engine, eplb):
+                if tp_problems(model, tp, group, tp * dp // ep, block):
+                    continue
+                for pp in _degrees(min(max_gpus // (tp * dp), model.layers), powers_of_two):
+                    out.append(Layout(tp=tp, pp=pp, ep=ep, dp=dp))
+    return sorted(out, key=lambda x: (x.gpus, x.nodes(gpu.gpus_per_node), x.tp, x.pp, x.dp, x.ep))
+
+
+def kv_transfer_s(prefill: EngineInputs, decode: EngineInputs, prompt_tokens) -> Array:
+    """A prompt's KV from a prefill instance to a decode instance over the network (docs/model.md
+    "Parallelism"): α + P · max(KV per token / senders, the decode GPU's KV per token) / scale-out.
+
+    The prefill GPUs send disjoint shares in parallel, each over its own NIC: senders = pp · min(tp, g)
+    for grouped-query heads (heads replicate past g), pp for MLA (its latent is the same on every TP rank);
+    each decode GPU receives what it holds (vLLM NixlConnector: the decode worker reads the blocks straight
+    from the prefill GPUs' memory, after the prefill, not layer by layer: nixl_connector.py:506-518)."""
+    per_layer = prefill.kv_elements_per_token_per_layer * prefill.kv_bytes_per_element
+    layers = prefill.full_attention_layers + prefill.window_layers
+    total = layers * per_layer
+    senders = prefill.pp * np.where(prefill.kv_sharded > 0, np.minimum(prefill.tp, prefill.kv_heads), 1.0)
+    share = np.where(decode.kv_sharded > 0, np.ceil(decode.kv_heads / decode.tp) / decode.kv_heads, 1.0)
+    held = total * max_stage_layers(decode) / decode.layers * share
+    per_gpu = np.maximum(total / senders, held)
+    bw = np.minimum(prefill.scale_out_bytes_per_s, decode.scale_out_bytes_per_s)
+    return prefill.scale_out_latency_s + prompt_tokens * per_gpu / bw

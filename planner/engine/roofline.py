@@ -261,21 +261,59 @@ def micro_batches(x: EngineInputs, seqs, prompts) -> tuple[Array, Array]:
     return m, np.clip(prompts, 1.0, m)
 
 
-def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
-    """One step of a pipelined instance: its micro-batches through the stages (module doc)."""
+@dataclass(frozen=True)
+class PipelineParts:
+    """A pipelined step's pieces (module doc): its micro-batches, their passes and the sends."""
+
+    m: Array  # micro-batches in flight
+    m_p: Array  # those with prefill tokens
+    u_pp: Array  # u / pp: the biggest stage's share of a pass
+    dec: StepCost  # a decode-only micro-batch's pass through the whole model
+    mix: StepCost  # a micro-batch with prefill tokens
+    send_dec: Array  # one stage's send of each
+    send_mix: Array
+    path_sends: Array  # the pp − 1 sends on a micro-batch's way out
+
+    @property
+    def busy_s(self) -> Array:
+        """u/pp · ((m − m_p) · t_dec + m_p · t_mix) + (m − m_p) · send_dec + m_p · send_mix."""
+        work = self.u_pp * ((self.m - self.m_p) * self.dec.time_s + self.m_p * self.mix.time_s)
+        return work + (self.m - self.m_p) * self.send_dec + self.m_p * self.send_mix
+
+    @property
+    def path_s(self) -> Array:
+        """(m_p − 1) · (u/pp · t_mix + send_mix) + t_mix + the path's sends."""
+        return (self.m_p - 1.0) * (self.u_pp * self.mix.time_s + self.send_mix) + self.mix.time_s + self.path_sends
+
+
+def pipeline_parts(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0, prompts=None) -> PipelineParts:
+    """The pieces of ``step_cost`` on a pipelined instance (module doc); arguments as ``step_cost``."""
+    seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
+    k = (n > 0).astype(float) if prompts is None else np.asarray(prompts, dtype=float)
     m, m_p = micro_batches(x, seqs, k)
     zero = np.zeros(())
     dec = pass_cost(x, seqs / m, q, ctx, zero, zero, zero)
     mix = pass_cost(x, seqs / m, q, ctx, n / m_p, past, k / m_p)
-    u_pp = parallel.layer_imbalance(x) / x.pp
-    w_dec, w_mix = u_pp * (m - m_p), u_pp * m_p
-    send_dec, send_mix = parallel.stage_send_s(x, dec.rank_tokens), parallel.stage_send_s(x, mix.rank_tokens)
-    sends = (m - m_p) * send_dec + m_p * send_mix
-    busy = w_dec * dec.time_s + w_mix * mix.time_s + sends
-    path = (m_p - 1.0) * (u_pp * mix.time_s + send_mix) + mix.time_s + parallel.path_sends_s(x, mix.rank_tokens)
+    return PipelineParts(
+        m=m,
+        m_p=m_p,
+        u_pp=parallel.layer_imbalance(x) / x.pp,
+        dec=dec,
+        mix=mix,
+        send_dec=parallel.stage_send_s(x, dec.rank_tokens),
+        send_mix=parallel.stage_send_s(x, mix.rank_tokens),
+        path_sends=parallel.path_sends_s(x, mix.rank_tokens),
+    )
+
+
+def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
+    """One step of a pipelined instance: its micro-batches through the stages (module doc)."""
+    p = pipeline_parts(x, seqs, q, ctx, n, past, k)
+    w_dec, w_mix = p.u_pp * (p.m - p.m_p), p.u_pp * p.m_p
+    sends = (p.m - p.m_p) * p.send_dec + p.m_p * p.send_mix
 
     def both(name: str) -> Array:
-        return w_dec * getattr(dec, name) + w_mix * getattr(mix, name)
+        return w_dec * getattr(p.dec, name) + w_mix * getattr(p.mix, name)
 
     parts = {
         name: both(name)
@@ -297,9 +335,10 @@ def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         overlap=x.compute_memory_overlap,
         exchange_s=both("exchange_s"),
         send_s=sends,
-        rank_tokens=mix.rank_tokens,
+        rank_tokens=p.mix.rank_tokens,
     )
-    return replace(combined, pipeline_s=np.maximum(busy, path) - combined.time_s)
+    cycle = np.maximum(p.busy_s, p.path_s)
+    return replace(combined, pipeline_s=np.maximum(cycle - combined.time_s, 0.0))
 
 
 def _rank_share(x: EngineInputs, seqs, n, k) -> tuple[Array, Array, Array]:

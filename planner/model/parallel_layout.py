@@ -50,6 +50,34 @@ COMBINE_BYTES = 2.0
 SPLIT_RULES = {0: "vllm", 1: "sglang", 2: "trtllm"}
 
 
+@dataclass(frozen=True, order=True)
+class Layout:
+    """One serving instance's layout: tp · dp · pp GPUs, the MoE layers' experts over ep of them."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp * self.pp
+
+    def nodes(self, gpus_per_node: int) -> int:
+        """Nodes (scale-up domains) the instance spans: ⌈GPUs / gpus_per_node⌉."""
+        return -(-self.gpus // gpus_per_node)
+
+    @property
+    def label(self) -> str:
+        """'tp8·pp2', 'tp1·dp16·ep16' (the default parts left out; plain tp: 'tp8')."""
+        parts = [f"tp{self.tp}"] + [f"{k}{v}" for k, v in (("dp", self.dp), ("pp", self.pp), ("ep", self.ep)) if v > 1]
+        return "·".join(parts)
+
+    def changes(self) -> dict[str, int]:
+        """The scenario keys that set this layout."""
+        return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp}
+
+
 def stage_layers(layers: int, pp: int, rule: str = "vllm") -> list[int]:
     """Layers of each pipeline stage under the engine's split rule (module doc)."""
     base, spare = divmod(layers, pp)

@@ -214,26 +214,29 @@ class GpuProfileFile(BaseModel):
     attention_bandwidth_frac: float = Field(
         default=1.0, gt=0, le=1, description="attention KV bytes/s ÷ weight-streaming bytes/s"
     )
-    # multi-node layouts (docs/model.md "Parallelism"): the scale-up domain and the network beyond it
-    gpus_per_node: int = Field(
-        default=DEFAULT_GPUS_PER_NODE,
+    # multi-node layouts (docs/model.md "Parallelism"): the scale-up domain and the network beyond it;
+    # None (a measured profile, a user's file): the DEFAULT_* node above
+    gpus_per_node: int | None = Field(
+        default=None,
         ge=1,
         le=MAX_GPUS_PER_NODE,
         description="GPUs that share the scale-up link (interconnect_gb_per_s): 8 in an HGX/DGX node, 72 in a "
         "GB200 NVL72 NVLink domain",
     )
-    scale_out_gb_per_s: float = Field(
-        default=DEFAULT_SCALE_OUT_GB_PER_S,
+    scale_out_gb_per_s: float | None = Field(
+        default=None,
         ge=MIN_INTERCONNECT_GB_PER_S,
         le=10_000,
         description="network bandwidth per GPU beyond its node, one direction (400 Gb/s NDR = 50 GB/s)",
     )
-    scale_out_latency_us: float = Field(
-        default=DEFAULT_SCALE_OUT_LATENCY_US, ge=0, le=1000, description="fixed cost of one inter-node collective"
+    scale_out_latency_us: float | None = Field(
+        default=None, ge=0, le=1000, description="fixed cost of one inter-node collective"
     )
-    scale_out_name: str = Field(default="", max_length=120, description="the network, e.g. 8 × ConnectX-7 400 Gb/s")
-    scale_out_source: str = Field(
-        default="", max_length=2000, description="where the node and network figures come from"
+    scale_out_name: str | None = Field(
+        default=None, max_length=120, description="the network, e.g. 8 × ConnectX-7 400 Gb/s"
+    )
+    scale_out_source: str | None = Field(
+        default=None, max_length=2000, description="where the node and network figures come from"
     )
 
     @model_validator(mode="after")
@@ -272,9 +275,12 @@ class GpuProfileFile(BaseModel):
             compute_memory_overlap=self.compute_memory_overlap,
             attention_compute_frac=self.attention_compute_frac,
             attention_bandwidth_frac=self.attention_bandwidth_frac,
-            gpus_per_node=self.gpus_per_node,
-            scale_out_bytes_per_s=self.scale_out_gb_per_s * GB,
-            scale_out_latency_s=self.scale_out_latency_us * _S_PER_US,
+            gpus_per_node=self.gpus_per_node or DEFAULT_GPUS_PER_NODE,
+            scale_out_bytes_per_s=(self.scale_out_gb_per_s or DEFAULT_SCALE_OUT_GB_PER_S) * GB,
+            scale_out_latency_s=(
+                DEFAULT_SCALE_OUT_LATENCY_US if self.scale_out_latency_us is None else self.scale_out_latency_us
+            )
+            * _S_PER_US,
         )
 
 

@@ -82,7 +82,8 @@ ROUTER_LABELS = {
 
 SIZING_DISPLAY = {
     "name": "GPU",
-    "tp": "tp",
+    "layout": "layout",
+    "nodes": "nodes",
     "replicas": "replicas",
     "gpus": "GPUs",
     "cost_per_hour_usd": "$ / hour",
@@ -90,6 +91,7 @@ SIZING_DISPLAY = {
     "ttft_p99_s": "p99 TTFT (ms)",
     "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
+    "comm_frac": "comm share of a decode step",
     "status": "status",
 }
 REPLICA_DISPLAY = {
@@ -534,16 +536,17 @@ def _show_sizing(st: Any, z: Sizing) -> None:
         )
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
-    st.markdown("**Disaggregated prefill and decode pools** (estimate, KV transfer not counted)")
+    st.markdown("**Disaggregated prefill and decode pools** (estimate; each pool its own layout, KV transfer in TTFT)")
     d = z.disaggregated
     cols = [
         c
         for c in (
             "name",
-            "prefill_tp",
+            "prefill_layout",
             "prefill_gpus",
-            "decode_tp",
+            "decode_layout",
             "decode_gpus",
+            "kv_transfer_s",
             "disaggregated_gpus",
             "colocated_gpus",
             "disaggregated_cost_per_hour_usd",
@@ -566,7 +569,8 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     )
     st.caption(
         "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
-        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory."
+        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory; each prompt's KV "
+        "moves from the prefill to the decode pool over the network (kv_transfer_s, seconds) before its first token."
     )
     c1, c2 = st.columns(2)
     with c1:
