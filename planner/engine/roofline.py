@@ -46,6 +46,9 @@ Parallel layouts (planner/engine/parallel.py; docs/model.md "Parallelism"):
              2·L_moe·n_e·(k·imb·T_all + E_hit(T_all)·T½)/(tp·dp), their weights E_hit(T_all)·n_e/(tp·dp)
   expert parallel (ep > 1)      imb = the busiest EP rank's routed tokens ÷ the mean
   comm       t_comm = n_AR · allreduce(tp, T_r · d · 2 B) + MoE exchange (dp > 1) (+ stage sends, pp > 1)
+  two-batch overlap (tbo)       one micro-batch's exchange runs under the other's compute: the step loses
+             min(R(c_mm, m_mm) + R(c_att, m_att), exchange) (SGLang TBO, vLLM DBO; perfect overlap, no cost
+             for the halved GEMMs — SGLang measures -27 % at 32 tokens a device, +35 % at 128)
   pipeline (pp)                 the step's B sequences form m = min(max(B, prompts), pp) micro-batches,
              the prefill ones m_p = min(prompts, m); each micro-batch passes the whole model (t_dec,
              t_mix as above at B/m sequences); u = pp·⌈L/pp⌉/L the biggest stage's share:
@@ -94,6 +97,7 @@ class StepCost:
     send_s: Quantity = 0.0  # the stage-to-stage sends part of comm_s
     pipeline_s: Quantity = 0.0  # the cycle beyond the bottleneck stage's work: bubble and sends on the path
     rank_tokens: Quantity = 0.0  # T_r: tokens of the busiest data-parallel rank (per micro-batch)
+    hidden_s: Quantity = 0.0  # two-batch overlap: the part of the exchange hidden under compute
 
     @property
     def flop(self) -> Array:
@@ -123,8 +127,8 @@ class StepCost:
 
     @property
     def gpu_s(self) -> Array:
-        """R(matmul) + R(attention) + t_comm: the kernels' own time."""
-        return self.matmul_s + self.attention_s + self.comm_s
+        """R(matmul) + R(attention) + t_comm (− the exchange two-batch overlap hides): the kernels' own time."""
+        return self.matmul_s + self.attention_s + self.comm_s - self.hidden_s
 
     @property
     def time_s(self) -> Array:
@@ -336,6 +340,7 @@ def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         exchange_s=both("exchange_s"),
         send_s=sends,
         rank_tokens=p.mix.rank_tokens,
+        hidden_s=both("hidden_s"),
     )
     cycle = np.maximum(p.busy_s, p.path_s)
     return replace(combined, pipeline_s=np.maximum(cycle - combined.time_s, 0.0))
@@ -386,7 +391,7 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         compute = matmul_compute_s(x, tokens, logit_tokens, all_tokens)
         exchange = parallel.moe_comm_s(x, tokens, all_tokens)
         comm = parallel.tp_comm_s(x, tokens) + exchange
-    return StepCost(
+    cost = StepCost(
         matmul_flop=matmul_flop,
         matmul_bytes=matmul_bytes,
         attention_flop=attention_flop_,
@@ -401,6 +406,10 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         exchange_s=exchange,
         rank_tokens=tokens,
     )
+    if plain or not np.any(x.tbo > 0):
+        return cost
+    hidden = np.where(x.tbo > 0, np.minimum(cost.matmul_s + cost.attention_s, exchange), 0.0)
+    return replace(cost, hidden_s=hidden)
 
 
 def prefill(x: EngineInputs, tokens=None, past=0.0) -> StepCost:

@@ -114,6 +114,7 @@ class Layout:
     moe_fixed_s: float  # the MoE exchange's latencies per pass (dp > 1)
     moe_s_per_token: float  # … per exchanged token (X for ep > 1, T_all for ep = 1)
     moe_by_rank: bool  # ep > 1: X = max(T_r, imb · T_all / dp)
+    tbo: bool  # two-batch overlap hides the exchange under compute
     cross: float  # stage boundaries crossing nodes
     far_fixed_s: float
     far_s_per_token: float
@@ -145,6 +146,7 @@ class Layout:
             moe_fixed_s=f["moe_layers"] * moe_fixed if active else 0.0,
             moe_s_per_token=f["moe_layers"] * moe_token if active else 0.0,
             moe_by_rank=ep_on,
+            tbo=_scalar(x.tbo) > 0,
             cross=_scalar(parallel.boundaries_crossing_nodes(x)),
             far_fixed_s=far0,
             far_s_per_token=far1 - far0,
@@ -307,9 +309,11 @@ class Roofline:
             + (seqs_r + f * count) * self.state_s
         )
         exchanged = np.maximum(tokens_r, lay.imbalance * tokens_all / lay.dp) if lay.moe_by_rank else tokens_all
-        comm = self.comm_fixed_s + self.comm_s_per_token * tokens_r + lay.moe_fixed_s + lay.moe_s_per_token * exchanged
+        exchange = lay.moe_fixed_s + lay.moe_s_per_token * exchanged
+        comm = self.comm_fixed_s + self.comm_s_per_token * tokens_r + exchange
         overhead = self.overhead_s if count else self.decode_overhead_s
-        t = overhead + overlapped_s(mc, mm, self.overlap) + overlapped_s(ac, am, self.overlap) + comm
+        work = overlapped_s(mc, mm, self.overlap) + overlapped_s(ac, am, self.overlap)
+        t = overhead + work + comm - (np.minimum(work, exchange) if lay.tbo else 0.0)
         return np.where(np.asarray(tokens_r) > 0, t, 0.0), tokens_r
 
     def _layout_step_s(self, seqs, q: float, ctx, new: Sequence[float], past: Sequence[float]):

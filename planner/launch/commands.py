@@ -17,12 +17,14 @@ Every flag is the engine's documented name (checked in its source, docs/launch.m
 Parallel layouts (docs/model.md "Parallelism"; flags read in vLLM 0.19.0 ``engine/arg_utils.py`` and
 SGLang 0.5.23 ``srt/arg_groups``):
   vLLM    --pipeline-parallel-size, --data-parallel-size, --enable-expert-parallel (ep = tp · dp), --enable-eplb,
+          --enable-dbo (two-batch overlap),
           --all2all-backend deepep_low_latency (dp > 1 with ep: the all-to-all the plan prices; vLLM's default
           allgather_reducescatter sends every token to every rank), and across nodes --nnodes, --node-rank,
           --master-addr (the other nodes run the same command with their --node-rank and --headless);
           --max-num-seqs is per data-parallel engine: ⌈batch / dp⌉
   SGLang  --tp-size is the GPUs of a stage (tp · dp: attention-DP lives inside it), --pp-size, --dp-size with
-          --enable-dp-attention, --ep-size, --moe-a2a-backend deepep (ep = tp_size), --enable-eplb, across nodes
+          --enable-dp-attention, --ep-size, --moe-a2a-backend deepep (ep = tp_size), --enable-two-batch-overlap,
+          --enable-eplb, across nodes
           --nnodes, --node-rank, --dist-init-addr; --chunked-prefill-size is divided among the dp ranks, so it is
           chunk · dp
 
@@ -150,7 +152,7 @@ def _vllm_layout(r: Resolved) -> tuple[list[str], list[str]]:
     if s.ep > 1:
         argv += ["--enable-expert-parallel"] + (["--enable-eplb"] if s.eplb else [])
         if s.dp > 1:
-            argv += ["--all2all-backend", "deepep_low_latency"]
+            argv += ["--all2all-backend", "deepep_low_latency"] + (["--enable-dbo"] if s.tbo else [])
             notes.append(
                 "expert parallelism: deepep_low_latency suits decode; a prefill-heavy instance runs "
                 "deepep_high_throughput (the plan prices DeepEP's all-to-all for both)"
@@ -219,7 +221,7 @@ def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:
     if s.ep > 1:
         argv += ["--ep-size", str(s.ep)]
         if s.ep == s.tp * s.dp and s.dp > 1:
-            argv += ["--moe-a2a-backend", "deepep"]
+            argv += ["--moe-a2a-backend", "deepep"] + (["--enable-two-batch-overlap"] if s.tbo else [])
         if s.eplb:
             argv += ["--enable-eplb"]
     nodes = _nodes(r)

@@ -187,6 +187,11 @@ class Scenario(BaseModel):
         le=MAX_EP_IMBALANCE,
         description="routed tokens on the busiest EP rank ÷ the mean; None = the measured value with or without EPLB",
     )
+    tbo: bool = Field(
+        default=False,
+        description="two-batch overlap: one micro-batch's MoE dispatch/combine hidden under the other's compute "
+        "(SGLang --enable-two-batch-overlap, vLLM --enable-dbo)",
+    )
 
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> Scenario:
