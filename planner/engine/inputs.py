@@ -27,6 +27,7 @@ from planner.model.engine_timing import EngineTiming, ResolvedTiming, neutral_ti
 from planner.model.parallel_layout import (
     EP_IMBALANCE_EPLB,
     EP_IMBALANCE_NO_EPLB,
+    TBO_OVERLAP_FRAC,
     dispatch_bytes_per_element,
     weight_groups,
 )
@@ -219,7 +220,8 @@ class EngineInputs:
     dispatch_bytes_per_element: Array  # bytes per value an expert-parallel dispatch sends (fp8 + scales, or 16 bit)
     eplb: Array  # 1: the expert-parallel load balancer is on (experts must split evenly over ep)
     quant_block: Array  # FP8 block quantisation's block (128), 0 without
-    tbo: Array  # 1: two-batch overlap hides the MoE exchange under compute
+    tbo: Array  # two-batch overlap: the share of min(compute, exchange) it hides (0: off)
+    redundant_experts: Array  # EPLB's extra expert copies: E + r physical experts over ep
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -356,7 +358,8 @@ def _layout_fields(gpu: GPU, model: ModelSpec, scheme: Scheme, s: Scenario, t: R
         dispatch_bytes_per_element=dispatch_bytes_per_element(compute_dtype(s.wdtype, gpu)),
         eplb=1.0 if s.eplb else 0.0,
         quant_block=float(FP8_BLOCK) if scheme.scale == "block" else 0.0,
-        tbo=1.0 if s.tbo else 0.0,
+        tbo=TBO_OVERLAP_FRAC if s.tbo else 0.0,
+        redundant_experts=s.redundant_experts,
     )
 
 

@@ -4,7 +4,8 @@ nodes, and the collectives that join them (docs/model.md "Parallelism").
   GPUs per instance   = tp · dp · pp                              (vLLM: world_size_across_dp = TP·PP·DP)
   MoE grid (a stage)  = ep × moe_tp = tp · dp GPUs                 (vLLM: ep ∈ {1, tp·dp}; SGLang, TensorRT-LLM:
                                                                    ep divides tp·dp; validity.py)
-  experts per rank    = ⌈E / ep⌉ on the busiest (vLLM: the first E mod ep ranks hold one more)
+  experts per rank    = ⌈(E + r) / ep⌉ on the busiest (vLLM: the first E mod ep ranks hold one more; r: EPLB's
+                        redundant copies of hot experts, whose weights every step also reads)
   stage layers        = L // pp, one spare each on r = L mod pp stages (``parallel_layout.stage_layers``)
   layer imbalance u   = pp · ⌈L / pp⌉ / L: the biggest stage's share of the layers, × pp
   expert imbalance    = min(ep_imbalance, ep) when ep > 1: routed tokens on the busiest EP rank ÷ the mean
@@ -12,15 +13,18 @@ nodes, and the collectives that join them (docs/model.md "Parallelism").
                       stays on the scale-up link when n ≤ G (``gpus_per_node``), else it crosses nodes
 
 Collectives (nccl-tests doc/PERFORMANCE.md: busbw = algbw · 2(n−1)/n for all-reduce, (n−1)/n for
-all-gather and reduce-scatter; "this is independent of the algorithm used"):
-  all-reduce of S bytes over n GPUs          α + 2(n−1)/n · S / bw
-  all-gather, reduce-scatter                 α + (n−1)/n · S / bw
-    bw, α = link · η_link and the link's latency (+ the engine's overhead) when the group fits in one node,
-          = the scale-out bandwidth per GPU and the inter-node latency when it spans nodes (the NIC bounds a ring)
+all-gather and reduce-scatter; "this is independent of the algorithm used"), for n GPUs, g = min(n, G) of
+them per node on N = ⌈n / G⌉ nodes (NCCL's hierarchical algorithms: inside each node over the link, across
+nodes each GPU's 1/g shard over its own NIC):
+  all-reduce of S bytes                      α + 2(g−1)/g · S / (link · η) + 2(N−1)/N · (S/g) / scale-out
+  all-gather, reduce-scatter                 α + (g−1)/g · S / (link · η) + (N−1)/N · (S/g) / scale-out
+    α = the link's latency (+ the engine's overhead) inside a node, the inter-node latency across nodes
   all-to-all dispatch or combine (DeepEP)    α + bytes · max(f_in / (link · η_link), f_out / scale-out)
-    f_in = (min(n, G) − 1) / n of a GPU's token copies go to GPUs of its node, f_out = max(n − G, 0) / n leave it;
-    with α = 45 µs and 50 GB/s this reproduces DeepEP's low-latency table (H800, CX7; docs/legacy.md)
-    within 3 % at EP16–EP64 and 12 % at EP128
+    low-latency (decode): every one of a token's k copies moves; f_in = (min(n, G) − 1) / n of them go to GPUs
+    of its node, f_out = max(n − G, 0) / n leave it; with α = 45 µs and 50 GB/s this reproduces DeepEP's
+    low-latency table (H800, CX7; docs/legacy.md) within 3 % at EP16–EP64 and 12 % at EP128;
+    high-throughput (a step with prefill tokens: SGLang's --deepep-mode auto): a token crosses the network once
+    per remote node its experts need, R = (N − 1) · (1 − (1 − 1/N)^k), then fans out over NVLink
   stage-to-stage send                        α + 2 · T · d · 2 B / tp / bw   (vLLM sends hidden states and the
                                              residual, each TP rank its 1/tp slice: parallel_state.py:810-905)
     n_cross of the pp − 1 boundaries cross nodes: all when tp·dp ≥ G, else ⌊(pp − 1) · tp·dp / G⌋
@@ -75,8 +79,15 @@ def expert_imbalance(x: EngineInputs) -> Array:
 
 
 def experts_on_busiest_rank(x: EngineInputs) -> Array:
-    """⌈E / ep⌉ (vLLM ``determine_expert_map``: the first E mod ep ranks hold one more)."""
-    return np.ceil(x.experts / x.ep)
+    """⌈(E + r) / ep⌉ with EPLB's r redundant copies (vLLM ``determine_expert_map``: the first E mod ep ranks
+    hold one more; EPLB: "NUM_MOE_LAYERS * BYTES_PER_EXPERT * (NUM_TOTAL_EXPERTS + NUM_REDUNDANT_EXPERTS) ÷
+    NUM_EP_RANKS", vLLM docs expert_parallel_deployment.md)."""
+    return np.ceil((x.experts + x.redundant_experts) / x.ep)
+
+
+def physical_expert_frac(x: EngineInputs) -> Array:
+    """(E + r) / E: the expert weights a step reads grow with the redundant copies (each rank reads its own)."""
+    return np.where(x.experts > 0, (x.experts + x.redundant_experts) / np.maximum(x.experts, 1.0), 1.0)
 
 
 def max_stage_layers(x: EngineInputs) -> Array:
@@ -153,23 +164,32 @@ def stages(x: EngineInputs) -> list[Stage]:
 # ---------------------------------------------------------------- collectives
 
 
-def _link(x: EngineInputs, n) -> tuple[Array, Array]:
-    """(bandwidth, latency) of a group of n GPUs: the scale-up link inside a node, the network beyond."""
-    inside = n <= x.gpus_per_node
-    bw = np.where(inside, x.link_bytes_per_s * x.link_frac, x.scale_out_bytes_per_s)
-    return bw, np.where(inside, x.collective_latency_s, x.scale_out_latency_s)
+def _phases(x: EngineInputs, n) -> tuple[Array, Array, Array, Array]:
+    """(g GPUs of the group per node, N nodes, seconds per byte on the link, latency) of a group of n GPUs."""
+    g = np.minimum(n, x.gpus_per_node)
+    nodes = np.ceil(n / x.gpus_per_node)
+    lat = np.where(nodes > 1, x.scale_out_latency_s, x.collective_latency_s)
+    return g, nodes, 1.0 / (x.link_bytes_per_s * x.link_frac), lat
 
 
 def allreduce_s(x: EngineInputs, n, size_bytes) -> Array:
-    """α + 2(n − 1)/n · S / bw over n GPUs (0 for n = 1)."""
-    bw, lat = _link(x, n)
-    return np.where(n > 1, lat + 2.0 * (n - 1.0) / n * size_bytes / bw, 0.0)
+    """α + 2(g − 1)/g · S / (link · η) + 2(N − 1)/N · (S / g) / scale-out over n GPUs, g per node on N nodes
+    (0 for n = 1): NCCL's hierarchical all-reduce — inside each node over NVLink, across nodes each GPU's
+    1/g shard over its own NIC (nccl-tests#290: "For NDR @ 400Gbps you should see 46-48GB/s per NIC").
+    Inside one node: α + 2(n − 1)/n · S / (link · η)."""
+    g, nodes, per_byte, lat = _phases(x, n)
+    inside = 2.0 * (g - 1.0) / g * size_bytes * per_byte
+    across = 2.0 * (nodes - 1.0) / nodes * size_bytes / g / x.scale_out_bytes_per_s
+    return np.where(n > 1, lat + inside + across, 0.0)
 
 
 def gather_s(x: EngineInputs, n, size_bytes) -> Array:
-    """An all-gather or a reduce-scatter of S gathered bytes over n GPUs: α + (n − 1)/n · S / bw."""
-    bw, lat = _link(x, n)
-    return np.where(n > 1, lat + (n - 1.0) / n * size_bytes / bw, 0.0)
+    """An all-gather or a reduce-scatter of S gathered bytes over n GPUs: α + (g − 1)/g · S / (link · η)
+    + (N − 1)/N · (S / g) / scale-out (as ``allreduce_s``, one pass instead of two)."""
+    g, nodes, per_byte, lat = _phases(x, n)
+    inside = (g - 1.0) / g * size_bytes * per_byte
+    across = (nodes - 1.0) / nodes * size_bytes / g / x.scale_out_bytes_per_s
+    return np.where(n > 1, lat + inside + across, 0.0)
 
 
 def all_to_all_s(x: EngineInputs, n, bytes_per_gpu) -> Array:
@@ -198,12 +218,38 @@ def moe_exchange_tokens(x: EngineInputs, rank_tokens, all_tokens) -> Array:
     return np.maximum(rank_tokens, expert_imbalance(x) * all_tokens / x.dp) / x.tp
 
 
-def moe_comm_s(x: EngineInputs, rank_tokens, all_tokens) -> Array:
+def remote_nodes_per_token(x: EngineInputs) -> Array:
+    """R = (N − 1) · (1 − (1 − 1/N)^k): the other nodes a token's k experts land on (uniform routing over the
+    N nodes of the EP group): DeepEP's high-throughput kernels send a token once per node over RDMA and fan it
+    out over NVLink ("we limit each token to be dispatched to at most 4 nodes, thereby reducing IB traffic",
+    DeepSeek-V3 report §3.2.2)."""
+    nodes = np.ceil(stage_gpus(x) / x.gpus_per_node)
+    return (nodes - 1.0) * (1.0 - (1.0 - 1.0 / nodes) ** x.experts_per_token)
+
+
+def exchange_s_per_byte(x: EngineInputs, prefill) -> Array:
+    """Seconds per byte of a token's activation one dispatch or combine moves, per GPU (module doc):
+    decode (DeepEP low-latency: every expert copy) max(k · f_in / (link · η), k · f_out / scale-out);
+    a step with prefill tokens (the high-throughput kernels) max(k · (g − 1)/g / (link · η), R / scale-out)."""
+    n, g = stage_gpus(x), np.minimum(stage_gpus(x), x.gpus_per_node)
+    k, link = x.experts_per_token, x.link_bytes_per_s * x.link_frac
+    low_latency = np.maximum(
+        k * (g - 1.0) / n / link, k * np.maximum(n - x.gpus_per_node, 0.0) / n / x.scale_out_bytes_per_s
+    )
+    high = np.maximum(k * (g - 1.0) / g / link, remote_nodes_per_token(x) / x.scale_out_bytes_per_s)
+    return np.where(prefill, high, low_latency)
+
+
+def moe_comm_s(x: EngineInputs, rank_tokens, all_tokens, prefill=False) -> Array:
     """The MoE layers' token exchange of one pass when dp > 1: per MoE layer a DeepEP dispatch + combine
-    (ep > 1) or vLLM's all-gather + reduce-scatter of every token (ep = 1, experts sliced over tp · dp)."""
+    (ep > 1: 2α + X · d · (b_dispatch + 2 B) · ``exchange_s_per_byte``; ``prefill``: the step has prefill
+    tokens) or vLLM's all-gather + reduce-scatter of every token (ep = 1, experts sliced over tp · dp)."""
     n = stage_gpus(x)
-    copies = moe_exchange_tokens(x, rank_tokens, all_tokens) * x.experts_per_token * x.hidden
-    a2a = all_to_all_s(x, n, copies * x.dispatch_bytes_per_element) + all_to_all_s(x, n, copies * ACTIVATION_BYTES)
+    lat = np.where(n <= x.gpus_per_node, x.collective_latency_s, x.scale_out_latency_s)
+    moved = (
+        moe_exchange_tokens(x, rank_tokens, all_tokens) * x.hidden * (x.dispatch_bytes_per_element + ACTIVATION_BYTES)
+    )
+    a2a = 2.0 * lat + moved * exchange_s_per_byte(x, prefill)
     gathered = 2.0 * gather_s(x, n, all_tokens * x.hidden * ACTIVATION_BYTES)
     per_layer = np.where(x.ep > 1, a2a, gathered)
     return np.where((x.dp > 1) & (x.moe_layers > 0), x.moe_layers * per_layer, 0.0)
@@ -256,6 +302,7 @@ def valid_layouts(
     eplb: bool = True,
     draft: ModelSpec | None = None,
     powers_of_two: bool = True,
+    redundant_experts: int = 0,
 ) -> list[Layout]:
     """Every (tp, pp, ep, dp) layout of at most ``max_gpus`` GPUs that ``engine`` accepts for ``model``
     (``validity``: the tensor-parallel splits, pp ≤ layers, dp only for MoE models, ep on the engine's grid,
@@ -269,7 +316,7 @@ def valid_layouts(
         if draft is not None and tp_problems(draft, tp):
             continue
         for dp in _degrees(max_gpus // tp, powers_of_two) if model.is_moe else [1]:
-            for ep in valid_eps(model, tp, dp, engine, eplb):
+            for ep in valid_eps(model, tp, dp, engine, eplb, redundant_experts):
                 if tp_problems(model, tp, group, tp * dp // ep, block):
                     continue
                 for pp in _degrees(min(max_gpus // (tp * dp), model.layers), powers_of_two):

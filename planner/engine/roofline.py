@@ -47,8 +47,8 @@ Parallel layouts (planner/engine/parallel.py; docs/model.md "Parallelism"):
   expert parallel (ep > 1)      imb = the busiest EP rank's routed tokens ÷ the mean
   comm       t_comm = n_AR · allreduce(tp, T_r · d · 2 B) + MoE exchange (dp > 1) (+ stage sends, pp > 1)
   two-batch overlap (tbo)       one micro-batch's exchange runs under the other's compute: the step loses
-             min(R(c_mm, m_mm) + R(c_att, m_att), exchange) (SGLang TBO, vLLM DBO; perfect overlap, no cost
-             for the halved GEMMs — SGLang measures -27 % at 32 tokens a device, +35 % at 128)
+             f · min(R(c_mm, m_mm) + R(c_att, m_att), exchange), f = ``parallel_layout.TBO_OVERLAP_FRAC``
+             (SGLang TBO, vLLM DBO; f fitted to SGLang's one published on/off pair)
   pipeline (pp)                 the step's B sequences form m = min(max(B, prompts), pp) micro-batches,
              the prefill ones m_p = min(prompts, m); each micro-batch passes the whole model (t_dec,
              t_mix as above at B/m sequences); u = pp·⌈L/pp⌉/L the biggest stage's share:
@@ -165,7 +165,7 @@ def weight_bytes_read_per_gpu(x: EngineInputs) -> Array:
         return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
     experts = x.moe_layers * x.experts * x.expert_params
     dense = x.total_params - x.lookup_params - experts
-    return (dense / x.tp + experts / (x.tp * x.dp)) * x.weight_bytes_per_param
+    return (dense / x.tp + experts * parallel.physical_expert_frac(x) / (x.tp * x.dp)) * x.weight_bytes_per_param
 
 
 def experts_hit(x: EngineInputs, tokens) -> Array:
@@ -188,7 +188,7 @@ def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> Array:
     hit = x.moe_layers * experts_hit(x, tokens) * x.expert_params
     if parallel.simple(x):
         return (dense + hit) * x.weight_bytes_per_param / x.tp
-    return (dense / x.tp + hit / (x.tp * x.dp)) * x.weight_bytes_per_param
+    return (dense / x.tp + hit * parallel.physical_expert_frac(x) / (x.tp * x.dp)) * x.weight_bytes_per_param
 
 
 def _attended_layer_keys(x: EngineInputs, keys) -> Array:
@@ -389,7 +389,7 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         body = 2.0 * (x.matmul_params - x.lm_head_params - routed) * tokens + 2.0 * x.lm_head_params * logit_tokens
         matmul_flop = body / x.tp + 2.0 * routed * parallel.expert_imbalance(x) * all_tokens / (x.tp * x.dp)
         compute = matmul_compute_s(x, tokens, logit_tokens, all_tokens)
-        exchange = parallel.moe_comm_s(x, tokens, all_tokens)
+        exchange = parallel.moe_comm_s(x, tokens, all_tokens, n > 0)
         comm = parallel.tp_comm_s(x, tokens) + exchange
     cost = StepCost(
         matmul_flop=matmul_flop,
@@ -408,7 +408,7 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
     )
     if plain or not np.any(x.tbo > 0):
         return cost
-    hidden = np.where(x.tbo > 0, np.minimum(cost.matmul_s + cost.attention_s, exchange), 0.0)
+    hidden = x.tbo * np.minimum(cost.matmul_s + cost.attention_s, exchange)
     return replace(cost, hidden_s=hidden)
 
 

@@ -112,9 +112,10 @@ class Layout:
     u_pp: float  # u / pp: the biggest stage's share of a pass
     imbalance: float  # routed tokens on the busiest EP rank ÷ the mean
     moe_fixed_s: float  # the MoE exchange's latencies per pass (dp > 1)
-    moe_s_per_token: float  # … per exchanged token (X for ep > 1, T_all for ep = 1)
+    moe_s_per_token: float  # … per exchanged token (X for ep > 1, T_all for ep = 1), decode-only steps
+    moe_prefill_s_per_token: float  # … in a step with prefill tokens (DeepEP's high-throughput kernels)
     moe_by_rank: bool  # ep > 1: X = max(T_r, imb · T_all / dp)
-    tbo: bool  # two-batch overlap hides the exchange under compute
+    tbo: float  # two-batch overlap: the share of min(compute, exchange) hidden
     cross: float  # stage boundaries crossing nodes
     far_fixed_s: float
     far_s_per_token: float
@@ -128,13 +129,14 @@ class Layout:
         n = f["tp"] * f["dp"]
         ep_on = _scalar(x.ep) > 1
         if ep_on:
-            per_byte = _scalar(parallel.all_to_all_s(one, n, 1.0)) - _scalar(parallel.all_to_all_s(one, n, 0.0))
-            per_token = f["experts_per_token"] * f["hidden"] * (_scalar(x.dispatch_bytes_per_element) + 2.0) / f["tp"]
-            moe_token = per_token * per_byte
+            per_token = f["hidden"] * (_scalar(x.dispatch_bytes_per_element) + ACTIVATION_BYTES) / f["tp"]
+            moe_token = per_token * _scalar(parallel.exchange_s_per_byte(x, False))
+            moe_prefill = per_token * _scalar(parallel.exchange_s_per_byte(x, True))
             moe_fixed = 2.0 * _scalar(parallel.all_to_all_s(one, n, 0.0))
         else:
             zero, unit = (_scalar(parallel.gather_s(one, n, v * f["hidden"] * 2.0)) for v in (0.0, 1.0))
             moe_token, moe_fixed = 2.0 * (unit - zero), 2.0 * zero
+            moe_prefill = moe_token
         active = f["dp"] > 1 and f["moe_layers"] > 0
         near0, near1 = (_scalar(parallel._send_s(x, v, False)) for v in (0.0, 1.0))
         far0, far1 = (_scalar(parallel._send_s(x, v, True)) for v in (0.0, 1.0))
@@ -145,8 +147,9 @@ class Layout:
             imbalance=_scalar(parallel.expert_imbalance(x)),
             moe_fixed_s=f["moe_layers"] * moe_fixed if active else 0.0,
             moe_s_per_token=f["moe_layers"] * moe_token if active else 0.0,
+            moe_prefill_s_per_token=f["moe_layers"] * moe_prefill if active else 0.0,
             moe_by_rank=ep_on,
-            tbo=_scalar(x.tbo) > 0,
+            tbo=_scalar(x.tbo),
             cross=_scalar(parallel.boundaries_crossing_nodes(x)),
             far_fixed_s=far0,
             far_s_per_token=far1 - far0,
@@ -263,7 +266,7 @@ class Roofline:
             base,
             experts_per_token=base.experts_per_token * lay.imbalance,
             expert_s_per_token=base.expert_s_per_token / dp,
-            expert_weight_s=base.expert_weight_s / dp,
+            expert_weight_s=base.expert_weight_s / dp * _scalar(parallel.physical_expert_frac(x)),
             comm_fixed_s=n_ar * ar0,
             comm_s_per_token=n_ar * ar1,
             layout=lay,
@@ -309,11 +312,11 @@ class Roofline:
             + (seqs_r + f * count) * self.state_s
         )
         exchanged = np.maximum(tokens_r, lay.imbalance * tokens_all / lay.dp) if lay.moe_by_rank else tokens_all
-        exchange = lay.moe_fixed_s + lay.moe_s_per_token * exchanged
+        exchange = lay.moe_fixed_s + (lay.moe_prefill_s_per_token if count else lay.moe_s_per_token) * exchanged
         comm = self.comm_fixed_s + self.comm_s_per_token * tokens_r + exchange
         overhead = self.overhead_s if count else self.decode_overhead_s
         work = overlapped_s(mc, mm, self.overlap) + overlapped_s(ac, am, self.overlap)
-        t = overhead + work + comm - (np.minimum(work, exchange) if lay.tbo else 0.0)
+        t = overhead + work + comm - (lay.tbo * np.minimum(work, exchange) if lay.tbo else 0.0)
         return np.where(np.asarray(tokens_r) > 0, t, 0.0), tokens_r
 
     def _layout_step_s(self, seqs, q: float, ctx, new: Sequence[float], past: Sequence[float]):

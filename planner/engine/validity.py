@@ -20,8 +20,9 @@ Parallel layouts (tp · dp · pp GPUs; planner/engine/parallel.py), per engine:
     supported/useful for dense models", config/parallel.py:689-693)
   vLLM: ep = 1 or tp · dp (--enable-expert-parallel: "EP_SIZE = TP_SIZE × DP_SIZE", fused_moe/config.py)
   SGLang, TensorRT-LLM: ep divides tp · dp (moe_tp × moe_ep = tp_size; SGLang's DeepEP needs ep = tp_size)
-  ep ≤ experts; with EPLB (and always in SGLang) the experts split evenly over ep ("EPLB currently only
-    supports even distribution of experts across ranks", fused_moe/layer.py:318)
+  ep ≤ experts; with EPLB (and always in SGLang) the E + r experts (r redundant copies, EPLB only: "Redundant
+    experts are only supported with EPLB") split evenly over ep ("EPLB currently only supports even
+    distribution of experts across ranks", fused_moe/layer.py:318)
   each expert's FFN divides by moe_tp = tp · dp / ep; an engine's batch / dp ≤ chunk
 
 ``config_problems`` words each broken rule with the values that would pass; ``fit_defaults``
@@ -137,15 +138,17 @@ def engine_rules(engine: str) -> str:
     return engine if engine in ("sglang", "trtllm") else "vllm"
 
 
-def valid_eps(m: ModelSpec, tp: int, dp: int, engine: str = "vllm", eplb: bool = True) -> list[int]:
-    """Every ep the engine accepts for ``m`` on a stage of tp · dp GPUs (module doc)."""
+def valid_eps(m: ModelSpec, tp: int, dp: int, engine: str = "vllm", eplb: bool = True, redundant: int = 0) -> list[int]:
+    """Every ep the engine accepts for ``m`` on a stage of tp · dp GPUs, with ``redundant`` extra experts
+    (module doc)."""
     n = tp * dp
     if not m.is_moe:
         return [1]
     rule = engine_rules(engine)
     grid = [1, n] if rule == "vllm" and n > 1 else [e for e in range(1, n + 1) if n % e == 0]
     even = rule == "sglang" or eplb
-    return [e for e in grid if e == 1 or (e <= m.experts and (not even or m.experts % e == 0))]
+    total = m.experts + redundant
+    return [e for e in grid if e == 1 or (e <= total and (not even or total % e == 0))]
 
 
 def layout_problems(m: ModelSpec, s: Scenario) -> list[str]:
@@ -161,10 +164,15 @@ def layout_problems(m: ModelSpec, s: Scenario) -> list[str]:
         )
     if s.ep > 1 and not m.is_moe:
         out.append(f"ep={s.ep}: {m.name} has no experts to split (expert parallelism needs an MoE model); valid ep: 1")
-    elif s.ep > 1 and s.ep not in valid_eps(m, s.tp, s.dp, s.engine, s.eplb):
+    elif s.ep > 1 and s.ep not in valid_eps(m, s.tp, s.dp, s.engine, s.eplb, s.redundant_experts):
         out.append(
             f"ep={s.ep}: {_ep_reason(m, s, rule)}; valid ep at tp={s.tp}, dp={s.dp}: "
-            + ", ".join(map(str, valid_eps(m, s.tp, s.dp, s.engine, s.eplb)))
+            + ", ".join(map(str, valid_eps(m, s.tp, s.dp, s.engine, s.eplb, s.redundant_experts)))
+        )
+    if s.redundant_experts and not (m.is_moe and s.ep > 1 and s.eplb):
+        out.append(
+            f"redundant_experts={s.redundant_experts}: redundant experts are EPLB's (vLLM: 'Redundant experts are "
+            "only supported with EPLB'): they need an MoE model, ep > 1 and eplb=1; valid redundant_experts: 0"
         )
     return out
 
@@ -176,10 +184,15 @@ def _ep_reason(m: ModelSpec, s: Scenario, rule: str) -> str:
     if rule != "vllm" and n % s.ep:
         name = "SGLang" if rule == "sglang" else "TensorRT-LLM"
         return f"{name} needs ep to divide tp × dp = {n}"
-    if s.ep > m.experts:
-        return f"{m.name} has {m.experts} experts, fewer than {s.ep} ranks"
+    total = m.experts + s.redundant_experts
+    if s.ep > total:
+        return f"{m.name} has {total} experts, fewer than {s.ep} ranks"
     needs = "SGLang requires" if rule == "sglang" else "EPLB requires (eplb=0 places ⌈E/ep⌉ on the first ranks)"
-    return f"its {m.experts} experts do not split evenly over {s.ep} ranks, which {needs}"
+    extra = f" + {s.redundant_experts} redundant" if s.redundant_experts else ""
+    return (
+        f"its {m.experts}{extra} experts do not split evenly over {s.ep} ranks, which {needs}; redundant_experts "
+        "adds copies so they do (SGLang's 288 = 256 + 32 allow 12, 24, 36, 72, 96 …)"
+    )
 
 
 def config_problems(m: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> list[str]:
@@ -268,8 +281,10 @@ def _layout_valid(x: EngineInputs) -> MetricValue:
     n = x.tp * x.dp
     moe = x.experts > 0
     grid = np.where(x.mem_rule == 0, (x.ep == 1) | (x.ep == n), _divides(n, x.ep))
-    even = (x.ep == 1) | ((x.mem_rule != 1) & (x.eplb == 0)) | _divides(x.experts, x.ep)
-    ok = (x.pp <= x.layers) & ((x.dp == 1) | moe) & ((x.ep == 1) | (moe & (x.ep <= x.experts) & grid & even))
+    total = x.experts + x.redundant_experts
+    even = (x.ep == 1) | ((x.mem_rule != 1) & (x.eplb == 0)) | _divides(total, x.ep)
+    ok = (x.pp <= x.layers) & ((x.dp == 1) | moe) & ((x.ep == 1) | (moe & (x.ep <= total) & grid & even))
+    ok = ok & ((x.redundant_experts == 0) | (moe & (x.ep > 1) & (x.eplb > 0)))
     expert_tp = np.maximum(n / x.ep, 1.0)
     ok = ok & ((x.moe_ffn == 0) | _divides(x.moe_ffn, expert_tp))
     block = np.where(x.quant_block > 0, x.quant_block, 1.0)

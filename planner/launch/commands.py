@@ -151,6 +151,8 @@ def _vllm_layout(r: Resolved) -> tuple[list[str], list[str]]:
         argv += ["--data-parallel-size", str(s.dp)]
     if s.ep > 1:
         argv += ["--enable-expert-parallel"] + (["--enable-eplb"] if s.eplb else [])
+        if s.redundant_experts:
+            argv += ["--eplb-config", json.dumps({"num_redundant_experts": s.redundant_experts})]
         if s.dp > 1:
             argv += ["--all2all-backend", "deepep_low_latency"] + (["--enable-dbo"] if s.tbo else [])
             notes.append(
@@ -224,6 +226,8 @@ def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:
             argv += ["--moe-a2a-backend", "deepep"] + (["--enable-two-batch-overlap"] if s.tbo else [])
         if s.eplb:
             argv += ["--enable-eplb"]
+        if s.redundant_experts:
+            argv += ["--ep-num-redundant-experts", str(s.redundant_experts)]
     nodes = _nodes(r)
     if nodes > 1:
         argv += ["--nnodes", str(nodes), "--node-rank", "0", "--dist-init-addr", "<node-0-address>:5000"]

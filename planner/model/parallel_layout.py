@@ -46,6 +46,11 @@ EP_BUFFER_BYTES = 1.0 * GiB
 #: ("FP8 dispatching and BF16 combining", DeepEP docs/legacy.md), else 16-bit tokens; combine is 16 bit.
 FP8_DISPATCH_BYTES = 1.0 + 4.0 / FP8_BLOCK
 COMBINE_BYTES = 2.0
+#: Two-batch overlap hides this share of min(compute, exchange) (perfect overlap: 1).  Fitted by
+#: ``benchmarks/accuracy/multi_gpu.py --fit-tbo`` to SGLang's one published on/off pair (lm-sys blog
+#: 2025-05-05-large-scale-ep: "a 35% speedup at 128 sequences/device, with throughput 17,552 tokens per second
+#: compared to 12,929 without TBO", DeepSeek-V3 decode on 9 × 8 H100, EP72); held out: its other rows.
+TBO_OVERLAP_FRAC = 0.646
 #: Stage split rules by engine (``EngineInputs.mem_rule`` codes): where the spare layers go.
 SPLIT_RULES = {0: "vllm", 1: "sglang", 2: "trtllm"}
 

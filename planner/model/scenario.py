@@ -63,7 +63,12 @@ class Scenario(BaseModel):
     vocab: int | None = Field(default=None, ge=1, le=4_000_000)
     wdtype: Dtype = Field(default="bf16", description="weight dtype")
     kvdtype: KvDtype = Field(default="bf16", description="KV-cache dtype")
-    batch: int = Field(default=32, ge=1, le=4096, description="concurrent decoding sequences")
+    batch: int = Field(
+        default=32,
+        ge=1,
+        le=65_536,
+        description="concurrent decoding sequences of one instance (each of its dp engines holds batch / dp)",
+    )
     prompt: int = Field(default=2048, ge=1, le=10_000_000, description="prompt tokens")
     output: int = Field(default=256, ge=1, le=1_000_000, description="output tokens")
     chunk: int = Field(default=2048, ge=16, le=10_000_000, description="prefill tokens per step")
@@ -186,6 +191,13 @@ class Scenario(BaseModel):
         ge=1.0,
         le=MAX_EP_IMBALANCE,
         description="routed tokens on the busiest EP rank ÷ the mean; None = the measured value with or without EPLB",
+    )
+    redundant_experts: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_EP,
+        description="extra copies of hot experts EPLB places (vLLM num_redundant_experts, SGLang "
+        "--ep-num-redundant-experts): E + r experts split over ep",
     )
     tbo: bool = Field(
         default=False,

@@ -25,7 +25,7 @@ from planner.serving.simulate import sim_inputs
 SIZING_MAX_INSTANCE_GPUS = 64
 SIZING_MAX_EXTRA_LAYOUTS = 6
 #: The scenario's batch bound (``Scenario.batch``).
-MAX_BATCH = 4096
+MAX_BATCH = 65_536
 
 
 def on_layout(s: Scenario, gpu: str, lay: Layout) -> Scenario:
@@ -58,6 +58,7 @@ def sizing_layouts(s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int]) 
         block=quant_block(r.scenario),
         eplb=s.eplb,
         draft=r.draft if s.spec else None,
+        redundant_experts=s.redundant_experts,
     )
     fitting = [lay for lay in candidates if _fits(s, catalog, gpu, lay)]
     plain_fits = [lay for lay in fitting if lay in plain]

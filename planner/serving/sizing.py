@@ -79,7 +79,7 @@ COARSE_REQUESTS = 250
 IDLE_REQUESTS = 200
 #: An SLO missed at this share of the estimated capacity is treated as unreachable.
 IDLE_LOAD_FRAC = 0.01
-MAX_DECODE_BATCH = 4096
+MAX_DECODE_BATCH = 65_536
 
 
 @dataclass(frozen=True)

@@ -94,8 +94,10 @@ def weights_item(s: _Scenario, draft: float) -> ExplainItem:
         f"({exact(rest)} · {Ls} / {L} + {exact(dense)} · {num(ds)} / {num(big_d)} + {exact(shared)} · {num(ms)} / "
         f"{num(big_m)} + {exact(_f(x.vocab_table_params))} · {b16} · {num(tables)}) / {tp}"
     )
+    r = _f(x.redundant_experts)
+    physical = f"({num(e)} + {num(r)})" if r else num(e)
     routed = (
-        f" + {exact(experts)} · {num(ms)} / {num(big_m)} · ⌈{num(e)} / {ep}⌉ / {num(e)} / ({tp} · {dp} / {ep})"
+        f" + {exact(experts)} · {num(ms)} / {num(big_m)} · ⌈{physical} / {ep}⌉ / {num(e)} / ({tp} · {dp} / {ep})"
         if e > 0
         else ""
     )
@@ -105,8 +107,8 @@ def weights_item(s: _Scenario, draft: float) -> ExplainItem:
     )
     formula = (
         "[rest · L_s/L + dense MLPs · D_s/D + shared experts · M_s/M + vocabulary tables · 2 B] / tp + routed experts "
-        "· M_s/M · ⌈E/ep⌉ / E / moe_tp + replicated linears · L_s/L + (norms, routers · L_s/L + RoPE) · 2 B  (the "
-        "stage that holds the fewest KV blocks, L_s of its L layers; moe_tp = tp · dp / ep; MLA's q_a and kv_a "
+        "· M_s/M · ⌈(E + r)/ep⌉ / E / moe_tp + replicated linears · L_s/L + (norms, routers · L_s/L + RoPE) · 2 B  "
+        "(the stage that holds the fewest KV blocks, L_s of its L layers; moe_tp = tp · dp / ep; MLA's q_a and kv_a "
         "projections are whole on every rank; the embedding on the first stage, the LM head on the last)"
     )
     sub = by_tp + routed + own + (f" + {exact(draft)}" if draft > 0 else "")
@@ -140,9 +142,15 @@ def _exchange_item(s: _Scenario) -> ExplainItem:
             "or receives, f_in / f_out the copies staying in / leaving its node"
         )
     else:
-        bw = link if inside else so
-        per_pass = f"2 · ({num(lat)} + ({num(n)} - 1) / {num(n)} · {num(t_all)} · {d} · 2 / {bw})"
-        formula = "per MoE layer vLLM's all-gather + reduce-scatter of every token over the tp · dp GPUs"
+        gn, nodes = num(min(n, g)), num(np.ceil(n / g))
+        size = f"{num(t_all)} · {d} · 2"
+        per_pass = (
+            f"2 · ({num(lat)} + ({gn} - 1) / {gn} · {size} / {link} + ({nodes} - 1) / {nodes} · {size} / {gn} / {so})"
+        )
+        formula = (
+            "per MoE layer vLLM's all-gather + reduce-scatter of every token over the tp · dp GPUs: each "
+            "α + (g − 1)/g · S / (link · η) + (N − 1)/N · (S / g) / scale-out (g GPUs per node on N nodes)"
+        )
     sub = f"{num(_f(x.moe_layers))} · ({per_pass})"
     if _f(x.pp) > 1:
         sub = f"{num(_f(parallel.layer_imbalance(x) / x.pp), 10)} · {num(micro)} · {sub}"
