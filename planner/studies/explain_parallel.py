@@ -26,7 +26,7 @@ LAYOUT_NOTE = (
     '  Layout (docs/model.md "Parallelism"): the busiest data-parallel rank\'s pass — its own sequences and '
     "prompts through attention and the dense GEMMs, every rank's tokens through the experts over tp · dp "
     "(× the EP imbalance) — and t_comm = the tensor-parallel all-reduces over NVLink or the network, the MoE "
-    "exchange and the stage sends (two-batch overlap: − min(compute, exchange)); with pp stages the step is "
+    "exchange and the stage sends (two-batch overlap: − f · min(compute, exchange)); with pp stages the step is "
     "max(busy, path) over its micro-batches"
 )
 
@@ -53,7 +53,8 @@ def pass_substitution(s: _Scenario, cost: StepCost) -> str:
     text = f"{num(_f(cost.overhead_s), 10)} + {mm} + {att} + {num(_f(cost.comm_s), 10)}"
     if _f(cost.hidden_s) > 0:  # two-batch overlap: min(compute, exchange) hidden
         work = _f(cost.matmul_s + cost.attention_s)
-        text += f" - min({num(work, 10)}, {num(_f(cost.exchange_s), 10)})"
+        share = num(_f(s.x.as_arrays().tbo))
+        text += f" - {share} · min({num(work, 10)}, {num(_f(cost.exchange_s), 10)})"
     return text
 
 
