@@ -174,7 +174,9 @@ SCENARIOS = [
     dict(model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=16, ep=16),
     dict(model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=1, dp=16, ep=16, batch=512),
     dict(model="deepseek-v3", gpu="h200", wdtype="fp8", quant="fp8-block", tp=2, dp=4, pp=2, batch=256),
-    dict(model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=1, dp=32, ep=32, tbo=True, batch=4096),
+    dict(
+        model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=1, dp=32, ep=32, tbo=True, batch=4096
+    ),
     dict(model="mixtral-8x7b", tp=2, ep=2, eplb=False, spec=True, gamma=3),
     dict(model="llama-3.1-8b", pp=3, engine="sglang", batch=64, prompt=4096),
     dict(model="qwen2.5-7b", gpu="l40s", tp=4, pp=2, engine="trtllm"),
