@@ -495,13 +495,21 @@ def _pool_status(fits: bool, decode: bool) -> str:
     )
 
 
+def _text_width(values, title: str) -> int:
+    """A text column as wide as its longest cell or title, plus two spaces (long profile keys stay apart)."""
+    return max([len(title), *(len(str(v)) for v in values)]) + 2
+
+
 def sizing_text(z: Sizing) -> str:
-    """The sizing table and the disaggregated estimate for a terminal."""
+    """The sizing table and the disaggregated estimate for a terminal (the GPU and layout columns as wide as
+    their longest entry)."""
+    gw = _text_width([*z.table.get("gpu", []), *z.disaggregated.get("gpu", [])], "GPU")
+    lw = _text_width(z.table.get("layout", []), "layout")
     lines = [
         z.reason,
         "",
-        f"{'GPU':<16}{'layout':<16}{'nodes':>5}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}{'p99 TTFT':>10}"
-        f"{'p99 ITL':>9}{'comm':>6}  status",
+        f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}"
+        f"{'p99 TTFT':>10}{'p99 ITL':>9}{'comm':>6}  status",
     ]
     for _, row in z.table.iterrows():
         if row["status"] == "meets SLOs":
@@ -511,22 +519,22 @@ def sizing_text(z: Sizing) -> str:
                 f"{row['ttft_p99_s'] * MS_PER_S:>8.0f}ms{row['itl_p99_s'] * MS_PER_S:>7.1f}ms"
             )
         else:
-            nums = " " * 50
+            nums = " " * (9 + 6 + 10 + 9 + 10 + 9)
         comm = f"{row['comm_frac']:>6.0%}" if np.isfinite(row["comm_frac"]) else " " * 6
         nodes = f"{int(row['nodes']):>5}" if np.isfinite(row["nodes"]) else " " * 5
         best = "  ← best" if row["best"] else ""
-        lines.append(f"{row['gpu']:<16}{row['layout']:<16}{nodes}{nums}{comm}  {row['status']}{best}")
+        lines.append(f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{nodes}{nums}{comm}  {row['status']}{best}")
     lines += ["", "Disaggregated prefill/decode pools (estimate, KV transfer over the network in the TTFT):"]
     for _, row in z.disaggregated.iterrows():
         if row["status"] == "estimated":
             lines.append(
-                f"{row['gpu']:<16}prefill {int(row['prefill_gpus'])} GPUs ({row['prefill_layout']}) + decode "
+                f"{row['gpu']:<{gw}}prefill {int(row['prefill_gpus'])} GPUs ({row['prefill_layout']}) + decode "
                 f"{int(row['decode_gpus'])} GPUs ({row['decode_layout']}) = {int(row['disaggregated_gpus'])} GPUs"
                 + (f" vs {int(row['colocated_gpus'])} colocated" if np.isfinite(row["colocated_gpus"]) else "")
                 + f"; KV {row['kv_transfer_bytes_per_request'] / MEGA:,.1f} MB a request in "
                 f"{row['kv_transfer_s'] * MS_PER_S:.2f} ms"
             )
         else:
-            lines.append(f"{row['gpu']:<16}{row['status']}")
+            lines.append(f"{row['gpu']:<{gw}}{row['status']}")
     lines.append(f"(each search run simulates {z.requests_per_simulation:,} requests)")
     return "\n".join(lines) + "\n"
