@@ -4,7 +4,10 @@ Prints, per category (KV capacity from vLLM start-up logs; first-token latency, 
 token, static-batch throughput and latency from benchmark tables), each row's measured and
 predicted figure and the median |error|, the median signed error and the worst |error|.
 Latency rows are predicted in-sample (the fitted, shipped engine profiles), leave-one-source-out
-and leave-one-GPU-out (benchmarks/accuracy/latency.py); the summary gives all three.
+and leave-one-GPU-out (benchmarks/accuracy/latency.py); the summary gives all three.  Then the
+multi-GPU layouts (pipeline, expert and data-parallel attention, several nodes) against published
+deployments of DeepSeek-V3 and Llama-3.1-405B (benchmarks/accuracy/multi_gpu.py) and the KV capacity
+of vLLM's pipeline-parallel start-up logs.
 
     .venv/bin/python benchmarks/published_accuracy.py [--rows]     (--rows: every row's table)
 """
@@ -16,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.accuracy import kv_capacity, latency  # noqa: E402 — after the path set-up above
+from benchmarks.accuracy import kv_capacity, latency, multi_gpu  # noqa: E402 — after the path set-up above
 from benchmarks.accuracy.report import summary, table  # noqa: E402
 from benchmarks.accuracy.rows import load_rows  # noqa: E402
 from planner.model.catalog import load_catalog  # noqa: E402
@@ -73,6 +76,20 @@ def main(show_rows: bool = False) -> None:
     )
     if lat.pending:
         print(f"pending ({len(lat.pending)} rows, not predicted): " + "; ".join(lat.pending))
+    _multi_gpu(rows, catalog)
+
+
+def _multi_gpu(rows, catalog) -> None:
+    """Multi-GPU layouts (issue 15) against published deployments: every row, then its category's errors."""
+    print("-- multi-GPU layouts (held out; benchmarks/accuracy/multi_gpu.py)")
+    for name, preds in multi_gpu.predictions(rows, catalog).items():
+        for p in preds:
+            print(f"  {p.row_id:<48}{p.measured:>10.4g}{p.predicted:>10.4g}{p.error_frac:>+8.1%}  {p.note}")
+        if preds:
+            print(_line(name.removeprefix("multi_gpu_"), preds))
+    pp_rows = [p for p in kv_capacity.predictions(rows, catalog, "held_out") if "_pp" in p.row_id]
+    for p in pp_rows:
+        print(f"  {p.row_id:<48}{p.measured:>10.4g}{p.predicted:>10.4g}{p.error_frac:>+8.1%}  KV tokens, pp stages")
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def test_bad_values_are_named_and_the_rest_loads():
     msgs = {i.key: i.message for i in issues}
     assert set(msgs) == {"batch", "tp", "alpha", "wdtype", "hit"}
     assert "[1, 64]" in msgs["tp"] and "'99'" in msgs["tp"]
-    assert "[1, 4096]" in msgs["batch"]
+    assert "[1, 65536]" in msgs["batch"]  # an instance of dp engines (issue 15): up to 256 × 256 sequences
     assert "finite" in msgs["alpha"]
     assert "bf16" in msgs["wdtype"]
     assert all(i.fatal for i in issues)
@@ -194,3 +194,15 @@ def test_numbers_are_plain_ascii(raw):
 def test_float_syntax(raw, ok):
     s, issues = from_query({"alpha": raw})
     assert (issues == []) is ok
+
+
+def test_layout_keys_round_trip_and_name_their_ranges():
+    """Issue 15's keys: pp, ep, dp, eplb, ep_imbalance, redundant_experts, tbo."""
+    s, issues = from_query("pp=2&ep=16&dp=16&eplb=0&ep_imbalance=1.5&redundant_experts=32&tbo=1", GPUS, MODELS)
+    assert not issues
+    assert (s.pp, s.ep, s.dp, s.eplb, s.ep_imbalance, s.redundant_experts, s.tbo) == (2, 16, 16, False, 1.5, 32, True)
+    back, _ = from_query(to_query_string(s), GPUS, MODELS)
+    assert back == s
+    _, bad = from_query("pp=0&dp=9999&ep_imbalance=0.5", GPUS, MODELS)
+    msgs = {i.key: i.message for i in bad}
+    assert "[1, 64]" in msgs["pp"] and "[1, 256]" in msgs["dp"] and "[1.0, 64.0]" in msgs["ep_imbalance"]

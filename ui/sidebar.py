@@ -323,7 +323,42 @@ def _hardware(st: Any, catalog: Catalog) -> None:
     _int_input(
         st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count."
     )
+    _layout(st)
     _engine(st, catalog)
+
+
+def _layout(st: Any) -> None:
+    """Pipeline stages, data-parallel attention ranks and expert parallelism (docs/model.md "Parallelism")."""
+    ss = st.session_state
+    opened = any(ss.get(k, 1) != 1 for k in ("pp", "dp", "ep"))
+    with st.expander("Multi-GPU layout (pp, dp, ep)", expanded=opened):
+        _int_input(
+            st,
+            "pp",
+            "Pipeline stages (pp)",
+            "Layers split over pp stages of tp GPUs each (vLLM --pipeline-parallel-size); an instance runs on "
+            "tp × dp × pp GPUs, across nodes of the profile's gpus_per_node.",
+        )
+        _int_input(
+            st,
+            "dp",
+            "Data-parallel attention ranks (dp)",
+            "MoE models: dp ranks of tp GPUs each hold their own sequences and KV cache and share the expert layers "
+            "(vLLM --data-parallel-size, SGLang --enable-dp-attention). Dense models: 1 (use replicas).",
+        )
+        _int_input(
+            st,
+            "ep",
+            "Expert-parallel degree (ep)",
+            "MoE models: whole experts spread over ep of a stage's tp × dp GPUs (vLLM: 1 or tp × dp, "
+            "--enable-expert-parallel). The errors name the values the engine accepts.",
+        )
+        st.checkbox(
+            "Expert load balancer (EPLB)",
+            key="eplb",
+            help="On: the busiest EP rank gets 1.11 × the mean routed tokens (TensorRT-LLM's measurement with "
+            "EPLB), experts must split evenly; off: 2.56 ×. Link key ep_imbalance sets your own figure.",
+        )
 
 
 def profile_in_force(catalog: Catalog, state: Mapping[str, Any]) -> str:

@@ -4,7 +4,7 @@
 Rows carry ``split``: ``in_sample`` (the 18 rows vLLM's empirical memory constants are fitted on,
 ``benchmarks/fit_vllm_memory.py``) or ``held_out`` (never fitted).  A held-out row names its preset
 (``preset``) or is matched to one by its Hugging Face id (a preset's ``source`` link); ``pending``
-says why a row cannot be predicted (no preset yet, pipeline parallelism, the V0 engine …).  Each row
+says why a row cannot be predicted (no preset yet, the V0 engine …); a row's ``pp`` (dp, ep) is its layout.  Each row
 runs at its log's settings: max_num_seqs as ``batch``, max_num_batched_tokens as ``chunk``,
 max_model_len as prompt + output, gpu_memory_utilization, block size, dtypes and ``quant``.
 """
@@ -90,6 +90,9 @@ def row_scenario(row: Row, catalog: Catalog) -> Scenario:
     quant = getattr(row, "quant", None)
     if quant:
         fields["quant"] = quant
+    for key in ("pp", "dp", "ep"):  # a multi-GPU layout (issue 15): vLLM's min blocks over the pipeline stages
+        if getattr(row, key, None):
+            fields[key] = getattr(row, key)
     return Scenario(**fields)
 
 

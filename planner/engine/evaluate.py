@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from pydantic import ValidationError
 
+from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
 from planner.engine.inputs import EngineInputs, MetricValue, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
@@ -111,7 +112,9 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
     """Every metric for every scenario in ``x`` (arrays broadcast).  Pure."""
     x = x.as_arrays()
     out: dict[str, MetricValue] = {}
-    out.update(memory_plan(x))
+    plan = memory_plan(x)
+    layout = {k: plan.pop(k) for k in ("gpus_per_instance", "memory_stage_layers")}
+    out.update(plan)
     out["kv_bytes_per_token_mha"] = kv_bytes_per_token_for_heads(x, x.heads)
     out["kv_bytes_per_token_mqa"] = kv_bytes_per_token_for_heads(x, 1.0)
 
@@ -150,7 +153,22 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
         matmul_frac=x.mfu,
         bandwidth_frac=x.mbu,
     )
+    out.update(layout)
+    out.update(_layout_metrics(x, dec, out))
     return out
+
+
+def _layout_metrics(x: EngineInputs, dec, out: dict[str, MetricValue]) -> dict[str, MetricValue]:
+    """The layout's time terms (docs/model.md "Parallelism") and the disaggregated KV transfer between two
+    instances of this layout (``parallel.kv_transfer_s``: each GPU sends its share over its own NIC)."""
+    return dict(
+        decode_exchange_s=np.broadcast_to(dec.exchange_s, np.shape(dec.comm_s)).astype(float),
+        decode_send_s=np.broadcast_to(dec.send_s, np.shape(dec.comm_s)).astype(float),
+        decode_pipeline_s=np.broadcast_to(dec.pipeline_s, np.shape(dec.comm_s)).astype(float),
+        decode_comm_frac=dec.comm_s / dec.time_s,
+        kv_transfer_bytes_per_request=x.prompt_tokens * out["kv_bytes_per_token"],
+        kv_transfer_s=parallel.kv_transfer_s(x, x, x.prompt_tokens),
+    )
 
 
 def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
@@ -159,24 +177,30 @@ def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     decode only          B / TPOT                                   (tokens/s while every stream decodes)
     serving (per replica) B·O / (B · TTFT + O · TPOT)               (each request's prefill takes the
                                                                     GPU for TTFT; its O tokens share
-                                                                    O decode steps with B − 1 others)
-    static batch          B·O / (t_prefill(B prompts together) + (O − 1) · TPOT) / tp
+                                                                    O decode steps with B − 1 others;
+                                                                    pp stages and dp ranks hold a prompt
+                                                                    for TTFT · u / (pp · dp))
+    static batch          B·O / (t_prefill(B prompts together) + (O − 1) · TPOT) / GPUs (tp · dp · pp)
     request latency       TTFT + (O − 1) · TPOT                     (the first token comes from the prefill)
     """
     decode_rate = x.batch / tpot
-    serving_rate = x.batch * x.output_tokens / (x.batch * ttft + x.output_tokens * tpot)
+    plain = parallel.plain_layout(x)
+    gpus = x.tp if plain else parallel.gpus_per_instance(x)
+    # a prompt holds the instance for TTFT; pipelined stages and dp ranks prefill several at once
+    held = ttft if plain else ttft * parallel.layer_imbalance(x) / (x.pp * x.dp)
+    serving_rate = x.batch * x.output_tokens / (x.batch * held + x.output_tokens * tpot)
     static_s = batched_prefill(x).time_s + (x.output_tokens - 1.0) * tpot
     return dict(
         tpot_s=tpot,
         decode_tokens_per_s=decode_rate,
-        decode_tokens_per_s_per_gpu=decode_rate / x.tp,
+        decode_tokens_per_s_per_gpu=decode_rate / gpus,
         output_tokens_per_s=serving_rate,
-        output_tokens_per_s_per_gpu=serving_rate / x.tp,
+        output_tokens_per_s_per_gpu=serving_rate / gpus,
         static_batch_latency_s=static_s,
-        static_batch_output_tokens_per_s_per_gpu=x.batch * x.output_tokens / static_s / x.tp,
-        price_per_replica_hour_usd=x.price_per_gpu_hour_usd * x.tp,
+        static_batch_output_tokens_per_s_per_gpu=x.batch * x.output_tokens / static_s / gpus,
+        price_per_replica_hour_usd=x.price_per_gpu_hour_usd * gpus,
         cost_per_million_output_tokens_usd=x.price_per_gpu_hour_usd
-        * x.tp
+        * gpus
         / S_PER_HOUR
         / serving_rate
         * TOKENS_PER_MTOK,

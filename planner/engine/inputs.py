@@ -24,6 +24,13 @@ from planner.model.api_pricing import (
 from planner.model.engine_memory import EngineMemory
 from planner.model.engine_profile import EngineProfile
 from planner.model.engine_timing import EngineTiming, ResolvedTiming, neutral_timing, resolve_timing
+from planner.model.parallel_layout import (
+    EP_IMBALANCE_EPLB,
+    EP_IMBALANCE_NO_EPLB,
+    TBO_OVERLAP_FRAC,
+    dispatch_bytes_per_element,
+    weight_groups,
+)
 from planner.model.params import (
     activation_elements_per_token_per_layer,
     attention_dims,
@@ -33,7 +40,7 @@ from planner.model.params import (
     param_counts,
     state_bytes_per_sequence,
 )
-from planner.model.quantization import Scheme, scheme_for, weight_layout
+from planner.model.quantization import FP8_BLOCK, Scheme, scheme_for, weight_layout
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
 from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
@@ -196,6 +203,25 @@ class EngineInputs:
     # API prompt-cache traffic
     followup_mode: Array  # 1: follow-ups sent after the previous response ends; 0: independent arrivals
     response_s: Array  # follow-ups: the API's response time before each follow-up
+    # parallel layout (planner/engine/parallel.py; docs/model.md "Parallelism"): tp · dp · pp GPUs per instance
+    pp: Array  # pipeline stages
+    ep: Array  # expert-parallel degree (the routed experts of a stage over ep × moe_tp = tp · dp GPUs)
+    dp: Array  # data-parallel attention ranks
+    ep_imbalance: Array  # routed tokens on the busiest EP rank ÷ the mean (applies when ep > 1)
+    gpus_per_node: Array  # GPUs sharing the scale-up link
+    scale_out_bytes_per_s: Array  # network per GPU beyond the node, one direction
+    scale_out_latency_s: Array  # fixed cost of one inter-node collective (the engine's overhead included)
+    expert_weight_bytes: Array  # routed experts, whole model, as stored
+    dense_mlp_weight_bytes: Array  # the dense layers' MLPs, as stored
+    shared_expert_weight_bytes: Array  # shared experts, as stored
+    replicated_linear_bytes: Array  # MLA q_a / kv_a projections: whole on every rank
+    vocab_table_params: Array  # one vocabulary table (embedding or LM head), rows padded to 64
+    tied_embeddings: Array  # 1: the LM head is the embedding
+    dispatch_bytes_per_element: Array  # bytes per value an expert-parallel dispatch sends (fp8 + scales, or 16 bit)
+    eplb: Array  # 1: the expert-parallel load balancer is on (experts must split evenly over ep)
+    quant_block: Array  # FP8 block quantisation's block (128), 0 without
+    tbo: Array  # two-batch overlap: the share of min(compute, exchange) it hides (0: off)
+    redundant_experts: Array  # EPLB's extra expert copies: E + r physical experts over ep
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -308,6 +334,32 @@ def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSp
         quant_group=float(s.qgroup) if scheme.scale in ("group", "group_zero") else 0.0,
         draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * 2.0 if draft is not None else 0.0,
         draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * 2.0 if draft is not None else 0.0,
+    )
+
+
+def _layout_fields(gpu: GPU, model: ModelSpec, scheme: Scheme, s: Scenario, t: ResolvedTiming) -> dict[str, float]:
+    """The parallel layout, the network beyond the node and the weight groups layouts split differently."""
+    groups = weight_groups(model, scheme, s.qgroup)
+    default_imbalance = EP_IMBALANCE_EPLB if s.eplb else EP_IMBALANCE_NO_EPLB
+    return dict(
+        pp=s.pp,
+        ep=s.ep,
+        dp=s.dp,
+        ep_imbalance=s.ep_imbalance if s.ep_imbalance is not None else default_imbalance,
+        gpus_per_node=gpu.gpus_per_node,
+        scale_out_bytes_per_s=gpu.scale_out_bytes_per_s,
+        scale_out_latency_s=gpu.scale_out_latency_s + t.allreduce_overhead_s,
+        expert_weight_bytes=groups.expert_bytes,
+        dense_mlp_weight_bytes=groups.dense_mlp_bytes,
+        shared_expert_weight_bytes=groups.shared_expert_bytes,
+        replicated_linear_bytes=groups.replicated_linear_bytes,
+        vocab_table_params=groups.vocab_table_params,
+        tied_embeddings=1.0 if model.tied_embeddings else 0.0,
+        dispatch_bytes_per_element=dispatch_bytes_per_element(compute_dtype(s.wdtype, gpu)),
+        eplb=1.0 if s.eplb else 0.0,
+        quant_block=float(FP8_BLOCK) if scheme.scale == "block" else 0.0,
+        tbo=TBO_OVERLAP_FRAC if s.tbo else 0.0,
+        redundant_experts=s.redundant_experts,
     )
 
 
@@ -426,5 +478,6 @@ def from_specs(
         link_frac=t.bus_frac,
         followup_mode=1.0 if s.cache_traffic == "followups" else 0.0,
         response_s=s.response_s,
+        **_layout_fields(gpu, model, scheme, s, t),
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

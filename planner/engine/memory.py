@@ -20,14 +20,27 @@ Blocks per request        = Σ groups: full ⌈L/block⌉; sliding window ⌈min
 Max concurrency           = blocks / blocks per request    (vLLM's "Maximum concurrency …", fractional)
 Fixed state               = the state layers' (linear attention, Mamba) state per sequence / tp, charged
                             with every sequence's blocks; those layers cache no K/V
+
+Parallel layouts (planner/engine/parallel.py; docs/model.md "Parallelism"): every per-GPU figure is that
+of the pipeline stage that holds the fewest KV blocks (vLLM gives every worker the smallest worker's block
+count, ``get_kv_cache_configs``, v1/core/kv_cache_utils.py:1599-1614).  A stage s of L_s layers holds
+  W_s = [rest · L_s/L + dense MLPs · D_s/D + shared experts · M_s/M + vocabulary tables_s] / tp
+        + routed experts · M_s/M · ⌈E/ep⌉/E / moe_tp + replicated linears · L_s/L + (norms, routers) · L_s/L + RoPE
+        (tables_s: the embedding on the first stage, the LM head on the last; moe_tp = tp · dp / ep)
+  its layers' KV (heads over tp), the sampler's share of the peak only on the last stage, CUDA graphs of its
+  layers, and ⌈group size · L_s/L⌉ layers per KV-cache group.  Each of the dp ranks is its own engine with
+  batch / dp sequences: the instance holds dp × the engine's KV tokens and concurrency.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from planner.engine import parallel
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity, broadcast_shape
+from planner.engine.parallel import Stage
 from planner.engine.validity import config_valid
+from planner.model.parallel_layout import EP_BUFFER_BYTES
 from planner.model.quantization import WEIGHT_16BIT_BYTES
 from planner.units import ACTIVATION_BYTES
 
@@ -104,12 +117,30 @@ def weight_bytes_total(x: EngineInputs) -> Array:
     )
 
 
-def target_weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    """The target model's weights on one rank (``quantization.weight_bytes_of_layout``)."""
+def _whole_stage(stage: Stage | None) -> bool:
+    return stage is None or (np.ndim(stage.layer_frac) == 0 and float(stage.layer_frac) == 1.0)
+
+
+def target_weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, stage: Stage | None = None) -> Array:
+    """The target model's weights on one rank (``quantization.weight_bytes_of_layout``) of pipeline stage
+    ``stage`` (None: the whole model) under the scenario's layout (module doc)."""
     tp = _tp(x, tp)
     b16 = WEIGHT_16BIT_BYTES
     split = x.quantized_weight_bytes + (x.other_weight_params + x.embedding_stored_params) * b16
-    return split / tp + (x.replicated_params + x.rope_cache_elements) * b16
+    if _whole_stage(stage) and parallel.plain_layout(x) and not np.any(x.replicated_linear_bytes > 0):
+        return split / tp + (x.replicated_params + x.rope_cache_elements) * b16
+    st = stage or parallel.whole_model(x)
+    experts, dense, shared = x.expert_weight_bytes, x.dense_mlp_weight_bytes, x.shared_expert_weight_bytes
+    tables = np.where(x.pp > 1, st.first + st.last, 2.0 - x.tied_embeddings)
+    vocab = x.vocab_table_params * b16 * tables
+    rest = split - experts - dense - shared - x.replicated_linear_bytes - x.embedding_stored_params * b16
+    by_tp = rest * st.layer_frac + dense * st.dense_frac + shared * st.moe_frac + vocab
+    share = parallel.experts_on_busiest_rank(x) / np.maximum(x.experts, 1.0) / parallel.moe_tp(x)
+    routed = np.where(x.experts > 0, experts * st.moe_frac * np.where(x.experts > 0, share, 0.0), 0.0)
+    own = (
+        x.replicated_linear_bytes * st.layer_frac + (x.replicated_params * st.layer_frac + x.rope_cache_elements) * b16
+    )
+    return by_tp / tp + routed + own
 
 
 def draft_weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
@@ -119,49 +150,67 @@ def draft_weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> A
     return np.where((x.spec_on > 0) & (x.has_draft_model > 0), own, 0.0)
 
 
-def weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    """W: target + draft weights on one rank, or the log's ``Model loading took`` figure."""
-    modelled = target_weight_bytes_per_gpu(x, tp) + draft_weight_bytes_per_gpu(x, tp)
+def weight_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, stage: Stage | None = None) -> Array:
+    """W: target + draft weights on one rank (of the binding stage), or the log's ``Model loading took`` figure."""
+    st = _stage(x, tp, stage)
+    modelled = target_weight_bytes_per_gpu(x, tp, st) + draft_weight_bytes_per_gpu(x, tp)
     return _calibrated(x.cal_weights_bytes, modelled)
 
 
 # ---------------------------------------------------------------- reserved outside the KV cache
 
 
+def engine_batch(x: EngineInputs, batch: Quantity | None = None) -> Array:
+    """Sequences of one engine (one data-parallel rank): batch / dp (vLLM's max_num_seqs of each DP engine)."""
+    return (x.batch if batch is None else batch) / x.dp
+
+
 def step_tokens(x: EngineInputs, batch: Quantity | None = None) -> Array:
-    """Tokens of the profile run's dummy batch: max_num_batched_tokens (the chunk; ≥ batch)."""
-    return np.maximum(x.chunk_tokens, x.batch if batch is None else batch)
+    """Tokens of the profile run's dummy batch: max_num_batched_tokens (the chunk; ≥ the engine's batch)."""
+    return np.maximum(x.chunk_tokens, engine_batch(x, batch))
 
 
 def _by_tp(tp: Array, one: Array, two: Array, four: Array) -> Array:
     return np.where(tp <= 1, one, np.where(tp <= 2, two, four))
 
 
-def activation_terms(x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None) -> dict[str, Array]:
+def activation_terms(
+    x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None, stage: Stage | None = None
+) -> dict[str, Array]:
     """The parts of the profile run's peak (planner.model.engine_memory): forward, kept hidden
-    states, sampler, fused-MoE caches and the constant, bytes per GPU (at ``batch``: x.batch)."""
+    states, sampler (on the last pipeline stage only), fused-MoE caches (experts split over moe_tp) and
+    the constant, bytes per GPU (at ``batch``: x.batch, batch / dp per engine)."""
     tp = _tp(x, tp)
-    b_seqs = x.batch if batch is None else batch
-    c = step_tokens(x, b_seqs)
+    b_seqs = engine_batch(x, batch)
+    c = np.maximum(x.chunk_tokens, b_seqs)
     b = ACTIVATION_BYTES
     forward = c * (x.fwd_ffn_factor * x.forward_ffn / tp + x.fwd_hidden_factor * x.hidden) * b
     keep = x.hidden_kept * c * x.hidden * b
     sampler = x.sampler_bytes_per_logit * np.minimum(b_seqs, c) * x.vocab
-    moe_wide = np.maximum(2.0 * x.moe_ffn / tp, x.hidden) + x.moe_ffn / tp
+    expert_tp = tp if parallel.plain_layout(x) else tp * x.dp / x.ep
+    moe_wide = np.maximum(2.0 * x.moe_ffn / expert_tp, x.hidden) + x.moe_ffn / expert_tp
     moe = np.where((x.experts > 0) & (x.moe_workspace > 0), c * x.experts_per_token * moe_wide * b, 0.0)
+    if stage is not None and np.any(x.pp > 1):
+        sampler = sampler * stage.last
+        moe = np.where(stage.moe_frac > 0, moe, 0.0)
     return {"base": x.act_base_bytes, "forward": forward, "keep": keep, "sampler": sampler, "moe": moe}
 
 
-def activation_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None) -> Array:
+def activation_bytes_per_gpu(
+    x: EngineInputs, tp: Quantity | None = None, batch: Quantity | None = None, stage: Stage | None = None
+) -> Array:
     """P = P₀ + max(P_fwd, P_keep + P_sampler) + P_moe, or the log's peak-activation figure."""
-    t = activation_terms(x, tp, batch)
+    t = activation_terms(x, tp, batch, _stage(x, tp, stage))
     modelled = t["base"] + np.maximum(t["forward"], t["keep"] + t["sampler"]) + t["moe"]
     return _calibrated(x.cal_activation_bytes, modelled)
 
 
 def non_torch_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    """N: non-torch memory created after the start-up snapshot (NCCL buffers at tp ≥ 2), or the log's."""
+    """N: non-torch memory created after the start-up snapshot (NCCL buffers at tp ≥ 2; DeepEP's buffer where
+    expert parallelism runs all-to-all, dp > 1 and ep > 1), or the log's."""
     modelled = _by_tp(_tp(x, tp), x.non_torch_tp1_bytes, x.non_torch_tp2_bytes, x.non_torch_tp4_bytes)
+    if not parallel.plain_layout(x):
+        modelled = modelled + np.where((x.dp > 1) & (x.ep > 1), EP_BUFFER_BYTES, 0.0)
     return _calibrated(x.cal_non_torch_bytes, modelled)
 
 
@@ -170,16 +219,18 @@ def baseline_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array
     return _by_tp(_tp(x, tp), x.baseline_tp1_bytes, x.baseline_tp2_bytes, x.baseline_tp4_bytes)
 
 
-def cuda_graph_bytes_per_gpu(x: EngineInputs) -> Array:
-    """G = g₀ + g₁ · layers, or the log's ``Graph capturing finished … took X GiB``."""
-    return _calibrated(x.cal_graph_bytes, x.graph_base_bytes + x.graph_per_layer_bytes * x.layers)
+def cuda_graph_bytes_per_gpu(x: EngineInputs, stage: Stage | None = None) -> Array:
+    """G = g₀ + g₁ · layers (of the stage), or the log's ``Graph capturing finished … took X GiB``."""
+    layers = x.layers if stage is None or not np.any(x.pp > 1) else stage.layers
+    return _calibrated(x.cal_graph_bytes, x.graph_base_bytes + x.graph_per_layer_bytes * layers)
 
 
-def reserve_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
+def reserve_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, stage: Stage | None = None) -> Array:
     """What the budget sets aside besides weights and KV: P + N (+ G where the engine subtracts it);
     SGLang's static fraction holds weights and KV only (its activations live outside it)."""
-    charged = activation_bytes_per_gpu(x, tp) + non_torch_bytes_per_gpu(x, tp)
-    charged = charged + np.where(x.graphs_in_budget > 0, cuda_graph_bytes_per_gpu(x), 0.0)
+    st = _stage(x, tp, stage)
+    charged = activation_bytes_per_gpu(x, tp, stage=st) + non_torch_bytes_per_gpu(x, tp)
+    charged = charged + np.where(x.graphs_in_budget > 0, cuda_graph_bytes_per_gpu(x, st), 0.0)
     return np.where(x.mem_rule == 1, 0.0, charged)
 
 
@@ -188,10 +239,13 @@ def requested_bytes_per_gpu(x: EngineInputs) -> Array:
     return np.ceil(x.memory_reported_bytes * x.mem_util)
 
 
-def kv_budget_raw_bytes(x: EngineInputs, tp: Quantity | None = None) -> Array:
+def kv_budget_raw_bytes(x: EngineInputs, tp: Quantity | None = None, stage: Stage | None = None) -> Array:
     """The engine's KV budget per GPU by its rule (negative when the weights do not fit):
-    vLLM R − W − reserve; SGLang (T − baseline) · u − W; TensorRT-LLM u · (T − baseline − W − reserve)."""
-    return _budget(x, weight_bytes_per_gpu(x, tp), reserve_bytes_per_gpu(x, tp), baseline_bytes_per_gpu(x, tp))
+    vLLM R − W − reserve; SGLang (T − baseline) · u − W; TensorRT-LLM u · (T − baseline − W − reserve)
+    (of the binding pipeline stage)."""
+    st = _stage(x, tp, stage)
+    w, reserve = weight_bytes_per_gpu(x, tp, st), reserve_bytes_per_gpu(x, tp, st)
+    return _budget(x, w, reserve, baseline_bytes_per_gpu(x, tp))
 
 
 def _budget(x: EngineInputs, w: Array, reserve: Array, baseline: Array) -> Array:
@@ -220,11 +274,12 @@ def contiguous_context_tokens(x: EngineInputs) -> Array:
     return np.maximum(x.context_window_tokens, context_tokens(x))
 
 
-def kv_groups(x: EngineInputs) -> dict[str, Array]:
+def kv_groups(x: EngineInputs, stage: Stage | None = None) -> dict[str, Array]:
     """vLLM's KV-cache groups (``_get_kv_cache_groups_uniform_page_size``, kv_cache_utils.py:959-1078):
     one group when every layer is alike (or the hybrid manager is off: window layers then count as
     full); else ``layers per group`` = the smaller layer count (the larger when < 1.5× the smaller),
-    each kind split into ⌈n / layers per group⌉ groups."""
+    each kind split into ⌈n / layers per group⌉ groups.  The groups are the whole model's; a pipeline
+    stage holds ⌈layers per group · L_s / L⌉ of each group's layers (``_project_kv_cache_groups_to_worker``)."""
     attention = kv_layers(x)  # state layers (linear attention, Mamba) hold no K/V pages
     win = np.where(x.hybrid_kv > 0, x.window_layers, 0.0)
     full = attention - win
@@ -234,6 +289,8 @@ def kv_groups(x: EngineInputs) -> dict[str, Array]:
     safe = np.maximum(size, 1.0)
     full_groups = np.where(hybrid, np.ceil(full / safe), np.where(win > 0, 0.0, 1.0))
     window_groups = np.where(hybrid, np.ceil(win / safe), np.where(win > 0, 1.0, 0.0))
+    if stage is not None and np.any(x.pp > 1):
+        size = np.ceil(size * stage.layer_frac)
     return {"layers_per_group": size, "full_groups": full_groups, "window_groups": window_groups}
 
 
@@ -250,9 +307,11 @@ def _page_bytes(x: EngineInputs, tp: Quantity | None) -> Array:
     return x.block_tokens * kv_bytes_per_token_per_layer(x, tp)
 
 
-def block_bytes(x: EngineInputs, tp: Quantity | None = None, groups: dict[str, Array] | None = None) -> Array:
+def block_bytes(
+    x: EngineInputs, tp: Quantity | None = None, groups: dict[str, Array] | None = None, stage: Stage | None = None
+) -> Array:
     """Bytes one block index costs: page · layers per group, plus the draft's pages of that block."""
-    g = kv_groups(x) if groups is None else groups
+    g = kv_groups(x, _stage(x, tp, stage)) if groups is None else groups
     draft = x.block_tokens * draft_kv_bytes_per_token_per_gpu(x, tp)
     return _page_bytes(x, tp) * g["layers_per_group"] + draft / (g["full_groups"] + g["window_groups"])
 
@@ -268,33 +327,71 @@ def blocks_per_request(
     return g["full_groups"] * full + g["window_groups"] * window
 
 
+def _fixed_state_bytes(x: EngineInputs, tp: Quantity | None, stage: Stage | None) -> Array:
+    """The state layers' fixed state of one sequence on one GPU of the stage (its share of the layers)."""
+    state = kv_bytes_per_sequence(x, 0.0, tp)
+    return state if stage is None or not np.any(x.pp > 1) else state * stage.layer_frac
+
+
 def kv_allocated_bytes_per_sequence(
     x: EngineInputs,
     context: Quantity,
     tp: Quantity | None = None,
     groups: dict[str, Array] | None = None,
     batch: Quantity | None = None,
+    stage: Stage | None = None,
 ) -> Array:
     """Bytes of the blocks one sequence of ``context`` tokens holds on one GPU (all groups, the draft's
     pages too), plus any fixed per-sequence state ``kv_bytes_per_sequence`` charges at 0 tokens."""
-    g = kv_groups(x) if groups is None else groups
+    st = _stage(x, tp, stage)
+    g = kv_groups(x, st) if groups is None else groups
     draft = np.ceil(np.asarray(context) / x.block_tokens) * x.block_tokens * draft_kv_bytes_per_token_per_gpu(x, tp)
     paged = blocks_per_request(x, context, g, batch) * _page_bytes(x, tp) * g["layers_per_group"]
-    return paged + draft + kv_bytes_per_sequence(x, 0.0, tp)
+    return paged + draft + _fixed_state_bytes(x, tp, st)
+
+
+def _stage_blocks(x: EngineInputs, tp: Quantity | None, stage: Stage) -> Array:
+    """⌊KV budget / block bytes⌋ of one stage (``get_num_blocks``, kv_cache_utils.py:839-854)."""
+    return np.floor(np.maximum(kv_budget_raw_bytes(x, tp, stage), 0.0) / block_bytes(x, tp, None, stage))
+
+
+def binding_stage(x: EngineInputs, tp: Quantity | None = None) -> Stage:
+    """The pipeline stage with the fewest KV blocks: vLLM gives every worker that count (module doc); the
+    whole model at pp = 1.  Ties go to the later stage."""
+    candidates = parallel.stages(x)
+    if len(candidates) == 1:
+        return candidates[0]
+    blocks = np.stack(np.broadcast_arrays(*(_stage_blocks(x, tp, st) for st in candidates)))
+    pick = blocks.shape[0] - 1 - np.argmin(blocks[::-1], axis=0)
+
+    def chosen(name: str) -> Array:
+        values = np.stack(np.broadcast_arrays(*(getattr(st, name) for st in candidates), blocks[0]))[:-1]
+        return np.take_along_axis(values, pick[None, ...], axis=0)[0]
+
+    return Stage(**{name: chosen(name) for name in Stage.__dataclass_fields__})
+
+
+def _stage(x: EngineInputs, tp: Quantity | None, stage: Stage | None) -> Stage | None:
+    """``stage``, else the binding stage when some scenario has pipeline stages (None: the whole model)."""
+    if stage is not None or not np.any(x.pp > 1):
+        return stage
+    return binding_stage(x, tp)
 
 
 def kv_blocks(x: EngineInputs, tp: Quantity | None = None) -> Array:
-    """⌊KV budget / block bytes⌋ (``get_num_blocks``, kv_cache_utils.py:839-854)."""
-    return np.floor(np.maximum(kv_budget_raw_bytes(x, tp), 0.0) / block_bytes(x, tp))
+    """⌊KV budget / block bytes⌋ (``get_num_blocks``, kv_cache_utils.py:839-854) of the binding stage."""
+    st = _stage(x, tp, None)
+    return np.floor(np.maximum(kv_budget_raw_bytes(x, tp, st), 0.0) / block_bytes(x, tp, None, st))
 
 
 def max_concurrency(x: EngineInputs, context: Quantity, tp: Quantity | None = None) -> Array:
-    """Requests of ``context`` tokens the pool holds at once: blocks · block bytes / allocated bytes per
-    sequence (= blocks / blocks per request; ``get_max_concurrency_for_kv_cache_config``), fractional."""
-    g = kv_groups(x)
-    bb = block_bytes(x, tp, g)
-    blocks = np.floor(np.maximum(kv_budget_raw_bytes(x, tp), 0.0) / bb)
-    return blocks * bb / kv_allocated_bytes_per_sequence(x, context, tp, g)
+    """Requests of ``context`` tokens the instance holds at once: dp · blocks · block bytes / allocated bytes
+    per sequence (= blocks / blocks per request; ``get_max_concurrency_for_kv_cache_config``), fractional."""
+    st = _stage(x, tp, None)
+    g = kv_groups(x, st)
+    bb = block_bytes(x, tp, g, st)
+    blocks = np.floor(np.maximum(kv_budget_raw_bytes(x, tp, st), 0.0) / bb)
+    return x.dp * blocks * bb / kv_allocated_bytes_per_sequence(x, context, tp, g, stage=st)
 
 
 def max_batch_that_fits(x: EngineInputs, lo: Quantity, hi: Quantity) -> Array:
@@ -306,75 +403,86 @@ def max_batch_that_fits(x: EngineInputs, lo: Quantity, hi: Quantity) -> Array:
     low: Array = np.floor(np.asarray(lo, dtype=float))
     high: Array = np.maximum(np.floor(np.asarray(hi, dtype=float)), low)
     ctx = context_tokens(x)
-    groups = kv_groups(x)
-    bb = block_bytes(x, None, groups)
-    raw0, peak0 = kv_budget_raw_bytes(x), activation_bytes_per_gpu(x)
+    st = _stage(x, None, None)
+    groups = kv_groups(x, st)
+    bb = block_bytes(x, None, groups, st)
+    raw0, peak0 = kv_budget_raw_bytes(x, None, st), activation_bytes_per_gpu(x, stage=st)
     share = np.where(x.mem_rule == 1, 0.0, np.where(x.mem_rule == 2, x.mem_util, 1.0))
     while np.any(high > low):
         mid = np.ceil((low + high) / 2.0)
         b = np.maximum(mid, 1.0)
-        raw = raw0 + share * (peak0 - activation_bytes_per_gpu(x, None, b))
-        held = np.floor(np.maximum(raw, 0.0) / bb) * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups, b)
+        raw = raw0 + share * (peak0 - activation_bytes_per_gpu(x, None, b, st))
+        alloc = kv_allocated_bytes_per_sequence(x, ctx, None, groups, b, st)
+        held = x.dp * np.floor(np.maximum(raw, 0.0) / bb) * bb / alloc
         ok = held >= mid
         low, high = np.where(ok, mid, low), np.where(ok, high, mid - 1.0)
     return low
 
 
-def _feasible_batch(x: EngineInputs, concurrency: Array, groups: dict[str, Array], bb: Array) -> Array:
+def _feasible_batch(
+    x: EngineInputs, concurrency: Array, groups: dict[str, Array], bb: Array, stage: Stage | None
+) -> Array:
     """min(batch, the largest batch that fits), in closed form: with the chunk fixed the budget at batch B
     is min(A_flat, A_lin − u′·s·V·B) (the profile peak is max(forward, kept states + sampler)), so
     B* = ⌊min(A_flat / a, A_lin / (a + u′·s·V))⌋ with a the blocks one sequence holds (exact: a is whole
-    blocks) and u′ the budget's share of the peak (1 vLLM, u TensorRT-LLM, 0 SGLang)."""
+    blocks) and u′ the budget's share of the peak (1 vLLM, u TensorRT-LLM, 0 SGLang); per engine, × dp."""
     fits = concurrency >= x.batch
     if np.all(fits):
         return np.broadcast_to(x.batch, np.shape(concurrency)).astype(float)
-    t = activation_terms(x)
+    t = activation_terms(x, stage=stage)
     share = np.where(x.mem_rule == 1, 0.0, np.where(x.mem_rule == 2, x.mem_util, 1.0))
     share = np.where(np.isfinite(x.cal_activation_bytes), 0.0, share)  # a logged peak does not move
-    raw0, peak0 = kv_budget_raw_bytes(x), activation_bytes_per_gpu(x)
+    raw0, peak0 = kv_budget_raw_bytes(x, None, stage), activation_bytes_per_gpu(x, stage=stage)
     flat = raw0 + share * (peak0 - t["base"] - t["moe"] - t["forward"])
     linear = raw0 + share * (peak0 - t["base"] - t["moe"] - t["keep"])
-    per_request = np.floor(kv_allocated_bytes_per_sequence(x, context_tokens(x), None, groups) / bb) * bb
+    per_request = np.floor(kv_allocated_bytes_per_sequence(x, context_tokens(x), None, groups, stage=stage) / bb) * bb
     slope = share * x.sampler_bytes_per_logit * x.vocab
-    best = np.floor(np.minimum(flat / per_request, linear / (per_request + slope)))
+    if stage is not None and np.any(x.pp > 1):
+        slope = slope * stage.last
+    best = x.dp * np.floor(np.minimum(flat / per_request, linear / (per_request + slope)))
     return np.where(fits, x.batch, np.clip(best, 0.0, x.batch))
 
 
 def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
-    """The per-GPU memory plan and concurrency limits (see module doc)."""
-    weights, act, non_torch = weight_bytes_per_gpu(x), activation_bytes_per_gpu(x), non_torch_bytes_per_gpu(x)
-    graphs, baseline = cuda_graph_bytes_per_gpu(x), baseline_bytes_per_gpu(x)
+    """The per-GPU memory plan (of the binding pipeline stage) and the instance's concurrency limits
+    (see module doc)."""
+    st = _stage(x, None, None)
+    weights, act = weight_bytes_per_gpu(x, stage=st), activation_bytes_per_gpu(x, stage=st)
+    non_torch, graphs, baseline = non_torch_bytes_per_gpu(x), cuda_graph_bytes_per_gpu(x, st), baseline_bytes_per_gpu(x)
     in_budget = act + non_torch + np.where(x.graphs_in_budget > 0, graphs, 0.0)
     reserve = np.where(x.mem_rule == 1, 0.0, in_budget)  # as reserve_bytes_per_gpu
     raw = _budget(x, weights, reserve, baseline)
     budget = np.maximum(raw, 0.0)
     ctx = context_tokens(x)
+    frac = 1.0 if st is None else st.layer_frac
     seq_actual = kv_bytes_per_sequence(x, ctx)
     seq_paged = kv_bytes_per_sequence(x, paged_context_tokens(x))
-    seq_contig = kv_bytes_per_sequence(x, contiguous_context_tokens(x))
-    groups = kv_groups(x)
-    bb = block_bytes(x, None, groups)
+    seq_contig = kv_bytes_per_sequence(x, contiguous_context_tokens(x)) * frac
+    groups = kv_groups(x, st)
+    bb = block_bytes(x, None, groups, st)
     blocks = np.floor(budget / bb)
-    concurrency = blocks * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups)
+    concurrency = x.dp * blocks * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups, stage=st)
     outside = np.where(x.graphs_in_budget > 0, 0.0, graphs)
     outside = outside + np.where(x.mem_rule == 1, act + non_torch, 0.0)
     usable = budget + weights + reserve
     headroom = x.memory_reported_bytes - baseline - usable - outside
     return {
         "kv_bytes_per_token": kv_bytes_per_token(x),
-        "kv_bytes_per_token_per_gpu": kv_layers(x) * kv_bytes_per_token_per_layer(x),
+        "kv_bytes_per_token_per_gpu": kv_layers(x) * frac * kv_bytes_per_token_per_layer(x),
         "kv_bytes_per_sequence": kv_bytes_per_sequence(x, ctx, tp=1.0),
         "weight_bytes_total": weight_bytes_total(x),
         "weight_bytes_per_gpu": weights,
         "reserve_bytes_per_gpu": reserve,
         "usable_bytes_per_gpu": usable,
         "kv_budget_bytes_per_gpu": budget,
-        "fits": (raw > 0) & (concurrency >= 1) & (headroom >= 0),
-        "kv_capacity_tokens": np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens,
+        "fits": (raw > 0) & (concurrency >= x.dp) & (headroom >= 0),
+        "kv_capacity_tokens": x.dp
+        * np.floor(blocks / (groups["full_groups"] + groups["window_groups"]))
+        * x.block_tokens,
         "max_concurrent_sequences": concurrency,
-        "max_concurrent_sequences_contiguous": np.floor(budget / seq_contig),
+        "max_concurrent_sequences_contiguous": x.dp * np.floor(budget / seq_contig),
         "kv_waste_frac_paged": 1.0 - seq_actual / seq_paged,
-        "kv_waste_frac_contiguous": 1.0 - seq_actual / seq_contig,
+        "kv_waste_frac_contiguous": 1.0 - seq_actual / kv_bytes_per_sequence(x, contiguous_context_tokens(x)),
         "batch_fits_memory": concurrency >= x.batch,
         "min_tp_that_fits": min_tp_that_fits(x),
         "memory_total_bytes_per_gpu": x.memory_reported_bytes,
@@ -386,17 +494,19 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
         "memory_headroom_bytes_per_gpu": headroom,
         "kv_blocks": blocks,
         "kv_blocks_per_request": blocks_per_request(x, ctx, groups),
-        "feasible_batch": _feasible_batch(x, concurrency, groups, bb),
+        "feasible_batch": _feasible_batch(x, concurrency, groups, bb, st),
         "config_valid": config_valid(x),
+        "gpus_per_instance": parallel.gpus_per_instance(x),
+        "memory_stage_layers": x.layers if st is None else st.layers,
     }
 
 
 def min_tp_that_fits(x: EngineInputs) -> Array:
     """Smallest tp in 1, 2, 4 … 64 that the engine accepts (``validity.config_valid``) and where one
-    sequence fits; 0 if none."""
+    sequence fits, at the scenario's pp and dp (expert parallelism, when on, spanning tp · dp); 0 if none."""
     tps = TP_CANDIDATES.reshape((-1,) + (1,) * len(broadcast_shape(x)))
-    at = x.with_(tp=tps)
+    at = x.with_(tp=tps) if parallel.plain_layout(x) else x.with_(tp=tps, ep=np.where(x.ep > 1, tps * x.dp, 1.0))
     ctx = context_tokens(x)
-    ok = np.asarray(config_valid(at) & (kv_budget_raw_bytes(x, tps) > 0) & (max_concurrency(x, ctx, tps) >= 1))
+    ok = np.asarray(config_valid(at) & (kv_budget_raw_bytes(at, tps) > 0) & (max_concurrency(at, ctx, tps) >= at.dp))
     first = np.argmax(ok, axis=0)
     return np.where(ok.any(axis=0), TP_CANDIDATES[first], 0.0)

@@ -81,7 +81,7 @@ METRICS: dict[str, Metric] = {
     "prefill_bytes": _m("B", "prefill bytes moved per GPU"),
     "prefill_compute_s": _m("s", "prefill arithmetic time: matmul and attention FLOP at their rates"),
     "prefill_memory_s": _m("s", "prefill memory time: weights, activations and KV at their rates"),
-    "prefill_comm_s": _m("s", "prefill tensor-parallel all-reduce time"),
+    "prefill_comm_s": _m("s", "prefill communication time: tensor-parallel all-reduces, MoE exchange, stage sends"),
     # decode
     "plain_tpot_s": _m("s", "one decode step without speculative decoding"),
     "decode_compute_bound": _m("bool", "the decode step's arithmetic time is at least its memory time", "bound"),
@@ -89,7 +89,7 @@ METRICS: dict[str, Metric] = {
     "decode_bytes": _m("B", "decode-step bytes moved per GPU"),
     "decode_compute_s": _m("s", "decode-step arithmetic time: matmul and attention FLOP at their rates"),
     "decode_memory_s": _m("s", "decode-step memory time: weights, activations and KV at their rates"),
-    "decode_comm_s": _m("s", "decode-step tensor-parallel all-reduce time"),
+    "decode_comm_s": _m("s", "decode-step communication: tensor-parallel all-reduces, MoE exchange, stage sends"),
     "ridge_batch": _m("1", "batch from which the whole decode step is compute-bound", "never_if_inf"),
     # chunked prefill (engine/chunked.py)
     "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes (C − B tokens each)", "never_if_inf"),
@@ -110,12 +110,12 @@ METRICS: dict[str, Metric] = {
     # throughput and cost (engine/evaluate.py)
     "tpot_s": _m("s", "time per output token at the batch (speculative when on)"),
     "decode_tokens_per_s": _m("tokens/s", "decode-only throughput of one replica: B / TPOT"),
-    "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode-only throughput per GPU"),
+    "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode-only throughput per GPU (÷ tp × dp × pp)"),
     "output_tokens_per_s": _m("tokens/s", "output tokens/s of one replica, prefill GPU time included"),
     "output_tokens_per_s_per_gpu": _m("tokens/s", "output tokens/s per GPU, prefill GPU time included"),
     "static_batch_latency_s": _m("s", "B prompts prefilled together, then O − 1 decode steps"),
     "static_batch_output_tokens_per_s_per_gpu": _m(
-        "tokens/s", "B · O / static-batch latency / tp (TensorRT-LLM and LMDeploy benchmarks)"
+        "tokens/s", "B · O / static-batch latency / GPUs (TensorRT-LLM and LMDeploy benchmarks)"
     ),
     "price_per_replica_hour_usd": _m("USD/h", "price of one replica's GPUs per hour"),
     "cost_per_million_output_tokens_usd": _m("USD", "GPU cost of a million output tokens, prefill time included"),
@@ -133,6 +133,19 @@ METRICS: dict[str, Metric] = {
     "prefill_overhead_s": _m("s", "fixed cost of a prefill step: t_step + layers × t_layer (eager launches)"),
     "matmul_frac": _m("1", "large-matmul FLOP/s ÷ dense peak in force (MFU)"),
     "bandwidth_frac": _m("1", "weight-streaming bytes/s ÷ peak bandwidth in force (MBU)"),
+    # parallel layout (engine/parallel.py; docs/model.md "Parallelism")
+    "gpus_per_instance": _m("1", "GPUs of one serving instance: tp × dp × pp"),
+    "memory_stage_layers": _m(
+        "1", "layers of the pipeline stage the per-GPU memory plan describes (the one holding the fewest KV blocks)"
+    ),
+    "decode_exchange_s": _m("s", "decode step's MoE token exchange across data-parallel ranks (dispatch + combine)"),
+    "decode_send_s": _m("s", "decode step's pipeline stage-to-stage sends on the bottleneck stage"),
+    "decode_pipeline_s": _m("s", "decode step's pipeline time beyond the bottleneck stage's work (bubble, sends)"),
+    "decode_comm_frac": _m("1", "share of the decode step spent in collectives, exchanges and stage sends"),
+    "kv_transfer_bytes_per_request": _m("B", "KV a disaggregated prefill pool sends for one prompt: P × KV per token"),
+    "kv_transfer_s": _m(
+        "s", "that transfer over the network: each GPU sends its own share of the prompt's KV over its own NIC"
+    ),
 }
 
 #: Flags exported with an extra ``<phase>_bound`` column: flag name → column name.

@@ -37,14 +37,36 @@ compute-bound when compute_s ≥ memory_s (the whole step, not one part).
 Weights touched: all weights except an untied input-embedding table (a lookup reads
 only T of its rows, neglected); MoE: the dense part + the experts hit.
 d_att = d_qk + d_v per head; sliding-window layers attend to at most W keys.
+
+Parallel layouts (planner/engine/parallel.py; docs/model.md "Parallelism"):
+  data-parallel attention (dp)  each rank runs its own seqs/dp sequences and the prompts it was given
+             (the busiest holds n / min(prompts, dp) prefill tokens); dense GEMMs, attention, KV and
+             activations count the busiest rank's tokens T_r, the routed experts every rank's T_all
+             (the dp ranks run the MoE layers in lock-step): their FLOPs
+             2·L_moe·n_e·(k·imb·T_all + E_hit(T_all)·T½)/(tp·dp), their weights E_hit(T_all)·n_e/(tp·dp)
+  expert parallel (ep > 1)      imb = the busiest EP rank's routed tokens ÷ the mean
+  comm       t_comm = n_AR · allreduce(tp, T_r · d · 2 B) + MoE exchange (dp > 1) (+ stage sends, pp > 1)
+  two-batch overlap (tbo)       one micro-batch's exchange runs under the other's compute: the step loses
+             f · min(R(c_mm, m_mm) + R(c_att, m_att), exchange), f = ``parallel_layout.TBO_OVERLAP_FRAC``
+             (SGLang TBO, vLLM DBO; f fitted to SGLang's one published on/off pair)
+  pipeline (pp)                 the step's B sequences form m = min(max(B, prompts), pp) micro-batches,
+             the prefill ones m_p = min(prompts, m); each micro-batch passes the whole model (t_dec,
+             t_mix as above at B/m sequences); u = pp·⌈L/pp⌉/L the biggest stage's share:
+               busy  = u/pp · ((m − m_p)·t_dec + m_p·t_mix) + m · t_send      (the bottleneck stage's cycle)
+               path  = (m_p − 1)·(u/pp · t_mix + t_send) + t_mix + Σ_boundaries t_send   (a prefill's way out)
+               time  = max(busy, path)     (pp = 1: t_mix); pipeline_s = time − the combined parts
+             so one lone prompt takes its whole pass plus pp − 1 sends (TTFT), and a decode step of B ≥ pp
+             sequences u · t_dec(B/pp) (+ sends): pp micro-batches in flight, as vLLM's batch queue keeps
+             (v1/executor/multiproc_executor.py:468-472, "PP requires PP-size concurrent batches")
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads, matmul_pad_tokens, overhead_s
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
 from planner.engine.memory import (
@@ -68,9 +90,14 @@ class StepCost:
     matmul_memory_s: Array  # m_mm
     attention_compute_s: Array  # c_att
     attention_memory_s: Array  # m_att
-    comm_s: Array
+    comm_s: Array  # every collective: tensor-parallel all-reduces, the MoE exchange, stage sends
     overhead_s: Array  # t_step + L · t_layer: the fixed costs (scheduler; launches and gaps per layer)
     overlap: Quantity = 1.0  # o in overlapped_s
+    exchange_s: Quantity = 0.0  # the MoE dispatch/combine (or all-gather/reduce-scatter) part of comm_s
+    send_s: Quantity = 0.0  # the stage-to-stage sends part of comm_s
+    pipeline_s: Quantity = 0.0  # the cycle beyond the bottleneck stage's work: bubble and sends on the path
+    rank_tokens: Quantity = 0.0  # T_r: tokens of the busiest data-parallel rank (per micro-batch)
+    hidden_s: Quantity = 0.0  # two-batch overlap: the part of the exchange hidden under compute
 
     @property
     def flop(self) -> Array:
@@ -100,13 +127,13 @@ class StepCost:
 
     @property
     def gpu_s(self) -> Array:
-        """R(matmul) + R(attention) + t_comm: the kernels' own time."""
-        return self.matmul_s + self.attention_s + self.comm_s
+        """R(matmul) + R(attention) + t_comm (− the exchange two-batch overlap hides): the kernels' own time."""
+        return self.matmul_s + self.attention_s + self.comm_s - self.hidden_s
 
     @property
     def time_s(self) -> Array:
-        """t_step + L · t_layer + R(matmul) + R(attention) + t_comm (module doc)."""
-        return self.overhead_s + self.gpu_s
+        """t_step + L · t_layer + R(matmul) + R(attention) + t_comm (+ the pipeline's rest; module doc)."""
+        return self.overhead_s + self.gpu_s + self.pipeline_s
 
     @property
     def compute_bound(self) -> MetricValue:
@@ -132,8 +159,13 @@ def overlapped_s(compute_s, memory_s, overlap):
 
 
 def weight_bytes_read_per_gpu(x: EngineInputs) -> Array:
-    """W = (N − N_lookup) · b_w / tp: every weight but an untied embedding table (a lookup), every expert."""
-    return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
+    """W = (N − N_lookup) · b_w / tp: every weight but an untied embedding table (a lookup), every expert
+    (the routed experts over tp · dp when data-parallel ranks share them)."""
+    if parallel.simple(x):
+        return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
+    experts = x.moe_layers * x.experts * x.expert_params
+    dense = x.total_params - x.lookup_params - experts
+    return (dense / x.tp + experts * parallel.physical_expert_frac(x) / (x.tp * x.dp)) * x.weight_bytes_per_param
 
 
 def experts_hit(x: EngineInputs, tokens) -> Array:
@@ -148,12 +180,15 @@ def routed_params(x: EngineInputs) -> Array:
 
 
 def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> Array:
-    """Weights read in a step of ``tokens`` tokens: not the untied embedding table (a
-    lookup); for MoE only the experts hit."""
+    """Weights read in a step of ``tokens`` tokens (every rank's, for the experts): not the untied
+    embedding table (a lookup); for MoE only the experts hit."""
     if not np.any(x.experts > 0):  # no MoE in this batch of scenarios: every weight is read
         return weight_bytes_read_per_gpu(x)
     dense = x.total_params - x.lookup_params - x.moe_layers * x.experts * x.expert_params
-    return (dense + x.moe_layers * experts_hit(x, tokens) * x.expert_params) * x.weight_bytes_per_param / x.tp
+    hit = x.moe_layers * experts_hit(x, tokens) * x.expert_params
+    if parallel.simple(x):
+        return (dense + hit) * x.weight_bytes_per_param / x.tp
+    return (dense / x.tp + hit * parallel.physical_expert_frac(x) / (x.tp * x.dp)) * x.weight_bytes_per_param
 
 
 def _attended_layer_keys(x: EngineInputs, keys) -> Array:
@@ -173,9 +208,13 @@ def activation_bytes_per_token(x: EngineInputs) -> Array:
     return x.layers * x.activation_elements_per_token_per_layer / x.tp * ACTIVATION_BYTES
 
 
-def comm_s(x: EngineInputs, tokens) -> Array:
+def comm_s(x: EngineInputs, tokens, all_tokens=None) -> Array:
     """Two ring all-reduces per layer of a (tokens × hidden) bf16 activation, over the bus
-    bandwidth link · η_link, each paying the per-collective latency."""
+    bandwidth link · η_link, each paying the per-collective latency; beyond one node's tensor
+    parallelism, the layout's collectives (``parallel.tp_comm_s`` + ``parallel.moe_comm_s``)."""
+    if not parallel.simple(x):
+        rank = tokens if all_tokens is None else all_tokens
+        return parallel.tp_comm_s(x, tokens) + parallel.moe_comm_s(x, tokens, rank)
     if not np.any(x.tp > 1):
         return np.zeros(np.broadcast_shapes(np.shape(tokens), np.shape(x.tp)))
     bus = x.link_bytes_per_s * x.link_frac
@@ -183,8 +222,9 @@ def comm_s(x: EngineInputs, tokens) -> Array:
     return np.where(x.tp > 1, per_token * tokens + 2.0 * x.layers * x.collective_latency_s, 0.0)
 
 
-def matmul_compute_s(x: EngineInputs, tokens, logit_tokens) -> Array:
-    """c_mm: the dense GEMMs at T + T½ rows and the routed experts at k·T + E_hit·T½ rows (module doc)."""
+def matmul_compute_s(x: EngineInputs, tokens, logit_tokens, all_tokens=None) -> Array:
+    """c_mm: the dense GEMMs at T + T½ rows and the routed experts at k·T + E_hit·T½ rows (module doc);
+    with data-parallel ranks the experts at k·imb·T_all + E_hit(T_all)·T½ rows over tp · dp."""
     pad = matmul_pad_tokens(x, tokens)
     head = x.lm_head_params
     s_per_flop = 1.0 / (x.peak_flop_per_s * x.mfu)
@@ -194,8 +234,13 @@ def matmul_compute_s(x: EngineInputs, tokens, logit_tokens) -> Array:
     routed = routed_params(x)
     body = x.matmul_params - head - routed
     dense = 2.0 * body * (tokens + pad) + 2.0 * head * (logit_tokens + pad)
-    expert = 2.0 * x.moe_layers * x.expert_params * (x.experts_per_token * tokens + experts_hit(x, tokens) * pad)
-    return (dense + expert / x.moe_matmul_frac) / x.tp * s_per_flop
+    if all_tokens is None:
+        expert = 2.0 * x.moe_layers * x.expert_params * (x.experts_per_token * tokens + experts_hit(x, tokens) * pad)
+        return (dense + expert / x.moe_matmul_frac) / x.tp * s_per_flop
+    rows = x.experts_per_token * parallel.expert_imbalance(x) * all_tokens
+    rows = rows + experts_hit(x, all_tokens) * matmul_pad_tokens(x, all_tokens)
+    expert = 2.0 * x.moe_layers * x.expert_params * rows / (x.tp * x.dp)
+    return (dense / x.tp + expert / x.moe_matmul_frac) * s_per_flop
 
 
 def _none(v) -> bool:
@@ -208,6 +253,113 @@ def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0, prompt
     (default: 1 when n > 0) splits the n prefill tokens evenly, each after ``past`` cached."""
     seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
     k = (n > 0).astype(float) if prompts is None else np.asarray(prompts, dtype=float)
+    if np.any(x.pp > 1):
+        return _pipelined(x, seqs, q, ctx, n, past, k)
+    return pass_cost(x, seqs, q, ctx, n, past, k)
+
+
+def micro_batches(x: EngineInputs, seqs, prompts) -> tuple[Array, Array]:
+    """(m, m_p): micro-batches in flight, min(max(seqs, prompts), pp) (at least 1), and those with
+    prefill tokens, min(prompts, m) (at least 1; module doc)."""
+    m = np.clip(np.maximum(seqs, prompts), 1.0, x.pp)
+    return m, np.clip(prompts, 1.0, m)
+
+
+@dataclass(frozen=True)
+class PipelineParts:
+    """A pipelined step's pieces (module doc): its micro-batches, their passes and the sends."""
+
+    m: Array  # micro-batches in flight
+    m_p: Array  # those with prefill tokens
+    u_pp: Array  # u / pp: the biggest stage's share of a pass
+    dec: StepCost  # a decode-only micro-batch's pass through the whole model
+    mix: StepCost  # a micro-batch with prefill tokens
+    send_dec: Array  # one stage's send of each
+    send_mix: Array
+    path_sends: Array  # the pp − 1 sends on a micro-batch's way out
+
+    @property
+    def busy_s(self) -> Array:
+        """u/pp · ((m − m_p) · t_dec + m_p · t_mix) + (m − m_p) · send_dec + m_p · send_mix."""
+        work = self.u_pp * ((self.m - self.m_p) * self.dec.time_s + self.m_p * self.mix.time_s)
+        return work + (self.m - self.m_p) * self.send_dec + self.m_p * self.send_mix
+
+    @property
+    def path_s(self) -> Array:
+        """(m_p − 1) · (u/pp · t_mix + send_mix) + t_mix + the path's sends."""
+        return (self.m_p - 1.0) * (self.u_pp * self.mix.time_s + self.send_mix) + self.mix.time_s + self.path_sends
+
+
+def pipeline_parts(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0, prompts=None) -> PipelineParts:
+    """The pieces of ``step_cost`` on a pipelined instance (module doc); arguments as ``step_cost``."""
+    seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
+    k = (n > 0).astype(float) if prompts is None else np.asarray(prompts, dtype=float)
+    m, m_p = micro_batches(x, seqs, k)
+    zero = np.zeros(())
+    dec = pass_cost(x, seqs / m, q, ctx, zero, zero, zero)
+    mix = pass_cost(x, seqs / m, q, ctx, n / m_p, past, k / m_p)
+    return PipelineParts(
+        m=m,
+        m_p=m_p,
+        u_pp=parallel.layer_imbalance(x) / x.pp,
+        dec=dec,
+        mix=mix,
+        send_dec=parallel.stage_send_s(x, dec.rank_tokens),
+        send_mix=parallel.stage_send_s(x, mix.rank_tokens),
+        path_sends=parallel.path_sends_s(x, mix.rank_tokens),
+    )
+
+
+def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
+    """One step of a pipelined instance: its micro-batches through the stages (module doc)."""
+    p = pipeline_parts(x, seqs, q, ctx, n, past, k)
+    w_dec, w_mix = p.u_pp * (p.m - p.m_p), p.u_pp * p.m_p
+    sends = (p.m - p.m_p) * p.send_dec + p.m_p * p.send_mix
+
+    def both(name: str) -> Array:
+        return w_dec * getattr(p.dec, name) + w_mix * getattr(p.mix, name)
+
+    parts = {
+        name: both(name)
+        for name in (
+            "matmul_flop",
+            "matmul_bytes",
+            "attention_flop",
+            "attention_bytes",
+            "matmul_compute_s",
+            "matmul_memory_s",
+            "attention_compute_s",
+            "attention_memory_s",
+            "overhead_s",
+        )
+    }
+    combined = StepCost(
+        **parts,
+        comm_s=both("comm_s") + sends,
+        overlap=x.compute_memory_overlap,
+        exchange_s=both("exchange_s"),
+        send_s=sends,
+        rank_tokens=p.mix.rank_tokens,
+        hidden_s=both("hidden_s"),
+    )
+    cycle = np.maximum(p.busy_s, p.path_s)
+    return replace(combined, pipeline_s=np.maximum(cycle - combined.time_s, 0.0))
+
+
+def _rank_share(x: EngineInputs, seqs, n, k) -> tuple[Array, Array, Array]:
+    """(seqs, n, prompts) of the busiest data-parallel rank: seqs/dp decodes, n/min(prompts, dp) prefill
+    tokens of prompts/min(prompts, dp) prompts (module doc)."""
+    if np.all(x.dp == 1):
+        return seqs, n, k
+    share = 1.0 / np.minimum(np.maximum(k, 1.0), x.dp)
+    return seqs / x.dp, n * share, k * share
+
+
+def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
+    """One pass of a (micro-)batch through the whole model on the busiest GPU (module doc)."""
+    plain = parallel.simple(x)
+    all_tokens = seqs * q + n
+    seqs, n, k = _rank_share(x, seqs, n, k)
     decodes = seqs * q
     tokens = decodes + n
     logit_tokens = decodes + k
@@ -224,21 +376,40 @@ def step_cost(x: EngineInputs, seqs=0.0, q=1.0, ctx=0.0, n=0.0, past=0.0, prompt
         if not (_none(past) and _none(x.state_bytes_per_sequence)):
             attention_bytes = attention_bytes + k * (kv_token_bytes_per_sequence(x, past) + state)
     attention_flop_ = attention_flop_ / x.tp
-    matmul_bytes = weight_bytes_touched_per_gpu(x, tokens) + tokens * activation_bytes_per_token(x)
-    return StepCost(
-        matmul_flop=(2.0 * (x.matmul_params - x.lm_head_params) * tokens + 2.0 * x.lm_head_params * logit_tokens)
-        / x.tp,
+    if plain:
+        matmul_bytes = weight_bytes_touched_per_gpu(x, tokens) + tokens * activation_bytes_per_token(x)
+        matmul_flop = (
+            2.0 * (x.matmul_params - x.lm_head_params) * tokens + 2.0 * x.lm_head_params * logit_tokens
+        ) / x.tp
+        compute, comm = matmul_compute_s(x, tokens, logit_tokens), comm_s(x, tokens)
+        exchange: Quantity = 0.0
+    else:
+        matmul_bytes = weight_bytes_touched_per_gpu(x, all_tokens) + tokens * activation_bytes_per_token(x)
+        routed = routed_params(x)
+        body = 2.0 * (x.matmul_params - x.lm_head_params - routed) * tokens + 2.0 * x.lm_head_params * logit_tokens
+        matmul_flop = body / x.tp + 2.0 * routed * parallel.expert_imbalance(x) * all_tokens / (x.tp * x.dp)
+        compute = matmul_compute_s(x, tokens, logit_tokens, all_tokens)
+        exchange = parallel.moe_comm_s(x, tokens, all_tokens, n > 0)
+        comm = parallel.tp_comm_s(x, tokens) + exchange
+    cost = StepCost(
+        matmul_flop=matmul_flop,
         matmul_bytes=matmul_bytes,
         attention_flop=attention_flop_,
         attention_bytes=attention_bytes,
-        matmul_compute_s=matmul_compute_s(x, tokens, logit_tokens),
+        matmul_compute_s=compute,
         matmul_memory_s=matmul_bytes / (x.bandwidth_bytes_per_s * x.mbu),
         attention_compute_s=attention_flop_ / (x.attention_peak_flop_per_s * x.attention_compute_frac),
         attention_memory_s=attention_bytes / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac),
-        comm_s=comm_s(x, tokens),
+        comm_s=comm,
         overhead_s=overhead_s(x, tokens, n),
         overlap=x.compute_memory_overlap,
+        exchange_s=exchange,
+        rank_tokens=tokens,
     )
+    if plain or not np.any(x.tbo > 0):
+        return cost
+    hidden = x.tbo * np.minimum(cost.matmul_s + cost.attention_s, exchange)
+    return replace(cost, hidden_s=hidden)
 
 
 def prefill(x: EngineInputs, tokens=None, past=0.0) -> StepCost:
@@ -285,21 +456,33 @@ def ridge_terms(x: EngineInputs, ctx=None) -> RidgeTerms:
     peak = x.peak_flop_per_s * x.mfu
     bw = x.bandwidth_bytes_per_s * x.mbu
     routed = routed_params(x)
-    pad_flop = 2.0 * (x.matmul_params - routed) + 2.0 * x.moe_layers * x.experts * x.expert_params / x.moe_matmul_frac
     kv = (
         kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x)
         + state_bytes_per_gpu(x)
         + kv_layers(x) * kv_bytes_per_token_per_layer(x)
     )
+    if parallel.simple(x):
+        pad_flop = (
+            2.0 * (x.matmul_params - routed) + 2.0 * x.moe_layers * x.experts * x.expert_params / x.moe_matmul_frac
+        )
+        a_mm = (2.0 * (x.matmul_params - routed) + 2.0 * routed / x.moe_matmul_frac) / x.tp / peak
+        per_rank: Quantity = 1.0
+    else:  # per instance sequence: dense work on 1/dp of them, the experts' on all over tp · dp (module doc)
+        experts = 2.0 * x.moe_layers * x.experts * x.expert_params / x.moe_matmul_frac / x.dp
+        pad_flop = 2.0 * (x.matmul_params - routed) + experts
+        routed_rows = 2.0 * routed * parallel.expert_imbalance(x) / x.moe_matmul_frac
+        a_mm = (2.0 * (x.matmul_params - routed) + routed_rows) / x.dp / x.tp / peak
+        per_rank = 1.0 / x.dp
     return RidgeTerms(
         w=weight_bytes_read_per_gpu(x) / bw,
         c0=x.matmul_half_tokens * pad_flop / x.tp / peak,
-        a_mm=(2.0 * (x.matmul_params - routed) + 2.0 * routed / x.moe_matmul_frac) / x.tp / peak,
+        a_mm=a_mm,
         a_att=attention_flop(x, 1.0, ctx, x.attention_dim_decode)
         / x.tp
-        / (x.attention_peak_flop_per_s * x.attention_compute_frac),
-        b_act=activation_bytes_per_token(x) / bw,
-        b_kv=kv / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac),
+        / (x.attention_peak_flop_per_s * x.attention_compute_frac)
+        * per_rank,
+        b_act=activation_bytes_per_token(x) / bw * per_rank,
+        b_kv=kv / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac) * per_rank,
     )
 
 
@@ -316,4 +499,5 @@ def ridge_batch(x: EngineInputs, ctx=None) -> Array:
     t = ridge_terms(x, ctx)
     denom = (t.a_mm + t.a_att) - (t.b_act + t.b_kv)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, np.maximum(t.w - t.c0, 0.0) / np.where(denom > 0, denom, 1.0), np.inf)
+        ridge = np.where(denom > 0, np.maximum(t.w - t.c0, 0.0) / np.where(denom > 0, denom, 1.0), np.inf)
+    return ridge if not np.any(x.pp > 1) else ridge * x.pp  # each of the pp micro-batches at B/pp

@@ -58,6 +58,8 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         expert_params=0.0,
         state_bytes_per_sequence=0.0,
         step_overhead_s=0.0,  # the draft runs inside the target's step: one scheduler overhead
+        pp=np.ones_like(np.asarray(x.pp, dtype=float)),  # a dense draft on one stage, every dp rank its own
+        ep=np.ones_like(np.asarray(x.ep, dtype=float)),
     )
 
 
@@ -122,7 +124,7 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> Array:
     ``step_cost.time_s`` does.  An MoE model's experts hit are not affine in q: its grid is
     evaluated exactly.
     """
-    if np.any(x.experts > 0):
+    if np.any(x.experts > 0) or np.any(x.pp > 1):  # the pipeline's max(busy, path) is not affine in q either
         b = x.batch if batch is None else batch
         return step_cost(x, seqs=b, q=q, ctx=decode_context_tokens(x)).time_s
     return _on_lines(verify_lines(x, batch), np.asarray(q, dtype=float) - 1.0)
@@ -184,7 +186,7 @@ def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, MetricValue]:
     plain = decode(x).time_s if plain_step_s is None else plain_step_s
     draft = draft_step_s(x, target_step_s=plain)
     e = expected_tokens_per_step(x.alpha, x.gamma)
-    dense = not np.any(x.experts > 0)
+    dense = not np.any(x.experts > 0) and not np.any(x.pp > 1)
     lines = verify_lines(x) if dense else None
     verify = _on_lines(lines, x.gamma) if lines is not None else verify_step_s(x, x.gamma + 1.0)
     step = x.gamma * draft + verify

@@ -17,6 +17,10 @@ plus prefill chunks j of n_j new tokens after p_j tokens already in the cache.
              R(c, m) = max(c, m) + (1 − o)·min(c, m)   (``roofline.overlapped_s``)
   speculative: + γ · t_draft(seqs, ctx)   (the draft's own decode step, or c · the target's)
 
+Parallel layouts (``roofline`` module doc; ``Layout`` below): the pass is the busiest data-parallel rank's
+(seqs/dp decodes, a chunk on one rank; the experts over tp · dp see every rank's tokens), the collectives
+those of the layout, and with pp stages a step is the pipeline's cycle max(busy, path) over m micro-batches.
+
 With at most one prefill chunk this is exactly ``roofline.step_cost(x, seqs, q, ctx, n, p)``
 (checked to 1e-9 in tests); several chunks add their attention and KV reads.  The
 coefficients are taken from ``EngineInputs`` once, so the engine profile's efficiency
@@ -28,11 +32,12 @@ measured step-time table).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
+from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads
 from planner.engine.inputs import EngineInputs
 from planner.engine.memory import kv_bytes_per_token_per_layer
@@ -99,6 +104,75 @@ _FIELDS = (
 
 
 @dataclass(frozen=True)
+class Layout:
+    """Scalar coefficients of a layout beyond one node's tensor parallelism (``roofline`` module doc)."""
+
+    dp: float
+    pp: float
+    u_pp: float  # u / pp: the biggest stage's share of a pass
+    imbalance: float  # routed tokens on the busiest EP rank ÷ the mean
+    moe_fixed_s: float  # the MoE exchange's latencies per pass (dp > 1)
+    moe_s_per_token: float  # … per exchanged token (X for ep > 1, T_all for ep = 1), decode-only steps
+    moe_prefill_s_per_token: float  # … in a step with prefill tokens (DeepEP's high-throughput kernels)
+    moe_by_rank: bool  # ep > 1: X = max(T_r, imb · T_all / dp)
+    tbo: float  # two-batch overlap: the share of min(compute, exchange) hidden
+    cross: float  # stage boundaries crossing nodes
+    far_fixed_s: float
+    far_s_per_token: float
+    near_fixed_s: float
+    near_s_per_token: float
+
+    @classmethod
+    def from_inputs(cls, x: EngineInputs) -> Layout:
+        f = {k: _scalar(getattr(x, k)) for k in ("dp", "pp", "moe_layers", "experts_per_token", "hidden", "tp")}
+        one = x.with_(layers=np.asarray(1.0), moe_layers=np.asarray(1.0))  # per-layer collectives, one token
+        n = f["tp"] * f["dp"]
+        ep_on = _scalar(x.ep) > 1
+        if ep_on:
+            per_token = f["hidden"] * (_scalar(x.dispatch_bytes_per_element) + ACTIVATION_BYTES) / f["tp"]
+            moe_token = per_token * _scalar(parallel.exchange_s_per_byte(x, False))
+            moe_prefill = per_token * _scalar(parallel.exchange_s_per_byte(x, True))
+            moe_fixed = 2.0 * _scalar(parallel.all_to_all_s(one, n, 0.0))
+        else:
+            zero, unit = (_scalar(parallel.gather_s(one, n, v * f["hidden"] * 2.0)) for v in (0.0, 1.0))
+            moe_token, moe_fixed = 2.0 * (unit - zero), 2.0 * zero
+            moe_prefill = moe_token
+        active = f["dp"] > 1 and f["moe_layers"] > 0
+        near0, near1 = (_scalar(parallel._send_s(x, v, False)) for v in (0.0, 1.0))
+        far0, far1 = (_scalar(parallel._send_s(x, v, True)) for v in (0.0, 1.0))
+        return cls(
+            dp=f["dp"],
+            pp=f["pp"],
+            u_pp=_scalar(parallel.layer_imbalance(x)) / f["pp"],
+            imbalance=_scalar(parallel.expert_imbalance(x)),
+            moe_fixed_s=f["moe_layers"] * moe_fixed if active else 0.0,
+            moe_s_per_token=f["moe_layers"] * moe_token if active else 0.0,
+            moe_prefill_s_per_token=f["moe_layers"] * moe_prefill if active else 0.0,
+            moe_by_rank=ep_on,
+            tbo=_scalar(x.tbo),
+            cross=_scalar(parallel.boundaries_crossing_nodes(x)),
+            far_fixed_s=far0,
+            far_s_per_token=far1 - far0,
+            near_fixed_s=near0,
+            near_s_per_token=near1 - near0,
+        )
+
+    def stage_send_s(self, rank_tokens: float) -> float:
+        if self.pp <= 1:
+            return 0.0
+        if self.cross > 0:
+            return self.far_fixed_s + self.far_s_per_token * rank_tokens
+        return self.near_fixed_s + self.near_s_per_token * rank_tokens
+
+    def path_sends_s(self, rank_tokens: float) -> float:
+        if self.pp <= 1:
+            return 0.0
+        far = self.far_fixed_s + self.far_s_per_token * rank_tokens
+        near = self.near_fixed_s + self.near_s_per_token * rank_tokens
+        return self.cross * far + (self.pp - 1.0 - self.cross) * near
+
+
+@dataclass(frozen=True)
 class Roofline:
     """Scalar coefficients of ``roofline.step_cost`` for one scenario (module doc)."""
 
@@ -126,9 +200,12 @@ class Roofline:
     decode_overhead_s: float  # t_step + L·t_layer,decode (a decode-only step)
     comm_fixed_s: float  # 2·layers·latency (tp > 1)
     comm_s_per_token: float
+    layout: Layout | None = None  # a layout beyond one node's tensor parallelism (None: plain)
 
     @classmethod
     def from_inputs(cls, x: EngineInputs) -> Roofline:
+        if not parallel.simple(x):
+            return cls._with_layout(x)
         f = {k: _scalar(getattr(x, k)) for k in _FIELDS if k != "heads_per_kv_head"}
         reads = _scalar(kv_group_reads(x))
         tp = f["tp"]
@@ -173,11 +250,95 @@ class Roofline:
             else 0.0,
         )
 
+    @classmethod
+    def _with_layout(cls, x: EngineInputs) -> Roofline:
+        """The coefficients of a layout: experts over tp · dp, the layout's tensor-parallel all-reduces."""
+        tp, dp = _scalar(x.tp), _scalar(x.dp)
+        one_rank = np.asarray(1.0)
+        base = cls.from_inputs(
+            x.with_(dp=one_rank, ep=one_rank, pp=one_rank, gpus_per_node=np.maximum(x.gpus_per_node, x.tp))
+        )
+        lay = Layout.from_inputs(x)
+        ar0 = _scalar(parallel.allreduce_s(x, tp, 0.0)) if tp > 1 else 0.0
+        ar1 = _scalar(parallel.allreduce_s(x, tp, _scalar(x.hidden) * ACTIVATION_BYTES)) - ar0 if tp > 1 else 0.0
+        n_ar = _scalar(parallel.tp_allreduces(x))
+        return replace(
+            base,
+            experts_per_token=base.experts_per_token * lay.imbalance,
+            expert_s_per_token=base.expert_s_per_token / dp,
+            expert_weight_s=base.expert_weight_s / dp * _scalar(parallel.physical_expert_frac(x)),
+            comm_fixed_s=n_ar * ar0,
+            comm_s_per_token=n_ar * ar1,
+            layout=lay,
+        )
+
     def _keys(self, k):
         return self.full_layers * k + self.window_layers * np.minimum(k, self.window_tokens)
 
+    def _layout_pass_s(self, seqs, q: float, ctx, new: Sequence[float], past: Sequence[float], scale: float):
+        """(time, the busiest rank's tokens) of one pass under the layout: ``scale`` of each chunk (a micro-batch's
+        share), the busiest data-parallel rank's tokens through the dense parts, every rank's through the experts."""
+        lay = self.layout
+        assert lay is not None
+        full, win, w = self.full_layers, self.window_layers, self.window_tokens
+        count = sum(1 for n in new if n > 0)
+        chunks = scale * count
+        f = scale / min(max(chunks, 1.0), lay.dp)  # a chunk's share on the busiest rank
+        seqs_r = seqs / lay.dp
+        dec_r = seqs_r * q
+        new_sum = sum(new)
+        tokens_r = dec_r + f * new_sum
+        tokens_all = seqs * q + scale * new_sum
+        keys = full * ctx + win * np.minimum(ctx, w)
+        pad = np.where(np.asarray(tokens_r) > 0, self.half_tokens, 0.0)
+        pad_all = np.where(np.asarray(tokens_all) > 0, self.half_tokens, 0.0)
+        hit = 1.0 - self.expert_miss**tokens_all
+        mc = (
+            self.body_s_per_token * (tokens_r + pad)
+            + self.head_s_per_token * (dec_r + f * count + pad)
+            + self.expert_s_per_token * (self.experts_per_token * tokens_all + self.experts * hit * pad_all)
+        )
+        ac = self.decode_attn_s * dec_r * keys
+        kv_read = 0.0
+        for n, p in zip(new, past, strict=True):
+            k = p + (n + 1.0) / 2.0
+            ac = ac + self.prefill_attn_s * f * n * (full * k + win * (k if k < w else w))
+            kv_read += full * p + win * (p if p < w else w)
+        mm = self.dense_weight_s + self.expert_weight_s * hit + tokens_r * self.act_token_s
+        am = (
+            self.kv_decode_layer_s * seqs_r * keys
+            + self.kv_layer_s * f * kv_read
+            + tokens_r * self.kv_token_s
+            + (seqs_r + f * count) * self.state_s
+        )
+        exchanged = np.maximum(tokens_r, lay.imbalance * tokens_all / lay.dp) if lay.moe_by_rank else tokens_all
+        exchange = lay.moe_fixed_s + (lay.moe_prefill_s_per_token if count else lay.moe_s_per_token) * exchanged
+        comm = self.comm_fixed_s + self.comm_s_per_token * tokens_r + exchange
+        overhead = self.overhead_s if count else self.decode_overhead_s
+        work = overlapped_s(mc, mm, self.overlap) + overlapped_s(ac, am, self.overlap)
+        t = overhead + work + comm - (lay.tbo * np.minimum(work, exchange) if lay.tbo else 0.0)
+        return np.where(np.asarray(tokens_r) > 0, t, 0.0), tokens_r
+
+    def _layout_step_s(self, seqs, q: float, ctx, new: Sequence[float], past: Sequence[float]):
+        """A step under the layout: the pipeline's max(busy, path) over its micro-batches (roofline module doc)."""
+        lay = self.layout
+        assert lay is not None
+        k = float(sum(1 for n in new if n > 0))
+        m = np.clip(np.maximum(seqs, k), 1.0, lay.pp)
+        m_p = np.clip(k, 1.0, m)
+        t_mix, r_mix = self._layout_pass_s(seqs / m, q, ctx, new, past, 1.0 / float(np.max(m_p)))
+        if lay.pp <= 1:
+            return t_mix
+        t_dec, r_dec = self._layout_pass_s(seqs / m, q, ctx, (), (), 1.0) if k else (t_mix, r_mix)
+        send_dec, send_mix = lay.stage_send_s(r_dec), lay.stage_send_s(r_mix)
+        busy = lay.u_pp * ((m - m_p) * t_dec + m_p * t_mix) + (m - m_p) * send_dec + m_p * send_mix
+        path = (m_p - 1.0) * (lay.u_pp * t_mix + send_mix) + t_mix + lay.path_sends_s(r_mix)
+        return np.maximum(busy, path)
+
     def decode_time_s(self, seqs, q: float, ctx):
         """Decode-only step time (module doc, no chunks); ``ctx`` and ``seqs`` broadcast as arrays."""
+        if self.layout is not None:
+            return self._layout_step_s(np.asarray(seqs, dtype=float), q, np.asarray(ctx, dtype=float), (), ())
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
         hit = 1.0 - self.expert_miss**tokens
@@ -209,6 +370,8 @@ class Roofline:
         tokens = seqs * q + sum(new)
         if tokens <= 0:
             return 0.0
+        if self.layout is not None:
+            return float(self._layout_step_s(float(seqs), q, float(ctx), new, past))
         keys = full * ctx + win * (ctx if ctx < w else w)
         chunks = sum(1 for n in new if n > 0)
         pad = self.half_tokens

@@ -9,6 +9,21 @@ vLLM 0.19 refuses to start (file:line of the check):
   max_num_batched_tokens (chunk) ≥ max_num_seqs (batch)       config/scheduler.py:273-278
   max_model_len (prompt + output) ≤ the model's context window  config/model.py:2045-2181
 MLA models replicate their latent, so the KV-head rule does not apply to them.
+FP8 block-quantised weights (128 × 128): a rank's share of each MLP width must be whole blocks
+  ("The output_size of gate's and up's weight = … is not divisible by weight quantization block_n = 128",
+  quantization/fp8.py:625-649) — DeepSeek-V3's 2,048-wide experts allow at most 16 slices
+Parallel layouts (tp · dp · pp GPUs; planner/engine/parallel.py), per engine:
+  pp ≤ layers (each stage holds a layer; TensorRT-LLM "pp size cannot be larger than num_hidden_layers")
+  ep > 1 needs routed experts ("Number of experts in the model must be greater than 0 when expert
+    parallelism is enabled", config/model.py:1058-1063); dp > 1 (data-parallel attention) an MoE model
+    (for a dense model DP ranks are independent replicas: "Offline data parallel mode is not
+    supported/useful for dense models", config/parallel.py:689-693)
+  vLLM: ep = 1 or tp · dp (--enable-expert-parallel: "EP_SIZE = TP_SIZE × DP_SIZE", fused_moe/config.py)
+  SGLang, TensorRT-LLM: ep divides tp · dp (moe_tp × moe_ep = tp_size; SGLang's DeepEP needs ep = tp_size)
+  ep ≤ experts; with EPLB (and always in SGLang) the E + r experts (r redundant copies, EPLB only: "Redundant
+    experts are only supported with EPLB") split evenly over ep ("EPLB currently only supports even
+    distribution of experts across ranks", fused_moe/layer.py:318)
+  each expert's FFN divides by moe_tp = tp · dp / ep; an engine's batch / dp ≤ chunk
 
 ``config_problems`` words each broken rule with the values that would pass; ``fit_defaults``
 moves a length or chunk the user left at its default so it does not break a rule the user's own
@@ -24,7 +39,7 @@ import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.format import fmt_count
-from planner.model.quantization import VOCAB_PADDING, scheme_for
+from planner.model.quantization import FP8_BLOCK, VOCAB_PADDING, scheme_for
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
 
@@ -46,8 +61,9 @@ def _mlp_widths(m: ModelSpec) -> list[tuple[int, str]]:
     return widths
 
 
-def tp_problems(m: ModelSpec, tp: int, group: int = 0) -> list[str]:
-    """Why vLLM cannot split ``m`` over ``tp`` GPUs (empty: it can)."""
+def tp_problems(m: ModelSpec, tp: int, group: int = 0, expert_tp: int | None = None, block: int = 0) -> list[str]:
+    """Why vLLM cannot split ``m`` over ``tp`` GPUs (empty: it can); the experts' FFN over ``expert_tp``
+    (moe_tp = tp · dp / ep; default tp); ``block``: FP8 block quantisation's 128 (0: none)."""
     out = []
     if m.heads % tp:
         out.append(f"its {m.heads} attention heads are not divisible by {tp}")
@@ -60,8 +76,14 @@ def tp_problems(m: ModelSpec, tp: int, group: int = 0) -> list[str]:
         out.append(f"its vocabulary padded to a multiple of 64 ({fmt_count(vocab)}) is not divisible by {tp}")
     widths = _mlp_widths(m)
     for width, what in widths:
-        if width % tp:
-            out.append(f"its {what} ({fmt_count(width)}) is not divisible by {tp}")
+        split = tp if what == "FFN width" or expert_tp is None else expert_tp
+        if width % split:
+            out.append(f"its {what} ({fmt_count(width)}) is not divisible by {split}")
+        elif block and (width // split) % block:
+            out.append(
+                f"a rank's share of its {what} ({fmt_count(width)} / {split} = {fmt_count(width // split)}) is not "
+                f"a whole number of {block}-wide FP8 blocks"
+            )
     if group and not out and not m.is_mla:
         shares = [m.heads * m.head_dim // tp] + [w // tp for w, _ in widths]
         if any(w % group for w in shares):
@@ -69,13 +91,28 @@ def tp_problems(m: ModelSpec, tp: int, group: int = 0) -> list[str]:
     return out
 
 
-def valid_tps(m: ModelSpec, group: int = 0, draft: ModelSpec | None = None, limit: int = MAX_TP) -> list[int]:
-    """Every tp from 1 to ``limit`` that vLLM accepts for ``m`` (and its draft)."""
+def valid_tps(
+    m: ModelSpec,
+    group: int = 0,
+    draft: ModelSpec | None = None,
+    limit: int = MAX_TP,
+    block: int = 0,
+    dp: int = 1,
+    expert_parallel: bool = False,
+) -> list[int]:
+    """Every tp from 1 to ``limit`` that vLLM accepts for ``m`` (and its draft), at ``dp`` data-parallel ranks
+    with the experts sliced over tp · dp (or, ``expert_parallel``, spread whole over them)."""
     return [
         tp
         for tp in range(1, limit + 1)
-        if not tp_problems(m, tp, group) and (draft is None or not tp_problems(draft, tp))
+        if not tp_problems(m, tp, group, 1 if expert_parallel else tp * dp, block)
+        and (draft is None or not tp_problems(draft, tp))
     ]
+
+
+def quant_block(s: Scenario) -> int:
+    """The FP8 block size of the scenario's quantisation (128 for fp8-block; 0: none)."""
+    return FP8_BLOCK if scheme_for(s.wdtype, s.quant).scale == "block" else 0
 
 
 def quant_group(s: Scenario) -> int:
@@ -96,25 +133,93 @@ def quant_problems(s: Scenario) -> list[str]:
     return []
 
 
+def engine_rules(engine: str) -> str:
+    """The engine whose layout rules apply: sglang, trtllm, else vLLM's."""
+    return engine if engine in ("sglang", "trtllm") else "vllm"
+
+
+def valid_eps(m: ModelSpec, tp: int, dp: int, engine: str = "vllm", eplb: bool = True, redundant: int = 0) -> list[int]:
+    """Every ep the engine accepts for ``m`` on a stage of tp · dp GPUs, with ``redundant`` extra experts
+    (module doc)."""
+    n = tp * dp
+    if not m.is_moe:
+        return [1]
+    rule = engine_rules(engine)
+    grid = [1, n] if rule == "vllm" and n > 1 else [e for e in range(1, n + 1) if n % e == 0]
+    even = rule == "sglang" or eplb
+    total = m.experts + redundant
+    return [e for e in grid if e == 1 or (e <= total and (not even or total % e == 0))]
+
+
+def layout_problems(m: ModelSpec, s: Scenario) -> list[str]:
+    """One line per layout rule of the module doc that the scenario's pp, ep and dp break."""
+    out = []
+    rule = engine_rules(s.engine)
+    if s.pp > m.layers:
+        out.append(f"pp={s.pp}: {m.name} has {m.layers} layers and each stage needs one; valid pp: 1 … {m.layers}")
+    if s.dp > 1 and not m.is_moe:
+        out.append(
+            f"dp={s.dp}: data-parallel attention ranks share MoE layers, and {m.name} is dense: serve it as "
+            f"{s.dp} replicas instead (sizing counts replicas); valid dp: 1"
+        )
+    if s.ep > 1 and not m.is_moe:
+        out.append(f"ep={s.ep}: {m.name} has no experts to split (expert parallelism needs an MoE model); valid ep: 1")
+    elif s.ep > 1 and s.ep not in valid_eps(m, s.tp, s.dp, s.engine, s.eplb, s.redundant_experts):
+        out.append(
+            f"ep={s.ep}: {_ep_reason(m, s, rule)}; valid ep at tp={s.tp}, dp={s.dp}: "
+            + ", ".join(map(str, valid_eps(m, s.tp, s.dp, s.engine, s.eplb, s.redundant_experts)))
+        )
+    if s.redundant_experts and not (m.is_moe and s.ep > 1 and s.eplb):
+        out.append(
+            f"redundant_experts={s.redundant_experts}: redundant experts are EPLB's (vLLM: 'Redundant experts are "
+            "only supported with EPLB'): they need an MoE model, ep > 1 and eplb=1; valid redundant_experts: 0"
+        )
+    return out
+
+
+def _ep_reason(m: ModelSpec, s: Scenario, rule: str) -> str:
+    n = s.tp * s.dp
+    if rule == "vllm" and s.ep != n:
+        return f"vLLM's --enable-expert-parallel spreads the experts over all tp × dp = {n} GPUs of a stage"
+    if rule != "vllm" and n % s.ep:
+        name = "SGLang" if rule == "sglang" else "TensorRT-LLM"
+        return f"{name} needs ep to divide tp × dp = {n}"
+    total = m.experts + s.redundant_experts
+    if s.ep > total:
+        return f"{m.name} has {total} experts, fewer than {s.ep} ranks"
+    needs = "SGLang requires" if rule == "sglang" else "EPLB requires (eplb=0 places ⌈E/ep⌉ on the first ranks)"
+    extra = f" + {s.redundant_experts} redundant" if s.redundant_experts else ""
+    return (
+        f"its {m.experts}{extra} experts do not split evenly over {s.ep} ranks, which {needs}; redundant_experts "
+        "adds copies so they do (SGLang's 288 = 256 + 32 allow 12, 24, 36, 72, 96 …)"
+    )
+
+
 def config_problems(m: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> list[str]:
     """One line per rule of the module doc that the scenario breaks, with the values that pass."""
     problems = quant_problems(s)
     group = quant_group(s) if not problems else 0
-    broken = tp_problems(m, s.tp, group)
+    block = quant_block(s) if not problems else 0
+    layout = layout_problems(m, s)
+    problems += layout
+    expert_tp = s.tp * s.dp // s.ep if not layout else s.tp
+    broken = tp_problems(m, s.tp, group, expert_tp, block)
     if draft is not None:
         broken += [f"the draft {draft.name}'s {p.removeprefix('its ')}" for p in tp_problems(draft, s.tp)]
     if broken:
-        ok = valid_tps(m, group, draft)
+        ok = valid_tps(m, group, draft, block=block, dp=s.dp, expert_parallel=s.ep > 1)
         problems.append(
             f"tp={s.tp}: vLLM cannot split {m.name} over {s.tp} GPUs: "
             + "; ".join(broken)
             + "; valid tp: "
             + (", ".join(map(str, ok)) if ok else "none up to 64")
         )
-    if s.batch > s.chunk:
+    per_engine = -(-s.batch // s.dp)
+    if per_engine > s.chunk:
+        each = f" (batch / dp = {per_engine} per data-parallel engine)" if s.dp > 1 else ""
         problems.append(
-            f"batch={s.batch} > chunk={s.chunk}: vLLM needs max_num_batched_tokens (chunk) ≥ max_num_seqs (batch); "
-            f"raise chunk to at least {s.batch} or lower batch to at most {s.chunk}"
+            f"batch={s.batch} > chunk={s.chunk}{each}: vLLM needs max_num_batched_tokens (chunk) ≥ max_num_seqs "
+            f"(batch); raise chunk to at least {per_engine} or lower batch to at most {s.chunk * s.dp}"
         )
     ctx = s.prompt + s.output
     if ctx > m.context_window_tokens:
@@ -147,12 +252,13 @@ def fit_defaults(s: Scenario, m: ModelSpec) -> tuple[Scenario, list[str]]:
             notes.append(
                 f"the default lengths exceed {m.name}'s {fmt_count(window)}-token context window: using {said}"
             )
-    if s.batch > s.chunk and s.chunk == _DEFAULTS.chunk:
-        changes["chunk"] = s.batch
-        notes.append(f"chunk (max_num_batched_tokens) raised from its default {s.chunk} to batch={s.batch}")
-    elif s.batch > s.chunk and s.batch == _DEFAULTS.batch:
-        changes["batch"] = s.chunk
-        notes.append(f"batch (max_num_seqs) lowered from its default {s.batch} to chunk={s.chunk}")
+    per_engine = -(-s.batch // s.dp)
+    if per_engine > s.chunk and s.chunk == _DEFAULTS.chunk:
+        changes["chunk"] = per_engine
+        notes.append(f"chunk (max_num_batched_tokens) raised from its default {s.chunk} to batch={per_engine}")
+    elif per_engine > s.chunk and s.batch == _DEFAULTS.batch:
+        changes["batch"] = s.chunk * s.dp
+        notes.append(f"batch (max_num_seqs) lowered from its default {s.batch} to chunk={s.chunk * s.dp}")
     return (s.with_changes(**changes) if changes else s), notes
 
 
@@ -170,6 +276,24 @@ def _divides(n: Array, d: Array) -> Array:
     return np.mod(n, d) == 0
 
 
+def _layout_valid(x: EngineInputs) -> MetricValue:
+    """The layout rules of the module doc over arrays (mem_rule: 0 vLLM, 1 SGLang, 2 TensorRT-LLM)."""
+    n = x.tp * x.dp
+    moe = x.experts > 0
+    grid = np.where(x.mem_rule == 0, (x.ep == 1) | (x.ep == n), _divides(n, x.ep))
+    total = x.experts + x.redundant_experts
+    even = (x.ep == 1) | ((x.mem_rule != 1) & (x.eplb == 0)) | _divides(total, x.ep)
+    ok = (x.pp <= x.layers) & ((x.dp == 1) | moe) & ((x.ep == 1) | (moe & (x.ep <= total) & grid & even))
+    ok = ok & ((x.redundant_experts == 0) | (moe & (x.ep > 1) & (x.eplb > 0)))
+    expert_tp = np.maximum(n / x.ep, 1.0)
+    ok = ok & ((x.moe_ffn == 0) | _divides(x.moe_ffn, expert_tp))
+    block = np.where(x.quant_block > 0, x.quant_block, 1.0)
+    blocks_ok = ((x.dense_layers_count == 0) | _divides(x.ffn / x.tp, block)) & (
+        (x.moe_ffn == 0) | _divides(x.moe_ffn / expert_tp, block)
+    )
+    return ok & ((x.quant_block == 0) | blocks_ok)
+
+
 def config_valid(x: EngineInputs) -> MetricValue:
     """The module doc's rules over arrays (the draft's heads included when it has one)."""
     tp = np.maximum(x.tp, 1.0)
@@ -177,14 +301,14 @@ def config_valid(x: EngineInputs) -> MetricValue:
     vocab = np.ceil(x.vocab / VOCAB_PADDING) * VOCAB_PADDING
     ok = _divides(x.heads, tp) & ((x.kv_sharded == 0) | kv_ok) & _divides(vocab, tp)
     ok = ok & ((x.dense_layers_count == 0) | _divides(x.ffn, tp))
-    ok = ok & ((x.moe_ffn == 0) | _divides(x.moe_ffn, tp))
+    expert_tp = tp * x.dp / x.ep
     group = np.where(x.quant_group > 0, x.quant_group, 1.0)
     share_ok = _divides(x.heads * x.head_dim / tp, group) & ((x.dense_layers_count == 0) | _divides(x.ffn / tp, group))
-    share_ok = share_ok & ((x.moe_ffn == 0) | _divides(x.moe_ffn / tp, group))
+    share_ok = share_ok & ((x.moe_ffn == 0) | _divides(x.moe_ffn / expert_tp, group))
     ok = ok & ((x.quant_group == 0) | (x.kv_sharded == 0) | share_ok)
     draft_kv = np.where(tp <= x.draft_kv_heads, _divides(x.draft_kv_heads, tp), _divides(tp, x.draft_kv_heads))
     draft_vocab = np.ceil(x.draft_vocab / VOCAB_PADDING) * VOCAB_PADDING
     ok = ok & ((x.has_draft_model == 0) | (_divides(x.draft_heads, tp) & draft_kv & _divides(draft_vocab, tp)))
-    ok = ok & (x.batch <= x.chunk_tokens)
+    ok = ok & (np.ceil(x.batch / x.dp) <= x.chunk_tokens)
     ok = ok & (x.prompt_tokens + x.output_tokens <= x.context_window_tokens)
-    return np.asarray(ok)
+    return np.asarray(ok & _layout_valid(x))

@@ -14,6 +14,20 @@ Every flag is the engine's documented name (checked in its source, docs/launch.m
     --speculative-algorithm {STANDALONE, NGRAM, …}, --speculative-draft-model-path,
     --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens
 
+Parallel layouts (docs/model.md "Parallelism"; flags read in vLLM 0.19.0 ``engine/arg_utils.py`` and
+SGLang 0.5.23 ``srt/arg_groups``):
+  vLLM    --pipeline-parallel-size, --data-parallel-size, --enable-expert-parallel (ep = tp · dp), --enable-eplb,
+          --enable-dbo (two-batch overlap),
+          --all2all-backend deepep_low_latency (dp > 1 with ep: the all-to-all the plan prices; vLLM's default
+          allgather_reducescatter sends every token to every rank), and across nodes --nnodes, --node-rank,
+          --master-addr (the other nodes run the same command with their --node-rank and --headless);
+          --max-num-seqs is per data-parallel engine: ⌈batch / dp⌉
+  SGLang  --tp-size is the GPUs of a stage (tp · dp: attention-DP lives inside it), --pp-size, --dp-size with
+          --enable-dp-attention, --ep-size, --moe-a2a-backend deepep (ep = tp_size), --enable-two-batch-overlap,
+          --enable-eplb, across nodes
+          --nnodes, --node-rank, --dist-init-addr; --chunked-prefill-size is divided among the dp ranks, so it is
+          chunk · dp
+
 The scenario maps one to one: batch → max_num_seqs, chunk → max_num_batched_tokens, prompt +
 output → max_model_len, mem_util → gpu_memory_utilization (SGLang: mem_fraction_static), block →
 block size.  What a flag cannot say (an int8 KV cache vLLM has no kernel for, a quantised
@@ -116,12 +130,54 @@ def _speculative_vllm(r: Resolved) -> tuple[list[str], list[str]]:
     return ["--speculative-config", json.dumps(config, separators=(",", ":"))], notes
 
 
+def _other_nodes(nodes: int) -> str:
+    return "the second node (i = 1)" if nodes == 2 else f"node i = 1 … {nodes - 1}"
+
+
+def _nodes(r: Resolved) -> int:
+    """Nodes (scale-up domains of the GPU profile) one instance spans."""
+    s = r.scenario
+    return -(-(s.tp * s.dp * s.pp) // r.gpu.gpus_per_node)
+
+
+def _vllm_layout(r: Resolved) -> tuple[list[str], list[str]]:
+    """vLLM's flags for pp, dp, ep and nodes (module doc)."""
+    s = r.scenario
+    argv: list[str] = []
+    notes: list[str] = []
+    if s.pp > 1:
+        argv += ["--pipeline-parallel-size", str(s.pp)]
+    if s.dp > 1:
+        argv += ["--data-parallel-size", str(s.dp)]
+    if s.ep > 1:
+        argv += ["--enable-expert-parallel"] + (["--enable-eplb"] if s.eplb else [])
+        if s.redundant_experts:
+            argv += ["--eplb-config", json.dumps({"num_redundant_experts": s.redundant_experts})]
+        if s.dp > 1:
+            argv += ["--all2all-backend", "deepep_low_latency"] + (["--enable-dbo"] if s.tbo else [])
+            notes.append(
+                "expert parallelism: deepep_low_latency suits decode; a prefill-heavy instance runs "
+                "deepep_high_throughput (the plan prices DeepEP's all-to-all for both)"
+            )
+    nodes = _nodes(r)
+    if nodes > 1:
+        argv += ["--nnodes", str(nodes), "--node-rank", "0", "--master-addr", "<node-0-address>"]
+        notes.append(
+            f"{nodes} nodes of {r.gpu.gpus_per_node} GPUs: on {_other_nodes(nodes)} run the same command with "
+            f"--node-rank i --headless (or use Ray: --distributed-executor-backend ray)"
+        )
+    return argv, notes
+
+
 def vllm_command(r: Resolved) -> LaunchCommand:
     """``vllm serve`` for the resolved scenario (module doc)."""
     s, m = r.scenario, r.model
     model, notes = model_id(m, s.model)
     argv = ["vllm", "serve", model, "--tensor-parallel-size", str(s.tp)]
-    argv += ["--max-num-seqs", str(s.batch), "--max-num-batched-tokens", str(s.chunk)]
+    layout_args, layout_notes = _vllm_layout(r)
+    argv += layout_args
+    notes += layout_notes
+    argv += ["--max-num-seqs", str(-(-s.batch // s.dp)), "--max-num-batched-tokens", str(s.chunk)]
     argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(s.mem_util)]
     if s.wdtype in VLLM_DTYPE:
         argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
@@ -155,13 +211,40 @@ def _speculative_sglang(r: Resolved) -> tuple[list[str], list[str]]:
     return ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)], [note]
 
 
+def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:
+    """SGLang's flags for pp, dp attention, ep and nodes (module doc)."""
+    s = r.scenario
+    argv: list[str] = []
+    notes: list[str] = []
+    if s.pp > 1:
+        argv += ["--pp-size", str(s.pp)]
+    if s.dp > 1:
+        argv += ["--dp-size", str(s.dp), "--enable-dp-attention"]
+    if s.ep > 1:
+        argv += ["--ep-size", str(s.ep)]
+        if s.ep == s.tp * s.dp and s.dp > 1:
+            argv += ["--moe-a2a-backend", "deepep"] + (["--enable-two-batch-overlap"] if s.tbo else [])
+        if s.eplb:
+            argv += ["--enable-eplb"]
+        if s.redundant_experts:
+            argv += ["--ep-num-redundant-experts", str(s.redundant_experts)]
+    nodes = _nodes(r)
+    if nodes > 1:
+        argv += ["--nnodes", str(nodes), "--node-rank", "0", "--dist-init-addr", "<node-0-address>:5000"]
+        notes.append(f"{nodes} nodes: on {_other_nodes(nodes)} run the same command with --node-rank i")
+    return argv, notes
+
+
 def sglang_command(r: Resolved) -> LaunchCommand:
     """``python -m sglang.launch_server`` for the resolved scenario (module doc)."""
     s, m = r.scenario, r.model
     model, notes = model_id(m, s.model)
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(s.tp)]
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(s.tp * s.dp)]
+    layout_args, layout_notes = _sglang_layout(r)
+    argv += layout_args
+    notes += layout_notes
     argv += ["--mem-fraction-static", repr(s.mem_util), "--max-running-requests", str(s.batch)]
-    argv += ["--chunked-prefill-size", str(s.chunk), "--context-length", str(s.prompt + s.output)]
+    argv += ["--chunked-prefill-size", str(s.chunk * s.dp), "--context-length", str(s.prompt + s.output)]
     if s.wdtype in VLLM_DTYPE:
         argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
     kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else SGLANG_KV_DTYPE.get(s.kvdtype)

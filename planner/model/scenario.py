@@ -26,6 +26,11 @@ LengthDist = Literal["fixed", "uniform", "lognormal"]
 PrefixCacheMode = Literal["pool", "unbounded", "off"]
 Router = Literal["round_robin", "least_tokens", "prefix_affinity"]
 TraceName = Literal["", "azure-code-2023", "azure-conv-2023", "mooncake-conversation", "mooncake-synthetic"]
+#: Bounds of the layout keys (one instance: tp · dp · pp GPUs); ep up to the largest published (DeepSeek's EP320).
+MAX_PP = 64
+MAX_DP = 256
+MAX_EP = 1024
+MAX_EP_IMBALANCE = 64.0
 
 
 def _valid_timing(text: str) -> str:
@@ -86,7 +91,12 @@ class Scenario(BaseModel):
     vocab: int | None = Field(default=None, ge=1, le=4_000_000)
     wdtype: Dtype = Field(default="bf16", description="weight dtype")
     kvdtype: KvDtype = Field(default="bf16", description="KV-cache dtype")
-    batch: int = Field(default=32, ge=1, le=4096, description="concurrent decoding sequences")
+    batch: int = Field(
+        default=32,
+        ge=1,
+        le=65_536,
+        description="concurrent decoding sequences of one instance (each of its dp engines holds batch / dp)",
+    )
     prompt: int = Field(default=2048, ge=1, le=10_000_000, description="prompt tokens")
     output: int = Field(default=256, ge=1, le=1_000_000, description="output tokens")
     chunk: int = Field(default=2048, ge=16, le=10_000_000, description="prefill tokens per step")
@@ -216,6 +226,43 @@ class Scenario(BaseModel):
         max_length=4000,
         pattern=r"^[A-Za-z0-9._~:,;|*=&%+-]*$",
         description="the pinned baseline scenario: its own link query ('' = none)",
+    )
+
+    # parallelism beyond tensor parallel (planner/engine/parallel.py; docs/model.md "Parallelism"):
+    # one serving instance runs on tp · dp · pp GPUs
+    pp: int = Field(default=1, ge=1, le=MAX_PP, description="pipeline stages (layers split across them)")
+    ep: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_EP,
+        description="expert-parallel degree of the MoE layers (the tp · dp GPUs of a stage hold ep groups of experts)",
+    )
+    dp: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_DP,
+        description="data-parallel attention ranks inside one instance (MoE models; each holds its own sequences)",
+    )
+    eplb: bool = Field(
+        default=True, description="expert-parallel load balancer on (vLLM --enable-eplb; SGLang --enable-eplb)"
+    )
+    ep_imbalance: float | None = Field(
+        default=None,
+        ge=1.0,
+        le=MAX_EP_IMBALANCE,
+        description="routed tokens on the busiest EP rank ÷ the mean; None = the measured value with or without EPLB",
+    )
+    redundant_experts: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_EP,
+        description="extra copies of hot experts EPLB places (vLLM num_redundant_experts, SGLang "
+        "--ep-num-redundant-experts): E + r experts split over ep",
+    )
+    tbo: bool = Field(
+        default=False,
+        description="two-batch overlap: one micro-batch's MoE dispatch/combine hidden under the other's compute "
+        "(SGLang --enable-two-batch-overlap, vLLM --enable-dbo)",
     )
 
     @model_validator(mode="after")

@@ -61,6 +61,14 @@ OTHER_FAMILY = "Other"
 
 #: Seconds per microsecond: the same double as the literal 1e-6, so profile values stay bit-identical.
 _S_PER_US = 1 / US_PER_S
+#: A profile file that does not say (a measured profile, a user's file): an HGX-class node of 8 GPUs with one
+#: 400 Gb/s InfiniBand NIC per GPU (NVIDIA DGX H100: 8 × ConnectX-7 400 Gb/s; nccl-tests#290: "For NDR @ 400Gbps you
+#: should see 46-48GB/s per NIC"); the inter-node latency floor ≈ 45 µs (nccl#1244: a 4-byte all-reduce over
+#: 2 × 8 H20 with NDR takes 47.5 µs).  Every shipped profile states its own values and their source.
+DEFAULT_GPUS_PER_NODE = 8
+MAX_GPUS_PER_NODE = 576
+DEFAULT_SCALE_OUT_GB_PER_S = 50.0
+DEFAULT_SCALE_OUT_LATENCY_US = 45.0
 
 
 class GPU(BaseModel):
@@ -96,6 +104,19 @@ class GPU(BaseModel):
     )
     attention_bandwidth_frac: float = Field(
         default=1.0, gt=0, le=1, description="share of the weight-streaming bandwidth the attention kernels reach"
+    )
+    # multi-node layouts (planner/engine/parallel.py; docs/model.md "Parallelism")
+    gpus_per_node: int = Field(
+        default=DEFAULT_GPUS_PER_NODE, ge=1, le=MAX_GPUS_PER_NODE, description="GPUs sharing the scale-up link"
+    )
+    scale_out_bytes_per_s: float = Field(
+        default=DEFAULT_SCALE_OUT_GB_PER_S * GB, gt=0, le=10 * TERA, description="network per GPU, one direction"
+    )
+    scale_out_latency_s: float = Field(
+        default=DEFAULT_SCALE_OUT_LATENCY_US * _S_PER_US,
+        ge=0,
+        le=1 / MS_PER_S,
+        description="fixed cost per inter-node collective",
     )
 
     @property
@@ -193,6 +214,30 @@ class GpuProfileFile(BaseModel):
     attention_bandwidth_frac: float = Field(
         default=1.0, gt=0, le=1, description="attention KV bytes/s ÷ weight-streaming bytes/s"
     )
+    # multi-node layouts (docs/model.md "Parallelism"): the scale-up domain and the network beyond it;
+    # None (a measured profile, a user's file): the DEFAULT_* node above
+    gpus_per_node: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_GPUS_PER_NODE,
+        description="GPUs that share the scale-up link (interconnect_gb_per_s): 8 in an HGX/DGX node, 72 in a "
+        "GB200 NVL72 NVLink domain",
+    )
+    scale_out_gb_per_s: float | None = Field(
+        default=None,
+        ge=MIN_INTERCONNECT_GB_PER_S,
+        le=10_000,
+        description="network bandwidth per GPU beyond its node, one direction (400 Gb/s NDR = 50 GB/s)",
+    )
+    scale_out_latency_us: float | None = Field(
+        default=None, ge=0, le=1000, description="fixed cost of one inter-node collective"
+    )
+    scale_out_name: str | None = Field(
+        default=None, max_length=120, description="the network, e.g. 8 × ConnectX-7 400 Gb/s"
+    )
+    scale_out_source: str | None = Field(
+        default=None, max_length=2000, description="where the node and network figures come from"
+    )
 
     @model_validator(mode="after")
     def _one_capacity_unit(self) -> GpuProfileFile:
@@ -230,6 +275,12 @@ class GpuProfileFile(BaseModel):
             compute_memory_overlap=self.compute_memory_overlap,
             attention_compute_frac=self.attention_compute_frac,
             attention_bandwidth_frac=self.attention_bandwidth_frac,
+            gpus_per_node=self.gpus_per_node or DEFAULT_GPUS_PER_NODE,
+            scale_out_bytes_per_s=(self.scale_out_gb_per_s or DEFAULT_SCALE_OUT_GB_PER_S) * GB,
+            scale_out_latency_s=(
+                DEFAULT_SCALE_OUT_LATENCY_US if self.scale_out_latency_us is None else self.scale_out_latency_us
+            )
+            * _S_PER_US,
         )
 
 

@@ -1,8 +1,9 @@
 """Fleet sizing: the fewest replicas per GPU profile and tp that meet the latency SLOs.
 
 Colocated (every replica prefills and decodes, as simulated):
-  for each GPU profile and tp in 1, 2, 4, 8 that the engine accepts for the model
-  (``engine.validity``) and whose memory plan fits, replicas r is the
+  for each GPU profile and layout — tp in 1, 2, 4, 8 that the engine accepts for the model
+  (``engine.validity``), and where needed the multi-node and expert-parallel layouts below — whose
+  memory plan fits, replicas r is the
   smallest count for which one replica, fed rate / r (Poisson thinning; a trace is split
   round-robin), meets p99 TTFT ≤ slo_ttft_s and p99 ITL ≤ slo_tpot_s in ``simulate``;
   with a load-aware ``router`` (least_tokens, prefix_affinity) the whole fleet of r
@@ -11,18 +12,34 @@ Colocated (every replica prefills and decodes, as simulated):
   t_prefill(P)) with B = min(batch, KV concurrency), exponential steps then bisection;
   the answer r was simulated to pass and r − 1 to fail (or r = 1).  A configuration that
   fails even at ≤ 1 % of its estimated capacity is reported as infeasible.
-  GPUs = r·tp;  $/h = GPUs · price;  $/Mtok = $/h / 3600 / (rate · mean output) · 10⁶.
+  GPUs = r · tp · dp · pp;  $/h = GPUs · price;  $/Mtok = $/h / 3600 / (rate · mean output) · 10⁶.
   The search simulates at most ``SIZING_MAX_REQUESTS`` requests per run.
 
-Disaggregated estimate (prefill and decode pools, DistServe-style; KV transfer ignored):
-  prefill: one prompt takes S = t_prefill(P − cached) on a replica; as an M/M/1 queue its
-           p99 time in system is ln(100)/(μ − λ), μ = 1/S, so a replica takes at most
-           λ_p = 1/S − ln(100)/slo_ttft requests/s (its prompt tokens/s at the TTFT target
-           is λ_p·P); prefill GPUs = ⌈rate / λ_p⌉·tp.
+Layouts (``sizing_layouts``, from ``engine.parallel.valid_layouts``: only layouts the engine accepts):
+  besides tp in ``tps``, a GPU gets the layouts of at most ``SIZING_MAX_INSTANCE_GPUS`` GPUs whose memory
+  plan fits, at up to twice the smallest instance that fits — for a dense model only when no tp of ``tps``
+  fits; for an MoE model also the expert-parallel and data-parallel-attention ones — one per kind
+  (pp, dp, ep, tp beyond ``tps``, and their combinations): the fewest GPUs and nodes, the attention's
+  tp inside a node (dp layouts: the smallest tp).  A dp layout's engines each keep the scenario's batch
+  (max_num_seqs is per DP engine).  Each row gives its decode step's communication share (collectives,
+  MoE exchange and stage sends ÷ the step at the row's batch).
+
+Disaggregated estimate (prefill and decode pools, DistServe-style, each with its own layout):
   decode:  streams per replica B* = the largest batch with t_dec(B)/E ≤ slo_tpot and
            B ≤ KV concurrency (paged); concurrent streams = rate·O·t_dec(B*)/E (Little's law);
-           decode GPUs = ⌈streams / B*⌉·tp.
-  Each pool uses the tp that needs the fewest GPUs.
+           decode GPUs = ⌈streams / B*⌉ · GPUs per instance; the layout needing the fewest GPUs.
+  KV transfer: each prompt's KV moves from the prefill to the decode instance over the network after
+           its prefill (vLLM NixlConnector: not layer by layer), t_kv = α + P · max(KV/token / senders,
+           the decode GPU's KV/token) / scale-out (``engine.parallel.kv_transfer_s``); it adds to TTFT
+           but not to the prefill GPUs' busy time (the NICs move it while the next prompt computes).
+  prefill: one prompt takes S = t_prefill(P − cached); an instance serves c = dp · pp / u prompts at
+           once (its dp ranks and pipelined stages); as c M/M/1 queues its p99 time in system is
+           ln(100)/(μ − λ/c), μ = 1/S, so with the transfer an instance takes at most
+           λ_p = c · (1/S − ln(100)/(slo_ttft − t_kv)) requests/s (its prompt tokens/s at the TTFT
+           target is λ_p·P); prefill GPUs = ⌈rate / λ_p⌉ · GPUs per instance; the layout needing the
+           fewest, given the decode pool's layout (vLLM needs the decode tp to be a multiple of the
+           prefill tp for grouped-query heads: "Local tensor parallel size … is not divisible by remote
+           tensor parallel size", kv_connector/utils.py).
 """
 
 from __future__ import annotations
@@ -35,21 +52,26 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from planner.engine import parallel
 from planner.engine.evaluate import resolve
+from planner.engine.inputs import EngineInputs
 from planner.engine.memory import memory_plan
+from planner.engine.roofline import decode
 from planner.engine.speculative import expected_tokens_per_step
 from planner.engine.step_time import RooflineStepTime
 from planner.engine.validity import quant_group, valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
+from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.serving.budget import SimulationBudgetError
 from planner.serving.fleet import simulate_fleet
+from planner.serving.layouts import on_layout, sizing_layouts
 from planner.serving.results import SimResult
 from planner.serving.simulate import SimConfig, sim_inputs, simulate
 from planner.serving.state import P99_MISS_FRAC
 from planner.serving.workload import Workload, scenario_workload, split_round_robin
-from planner.units import MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
+from planner.units import MEGA, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
 if TYPE_CHECKING:  # the search imports this module
     from planner.serving.search import SearchResult
@@ -61,7 +83,7 @@ COARSE_REQUESTS = 250
 IDLE_REQUESTS = 200
 #: An SLO missed at this share of the estimated capacity is treated as unreachable.
 IDLE_LOAD_FRAC = 0.01
-MAX_DECODE_BATCH = 4096
+MAX_DECODE_BATCH = 65_536
 
 
 @dataclass(frozen=True)
@@ -149,16 +171,31 @@ def _simulated(
     return simulate_fleet(w, cfg, timer, replicas, s.router, stop_on_slo_miss=True, detail=False).combined
 
 
+def _layout_row(s: Scenario, gpus_per_node: int) -> dict:
+    lay = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
+    return dict(
+        tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp, layout=lay.label, gpus_per_instance=lay.gpus, nodes=lay.nodes(gpus_per_node)
+    )
+
+
+def _comm_frac(x: EngineInputs, concurrency: int) -> float:
+    """The decode step's communication share at the row's batch (module doc)."""
+    step = decode(x, batch=max(concurrency, 1))
+    return float(np.asarray(step.comm_s / step.time_s))
+
+
 def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
-    """Fewest replicas for one GPU × tp (a row of the table, before pricing)."""
+    """Fewest replicas for one GPU × layout (a row of the table, before pricing)."""
     r, x = sim_inputs(s, catalog)
-    row = dict(gpu=s.gpu, name=r.gpu.name, tp=s.tp, price_per_gpu_hour_usd=float(np.asarray(x.price_per_gpu_hour_usd)))
+    row = dict(gpu=s.gpu, name=r.gpu.name, price_per_gpu_hour_usd=float(np.asarray(x.price_per_gpu_hour_usd)))
+    row |= _layout_row(s, r.gpu.gpus_per_node)
     plan = memory_plan(x)
     if not bool(plan["fits"]):
         return row | dict(fits=False, status="does not fit: weights and reserve exceed memory")
     cfg = SimConfig.from_inputs(x, s)
     timer = RooflineStepTime.from_inputs(x)
     concurrency = int(min(s.batch, float(plan["max_concurrent_sequences"])))
+    row["comm_frac"] = _comm_frac(x, concurrency)
     rate = s.rate if trace is None else trace.rate_per_s
     cached = s.hit * s.prefix if trace is None else float(np.mean(trace.reusable_prefix_tokens()))
     capacity = _capacity_per_s(timer, s, concurrency, cached)
@@ -213,6 +250,12 @@ COLUMNS = (
     "gpu",
     "name",
     "tp",
+    "pp",
+    "ep",
+    "dp",
+    "layout",
+    "gpus_per_instance",
+    "nodes",
     "fits",
     "status",
     "replicas",
@@ -223,6 +266,7 @@ COLUMNS = (
     "itl_p99_s",
     "goodput_frac",
     "kv_used_mean_frac",
+    "comm_frac",
     "price_per_gpu_hour_usd",
     "simulations",
     "best",
@@ -249,9 +293,11 @@ def size_fleet(
     tps: Sequence[int] = TP_OPTIONS,
     max_requests: int = SIZING_MAX_REQUESTS,
     progress: Callable[[float], None] | None = None,
+    layouts: bool = True,
     search: bool = False,
 ) -> Sizing:
-    """The sizing table (module doc) for every GPU profile (or ``gpus``) × ``tps``; with ``search`` and a
+    """The sizing table (module doc) for every GPU profile (or ``gpus``) × layout (``tps`` and, with
+    ``layouts``, the multi-node and expert-parallel ones of ``sizing_layouts``); with ``search`` and a
     scenario whose ``search`` key is not ``none``, the knob search's (``planner.serving.search``)."""
     if search and s.search != "none":
         return searched_sizing(s, catalog, trace, gpus, progress)
@@ -261,14 +307,16 @@ def size_fleet(
     rate = s.rate if trace is None else trace.rate_per_s
     mean_out = float(s.output) if trace is None else float(np.mean(trace.output_tokens))
     rows = []
-    combos = [(g, t) for g in keys for t in tps]
-    for k, (g, t) in enumerate(combos):
+    plans = {g: sizing_layouts(s, catalog, g, tps) if layouts else [Layout(tp=t) for t in tps] for g in keys}
+    combos = [(g, lay) for g in keys for lay in plans[g]]
+    for k, (g, lay) in enumerate(combos):
+        here = dict(gpu=g, **lay.changes(), layout=lay.label, gpus_per_instance=lay.gpus)
         try:
-            rows.append(_size_one(s.on_gpu(g, t), catalog, trace, max_requests))
+            rows.append(_size_one(on_layout(s, g, lay), catalog, trace, max_requests))
         except SimulationBudgetError as exc:
-            rows.append(dict(gpu=g, tp=t, fits=True, status="not simulated: " + "; ".join(exc.problems)))
+            rows.append(here | dict(fits=True, status="not simulated: " + "; ".join(exc.problems)))
         except ScenarioError as exc:
-            rows.append(dict(gpu=g, tp=t, fits=False, status="; ".join(exc.problems)))
+            rows.append(here | dict(fits=False, status="; ".join(exc.problems)))
         if progress is not None:
             progress((k + 1) / len(combos))
     table = pd.DataFrame(rows).reindex(
@@ -276,7 +324,7 @@ def size_fleet(
             c for c in COLUMNS if c not in ("gpus", "cost_per_hour_usd", "cost_per_million_output_tokens_usd", "best")
         ]
     )
-    table["gpus"] = table["replicas"] * table["tp"]
+    table["gpus"] = table["replicas"] * table["gpus_per_instance"]
     table["cost_per_hour_usd"] = table["gpus"] * table["price_per_gpu_hour_usd"]
     tokens_per_hour = rate * mean_out * S_PER_HOUR
     table["cost_per_million_output_tokens_usd"] = (
@@ -295,7 +343,7 @@ def size_fleet(
         table=table,
         best=best,
         reason=best_reason(table, best, s, rate),
-        disaggregated=disaggregated(s, catalog, keys, tps, table, rate, mean_out),
+        disaggregated=disaggregated(s, catalog, keys, plans, table, rate, mean_out),
         rate_per_s=rate,
         mean_output_tokens=mean_out,
         requests_per_simulation=min(s.sim_requests, max_requests),
@@ -315,13 +363,16 @@ def searched_sizing(
 
     z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
     table = z.table.rename(columns={"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s"}).assign(fits=True)
+    if "layout" not in table:
+        table["layout"] = [Layout(tp=int(t)).label for t in table["tp"]]
     keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
     tps = sorted({int(t) for t in z.points["tp"]})
+    plans = {g: sizing_layouts(s, catalog, g, tps) for g in keys}
     return Sizing(
         table=table,
         best=z.best,
         reason=z.reason,
-        disaggregated=disaggregated(s, catalog, keys, tps, table, z.rate_per_s, z.mean_output_tokens),
+        disaggregated=disaggregated(s, catalog, keys, plans, table, z.rate_per_s, z.mean_output_tokens),
         rate_per_s=z.rate_per_s,
         mean_output_tokens=z.mean_output_tokens,
         requests_per_simulation=z.requests_per_simulation,
@@ -330,11 +381,12 @@ def searched_sizing(
 
 
 def _describe(row: pd.Series) -> str:
-    """A table row in words: replicas × GPU name at tp (GPUs, $/h)."""
+    """A table row in words: replicas × GPU name at its layout (GPUs, $/h)."""
     gpus = int(row["gpus"])
     plural = "" if gpus == 1 else "s"
     cost = f"{gpus} GPU{plural}, ${row['cost_per_hour_usd']:,.2f}/h"
-    return f"{int(row['replicas'])} × {row['name']} at tp {int(row['tp'])} ({cost})"
+    at = f"tp {int(row['tp'])}" if row["layout"] == f"tp{int(row['tp'])}" else str(row["layout"])
+    return f"{int(row['replicas'])} × {row['name']} at {at} ({cost})"
 
 
 def best_reason(table: pd.DataFrame, best: int | None, s: Scenario, rate: float) -> str:
@@ -378,28 +430,33 @@ def disaggregated(
     s: Scenario,
     catalog: Catalog,
     keys: Sequence[str],
-    tps: Sequence[int],
+    plans: dict[str, list[Layout]],
     table: pd.DataFrame,
     rate: float,
     mean_out: float,
 ) -> pd.DataFrame:
-    """Prefill and decode pools per GPU profile against the colocated answer (module doc)."""
+    """Prefill and decode pools per GPU profile, each in its own layout, against the colocated answer
+    (module doc)."""
     rows = []
     for g in keys:
-        fits, prefill_best, decode_best = _best_pools(s, catalog, g, tps, rate, mean_out)
+        fits, prefill_best, decode_best = _best_pools(s, catalog, g, plans[g], rate, mean_out)
         price = float(np.asarray(sim_inputs(s.on_gpu(g, 1), catalog)[1].price_per_gpu_hour_usd))
         colo = table[(table["gpu"] == g) & (table["status"] == "meets SLOs")]
         colo_gpus = float(colo["gpus"].min()) if len(colo) else float("nan")
         row = dict(gpu=g, name=catalog.gpus[g].name, price_per_gpu_hour_usd=price, colocated_gpus=colo_gpus)
         if prefill_best and decode_best:
-            total = prefill_best[0] + decode_best[0]
+            total = prefill_best.gpus + decode_best.gpus
             row |= dict(
-                prefill_tp=prefill_best[1],
-                prefill_gpus=prefill_best[0],
-                prefill_tokens_per_s_per_gpu=prefill_best[2],
-                decode_tp=decode_best[1],
-                decode_gpus=decode_best[0],
-                decode_streams_per_gpu=decode_best[2],
+                prefill_tp=prefill_best.layout.tp,
+                prefill_layout=prefill_best.layout.label,
+                prefill_gpus=prefill_best.gpus,
+                prefill_tokens_per_s_per_gpu=prefill_best.rate,
+                decode_tp=decode_best.layout.tp,
+                decode_layout=decode_best.layout.label,
+                decode_gpus=decode_best.gpus,
+                decode_streams_per_gpu=decode_best.rate,
+                kv_transfer_bytes_per_request=prefill_best.kv_bytes,
+                kv_transfer_s=prefill_best.kv_s,
                 disaggregated_gpus=total,
                 disaggregated_cost_per_hour_usd=total * price,
                 colocated_cost_per_hour_usd=colo_gpus * price,
@@ -407,82 +464,120 @@ def disaggregated(
                 status="estimated",
             )
         else:
-            row["status"] = _pool_status(fits, prefill_best is not None)
+            row["status"] = _pool_status(fits, decode_best is not None)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-#: (GPUs, tp, prefill tokens/s per GPU or decode streams per GPU) of a pool
-Pool = tuple[int, int, float]
+@dataclass(frozen=True)
+class Pool:
+    """One pool: its layout, its GPUs, its prefill tokens/s per GPU or decode streams per GPU (``rate``), and
+    (prefill) the KV transfer to the decode pool per request."""
+
+    layout: Layout
+    gpus: int
+    rate: float
+    kv_s: float = 0.0
+    kv_bytes: float = 0.0
+
+
+def _pool_inputs(s: Scenario, catalog: Catalog, gpu: str, lay: Layout) -> tuple[EngineInputs, dict] | None:
+    try:
+        _, x = sim_inputs(on_layout(s, gpu, lay), catalog)
+    except ScenarioError:
+        return None
+    plan = memory_plan(x)
+    return (x, plan) if bool(plan["fits"]) else None
 
 
 def _best_pools(
-    s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int], rate: float, mean_out: float
+    s: Scenario, catalog: Catalog, gpu: str, layouts: Sequence[Layout], rate: float, mean_out: float
 ) -> tuple[bool, Pool | None, Pool | None]:
-    """Whether any tp fits, and the prefill and decode pools needing the fewest GPUs (module doc)."""
+    """Whether any layout fits, and the decode pool, then the prefill pool (with the KV transfer to that
+    decode pool) needing the fewest GPUs (module doc)."""
+    ready = {lay: got for lay in layouts if (got := _pool_inputs(s, catalog, gpu, lay)) is not None}
+    decode_best: Pool | None = None
+    for lay, (x, plan) in ready.items():
+        streams, tpot = _decode_streams(RooflineStepTime.from_inputs(x), s, int(plan["max_concurrent_sequences"]))
+        if streams:
+            n_gpus = math.ceil(rate * mean_out * tpot / streams) * lay.gpus
+            if decode_best is None or n_gpus < decode_best.gpus:
+                decode_best = Pool(lay, n_gpus, streams / lay.gpus)
+    if decode_best is None:
+        return bool(ready), None, None
+    target = ready[decode_best.layout][0]
     cached = s.hit * s.prefix
     prefill_best: Pool | None = None
-    decode_best: Pool | None = None
-    fits = False
-    for t in tps:
-        try:
-            _, x = sim_inputs(s.on_gpu(gpu, t), catalog)
-        except ScenarioError:
-            continue
-        plan = memory_plan(x)
-        if not bool(plan["fits"]):
-            continue
-        fits = True
+    for lay, (x, _) in ready.items():
+        if float(np.asarray(x.kv_sharded)) > 0 and decode_best.layout.tp % lay.tp:
+            continue  # vLLM's NIXL transfer needs the decode tp to be a multiple of the prefill tp (GQA heads)
+        kv_s = float(np.asarray(parallel.kv_transfer_s(x, target, s.prompt)))
         timer = RooflineStepTime.from_inputs(x)
         service_s = timer.step_s(0, 0.0, [max(s.prompt - cached, 1.0)], [min(cached, s.prompt - 1.0)])
-        per_replica = 1.0 / service_s - math.log(100.0) / s.slo_ttft_s
+        servers = lay.dp * lay.pp / float(np.asarray(parallel.layer_imbalance(x)))
+        room = s.slo_ttft_s - kv_s
+        per_replica = servers * (1.0 / service_s - math.log(100.0) / room) if room > 0 else 0.0
         if per_replica > 0:
-            n_gpus = math.ceil(rate / per_replica) * t
-            if prefill_best is None or n_gpus < prefill_best[0]:
-                prefill_best = (n_gpus, t, per_replica * s.prompt / t)
-        streams, tpot = _decode_streams(timer, s, int(plan["max_concurrent_sequences"]))
-        if streams:
-            n_gpus = math.ceil(rate * mean_out * tpot / streams) * t
-            if decode_best is None or n_gpus < decode_best[0]:
-                decode_best = (n_gpus, t, streams / t)
-    return fits, prefill_best, decode_best
+            n_gpus = math.ceil(rate / per_replica) * lay.gpus
+            if prefill_best is None or n_gpus < prefill_best.gpus:
+                moved = s.prompt * float(np.asarray(x.kv_elements_per_token_per_layer * x.kv_bytes_per_element))
+                moved *= float(np.asarray(x.full_attention_layers + x.window_layers))
+                prefill_best = Pool(lay, n_gpus, per_replica * s.prompt / lay.gpus, kv_s, moved)
+    return True, prefill_best, decode_best
 
 
-def _pool_status(fits: bool, prefill: bool) -> str:
+def _pool_status(fits: bool, decode: bool) -> str:
     if not fits:
-        return "does not fit at any tp"
-    return "decode misses the ITL target at every tp" if prefill else "prefill misses the TTFT target at every tp"
+        return "does not fit at any layout"
+    return (
+        "prefill misses the TTFT target at every layout" if decode else "decode misses the ITL target at every layout"
+    )
+
+
+def _text_width(values, title: str) -> int:
+    """A text column as wide as its longest cell or title, plus two spaces (long profile keys stay apart)."""
+    return max([len(title), *(len(str(v)) for v in values)]) + 2
 
 
 def sizing_text(z: Sizing) -> str:
-    """The sizing table and the disaggregated estimate for a terminal."""
+    """The sizing table and the disaggregated estimate for a terminal (the GPU and layout columns as wide as
+    their longest entry); a searched sizing's is the search's table (``search_text``)."""
     if z.search is not None:
         from planner.serving.search import search_text
 
         return search_text(z.search)
+    gw = _text_width([*z.table.get("gpu", []), *z.disaggregated.get("gpu", [])], "GPU")
+    lw = _text_width(z.table.get("layout", []), "layout")
     lines = [
         z.reason,
         "",
-        f"{'GPU':<16}{'tp':>3}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}{'p99 TTFT':>10}{'p99 ITL':>9}  status",
+        f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}"
+        f"{'p99 TTFT':>10}{'p99 ITL':>9}{'comm':>6}  status",
     ]
     for _, row in z.table.iterrows():
         if row["status"] == "meets SLOs":
             nums = (
-                f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}{row['cost_per_million_output_tokens_usd']:>9.3g}"
+                f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}"
+                f"{row['cost_per_million_output_tokens_usd']:>9.3g}"
                 f"{row['ttft_p99_s'] * MS_PER_S:>8.0f}ms{row['itl_p99_s'] * MS_PER_S:>7.1f}ms"
             )
         else:
-            nums = " " * 50
-        lines.append(f"{row['gpu']:<16}{int(row['tp']):>3}{nums}  {row['status']}{'  ← best' if row['best'] else ''}")
-    lines += ["", "Disaggregated prefill/decode pools (estimate):"]
+            nums = " " * (9 + 6 + 10 + 9 + 10 + 9)
+        comm = f"{row['comm_frac']:>6.0%}" if np.isfinite(row["comm_frac"]) else " " * 6
+        nodes = f"{int(row['nodes']):>5}" if np.isfinite(row["nodes"]) else " " * 5
+        best = "  ← best" if row["best"] else ""
+        lines.append(f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{nodes}{nums}{comm}  {row['status']}{best}")
+    lines += ["", "Disaggregated prefill/decode pools (estimate, KV transfer over the network in the TTFT):"]
     for _, row in z.disaggregated.iterrows():
         if row["status"] == "estimated":
             lines.append(
-                f"{row['gpu']:<16}prefill {int(row['prefill_gpus'])} GPUs (tp {int(row['prefill_tp'])}) + decode "
-                f"{int(row['decode_gpus'])} GPUs (tp {int(row['decode_tp'])}) = {int(row['disaggregated_gpus'])} GPUs"
+                f"{row['gpu']:<{gw}}prefill {int(row['prefill_gpus'])} GPUs ({row['prefill_layout']}) + decode "
+                f"{int(row['decode_gpus'])} GPUs ({row['decode_layout']}) = {int(row['disaggregated_gpus'])} GPUs"
                 + (f" vs {int(row['colocated_gpus'])} colocated" if np.isfinite(row["colocated_gpus"]) else "")
+                + f"; KV {row['kv_transfer_bytes_per_request'] / MEGA:,.1f} MB a request in "
+                f"{row['kv_transfer_s'] * MS_PER_S:.2f} ms"
             )
         else:
-            lines.append(f"{row['gpu']:<16}{row['status']}")
+            lines.append(f"{row['gpu']:<{gw}}{row['status']}")
     lines.append(f"(each search run simulates {z.requests_per_simulation:,} requests)")
     return "\n".join(lines) + "\n"

@@ -4,7 +4,8 @@ All profiles are stacked into one ``EngineInputs`` (one array element per GPU)
 and evaluated in two ``engine.compute`` calls: first at the scenario's tp (does
 it fit? smallest tp that fits?), then at ``tp_used`` — the scenario's tp where
 it fits, otherwise the smallest tp that does — so an unfit GPU is shown at the
-tp where it would run.  A GPU that fits at no tp ≤ 64 keeps empty metrics and a
+tp where it would run (its pp and dp kept; expert parallelism, when on, spanning tp · dp; a layout
+the engine would refuse is no row's answer).  A GPU that fits at no tp ≤ 64 keeps empty metrics and a
 ``note``; no cell is NaN or inf.
 
 meets_slo            = ttft_s ≤ slo_ttft_s and tpot_s ≤ slo_tpot_s, and memory holds the batch
@@ -60,7 +61,11 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     min_tp = np.asarray(at_tp["min_tp_that_fits"])
     tp_used = np.where(fits, float(scenario.tp), min_tp)
     runs = tp_used > 0
-    out = compute(x.with_(tp=np.where(runs, tp_used, float(scenario.tp))))
+    shown_tp = np.where(runs, tp_used, float(scenario.tp))
+    # expert parallelism stays on at another tp: ep spans tp · dp (the layout min_tp_that_fits searched)
+    shown_ep = shown_tp * scenario.dp if scenario.ep > 1 else np.ones_like(shown_tp)
+    out = compute(x.with_(tp=shown_tp, ep=np.where(fits, float(scenario.ep), shown_ep)))
+    runs = runs & np.asarray(out["config_valid"], dtype=bool)  # only layouts the engine accepts
     price = np.asarray(x.price_per_gpu_hour_usd)
 
     priced = price > 0

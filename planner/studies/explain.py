@@ -11,10 +11,14 @@ check it).  Formulas and sources: ``docs/model.md``; this module: ``docs/dashboa
 
 from __future__ import annotations
 
+import numpy as np
+
 from planner.engine.evaluate import Result
+from planner.engine.parallel import layer_imbalance
 from planner.engine.prompt_cache import cache_hit_prefill, cacheable_prefix_tokens
-from planner.engine.roofline import StepCost, decode, prefill
+from planner.engine.roofline import StepCost, decode, micro_batches, prefill
 from planner.engine.speculative import draft_step_s, verify_step_s
+from planner.studies.explain_parallel import LAYOUT_NOTE, is_plain, layout_items, step_substitution
 from planner.studies.explain_text import (
     ExplainItem,
     _bytes_value,
@@ -62,10 +66,13 @@ class _Scenario:
             f(x.decode_layer_overhead_s),
         )
         self.rho = f(x.gqa_reread_frac)
+        self.plain = is_plain(self)
+        self.gpus = f(r.metrics["gpus_per_instance"])
 
     @property
     def step_time_formula(self) -> str:
-        return STEP_TIME if self.o == 1.0 else STEP_TIME_REFINED
+        plain = STEP_TIME if self.o == 1.0 else STEP_TIME_REFINED
+        return plain if self.plain else plain + LAYOUT_NOTE
 
     # ------------------------------------------------------------ shared sub-expressions
 
@@ -125,9 +132,15 @@ class _Scenario:
         return f" · (1 + ({num(self.h)} / {num(self.g)} - 1) · {num(self.rho)})"
 
     def overhead(self, prefill_tokens: float) -> str:
-        """t_0 = t_step + L · t_layer (eager with prefill tokens, CUDA-graph replay without)."""
+        """t_0 = t_step + L · t_layer (eager with prefill tokens, CUDA-graph replay without); with pipeline
+        stages the bottleneck stage's share u/pp of its m micro-batches' (m = 1 for a lone prompt)."""
         layer = self.t_layer if prefill_tokens > 0 else self.t_layer_dec
-        return f"{num(self.t_step)} + {num(self.L)} · {num(layer)}"
+        plain = f"{num(self.t_step)} + {num(self.L)} · {num(layer)}"
+        xa = self.x.as_arrays()
+        if not np.any(xa.pp > 1):
+            return plain
+        m = 1.0 if prefill_tokens > 0 else float(np.asarray(micro_batches(xa, self.B, 0.0)[0]))
+        return f"{num(float(np.asarray(layer_imbalance(xa) / xa.pp)), 10)} · {num(m)} · ({plain})"
 
     def matmul_compute(self, tokens: float, logit_tokens: float) -> str:
         """c_mm: the GEMMs at T + T½ rows (the experts at k·T + E_hit·T½) over peak · MFU."""
@@ -149,8 +162,18 @@ class _Scenario:
             f"+ {hit} · {half}) / {tp} / ({num(self.peak)} · {num(self.mfu)} · {num(float(x.moe_matmul_frac))})"
         )
 
-    def step_time(self, cost: StepCost, tokens: float, logit_tokens: float, prefill_tokens: float) -> str:
-        """t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm with this step's numbers."""
+    def step_time(
+        self,
+        cost: StepCost,
+        tokens: float,
+        logit_tokens: float,
+        prefill_tokens: float,
+        step: dict[str, float] | None = None,
+    ) -> str:
+        """t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm with this step's numbers; beyond one node's tensor
+        parallelism, the layout's (``explain_parallel.step_substitution``, from ``step``: step_cost's arguments)."""
+        if not self.plain:
+            return step_substitution(self, cost, step or {})
 
         def part(c: str, m: str) -> str:
             if self.o == 1.0:
@@ -202,6 +225,8 @@ def _step_items(s: _Scenario) -> list[ExplainItem]:
     kv_tok = exact(m["kv_bytes_per_token_per_gpu"])
     act = s.activation_bytes()
     ctx = f"({P} + {num(s.O)} / 2)"
+    if not s.plain:
+        return _layout_step_items(s)
     return [
         ExplainItem(
             "Prefill FLOP per GPU",
@@ -242,6 +267,59 @@ def _step_items(s: _Scenario) -> list[ExplainItem]:
             "Decode step time (plain)",
             f"{s.step_time_formula};  {COMM}",
             s.step_time(decode(xa), s.B, s.B, 0.0),
+            _seconds_value(m["plain_tpot_s"], bool(m["decode_compute_bound"])),
+        ),
+    ]
+
+
+def _layout_step_items(s: _Scenario) -> list[ExplainItem]:
+    """Prefill and decode under a layout: each figure as the sum of its parts (their layout rules in the formula)."""
+    m, xa = s.m, s.x.as_arrays()
+    pre, dec = prefill(xa), decode(xa)
+    rule = (
+        " (the busiest GPU: its rank's tokens through attention and the dense GEMMs over tp, every rank's through "
+        "the routed experts over tp · dp; with pp stages u/pp of each micro-batch's work)"
+    )
+
+    def total(a, b) -> str:
+        return f"{exact(float(a))} + {exact(float(b))}"
+
+    step = dict(seqs=s.B, ctx=s.P + s.O / 2.0)
+    return [
+        ExplainItem(
+            "Prefill FLOP per GPU",
+            "matmul FLOP + attention FLOP" + rule,
+            total(pre.matmul_flop, pre.attention_flop),
+            _value(m["prefill_flop"], "FLOP"),
+        ),
+        ExplainItem(
+            "Prefill bytes per GPU",
+            "matmul bytes (weights touched, activations) + attention bytes (KV)" + rule,
+            total(pre.matmul_bytes, pre.attention_bytes),
+            _bytes_value(m["prefill_bytes"]),
+        ),
+        ExplainItem(
+            "Time to first token (TTFT)",
+            f"{s.step_time_formula};  {COMM}",
+            s.step_time(pre, s.P, 1.0, s.P, dict(n=s.P)),
+            _seconds_value(m["ttft_s"], bool(m["prefill_compute_bound"])),
+        ),
+        ExplainItem(
+            "Decode FLOP per GPU",
+            "matmul FLOP + attention FLOP" + rule,
+            total(dec.matmul_flop, dec.attention_flop),
+            _value(m["decode_flop"], "FLOP"),
+        ),
+        ExplainItem(
+            "Decode bytes per GPU",
+            "matmul bytes + attention bytes (KV read and written)" + rule,
+            total(dec.matmul_bytes, dec.attention_bytes),
+            _bytes_value(m["decode_bytes"]),
+        ),
+        ExplainItem(
+            "Decode step time (plain)",
+            f"{s.step_time_formula};  {COMM}",
+            s.step_time(dec, s.B, s.B, 0.0, step),
             _seconds_value(m["plain_tpot_s"], bool(m["decode_compute_bound"])),
         ),
     ]
@@ -358,4 +436,5 @@ def _cache_items(s: _Scenario) -> list[ExplainItem]:
 def explain(result: Result) -> list[ExplainItem]:
     """Every headline figure of ``result`` with its formula and substituted numbers."""
     s = _Scenario(result)
-    return _memory_items(s) + _roofline_items(s) + _chunked_items(s) + _speculative_items(s) + _cache_items(s)
+    layout = [] if s.plain else layout_items(s)
+    return _memory_items(s) + _roofline_items(s) + _chunked_items(s) + _speculative_items(s) + _cache_items(s) + layout

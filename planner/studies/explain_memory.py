@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from planner.engine import memory as mem
+from planner.engine import parallel
 from planner.engine.validity import kv_replication_note
 from planner.model.quantization import WEIGHT_16BIT_BYTES
 from planner.studies.explain import ExplainItem, _bytes_value, _value, exact, num
+from planner.studies.explain_parallel import weights_item
 from planner.units import ACTIVATION_BYTES
 
 RULE_NAMES = {0: "vLLM", 1: "SGLang", 2: "TensorRT-LLM"}
@@ -123,6 +125,9 @@ def _weights_item(s: Any) -> ExplainItem:
             exact(_f(x.cal_weights_bytes)),
             _bytes_value(m["weight_bytes_per_gpu"]),
         )
+    xa = x.as_arrays()
+    if not parallel.plain_layout(xa) or np.any(xa.replicated_linear_bytes > 0):
+        return weights_item(s, draft)
     return ExplainItem("Weights per GPU", formula, sub, _bytes_value(m["weight_bytes_per_gpu"]))
 
 
@@ -137,11 +142,16 @@ def _activation_item(s: Any) -> ExplainItem:
         )
     c = num(_f(mem.step_tokens(x)))
     tp, b = num(s.tp), num(ACTIVATION_BYTES)
+    xa = x.as_arrays()
+    stage = mem.binding_stage(xa) if np.any(xa.pp > 1) else None
     ffn = f"{num(_f(x.fwd_ffn_factor))} · {num(_f(x.forward_ffn))} / {tp}"
     forward = f"{c} · ({ffn} + {num(_f(x.fwd_hidden_factor))} · {num(_f(x.hidden))}) · {b}"
     keep = f"{num(_f(x.hidden_kept))} · {c} · {num(_f(x.hidden))} · {b}"
-    sampler = f"{num(_f(x.sampler_bytes_per_logit))} · min({num(s.B)}, {c}) · {num(_f(x.vocab))}"
-    moe = exact(_f(mem.activation_terms(x)["moe"]))
+    seqs = num(s.B) if _f(x.dp) == 1 else f"{num(s.B)} / {num(_f(x.dp))}"
+    sampler = f"{num(_f(x.sampler_bytes_per_logit))} · min({seqs}, {c}) · {num(_f(x.vocab))}"
+    if stage is not None and _f(stage.last) == 0:
+        sampler = "0"  # the sampler runs on the last pipeline stage only
+    moe = exact(_f(mem.activation_terms(xa, stage=stage)["moe"]))
     return ExplainItem(
         "Peak activation per GPU",
         "P₀ + max(C · (a_f · f / tp + a_h · d) · 2 B, k_h · C · d · 2 B + s · min(B, C) · V) + P_moe  "
@@ -184,7 +194,7 @@ def _other_reserved_items(s: Any) -> list[ExplainItem]:
             "not subtract it, so it must fit beside the budget"
         )
         + ")",
-        f"{num(_f(x.graph_base_bytes))} + {num(_f(x.graph_per_layer_bytes))} · {num(s.L)}"
+        f"{num(_f(x.graph_base_bytes))} + {num(_f(x.graph_per_layer_bytes))} · {num(_f(s.m['memory_stage_layers']))}"
         if not np.isfinite(_f(x.cal_graph_bytes))
         else exact(_f(x.cal_graph_bytes)),
         _bytes_value(m["cuda_graph_bytes_per_gpu"]),
@@ -244,8 +254,11 @@ def _budget_items(s: Any) -> list[ExplainItem]:
 def _blocks_items(s: Any) -> list[ExplainItem]:
     x, m = s.x, s.m
     xa = x.as_arrays()
-    g = {k: _f(v) for k, v in mem.kv_groups(xa).items()}
+    stage = mem.binding_stage(xa) if np.any(xa.pp > 1) else None
+    g = {k: _f(v) for k, v in mem.kv_groups(xa, stage).items()}
     bb = _f(mem.block_bytes(xa))
+    dp = _f(xa.dp)
+    ranks, per_rank = (f" · {num(dp)}", "; × dp: each data-parallel engine holds its own") if dp > 1 else ("", "")
     n_groups = g["full_groups"] + g["window_groups"]
     blocks = m["kv_blocks"]
     ctx = f"({num(s.P)} + {num(s.O)})"
@@ -258,7 +271,8 @@ def _blocks_items(s: Any) -> list[ExplainItem]:
     alloc = _f(mem.kv_allocated_bytes_per_sequence(xa, s.P + s.O))
     per_block = bb / max(g["layers_per_group"], 1.0)
     # without a draft or a fixed per-sequence state the ratio is vLLM's blocks / blocks per request
-    contiguous = _f(mem.kv_bytes_per_sequence(xa, mem.contiguous_context_tokens(xa)))
+    frac = 1.0 if stage is None else _f(stage.layer_frac)
+    contiguous = _f(mem.kv_bytes_per_sequence(xa, mem.contiguous_context_tokens(xa))) * frac
     plain = _f(m["draft_weight_bytes_per_gpu"]) == 0 and _f(mem.kv_bytes_per_sequence(xa, 0.0)) == 0
     return [
         ExplainItem(
@@ -273,21 +287,22 @@ def _blocks_items(s: Any) -> list[ExplainItem]:
         ExplainItem(
             "KV cache capacity (tokens)",
             "⌊blocks / groups⌋ · block  (vLLM's 'GPU KV cache size'; with a hybrid model the pool is shared by "
-            "its groups)",
-            f"⌊{num(blocks)} / {num(n_groups)}⌋ · {num(s.block)}",
+            "its groups" + per_rank + ")",
+            f"⌊{num(blocks)} / {num(n_groups)}⌋ · {num(s.block)}{ranks}",
             _value(m["kv_capacity_tokens"], "tokens"),
         ),
         ExplainItem(
             "Max concurrent sequences (paged)",
             "blocks / blocks per request  (vLLM's 'Maximum concurrency for P + O tokens per request'; full "
-            "layers ⌈L / block⌉, sliding-window layers ⌈min(W − 1 + C, L) / block⌉ + 1)",
-            f"{num(blocks)} / ({' + '.join(bpr)})" if plain else f"{num(blocks)} · {exact(bb)} / {exact(alloc)}",
+            "layers ⌈L / block⌉, sliding-window layers ⌈min(W − 1 + C, L) / block⌉ + 1" + per_rank + ")",
+            (f"{num(blocks)} / ({' + '.join(bpr)})" if plain else f"{num(blocks)} · {exact(bb)} / {exact(alloc)}")
+            + ranks,
             _value(m["max_concurrent_sequences"], "sequences"),
         ),
         ExplainItem(
             "Max concurrent sequences (contiguous)",
-            "⌊KV budget / KV(max(window, P + O))⌋  (a contiguous allocator reserves the whole window)",
-            f"⌊{exact(m['kv_budget_bytes_per_gpu'])} / {exact(contiguous)}⌋",
+            "⌊KV budget / KV(max(window, P + O))⌋  (a contiguous allocator reserves the whole window" + per_rank + ")",
+            f"⌊{exact(m['kv_budget_bytes_per_gpu'])} / {exact(contiguous)}⌋{ranks}",
             _value(m["max_concurrent_sequences_contiguous"], "sequences"),
         ),
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from planner.engine import parallel
 from planner.engine.chunked import chunk_steps
 from planner.engine.inputs import timing_for
 from planner.engine.roofline import batched_prefill, ridge_terms
@@ -20,18 +21,23 @@ if TYPE_CHECKING:
 
 def _ridge_item(s: _Scenario) -> ExplainItem:
     """The whole decode step's compute_s(B) = memory_s(B)."""
-    t = ridge_terms(s.x.as_arrays())
+    xa = s.x.as_arrays()
+    t = ridge_terms(xa)
     ridge = s.m["ridge_batch"]
     f = _scalar
+    pp = f(xa.pp)
+    stages = f" · {num(pp)}" if pp > 1 else ""
     return ExplainItem(
         "Compute-bound turn (ridge batch)",
         "B* = max(w − c₀, 0) / ((a_mm + a_att) − (b_act + b_kv)): the batch from which the whole decode step's "
         "arithmetic time (c₀ + B · a) is at least its memory time (w + B · b); w = weights / bw′, c₀ = the small-GEMM "
         "penalty (T½ rows of every GEMM) / peak′, a = matmul + attention arithmetic per sequence, b = activation "
-        "+ KV traffic per sequence at ctx = P + O/2; never when a ≤ b (then only w / (a − b) ≤ 0 is shown)",
+        "+ KV traffic per sequence at ctx = P + O/2; never when a ≤ b (then only w / (a − b) ≤ 0 is shown)"
+        + ("; × pp: each of the pp micro-batches turns at B*" if pp > 1 else ""),
         # ten digits: a − b can be a small difference of near-equal numbers
         (f"max({num(f(t.w), 10)} - {num(f(t.c0), 10)}, 0)" if math.isfinite(ridge) else num(f(t.w), 10))
-        + f" / (({num(f(t.a_mm), 10)} + {num(f(t.a_att), 10)}) - ({num(f(t.b_act), 10)} + {num(f(t.b_kv), 10)}))",
+        + f" / (({num(f(t.a_mm), 10)} + {num(f(t.a_att), 10)}) - ({num(f(t.b_act), 10)} + {num(f(t.b_kv), 10)}))"
+        + (stages if math.isfinite(ridge) else ""),
         _value(ridge, "sequences")
         if math.isfinite(ridge)
         else "never (each sequence's KV and activation reads take longer than its arithmetic)",
@@ -50,26 +56,33 @@ def _rate_items(s: _Scenario) -> list[ExplainItem]:
     else:
         tpot_formula, tpot_sub = "decode step time (speculative decoding off)", num(m["plain_tpot_s"])
     ttft, tpot = num(m["ttft_s"]), num(m["tpot_s"])
-    batched = _scalar(batched_prefill(x.as_arrays()).time_s)
+    xa = x.as_arrays()
+    batched = _scalar(batched_prefill(xa).time_s)
+    plain = parallel.plain_layout(xa)
+    gpus = tp if plain else num(m["gpus_per_instance"])
+    per = "tp" if plain else "(tp · dp · pp)"
+    u = num(_scalar(parallel.layer_imbalance(xa)), 10)
+    held = ttft if plain else f"{ttft} · {u} / ({num(_scalar(xa.pp))} · {num(_scalar(xa.dp))})"
     return [
         ExplainItem("Time per output token (TPOT)", tpot_formula, tpot_sub, _seconds_value(m["tpot_s"])),
         ExplainItem(
             "Decode tokens/s per GPU",
-            "B / TPOT / tp  (decode only: every stream generating, no prefill in between)",
-            f"{B} / {tpot} / {tp}",
+            f"B / TPOT / {per}  (decode only: every stream generating, no prefill in between)",
+            f"{B} / {tpot} / {gpus}",
             _value(m["decode_tokens_per_s_per_gpu"], "tokens/s"),
         ),
         ExplainItem(
             "Output tokens/s per replica (prefill included)",
             "B · O / (B · TTFT + O · TPOT): each request's prefill holds the GPU for TTFT, and its O tokens "
-            "share O decode steps with the B − 1 other streams",
-            f"{B} · {out_n} / ({B} · {ttft} + {out_n} · {tpot})",
+            "share O decode steps with the B − 1 other streams"
+            + ("" if plain else "; pp stages and dp ranks prefill several prompts at once: TTFT · u / (pp · dp)"),
+            f"{B} · {out_n} / ({B} · {held} + {out_n} · {tpot})",
             _value(m["output_tokens_per_s"], "tokens/s"),
         ),
         ExplainItem(
             "Cost per million output tokens",
-            "price per GPU-hour · tp / 3600 / output tokens/s · 10^6  (prefill GPU time included)",
-            f"{num(float(x.price_per_gpu_hour_usd))} · {tp} / {num(S_PER_HOUR)} / {num(m['output_tokens_per_s'])} "
+            f"price per GPU-hour · {per} / 3600 / output tokens/s · 10^6  (prefill GPU time included)",
+            f"{num(float(x.price_per_gpu_hour_usd))} · {gpus} / {num(S_PER_HOUR)} / {num(m['output_tokens_per_s'])} "
             f"· {num(TOKENS_PER_MTOK)}",
             _value(m["cost_per_million_output_tokens_usd"], "USD"),
         ),
@@ -81,9 +94,9 @@ def _rate_items(s: _Scenario) -> list[ExplainItem]:
         ),
         ExplainItem(
             "Static-batch output tokens/s per GPU",
-            "B · O / (t_prefill(B prompts in one step) + (O − 1) · TPOT) / tp  "
+            f"B · O / (t_prefill(B prompts in one step) + (O − 1) · TPOT) / {per}  "
             "(as TensorRT-LLM's and LMDeploy's benchmarks run a batch)",
-            f"{B} · {out_n} / ({num(batched)} + ({out_n} - 1) · {tpot}) / {tp}",
+            f"{B} · {out_n} / ({num(batched)} + ({out_n} - 1) · {tpot}) / {gpus}",
             _value(m["static_batch_output_tokens_per_s_per_gpu"], "tokens/s"),
         ),
     ]
@@ -150,7 +163,13 @@ def _chunked_items(s: _Scenario) -> list[ExplainItem]:
             "Chunked prefill: running streams' max inter-token latency",
             "the largest mixed step: B decodes + min(C − B, P) prefill tokens after max(P − (C − B), 0) cached; "
             + s.step_time_formula,
-            s.step_time(chunks.biggest, s.B + first, s.B + (1.0 if first > 0 else 0.0), first),
+            s.step_time(
+                chunks.biggest,
+                s.B + first,
+                s.B + (1.0 if first > 0 else 0.0),
+                first,
+                dict(seqs=s.B, ctx=s.P + s.O / 2.0, n=first, past=max(P - c, 0.0)),
+            ),
             _seconds_value(m["chunked_max_itl_s"]),
         ),
         ExplainItem(

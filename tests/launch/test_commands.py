@@ -112,3 +112,45 @@ def test_cli_launch(catalog):
     err = io.StringIO()
     assert main(["launch", "model=qwen2.5-7b&tp=8"], out=io.StringIO(), err=err) == 2
     assert "valid tp: 1, 2, 4" in err.getvalue()
+
+
+# parallel layouts (issue 15): flags read in vLLM 0.19.0 engine/arg_utils.py:830-956 and SGLang 0.5.23 srt/arg_groups
+VLLM_LAYOUT_FLAGS = {
+    "--pipeline-parallel-size", "--data-parallel-size", "--enable-expert-parallel", "--enable-eplb", "--eplb-config",
+    "--all2all-backend", "--enable-dbo", "--nnodes", "--node-rank", "--master-addr",
+}  # fmt: skip
+SGLANG_LAYOUT_FLAGS = {
+    "--pp-size", "--dp-size", "--enable-dp-attention", "--ep-size", "--moe-a2a-backend", "--enable-eplb",
+    "--ep-num-redundant-experts", "--enable-two-batch-overlap", "--nnodes", "--node-rank", "--dist-init-addr",
+}  # fmt: skip
+
+
+def test_llama_405b_on_two_nodes_tp8_pp2(catalog):
+    c = cmd(catalog, model="llama-3.1-405b", tp=8, pp=2)
+    f = flags(c.argv)
+    assert set(f) <= VLLM_FLAGS | VLLM_LAYOUT_FLAGS
+    assert f["--tensor-parallel-size"] == "8" and f["--pipeline-parallel-size"] == "2"
+    assert f["--nnodes"] == "2" and f["--node-rank"] == "0"
+    assert any("--node-rank i --headless" in n for n in c.notes)
+    s = flags(cmd(catalog, "sglang", model="llama-3.1-405b", tp=8, pp=2).argv)
+    assert s["--tp-size"] == "8" and s["--pp-size"] == "2" and s["--nnodes"] == "2"
+
+
+def test_deepseek_v3_data_parallel_attention_and_expert_parallel(catalog):
+    kw = dict(model="deepseek-v3", wdtype="fp8", quant="fp8-block", tp=1, dp=72, ep=72, batch=9216)
+    c = cmd(catalog, **kw, redundant_experts=32, tbo=True)
+    f = flags(c.argv)
+    assert set(f) <= VLLM_FLAGS | VLLM_LAYOUT_FLAGS
+    assert f["--data-parallel-size"] == "72" and "--enable-expert-parallel" in f and "--enable-eplb" in f
+    assert json.loads(f["--eplb-config"]) == {"num_redundant_experts": 32}
+    assert f["--all2all-backend"] == "deepep_low_latency" and "--enable-dbo" in f
+    assert f["--max-num-seqs"] == "128" and f["--nnodes"] == "9"  # max_num_seqs is per DP engine: 9,216 / 72
+    s = cmd(catalog, "sglang", **kw, redundant_experts=32, tbo=True)
+    g = flags(s.argv)
+    assert set(g) <= SGLANG_FLAGS | SGLANG_LAYOUT_FLAGS
+    assert g["--tp-size"] == "72" and g["--dp-size"] == "72" and "--enable-dp-attention" in g  # tp_size: the stage's
+    assert g["--ep-size"] == "72" and g["--moe-a2a-backend"] == "deepep" and "--enable-two-batch-overlap" in g
+    assert g["--ep-num-redundant-experts"] == "32"
+    assert g["--chunked-prefill-size"] == str(2048 * 72)  # SGLang divides it among the dp ranks
+    one_node = flags(cmd(catalog, model="mixtral-8x7b", tp=2, ep=2, eplb=False).argv)
+    assert "--enable-expert-parallel" in one_node and "--enable-eplb" not in one_node and "--nnodes" not in one_node

@@ -298,3 +298,43 @@ def test_degenerate_but_positive_values_are_refused_by_name(field, value, tmp_pa
     gpus, problems = load_gpus(tmp_path)
     assert gpus == {} and len(problems) == 1
     assert problems[0].startswith(f"tiny.toml: {field}: Input should be greater than or equal to")
+
+
+# Multi-node layouts (issue 15): the scale-up domain and the network beyond it, with sources.
+#: key: (GPUs sharing the scale-up link, scale-out GB/s per GPU one way)
+NODES = {
+    "h100-sxm": (8, 50.0),  # DGX H100: 8 × ConnectX-7 400 Gb/s
+    "h200": (8, 50.0),
+    "h800": (8, 50.0),  # DeepSeek-V3 report: "IB (50 GB/s)"
+    "a100-80gb-sxm": (8, 25.0),  # DGX A100: 8 × ConnectX-6 200 Gb/s HDR
+    "b300": (8, 100.0),  # DGX B300: 8 × 800 Gb/s
+    "gb200": (72, 50.0),  # the NVL72 NVLink domain
+    "l4": (8, 1.5625),  # AWS g6.48xlarge: 100 Gbps for 8 GPUs
+}
+
+
+def test_every_shipped_profile_states_its_node_and_network_with_a_source():
+    import tomllib
+
+    for path in sorted(HARDWARE_DIR.glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for key in ("gpus_per_node", "scale_out_gb_per_s", "scale_out_latency_us", "scale_out_name"):
+            assert key in data, (path.name, key)
+        assert len(data["scale_out_source"]) > 40, path.name
+    gpus, _ = load_gpus()
+    for key, (per_node, gb_per_s) in NODES.items():
+        assert gpus[key].gpus_per_node == per_node, key
+        assert gpus[key].scale_out_bytes_per_s == pytest.approx(gb_per_s * GB), key
+
+
+def test_a_profile_without_network_figures_gets_an_hgx_node():
+    from planner.model.specs import GpuProfileFile
+
+    f = GpuProfileFile(
+        name="x", vendor="v", memory_capacity_gb=80, memory_bandwidth_tb_per_s=3, dense_tflops_bf16=900,
+        interconnect_gb_per_s=450, price_usd_per_gpu_hour=1, source="s",
+    )  # fmt: skip
+    gpu = f.to_gpu("x")
+    assert (gpu.gpus_per_node, gpu.scale_out_bytes_per_s) == (8, 50 * GB)
+    assert gpu.scale_out_latency_s == pytest.approx(45e-6)
+    assert "gpus_per_node" not in f.model_dump(exclude_none=True)  # a measured profile's TOML stays as it was

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.engine.memory import memory_plan
+from planner.engine.parallel import kv_transfer_s
 from planner.engine.step_time import RooflineStepTime
 from planner.model.scenario import Scenario
 from planner.serving.simulate import SimConfig, sim_inputs, simulate
@@ -89,7 +90,14 @@ def test_disaggregated_estimate_follows_its_formulas(sized, catalog):
     timer = RooflineStepTime.from_inputs(x)
     cached = s.hit * s.prefix
     service = timer.step_s(0, 0.0, [s.prompt - cached], [cached])
-    per_replica = 1 / service - math.log(100) / s.slo_ttft_s
+    # the prompt's KV crosses the network to the decode pool after the prefill: it eats into the TTFT target
+    _, target = sim_inputs(s.on_gpu("h100-sxm", int(row["decode_tp"])), catalog)
+    kv_s = float(kv_transfer_s(x, target, s.prompt))
+    assert row["kv_transfer_s"] == pytest.approx(kv_s)
+    # Llama-3.1-8B bf16: 131,072 B a token; each prefill GPU sends its share of 2,048 tokens over its 50 GB/s NIC
+    assert row["kv_transfer_bytes_per_request"] == 2048 * 131_072
+    assert kv_s == pytest.approx(45e-6 + 13.75e-6 + 2048 * 131_072 / int(row["prefill_tp"]) / 50e9, rel=1e-6)
+    per_replica = 1 / service - math.log(100) / (s.slo_ttft_s - kv_s)
     assert row["prefill_gpus"] == math.ceil(s.rate / per_replica) * row["prefill_tp"]
     c = s.on_gpu("h100-sxm", int(row["decode_tp"]))
     _, x = sim_inputs(c, catalog)
@@ -107,9 +115,11 @@ def test_disaggregated_estimate_follows_its_formulas(sized, catalog):
 def test_unreachable_targets_and_models_that_do_not_fit(catalog):
     s = Scenario(model="llama-3.1-70b", slo_tpot_s=0.001, sim_requests=REQUESTS)
     z = size_fleet(s, catalog, gpus=["l4", "h100-sxm"], tps=(1, 4), max_requests=REQUESTS)
-    status = dict(zip(zip(z.table["gpu"], z.table["tp"], strict=True), z.table["status"], strict=True))
-    assert status["l4", 1].startswith("does not fit")
-    assert "misses the SLOs even at low load" in status["h100-sxm", 4]
+    # one row per layout: Llama-3.1-70B fits on no tp of (1, 4) on an L4, so its multi-GPU layouts are sized too
+    status = dict(zip(zip(z.table["gpu"], z.table["layout"], strict=True), z.table["status"], strict=True))
+    assert status["l4", "tp1"].startswith("does not fit")
+    assert "misses the SLOs even at low load" in status["h100-sxm", "tp4"]
+    assert {layout for gpu, layout in status if gpu == "l4"} - {"tp1", "tp4"}  # e.g. tp1·pp8: 8 × 24 GB
     assert z.best is None and z.reason.startswith("No configuration")
     assert z.table["replicas"].isna().all()
 

@@ -68,6 +68,14 @@ METRIC = {
     "Prompt cache saving": "cache_saving_frac",
     "Prompt cache break-even hit rate": "cache_break_even_hit_rate",
     "TTFT with prompt cache": "cached_ttft_s",
+    # the parallel layout (planner/studies/explain_parallel.py)
+    "GPUs per instance": "gpus_per_instance",
+    "Pipeline stage of the memory plan": "memory_stage_layers",
+    "Stage sends per decode step": "decode_send_s",
+    "Pipeline time beyond the bottleneck stage's work (decode)": "decode_pipeline_s",
+    "MoE exchange per decode step": "decode_exchange_s",
+    "Communication share of a decode step": "decode_comm_frac",
+    "KV transfer to a decode instance": "kv_transfer_s",
 }
 #: integer results of a floor: the substituted arithmetic must give them exactly (vLLM's concurrency
 #: is a fractional ratio now, checked to 1e-4 like every other figure)
@@ -161,6 +169,17 @@ SCENARIOS = [
     dict(batch=512, chunk=512, prompt=8192, prefix=0),  # B = C (vLLM refuses B > C): never admitted
     dict(rpm=2.0, cache_traffic="followups", response_s=40.0),
     dict(model="llama-2-70b", gpu="h200", tp=4, engine="trtllm", wdtype="fp8", kvdtype="fp8", mfu=0.6, mbu=0.8),
+    # parallel layouts (issue 15): pipeline stages over two nodes, TP + EP across nodes, DP attention + EP
+    dict(model="llama-3.1-405b", gpu="h100-sxm", tp=8, pp=2),
+    dict(model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=16, ep=16),
+    dict(model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=1, dp=16, ep=16, batch=512),
+    dict(model="deepseek-v3", gpu="h200", wdtype="fp8", quant="fp8-block", tp=2, dp=4, pp=2, batch=256),
+    dict(
+        model="deepseek-v3", gpu="h100-sxm", wdtype="fp8", quant="fp8-block", tp=1, dp=32, ep=32, tbo=True, batch=4096
+    ),
+    dict(model="mixtral-8x7b", tp=2, ep=2, eplb=False, spec=True, gamma=3),
+    dict(model="llama-3.1-8b", pp=3, engine="sglang", batch=64, prompt=4096),
+    dict(model="qwen2.5-7b", gpu="l40s", tp=4, pp=2, engine="trtllm"),
 ]
 
 

@@ -97,7 +97,7 @@ def test_md_escape_leaves_no_live_markup():
 
 
 def test_field_bounds_come_from_the_scenario():
-    assert sidebar.field_bounds("batch") == (1, 4096, False)
+    assert sidebar.field_bounds("batch") == (1, 65_536, False)  # one instance of dp engines (Scenario.batch)
     assert sidebar.field_bounds("slo_ttft_s") == (0.0, 3600.0, True)
     assert sidebar.divisors(32) == [1, 2, 4, 8, 16, 32]
 

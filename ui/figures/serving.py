@@ -99,8 +99,9 @@ def timeline_figure(frame: pd.DataFrame) -> go.Figure:
 def sizing_figure(table: pd.DataFrame) -> go.Figure:
     """$/hour of every configuration meeting the SLOs, cheapest first; the best one highlighted."""
     ok = table[table["status"] == "meets SLOs"]
+    layouts = ok["layout"] if "layout" in ok else [f"tp{int(t)}" for t in ok["tp"]]
     labels = [
-        plot_text(f"{g} · tp {int(t)} · {int(r)}×") for g, t, r in zip(ok["gpu"], ok["tp"], ok["replicas"], strict=True)
+        plot_text(f"{g} · {lay} · {int(r)}×") for g, lay, r in zip(ok["gpu"], layouts, ok["replicas"], strict=True)
     ]
     colors = [COLORS["win"] if b else COLORS["paged"] for b in ok["best"]]
     bars = dict(

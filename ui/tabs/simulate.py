@@ -86,6 +86,8 @@ ROUTER_LABELS = {
 SIZING_DISPLAY = {
     "name": "GPU",
     "mode": "mode",
+    "layout": "layout",
+    "nodes": "nodes",
     "tp": "tp",
     "batch": "batch",
     "chunk": "chunk",
@@ -100,6 +102,7 @@ SIZING_DISPLAY = {
     "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
     "binding": "binding",
+    "comm_frac": "comm share of a decode step",
     "status": "status",
 }
 SIZING_KINDS = {
@@ -111,6 +114,8 @@ SIZING_KINDS = {
     "p99 TTFT (ms)": "ms",
     "p99 ITL (ms)": "ms",
     "goodput": "pct",
+    "nodes": "count",
+    "comm share of a decode step": "pct",
 }
 REPLICA_DISPLAY = {
     "replica": "replica",
@@ -136,10 +141,11 @@ REPLICA_KINDS = {
 }
 DISAGGREGATED_DISPLAY = {
     "name": "GPU",
-    "prefill_tp": "prefill tp",
+    "prefill_layout": "prefill layout",
     "prefill_gpus": "prefill GPUs",
-    "decode_tp": "decode tp",
+    "decode_layout": "decode layout",
     "decode_gpus": "decode GPUs",
+    "kv_transfer_s": "KV transfer (ms)",
     "disaggregated_gpus": "disaggregated GPUs",
     "colocated_gpus": "colocated GPUs",
     "disaggregated_cost_per_hour_usd": "disaggregated GPU $ / hour",
@@ -147,7 +153,9 @@ DISAGGREGATED_DISPLAY = {
     "status": "status",
 }
 DISAGGREGATED_KINDS = {
-    h: ("usd" if "$" in h else "count") for k, h in DISAGGREGATED_DISPLAY.items() if k not in ("name", "status")
+    h: ("usd" if "$" in h else "ms" if "(ms)" in h else "count")
+    for k, h in DISAGGREGATED_DISPLAY.items()
+    if k not in ("name", "status", "prefill_layout", "decode_layout")
 }
 
 
@@ -595,11 +603,13 @@ def _show_sizing(st: Any, z: Sizing) -> None:
         )
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
-    st.markdown("**Disaggregated prefill and decode pools** (estimate, KV transfer not counted)")
-    st.dataframe(table(display_frame(z.disaggregated, DISAGGREGATED_DISPLAY), DISAGGREGATED_KINDS), hide_index=True)
+    st.markdown("**Disaggregated prefill and decode pools** (estimate; each pool its own layout, KV transfer in TTFT)")
+    shown = display_frame(z.disaggregated, DISAGGREGATED_DISPLAY, ("kv_transfer_s",))
+    st.dataframe(table(shown, DISAGGREGATED_KINDS), hide_index=True)
     st.caption(
         "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
-        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory."
+        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory; each prompt's KV "
+        "moves from the prefill to the decode pool over the network (kv_transfer_s, seconds) before its first token."
     )
     c1, c2 = st.columns(2)
     with c1:

@@ -139,7 +139,10 @@ class Context:
         return self.result.resolved.model
 
     def changed(self, changes: Mapping[str, Any]) -> Scenario | None:
-        """The scenario with ``changes``, re-validated; None when a value is out of range."""
+        """The scenario with ``changes``, re-validated; None when a value is out of range.  A new tp keeps
+        expert parallelism on where the scenario has it: ep spans the new tp · dp (vLLM's grid)."""
+        if "tp" in changes and "ep" not in changes and self.scenario.ep > 1:
+            changes = {**changes, "ep": int(changes["tp"]) * self.scenario.dp}
         try:
             return self.scenario.with_changes(**changes)
         except ScenarioError:
@@ -172,7 +175,8 @@ class Context:
         except ScenarioError:
             return None
         tps = TP_CANDIDATES[TP_CANDIDATES <= MAX_TP]
-        grid = compute(inputs.with_(tp=tps))
+        eps = tps * on_gpu.dp if on_gpu.ep > 1 else np.ones_like(tps)  # expert parallelism stays on (``changed``)
+        grid = compute(inputs.with_(tp=tps, ep=eps))
         good = np.asarray(ok(grid, on_gpu)) & np.asarray(grid["config_valid"])  # only tps the engine accepts
         return int(tps[np.argmax(good)]) if good.any() else None
 

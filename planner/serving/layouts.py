@@ -1,0 +1,85 @@
+"""The layouts fleet sizing tries on one GPU profile (``sizing.size_fleet``; module doc there).
+
+Besides tp in ``tps``: the layouts of at most ``SIZING_MAX_INSTANCE_GPUS`` GPUs the engine accepts
+(``engine.parallel.valid_layouts``) whose memory plan fits, at up to twice the smallest instance that fits —
+for a dense model only when no tp of ``tps`` fits; for an MoE model also its expert-parallel and
+data-parallel-attention layouts — one per kind (pp, dp, ep, tp beyond ``tps``, and their combinations): the
+fewest GPUs and nodes, the attention's tp inside a node (dp layouts: the smallest tp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from planner.engine import parallel
+from planner.engine.evaluate import resolve
+from planner.engine.memory import memory_plan
+from planner.engine.validity import quant_block, quant_group
+from planner.errors import ScenarioError
+from planner.model.catalog import Catalog
+from planner.model.parallel_layout import Layout
+from planner.model.scenario import Scenario
+from planner.serving.simulate import sim_inputs
+
+#: The largest instance sizing tries, and how many layouts beyond ``tps`` it tries per GPU profile.
+SIZING_MAX_INSTANCE_GPUS = 64
+SIZING_MAX_EXTRA_LAYOUTS = 6
+#: The scenario's batch bound (``Scenario.batch``).
+MAX_BATCH = 65_536
+
+
+def on_layout(s: Scenario, gpu: str, lay: Layout) -> Scenario:
+    """The scenario on ``gpu`` in layout ``lay`` (each of its dp engines keeps the scenario's batch)."""
+    moved = s.on_gpu(gpu, lay.tp)
+    per_engine = s.batch // max(s.dp, 1) or 1
+    return moved.with_changes(pp=lay.pp, ep=lay.ep, dp=lay.dp, batch=min(per_engine * lay.dp, MAX_BATCH))
+
+
+def _kind(lay: Layout, tps: Sequence[int]) -> tuple[bool, bool, bool, bool]:
+    return (lay.pp > 1, lay.dp > 1, lay.ep > 1, lay.pp == lay.dp == lay.ep == 1 and lay.tp not in tps)
+
+
+def sizing_layouts(s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int]) -> list[Layout]:
+    """The layouts sized on ``gpu``: every tp of ``tps``, then the multi-node and expert-parallel ones of the
+    module doc (valid, fitting, one per kind), and the scenario's own layout when it has one."""
+    plain = [Layout(tp=t) for t in tps]
+    own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
+    try:
+        r = resolve(s.on_gpu(gpu, 1).with_changes(pp=1, ep=1, dp=1), catalog)
+    except ScenarioError:
+        return plain
+    m = r.model
+    candidates = parallel.valid_layouts(
+        m,
+        r.gpu,
+        SIZING_MAX_INSTANCE_GPUS,
+        s.engine,
+        group=quant_group(r.scenario),
+        block=quant_block(r.scenario),
+        eplb=s.eplb,
+        draft=r.draft if s.spec else None,
+        redundant_experts=s.redundant_experts,
+    )
+    fitting = [lay for lay in candidates if _fits(s, catalog, gpu, lay)]
+    plain_fits = [lay for lay in fitting if lay in plain]
+    if not fitting or (plain_fits and not m.is_moe):
+        return plain + ([own] if own.gpus > 1 and own not in plain else [])
+    smallest = min(lay.gpus for lay in fitting)
+    pool = [lay for lay in fitting if lay not in plain and lay.gpus <= 2 * smallest]
+    if plain_fits:  # an MoE model that fits on tp alone: its expert-parallel and dp-attention layouts
+        pool = [lay for lay in pool if lay.ep > 1 or lay.dp > 1]
+    g = r.gpu.gpus_per_node
+    best: dict[tuple[bool, bool, bool, bool], Layout] = {}
+    for lay in sorted(pool, key=lambda x: (x.gpus, x.nodes(g), x.tp if x.dp > 1 else abs(x.tp - g), x.pp)):
+        best.setdefault(_kind(lay, tps), lay)
+    extra = sorted(best.values(), key=lambda x: (x.gpus, x.nodes(g), x.pp, x.dp, x.tp))[:SIZING_MAX_EXTRA_LAYOUTS]
+    chosen = plain + extra
+    return chosen + ([own] if own.gpus > 1 and own not in chosen else [])
+
+
+def _fits(s: Scenario, catalog: Catalog, gpu: str, lay: Layout) -> bool:
+    try:
+        _, x = sim_inputs(on_layout(s, gpu, lay), catalog)
+    except ScenarioError:
+        return False
+    return bool(memory_plan(x)["fits"])
