@@ -1,0 +1,167 @@
+"""The sidebar's prompt-cache and advanced sections (efficiency overrides, calibration, prices)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.format import fmt_count, fmt_num, fmt_usd
+from planner.links import DEFAULTS
+from planner.model.catalog import Catalog
+from planner.model.specs import ModelSpec
+from ui.format import md_escape
+from ui.sidebar.options import (
+    CALIBRATION_KEYS,
+)
+from ui.sidebar.rules import (
+    profile_fracs,
+)
+from ui.sidebar.widgets import float_input, int_input, slider
+
+
+def prompt_cache_section(st: Any, base: ModelSpec | None) -> None:
+    ss = st.session_state
+    st.header("Prompt caching")
+    slider(
+        st,
+        "hit",
+        "Cache hit rate",
+        "Share of requests whose prefix is already cached; fraction 0–1 (unused while requests/min is set).",
+        disabled=ss.get("rpm", 0) > 0,
+    )
+    c1, c2 = st.columns(2)
+    with c1:
+        int_input(
+            st,
+            "prefix",
+            "Cacheable prefix",
+            "Shared prompt prefix that can be cached, ≤ prompt; tokens.",
+            step=256,
+            max_value=int(ss.get("prompt", DEFAULTS.prompt)),
+        )
+    with c2:
+        st.radio(
+            "Cache TTL",
+            ("5m", "1h"),
+            key="ttl",
+            horizontal=True,
+            help="Cache lifetime: 5 minutes (write 1.25× input price) or 1 hour (write 2×).",
+        )
+    c1, c2 = st.columns(2)
+    with c1:
+        float_input(
+            st,
+            "rpm",
+            "Requests/min per prefix",
+            "Traffic sharing one prefix; > 0 derives the hit rate from the TTL; requests per minute.",
+            step=1.0,
+        )
+    with c2:
+        minimum = (base.min_cacheable_prompt_tokens or 1024) if base is not None else 1024
+        int_input(
+            st,
+            "min_prefix",
+            "Minimum cacheable",
+            "Shortest prefix the provider caches; tokens; blank = the model's.",
+            step=256,
+            value=None,
+            placeholder=f"model: {fmt_count(minimum)}",
+        )
+    if ss.get("rpm", 0) > 0:
+        c1, c2 = st.columns(2)
+        with c1:
+            st.radio(
+                "Requests on a prefix",
+                ("arrivals", "followups"),
+                key="cache_traffic",
+                format_func=lambda k: "arrive independently" if k == "arrivals" else "follow a response",
+                help="Independent arrivals (Poisson; every request refreshes the TTL): hit rate 1 − exp(−λ·TTL). "
+                "Follow-ups sent after the previous response ends: the API's response time eats the window.",
+            )
+        if ss.get("cache_traffic") == "followups":
+            with c2:
+                float_input(
+                    st,
+                    "response_s",
+                    "API response time",
+                    "How long the API takes to answer before the follow-up is sent; seconds.",
+                    step=1.0,
+                )
+    c1, c2 = st.columns(2)
+    with c1:
+        float_input(st, "price_in", "Input price", "API price of input tokens; USD per million tokens.", step=0.5)
+    with c2:
+        float_input(st, "price_out", "Output price", "API price of output tokens; USD per million tokens.", step=0.5)
+
+
+def advanced_section(st: Any, catalog: Catalog) -> None:
+    ss = st.session_state
+    with st.expander("Advanced"):
+        fracs = profile_fracs(catalog, ss)
+        c1, c2 = st.columns(2)
+        with c1:
+            float_input(
+                st,
+                "mfu",
+                "MFU",
+                "Large-matmul FLOP/s ÷ dense peak; fraction; blank = the engine profile's fitted value.",
+                step=0.01,
+                value=None,
+                placeholder=f"profile: {fmt_num(fracs[0])}" if fracs else "profile",
+            )
+        with c2:
+            float_input(
+                st,
+                "mbu",
+                "MBU",
+                "Weight-streaming bytes/s ÷ peak bandwidth; fraction; blank = the engine profile's fitted value.",
+                step=0.01,
+                value=None,
+                placeholder=f"profile: {fmt_num(fracs[1])}" if fracs else "profile",
+            )
+        chosen = catalog.profile(ss.get("gpu", ""))
+        if chosen is not None and chosen.calibrated:
+            st.caption(
+                "The selected profile was measured (its rates are achieved ones), so it runs at MFU = MBU = 1; "
+                "these two apply to the datasheet GPUs it is compared with."
+            )
+        slider(
+            st,
+            "mem_util",
+            "Memory utilisation",
+            "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.",
+        )
+        int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
+        st.toggle(
+            "Hybrid KV-cache manager",
+            key="hybrid_kv",
+            help="vLLM's hybrid manager (on by default) keeps only the window of sliding-window layers; off "
+            "(--disable-hybrid-kv-cache-manager) they are allocated like full ones.",
+        )
+        calibrated = {k: ss.get(k) for k in CALIBRATION_KEYS if ss.get(k) is not None}
+        if calibrated:
+            st.caption(
+                md_escape("Memory terms from a start-up log: " + ", ".join(f"{k}={v}" for k, v in calibrated.items()))
+            )
+            st.button("Clear the log's figures", key="_cal_clear", on_click=clear_calibration, args=(st,))
+        gpu = catalog.profile(ss.get("gpu", ""))
+        float_input(
+            st,
+            "gpu_price",
+            "GPU price",
+            "Rental price; USD per GPU-hour; blank = the profile's.",
+            step=0.1,
+            value=None,
+            placeholder=f"profile: {fmt_usd(gpu.price_per_gpu_hour_usd)}" if gpu else "profile",
+        )
+        c1, c2 = st.columns(2)
+        with c1:
+            float_input(st, "slo_ttft_s", "TTFT target", "Time-to-first-token SLO; seconds.", step=0.1, floor=0.001)
+        with c2:
+            float_input(
+                st, "slo_tpot_s", "TPOT target", "Time-per-output-token SLO; seconds.", step=0.005, floor=0.0001
+            )
+
+
+def clear_calibration(st: Any) -> None:
+    for key in CALIBRATION_KEYS:
+        st.session_state[key] = None

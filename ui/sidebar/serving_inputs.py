@@ -1,0 +1,156 @@
+"""The sidebar's hardware, multi-GPU layout, engine, workload and speculative-decoding sections."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.links import DEFAULTS
+from planner.model.catalog import Catalog
+from ui.format import md_escape
+from ui.sidebar.options import (
+    BATCH_STOPS,
+    CHUNK_OPTIONS,
+    field_bounds,
+    gpu_facts,
+    gpu_label,
+    gpu_options,
+    model_label,
+    model_options,
+)
+from ui.sidebar.rules import (
+    profile_in_force,
+)
+from ui.sidebar.widgets import boxed_slider, int_input, slider
+
+
+def hardware_section(st: Any, catalog: Catalog) -> None:
+    st.header("Hardware")
+    st.selectbox(
+        "GPU profile",
+        gpu_options(catalog),
+        key="gpu",
+        format_func=lambda k: gpu_label(catalog, k),
+        help="Accelerator datasheet profile (hardware_profiles/*.toml): memory, bandwidth, FLOP/s, $/GPU-hour; "
+        "grouped by vendor and generation, oldest first. "
+        "Last in the list: machines measured by `python -m planner bench` (benchmarks/results/*.toml; "
+        "their rates are achieved ones, so MFU and MBU do not derate them).",
+    )
+    chosen = catalog.profile(st.session_state.get("gpu", ""))
+    if chosen is not None:
+        st.caption(md_escape(gpu_facts(chosen)))
+    int_input(st, "tp", "GPUs per replica (tp)", "Tensor-parallel degree: GPUs one model replica is split over; count.")
+    layout_section(st)
+    engine_section(st, catalog)
+
+
+def layout_section(st: Any) -> None:
+    """Pipeline stages, data-parallel attention ranks and expert parallelism (docs/model.md "Parallelism")."""
+    ss = st.session_state
+    opened = any(ss.get(k, 1) != 1 for k in ("pp", "dp", "ep"))
+    with st.expander("Multi-GPU layout (pp, dp, ep)", expanded=opened):
+        int_input(
+            st,
+            "pp",
+            "Pipeline stages (pp)",
+            "Layers split over pp stages of tp GPUs each (vLLM --pipeline-parallel-size); an instance runs on "
+            "tp × dp × pp GPUs, across nodes of the profile's gpus_per_node.",
+        )
+        int_input(
+            st,
+            "dp",
+            "Data-parallel attention ranks (dp)",
+            "MoE models: dp ranks of tp GPUs each hold their own sequences and KV cache and share the expert layers "
+            "(vLLM --data-parallel-size, SGLang --enable-dp-attention). Dense models: 1 (use replicas).",
+        )
+        int_input(
+            st,
+            "ep",
+            "Expert-parallel degree (ep)",
+            "MoE models: whole experts spread over ep of a stage's tp × dp GPUs (vLLM: 1 or tp × dp, "
+            "--enable-expert-parallel). The errors name the values the engine accepts.",
+        )
+        st.checkbox(
+            "Expert load balancer (EPLB)",
+            key="eplb",
+            help="On: the busiest EP rank gets 1.11 × the mean routed tokens (TensorRT-LLM's measurement with "
+            "EPLB), experts must split evenly; off: 2.56 ×. Link key ep_imbalance sets your own figure.",
+        )
+
+
+def engine_section(st: Any, catalog: Catalog) -> None:
+    keys = sorted(catalog.engines, key=lambda k: (k != DEFAULTS.engine, k))
+    st.selectbox(
+        "Serving engine",
+        keys,
+        key="engine",
+        format_func=lambda k: f"{catalog.engines[k].name} {catalog.engines[k].version}",
+        help="Engine profile (planner/data/engines/*.toml): the efficiency parameters fitted to published "
+        "measurements of that engine — per-step and per-layer costs, matmul and bandwidth shares per GPU family.",
+    )
+    line = profile_in_force(catalog, st.session_state)
+    if line:
+        st.caption(md_escape(line))
+
+
+def workload_section(st: Any) -> None:
+    st.header("Workload")
+    boxed_slider(
+        st,
+        "batch",
+        "Batch (concurrent sequences)",
+        "Sequences decoding together in each step; count. Type any value, or drag over 1 … 4,096 in ×1.5 steps.",
+        BATCH_STOPS,
+        step=1,
+    )
+    c1, c2 = st.columns(2)
+    with c1:
+        int_input(st, "prompt", "Prompt tokens", "Input tokens per request; tokens.", step=256)
+    with c2:
+        int_input(st, "output", "Output tokens", "Generated tokens per request; tokens.", step=64)
+    boxed_slider(
+        st,
+        "chunk",
+        "Prefill chunk",
+        "Chunked-prefill token budget per scheduler step (vLLM max_num_batched_tokens); tokens. Type any value, "
+        "or drag over the powers of two.",
+        CHUNK_OPTIONS,
+        step=256,
+    )
+
+
+def speculative_section(st: Any, catalog: Catalog) -> None:
+    ss = st.session_state
+    st.header("Speculative decoding")
+    st.toggle(
+        "Speculative decoding",
+        key="spec",
+        help="A draft proposes γ tokens; the target verifies them in one pass (on/off).",
+    )
+    st.selectbox(
+        "Draft",
+        [""] + model_options(catalog)[:-1],
+        key="draft",
+        format_func=lambda k: "Cost ratio (no draft model)" if not k else model_label(catalog, k),
+        help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
+    )
+    if not ss.get("draft"):
+        slider(
+            st,
+            "draft_ratio",
+            "Draft cost ratio",
+            "Draft step time / target step time; fraction 0–1.",
+            step=0.005,
+            fmt="%.3f",
+        )
+    c1, c2 = st.columns(2)
+    with c1:
+        lo, hi, _ = field_bounds("gamma")
+        st.slider(
+            "γ (draft tokens)",
+            min_value=int(lo),
+            max_value=int(hi),
+            key="gamma",
+            help="Tokens the draft proposes per step; count.",
+        )
+    with c2:
+        slider(st, "alpha", "α (acceptance)", "Probability each draft token is accepted; fraction 0–1.")
