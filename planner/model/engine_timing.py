@@ -45,11 +45,14 @@ FAMILY_OF_KEY: dict[str, Family] = {
     "l40s": "ada",
     "l4": "ada",
     "b200": "blackwell",
+    "b300": "blackwell",
+    "gb200": "blackwell",
     "mi300x": "cdna3",
     "mi325x": "cdna3",
+    "mi355x": "cdna3",  # CDNA 4: no published serving rows to fit; CDNA 3's values, the nearest architecture
 }
 _FAMILY_BY_NAME: tuple[tuple[str, Family], ...] = (
-    (r"\b(GH|GB)?[HB]\d{2,3}\b|H800|H20\b", "hopper"),
+    (r"\bGH200\b|\bH(100|200|800|20)\b", "hopper"),
     (r"\bA(100|800|10|30|40)\b", "ampere"),
     (r"\bL(40S?|4|20)\b|RTX (6000|4090)", "ada"),
     (r"\bG?B(100|200|300)\b", "blackwell"),

@@ -82,6 +82,11 @@ def test_families_and_links(catalog):
     renamed = g["h100-sxm"].model_copy(update=dict(key="my-gpu", name="NVIDIA H800 SXM"))
     assert gpu_family(renamed) == "hopper"
     assert gpu_family(g["h100-sxm"].model_copy(update=dict(key="x", name="Some NPU"))) == "other"
+    # a Blackwell by key or by name is never read as Hopper (the B300 once matched the Hopper pattern)
+    assert [gpu_family(g[k]) for k in ("b300", "gb200")] == ["blackwell", "blackwell"]
+    for name in ("NVIDIA B300", "NVIDIA GB200", "NVIDIA B100"):
+        assert gpu_family(g["h100-sxm"].model_copy(update=dict(key="y", name=name))) == "blackwell", name
+    assert gpu_family(g["h100-sxm"].model_copy(update=dict(key="z", name="NVIDIA GH200"))) == "hopper"
 
 
 def test_a_profile_without_timing_is_the_previous_model(catalog):
