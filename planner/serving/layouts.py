@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from planner.engine import parallel
-from planner.engine.evaluate import resolve
+from planner.engine.evaluate import Resolved, resolve
 from planner.engine.memory import memory_plan
 from planner.engine.validity import quant_block, quant_group
 from planner.errors import ScenarioError
@@ -42,15 +42,23 @@ def _kind(lay: Layout, tps: Sequence[int]) -> tuple[bool, bool, bool, bool]:
 def sizing_layouts(s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int]) -> list[Layout]:
     """The layouts sized on ``gpu``: every tp of ``tps``, then the multi-node and expert-parallel ones of the
     module doc (valid, fitting, one per kind), and the scenario's own layout when it has one."""
-    plain = [Layout(tp=t) for t in tps]
-    own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
+    found = layout_candidates(s, catalog, gpu)
+    if found is None:
+        return [Layout(tp=t) for t in tps]
+    candidates, r = found
+    fitting = [lay for lay in candidates if _fits(s, catalog, gpu, lay)]
+    return choose_layouts(s, fitting, tps, r.model.is_moe, r.gpu.gpus_per_node)
+
+
+def layout_candidates(s: Scenario, catalog: Catalog, gpu: str) -> tuple[list[Layout], Resolved] | None:
+    """The valid layouts of at most ``SIZING_MAX_INSTANCE_GPUS`` GPUs on ``gpu`` (``parallel.valid_layouts``)
+    and the scenario resolved there at one GPU; None when it cannot be resolved."""
     try:
         r = resolve(s.on_gpu(gpu, 1).with_changes(pp=1, ep=1, dp=1), catalog)
     except ScenarioError:
-        return plain
-    m = r.model
+        return None
     candidates = parallel.valid_layouts(
-        m,
+        r.model,
         r.gpu,
         SIZING_MAX_INSTANCE_GPUS,
         s.engine,
@@ -60,15 +68,21 @@ def sizing_layouts(s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int]) 
         draft=r.draft if s.spec else None,
         redundant_experts=s.redundant_experts,
     )
-    fitting = [lay for lay in candidates if _fits(s, catalog, gpu, lay)]
+    return list(candidates), r
+
+
+def choose_layouts(s: Scenario, fitting: Sequence[Layout], tps: Sequence[int], moe: bool, g: int) -> list[Layout]:
+    """The module doc's choice among the valid layouts ``fitting`` whose memory plan fits (``g``: GPUs per node):
+    the tps of ``tps``, the extra kinds, and the scenario's own layout."""
+    plain = [Layout(tp=t) for t in tps]
+    own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
     plain_fits = [lay for lay in fitting if lay in plain]
-    if not fitting or (plain_fits and not m.is_moe):
+    if not fitting or (plain_fits and not moe):
         return plain + ([own] if own.gpus > 1 and own not in plain else [])
     smallest = min(lay.gpus for lay in fitting)
     pool = [lay for lay in fitting if lay not in plain and lay.gpus <= 2 * smallest]
     if plain_fits:  # an MoE model that fits on tp alone: its expert-parallel and dp-attention layouts
         pool = [lay for lay in pool if lay.ep > 1 or lay.dp > 1]
-    g = r.gpu.gpus_per_node
     best: dict[tuple[bool, bool, bool, bool], Layout] = {}
     for lay in sorted(pool, key=lambda x: (x.gpus, x.nodes(g), x.tp if x.dp > 1 else abs(x.tp - g), x.pp)):
         best.setdefault(_kind(lay, tps), lay)
