@@ -641,7 +641,8 @@ def _simulate_row(ctx: PageContext, z: Sizing) -> None:
     if not len(ok):
         return
     labels = {
-        i: f"{r['name']} · tp {int(r['tp'])}"
+        i: f"{r['name']} · "
+        + (str(r["layout"]) if "layout" in r else f"tp {int(r['tp'])}")
         + (f" · batch {int(r['batch'])} · chunk {int(r['chunk'])}" if "batch" in r and pd.notna(r["batch"]) else "")
         + f" · {int(r['replicas'])} replicas"
         for i, r in ok.iterrows()
