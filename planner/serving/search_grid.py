@@ -90,37 +90,45 @@ def grid_layouts(
     s: Scenario, catalog: Catalog, gpus: Sequence[str], tps: Sequence[int] = LAYOUT_TPS
 ) -> dict[str, tuple[Layout, ...]]:
     """``parallel_layouts`` on every GPU of ``gpus`` at once: each GPU's candidate layouts
-    (``layouts.layout_candidates``) in one ``memory_plan`` over them all — the scenario on that GPU in
-    each layout (``layouts.on_layout``: tp, pp, ep, dp and batch are the fields a layout sets; ``memory.kv_fit``), then
-    ``layouts.choose_layouts``."""
+    (``layouts.layout_candidates``) checked in two ``memory.kv_fit`` calls over all GPUs — the scenario on
+    that GPU in each layout (``layouts.on_layout``: tp, pp, ep, dp and batch are the fields a layout sets) —
+    then ``layouts.choose_layouts``.  First the layouts without pipeline stages; then only the pipelined
+    ones the choice can take: at most twice the GPUs of the smallest instance that fits, none for a dense
+    model a tp of ``tps`` fits (each pipeline stage costs ``kv_fit`` one pass)."""
     accepted = accepted_tps(s, catalog, tps)
-    found = {g: layout_candidates(s, catalog, g) for g in gpus}
-    xs, source, lays = [], [], []
-    for f in found.values():
-        if f is None:
-            continue
-        xs.append(inputs_for(f[1]))
-        for lay in f[0]:
-            source.append(len(xs) - 1)
-            lays.append(lay)
-    fits: list[bool] = []
-    if lays:
-        stacked = _stack(xs)
-        x = EngineInputs(**{f.name: getattr(stacked, f.name)[np.asarray(source)] for f in fields(EngineInputs)})
-        per_engine = s.batch // max(s.dp, 1) or 1
-        tp, pp, ep, dp = (np.array([getattr(lay, k) for lay in lays], dtype=float) for k in ("tp", "pp", "ep", "dp"))
-        x = x.with_(tp=tp, pp=pp, ep=ep, dp=dp, batch=np.minimum(per_engine * dp, MAX_BATCH))
-        fits = [bool(v) for v in np.asarray(kv_fit(x)[1])]
-    out: dict[str, tuple[Layout, ...]] = {}
-    k = 0
-    for g, f in found.items():
-        if f is None:
-            out[g] = tuple(Layout(tp=t) for t in accepted)
-            continue
-        cands, r = f
-        fitting = [lay for lay, ok in zip(cands, fits[k : k + len(cands)], strict=True) if ok]
-        k += len(cands)
-        out[g] = tuple(choose_layouts(s, fitting, accepted, r.model.is_moe, r.gpu.gpus_per_node))
+    found = {g: f for g in gpus if (f := layout_candidates(s, catalog, g)) is not None}
+    xs = {g: inputs_for(f[1]) for g, f in found.items()}
+    flat = [(g, lay) for g, f in found.items() for lay in f[0] if lay.pp == 1]
+    fitting: dict[str, list[Layout]] = {g: [] for g in found} | _fitting(s, xs, flat)
+    second = []
+    for g, (cands, r) in found.items():
+        smallest = min((lay.gpus for lay in fitting[g]), default=float("inf"))
+        if r.model.is_moe or not any(lay == Layout(tp=lay.tp) and lay.tp in accepted for lay in fitting[g]):
+            second += [(g, lay) for lay in cands if lay.pp > 1 and lay.gpus <= 2 * smallest]
+    for g, more in _fitting(s, xs, second).items():
+        fitting[g] += more
+    out = {g: tuple(Layout(tp=t) for t in accepted) for g in gpus}
+    for g, (cands, r) in found.items():
+        chosen = [lay for lay in cands if lay in fitting[g]]  # the candidates' order
+        out[g] = tuple(choose_layouts(s, chosen, accepted, r.model.is_moe, r.gpu.gpus_per_node))
+    return out
+
+
+def _fitting(s: Scenario, xs: dict[str, EngineInputs], items: list[tuple[str, Layout]]) -> dict[str, list[Layout]]:
+    """The layouts of ``items`` (GPU, layout) whose memory plan fits, by GPU (one ``kv_fit`` over them all)."""
+    out: dict[str, list[Layout]] = {}
+    if not items:
+        return out
+    keys = list(xs)
+    stacked = _stack([xs[g] for g in keys])
+    rows = np.array([keys.index(g) for g, _ in items])
+    x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
+    per_engine = s.batch // max(s.dp, 1) or 1
+    tp, pp, ep, dp = (np.array([getattr(lay, k) for _, lay in items], dtype=float) for k in ("tp", "pp", "ep", "dp"))
+    fits = np.asarray(kv_fit(x.with_(tp=tp, pp=pp, ep=ep, dp=dp, batch=np.minimum(per_engine * dp, MAX_BATCH)))[1])
+    for (g, lay), ok in zip(items, fits.ravel(), strict=True):
+        if ok:
+            out.setdefault(g, []).append(lay)
     return out
 
 
