@@ -5,15 +5,20 @@ Besides tp in ``tps``: the layouts of at most ``SIZING_MAX_INSTANCE_GPUS`` GPUs 
 for a dense model only when no tp of ``tps`` fits; for an MoE model also its expert-parallel and
 data-parallel-attention layouts — one per kind (pp, dp, ep, tp beyond ``tps``, and their combinations): the
 fewest GPUs and nodes, the attention's tp inside a node (dp layouts: the smallest tp).
+``grid_layouts`` makes the same choice for many GPU profiles at once (the sizing search's grid).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
+
+import numpy as np
 
 from planner.engine import parallel
-from planner.engine.evaluate import Resolved, resolve
-from planner.engine.memory import memory_plan
+from planner.engine.evaluate import Resolved, inputs_for, resolve
+from planner.engine.inputs import EngineInputs
+from planner.engine.memory import kv_fit, memory_plan
 from planner.engine.validity import quant_block, quant_group
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
@@ -89,6 +94,52 @@ def choose_layouts(s: Scenario, fitting: Sequence[Layout], tps: Sequence[int], m
     extra = sorted(best.values(), key=lambda x: (x.gpus, x.nodes(g), x.pp, x.dp, x.tp))[:SIZING_MAX_EXTRA_LAYOUTS]
     chosen = plain + extra
     return chosen + ([own] if own.gpus > 1 and own not in chosen else [])
+
+
+def grid_layouts(
+    s: Scenario, catalog: Catalog, gpus: Sequence[str], tps: Sequence[int]
+) -> dict[str, tuple[Layout, ...]]:
+    """``sizing_layouts`` on every GPU of ``gpus`` at once (the sizing search's grid): each GPU's candidate layouts
+    (``layout_candidates``) checked in two ``memory.kv_fit`` calls over all GPUs — the scenario on
+    that GPU in each layout (``on_layout``: tp, pp, ep, dp and batch are the fields a layout sets) —
+    then ``choose_layouts``.  First the layouts without pipeline stages; then only the pipelined
+    ones the choice can take: at most twice the GPUs of the smallest instance that fits, none for a dense
+    model a tp of ``tps`` fits (each pipeline stage costs ``kv_fit`` one pass)."""
+    accepted = tuple(tps)
+    found = {g: f for g in gpus if (f := layout_candidates(s, catalog, g)) is not None}
+    xs = {g: inputs_for(f[1]) for g, f in found.items()}
+    flat = [(g, lay) for g, f in found.items() for lay in f[0] if lay.pp == 1]
+    fitting: dict[str, list[Layout]] = {g: [] for g in found} | _fitting(s, xs, flat)
+    second = []
+    for g, (cands, r) in found.items():
+        smallest = min((lay.gpus for lay in fitting[g]), default=float("inf"))
+        if r.model.is_moe or not any(lay == Layout(tp=lay.tp) and lay.tp in accepted for lay in fitting[g]):
+            second += [(g, lay) for lay in cands if lay.pp > 1 and lay.gpus <= 2 * smallest]
+    for g, more in _fitting(s, xs, second).items():
+        fitting[g] += more
+    out = {g: tuple(Layout(tp=t) for t in accepted) for g in gpus}
+    for g, (cands, r) in found.items():
+        chosen = [lay for lay in cands if lay in fitting[g]]  # the candidates' order
+        out[g] = tuple(choose_layouts(s, chosen, accepted, r.model.is_moe, r.gpu.gpus_per_node))
+    return out
+
+
+def _fitting(s: Scenario, xs: dict[str, EngineInputs], items: list[tuple[str, Layout]]) -> dict[str, list[Layout]]:
+    """The layouts of ``items`` (GPU, layout) whose memory plan fits, by GPU (one ``kv_fit`` over them all)."""
+    out: dict[str, list[Layout]] = {}
+    if not items:
+        return out
+    keys = list(xs)
+    stacked = {f.name: np.array([float(getattr(xs[g], f.name)) for g in keys]) for f in fields(EngineInputs)}
+    rows = np.array([keys.index(g) for g, _ in items])
+    x = EngineInputs(**{k: v[rows] for k, v in stacked.items()})
+    per_engine = s.batch // max(s.dp, 1) or 1
+    tp, pp, ep, dp = (np.array([getattr(lay, k) for _, lay in items], dtype=float) for k in ("tp", "pp", "ep", "dp"))
+    fits = np.asarray(kv_fit(x.with_(tp=tp, pp=pp, ep=ep, dp=dp, batch=np.minimum(per_engine * dp, MAX_BATCH)))[1])
+    for (g, lay), ok in zip(items, fits.ravel(), strict=True):
+        if ok:
+            out.setdefault(g, []).append(lay)
+    return out
 
 
 def _fits(s: Scenario, catalog: Catalog, gpu: str, lay: Layout) -> bool:

@@ -2,7 +2,8 @@
 
 Axes (``Space``; the scenario's ``search`` key says which knobs move, the rest keep its values):
   GPU profile    every priced datasheet profile (or those asked for)
-  layout         ``parallel_layouts``: per GPU profile the layouts fleet sizing tries (``layouts.sizing_layouts``):
+  layout         ``parallel_layouts``: per GPU profile the layouts fleet sizing tries (``layouts.sizing_layouts``;
+                 all GPUs at once: ``layouts.grid_layouts``):
                  tp in 1, 2, 4, 8 that vLLM accepts for the model, and the pipeline, expert-parallel and
                  data-parallel-attention layouts (multi-node ones included) that are valid and fit — for a
                  dense model only when no tp of a node fits; for an MoE model also its ep / dp layouts
@@ -35,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from planner.engine import parallel
-from planner.engine.evaluate import Resolved, inputs_for, resolve
+from planner.engine.evaluate import Resolved, resolve
 from planner.engine.inputs import Array, EngineInputs, broadcast_shape, from_specs
 from planner.engine.memory import (
     baseline_bytes_per_gpu,
@@ -66,7 +67,7 @@ from planner.serving.analytic import (
     operating_x,
     prefill_screen,
 )
-from planner.serving.layouts import MAX_BATCH, choose_layouts, layout_candidates, sizing_layouts
+from planner.serving.layouts import MAX_BATCH, grid_layouts, sizing_layouts
 from planner.serving.sizing import accepted_tps
 from planner.serving.slo import CONSTRAINTS, Slo
 from planner.serving.step_grid import ReplicaGrid, TrafficStats
@@ -84,52 +85,6 @@ def parallel_layouts(s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int]
     """The layouts the search tries on ``gpu`` (module doc): ``layouts.sizing_layouts`` with the tps of ``tps``
     vLLM accepts for the model (``sizing.accepted_tps``)."""
     return tuple(sizing_layouts(s, catalog, gpu, accepted_tps(s, catalog, tps)))
-
-
-def grid_layouts(
-    s: Scenario, catalog: Catalog, gpus: Sequence[str], tps: Sequence[int] = LAYOUT_TPS
-) -> dict[str, tuple[Layout, ...]]:
-    """``parallel_layouts`` on every GPU of ``gpus`` at once: each GPU's candidate layouts
-    (``layouts.layout_candidates``) checked in two ``memory.kv_fit`` calls over all GPUs — the scenario on
-    that GPU in each layout (``layouts.on_layout``: tp, pp, ep, dp and batch are the fields a layout sets) —
-    then ``layouts.choose_layouts``.  First the layouts without pipeline stages; then only the pipelined
-    ones the choice can take: at most twice the GPUs of the smallest instance that fits, none for a dense
-    model a tp of ``tps`` fits (each pipeline stage costs ``kv_fit`` one pass)."""
-    accepted = accepted_tps(s, catalog, tps)
-    found = {g: f for g in gpus if (f := layout_candidates(s, catalog, g)) is not None}
-    xs = {g: inputs_for(f[1]) for g, f in found.items()}
-    flat = [(g, lay) for g, f in found.items() for lay in f[0] if lay.pp == 1]
-    fitting: dict[str, list[Layout]] = {g: [] for g in found} | _fitting(s, xs, flat)
-    second = []
-    for g, (cands, r) in found.items():
-        smallest = min((lay.gpus for lay in fitting[g]), default=float("inf"))
-        if r.model.is_moe or not any(lay == Layout(tp=lay.tp) and lay.tp in accepted for lay in fitting[g]):
-            second += [(g, lay) for lay in cands if lay.pp > 1 and lay.gpus <= 2 * smallest]
-    for g, more in _fitting(s, xs, second).items():
-        fitting[g] += more
-    out = {g: tuple(Layout(tp=t) for t in accepted) for g in gpus}
-    for g, (cands, r) in found.items():
-        chosen = [lay for lay in cands if lay in fitting[g]]  # the candidates' order
-        out[g] = tuple(choose_layouts(s, chosen, accepted, r.model.is_moe, r.gpu.gpus_per_node))
-    return out
-
-
-def _fitting(s: Scenario, xs: dict[str, EngineInputs], items: list[tuple[str, Layout]]) -> dict[str, list[Layout]]:
-    """The layouts of ``items`` (GPU, layout) whose memory plan fits, by GPU (one ``kv_fit`` over them all)."""
-    out: dict[str, list[Layout]] = {}
-    if not items:
-        return out
-    keys = list(xs)
-    stacked = _stack([xs[g] for g in keys])
-    rows = np.array([keys.index(g) for g, _ in items])
-    x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
-    per_engine = s.batch // max(s.dp, 1) or 1
-    tp, pp, ep, dp = (np.array([getattr(lay, k) for _, lay in items], dtype=float) for k in ("tp", "pp", "ep", "dp"))
-    fits = np.asarray(kv_fit(x.with_(tp=tp, pp=pp, ep=ep, dp=dp, batch=np.minimum(per_engine * dp, MAX_BATCH)))[1])
-    for (g, lay), ok in zip(items, fits.ravel(), strict=True):
-        if ok:
-            out.setdefault(g, []).append(lay)
-    return out
 
 
 @dataclass(frozen=True)
@@ -191,7 +146,8 @@ def bases(
     ``kv_bytes_per_element`` fields of its inputs (the only ones they set: ``inputs.from_specs``)."""
     r = resolve(s.with_changes(tp=1, pp=1, ep=1, dp=1), catalog)
     own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
-    per_gpu = grid_layouts(s, catalog, [g for g in gpus if catalog.profile(g) is not None])
+    ok = [g for g in gpus if catalog.profile(g) is not None]
+    per_gpu = grid_layouts(s, catalog, ok, accepted_tps(s, catalog, LAYOUT_TPS))
     out: list[Base] = []
     xs: list[EngineInputs] = []
     source, kv_bytes, lays = [], [], []

@@ -12,9 +12,11 @@ from planner.engine.memory import kv_fit, memory_plan
 from planner.engine.roofline import decode, step_cost
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.serving.layouts import grid_layouts
 from planner.serving.search import MEETS, search_fleet, search_text
-from planner.serving.search_grid import BATCHES, CHUNKS, Space, _take, bases, grid_layouts, kv_plan, parallel_layouts
+from planner.serving.search_grid import BATCHES, CHUNKS, Space, _take, bases, kv_plan, parallel_layouts
 from planner.serving.simulate import sim_inputs
+from planner.serving.sizing import accepted_tps
 from planner.serving.step_grid import LayoutStepModel, StepModel, step_model
 
 DSV3 = Scenario(model="deepseek-v3", wdtype="fp8", quant="fp8-block", gpu="h100-sxm", prompt=1024, output=128)
@@ -56,7 +58,8 @@ def test_a_points_changes_set_its_layout(dsv3_search, catalog):
 
 def test_the_grid_tries_sizings_layouts_on_every_gpu(catalog):
     for s, gpus in ((DSV3, ["h100-sxm"]), (Scenario(model="llama-3.1-405b"), ["h100-sxm", "l40s"])):
-        assert grid_layouts(s, catalog, gpus) == {g: parallel_layouts(s, catalog, g) for g in gpus}
+        tps = accepted_tps(s, catalog, (1, 2, 4, 8))
+        assert grid_layouts(s, catalog, gpus, tps) == {g: parallel_layouts(s, catalog, g) for g in gpus}
     h100 = parallel_layouts(DSV3, catalog, "h100-sxm")
     assert {"tp16", "tp8·pp2"} <= {lay.label for lay in h100}
 
