@@ -521,8 +521,8 @@ class Screened:
         return point_changes(self.bases, self.points, [point])[point]
 
     def export_frame(self) -> pd.DataFrame:
-        """Every point for a CSV (without the internal base index)."""
-        return self.points.drop(columns="base")
+        """Every point for a CSV (without the internal base indexes)."""
+        return self.points.drop(columns=["base", "prefill_base"], errors="ignore")
 
 
 def screen_points(
