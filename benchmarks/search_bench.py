@@ -5,7 +5,8 @@ Prints, for issue 17's example (50 requests/s of Llama-3.1-70B, 2k in / 300 out,
 p99 ITL ≤ 50 ms) on every priced GPU profile:
   1. the screening model's speed: configurations scored per CPU second on one core (the whole
      space: batch × chunk × KV dtype × weight dtype × speculation × colocated/disaggregated), the
-     fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone;
+     fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone; the layouts
+     are sizing's per GPU (tp 1–8, and the pipeline / expert / data-parallel ones: ``search_grid.grid_layouts``);
   2. a full search with simulation confirmation (the default knobs, every core) — its wall time,
      its CPU time (this process and its workers), the simulations it ran and its answer —
      target ≤ 30 s wall on the 2-core development machine;
@@ -78,8 +79,9 @@ def full_search(catalog) -> None:
     if len(h100):
         row = h100.iloc[0]
         print(
-            f"  H100 SXM: {int(row['replicas'])} × tp {int(row['tp'])}, batch {int(row['batch'])}, chunk "
-            f"{int(row['chunk'])} = {int(row['gpus'])} GPUs, binding {row['binding']}"
+            f"  H100 SXM: {int(row['replicas'])} × {row['layout']} ({int(row['nodes'])} node(s)), batch "
+            f"{int(row['batch'])}, chunk {int(row['chunk'])} = {int(row['gpus'])} GPUs, binding {row['binding']}, "
+            f"comm {row['decode_comm_frac']:.0%} of a decode step"
         )
 
 

@@ -501,6 +501,25 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     }
 
 
+def kv_fit(x: EngineInputs) -> tuple[Array, Array]:
+    """(kv_capacity_tokens, fits) of ``memory_plan`` alone, by the same steps (the sizing search's screen asks
+    for these two over thousands of layouts; tests/serving/test_search_layouts.py holds them equal)."""
+    st = _stage(x, None, None)
+    weights, act = weight_bytes_per_gpu(x, stage=st), activation_bytes_per_gpu(x, stage=st)
+    non_torch, graphs, baseline = non_torch_bytes_per_gpu(x), cuda_graph_bytes_per_gpu(x, st), baseline_bytes_per_gpu(x)
+    reserve = np.where(x.mem_rule == 1, 0.0, act + non_torch + np.where(x.graphs_in_budget > 0, graphs, 0.0))
+    raw = _budget(x, weights, reserve, baseline)
+    budget = np.maximum(raw, 0.0)
+    groups = kv_groups(x, st)
+    bb = block_bytes(x, None, groups, st)
+    blocks = np.floor(budget / bb)
+    concurrency = x.dp * blocks * bb / kv_allocated_bytes_per_sequence(x, context_tokens(x), None, groups, stage=st)
+    outside = np.where(x.graphs_in_budget > 0, 0.0, graphs) + np.where(x.mem_rule == 1, act + non_torch, 0.0)
+    headroom = x.memory_reported_bytes - baseline - (budget + weights + reserve) - outside
+    kv_tokens = x.dp * np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens
+    return kv_tokens, (raw > 0) & (concurrency >= x.dp) & (headroom >= 0)
+
+
 def min_tp_that_fits(x: EngineInputs) -> Array:
     """Smallest tp in 1, 2, 4 … 64 that the engine accepts (``validity.config_valid``) and where one
     sequence fits, at the scenario's pp and dp (expert parallelism, when on, spanning tp · dp); 0 if none."""

@@ -140,7 +140,7 @@ def candidates(
         first = sub["cost_per_hour_usd"].iloc[0]
         near = sub[sub["cost_per_hour_usd"] <= CONFIRM_NEAR * first]
         count = per_gpu if first <= CONFIRM_FAR * cheapest else 1
-        picked += list(near.drop_duplicates(["tp", "mode", "chunk"]).head(count).index)
+        picked += list(near.drop_duplicates(["layout", "mode", "chunk"]).head(count).index)
     changes = point_changes(base_list, points, picked)
     out = []
     for i in picked:
@@ -148,10 +148,11 @@ def candidates(
         c = changes[int(row["point"])]
         c.pop("replicas", None)
         if row["mode"] == DISAGGREGATED:
+            lay = base_list[int(row["prefill_base"])].layout
             pre = c | {
-                "tp": int(row["prefill_tp"]),
+                **lay.changes(),
                 "chunk": int(row["prefill_chunk"]),
-                "batch": min(int(row["prefill_chunk"]), PREFILL_POOL_BATCH),
+                "batch": min(int(row["prefill_chunk"]), PREFILL_POOL_BATCH) * lay.dp,
                 "spec": False,
             }
             out.append(
@@ -237,9 +238,11 @@ def confirm_all(
 # ------------------------------------------------------------------ the confirmed table
 
 
-def describe(row: pd.Series | dict) -> str:
-    """A configuration in words: 'tp 8, batch 256, chunk 2,048, KV fp8, fp8 weights, speculative'."""
-    parts = [f"tp {int(row['tp'])}", f"batch {fmt_count(row['batch'])}", f"chunk {fmt_count(row['chunk'])}"]
+def describe(row: pd.Series | dict, layout: bool = True) -> str:
+    """A configuration in words: 'tp8·pp2, batch 256, chunk 2,048, KV fp8, fp8 weights, speculative'
+    (``layout`` False: without the leading layout, for a table that has its own column)."""
+    parts = [str(row["layout"])] if layout else []
+    parts += [f"batch {fmt_count(row['batch'])}", f"chunk {fmt_count(row['chunk'])}"]
     if row["kvdtype"] == "fp8":
         parts.append("KV fp8")
     if row["wdtype"] == "fp8":
@@ -248,7 +251,7 @@ def describe(row: pd.Series | dict) -> str:
         parts.append("speculative decoding")
     text = ", ".join(parts)
     if row["mode"] == DISAGGREGATED:
-        return f"decode pool {text}; prefill pool tp {int(row['prefill_tp'])}, chunk {fmt_count(row['prefill_chunk'])}"
+        return f"decode pool {text}; prefill pool {row['prefill_layout']}, chunk {fmt_count(row['prefill_chunk'])}"
     return text
 
 
@@ -272,14 +275,14 @@ def _confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: fl
     if row["mode"] == COLOCATED:
         (p,) = conf.pools
         assert p.at is not None and p.replicas is not None
-        gpus = p.replicas * int(row["tp"])
+        gpus = p.replicas * int(row["gpus_per_replica"])
         at = p.at.worst
         out |= dict(replicas=p.replicas, binding=_binding(p))
         ttft, itl, goodput = at.ttft_q_s, at.itl_q_s, at.goodput_frac
     else:
         pre, dec = conf.pools
         assert pre.at is not None and dec.at is not None and pre.replicas and dec.replicas
-        gpus = pre.replicas * int(row["prefill_tp"]) + dec.replicas * int(row["tp"])
+        gpus = pre.replicas * int(row["prefill_gpus_per_replica"]) + dec.replicas * int(row["gpus_per_replica"])
         ttft, itl = pre.at.worst.ttft_q_s, dec.at.worst.itl_q_s
         goodput = min(pre.at.worst.goodput_frac, dec.at.worst.goodput_frac)
         out |= dict(
@@ -308,15 +311,24 @@ CONFIG_COLUMNS = (
     "gpu",
     "name",
     "mode",
+    "layout",
     "tp",
+    "pp",
+    "ep",
+    "dp",
+    "gpus_per_replica",
+    "nodes",
     "batch",
     "chunk",
     "kvdtype",
     "wdtype",
     "spec",
+    "prefill_layout",
     "prefill_tp",
+    "prefill_gpus_per_replica",
     "prefill_chunk",
     "price_per_gpu_hour_usd",
+    "decode_comm_frac",
 )
 TABLE_COLUMNS = CONFIG_COLUMNS + (
     "replicas",
@@ -391,7 +403,7 @@ def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: fl
     if own is not None and own["meets_slo"] and int(own["point"]) != int(best["point"]):
         text += (
             f" With this scenario's own knobs (batch {fmt_count(s.batch)}, chunk {fmt_count(s.chunk)}) a "
-            f"{own['name']} fleet needs ≈ {fmt_count(own['gpus'])} GPUs (screening model, tp {int(own['tp'])})."
+            f"{own['name']} fleet needs ≈ {fmt_count(own['gpus'])} GPUs (screening model, {own['layout']})."
         )
     return text
 
@@ -455,25 +467,36 @@ def search_fleet(
     )
 
 
+def _width(values, title: str) -> int:
+    """A text column as wide as its longest cell or title, plus two spaces."""
+    return max([len(title), *(len(str(v)) for v in values)]) + 2
+
+
 def search_text(z: SearchResult) -> str:
-    """The answer and the confirmed table for a terminal."""
+    """The answer and the confirmed table for a terminal: GPU, layout, nodes, mode and the other knobs (text
+    columns as wide as their content), then the fleet, the latencies and the decode step's communication share."""
     q = z.slo.pct_label
+    knobs = [describe(row, layout=False) for _, row in z.table.iterrows()]
+    gw, lw = _width(z.table["gpu"], "GPU"), _width(z.table["layout"], "layout")
+    mw, cw = _width(z.table["mode"], "mode"), _width(knobs, "configuration")
     lines = [
         z.reason,
         "",
-        f"{'GPU':<14}{'mode':<14}{'configuration':<44}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>8}"
-        f"{q + ' TTFT':>11}{q + ' ITL':>10}  binding / status",
+        f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}  {'mode':<{mw}}{'configuration':<{cw}}{'GPUs':>6}{'$/h':>10}"
+        f"{'$/Mtok':>8}{q + ' TTFT':>11}{q + ' ITL':>10}{'comm':>6}  binding / status",
     ]
-    for _, row in z.table.iterrows():
+    for (_, row), text in zip(z.table.iterrows(), knobs, strict=True):
+        comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
         if row["status"] == MEETS:
             nums = (
                 f"{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}{row['cost_per_million_output_tokens_usd']:>8.3g}"
-                f"{row['ttft_q_s'] * MS_PER_S:>9.0f}ms{row['itl_q_s'] * MS_PER_S:>8.1f}ms  {row['binding']}"
+                f"{row['ttft_q_s'] * MS_PER_S:>9.0f}ms{row['itl_q_s'] * MS_PER_S:>8.1f}ms{comm}  {row['binding']}"
             )
         else:
-            nums = " " * 43 + f"  {row['status']}"
+            nums = " " * 43 + f"{comm}  {row['status']}"
         mark = "  ← best" if row["best"] else ""
-        lines.append(f"{row['gpu']:<14}{row['mode']:<14}{describe(row)[:43]:<44}{nums}{mark}")
+        where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "
+        lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}{mark}")
     lines.append(
         f"(screened {fmt_count(z.scored)} configurations, {fmt_count(z.valid)} the engine accepts, in "
         f"{z.screen_s:.2f} s; confirmed {len(z.table)} by {fmt_count(z.simulations)} simulations of "
@@ -498,8 +521,8 @@ class Screened:
         return point_changes(self.bases, self.points, [point])[point]
 
     def export_frame(self) -> pd.DataFrame:
-        """Every point for a CSV (without the internal base index)."""
-        return self.points.drop(columns="base")
+        """Every point for a CSV (without the internal base indexes)."""
+        return self.points.drop(columns=["base", "prefill_base"], errors="ignore")
 
 
 def screen_points(

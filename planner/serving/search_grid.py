@@ -2,16 +2,26 @@
 
 Axes (``Space``; the scenario's ``search`` key says which knobs move, the rest keep its values):
   GPU profile    every priced datasheet profile (or those asked for)
-  layout         ``parallel_layouts``: tp in 1, 2, 4, 8 that vLLM accepts for the model — the one
-                 function to extend when pipeline, expert or data parallel layouts exist
+  layout         ``parallel_layouts``: per GPU profile the layouts fleet sizing tries (``layouts.sizing_layouts``;
+                 all GPUs at once: ``layouts.grid_layouts``):
+                 tp in 1, 2, 4, 8 that vLLM accepts for the model, and the pipeline, expert-parallel and
+                 data-parallel-attention layouts (multi-node ones included) that are valid and fit — for a
+                 dense model only when no tp of a node fits; for an MoE model also its ep / dp layouts
   batch          max_num_seqs in ``BATCHES``            chunk  max_num_batched_tokens in ``CHUNKS``
   kvdtype        the scenario's, and fp8                wdtype the scenario's, and fp8 (its usual layout)
   spec           speculative decoding off and on (the scenario's γ, α and draft)
   disagg         colocated replicas, and prefill/decode pools (``analytic`` module doc)
-Only configurations the engine accepts are points (``validity.config_valid``: tp rules, batch ≤
-chunk, context ≤ window).  Each point gets the per-replica capacity λ* within the SLO, its binding
-constraint, replicas r = ⌈rate / λ*⌉, GPUs = r · GPUs per replica, cost, and at that load the
-modelled TTFT and ITL percentiles, tokens/s per GPU (rate · O / GPUs) and per user (1 / mean ITL).
+Only configurations the engine accepts are points (``validity.config_valid``: tp and layout rules,
+batch / dp ≤ chunk, context ≤ window).  Each point gets the per-replica capacity λ* within the SLO, its
+binding constraint, replicas r = ⌈rate / λ*⌉, GPUs = r · tp · dp · pp, nodes per replica, cost, and at
+that load the modelled TTFT and ITL percentiles, tokens/s per GPU (rate · O / GPUs) and per user
+(1 / mean ITL), and the decode step's communication share at the point's batch (``decode_comm_frac``:
+t_comm / t_step of ``roofline.decode``, as the sizing table's ``comm_frac``).
+Batch of a dp layout: each of its dp engines runs max_num_seqs = the batch axis's value, so the
+instance's (the scenario's) batch is that × dp, as ``layouts.on_layout`` keeps it; chunk stays the
+engine's max_num_batched_tokens.  A replica's memory is ``memory.memory_plan``'s (per pipeline stage,
+KV × dp engines) and its step ``roofline.step_cost`` (``step_grid.LayoutStepModel``) for every layout
+beyond one node's tensor parallelism.
 A disaggregated point is a decode-pool configuration with the prefill pool that needs the fewest
 GPUs for the same GPU, weight and KV dtypes.
 """
@@ -25,22 +35,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.engine import parallel
 from planner.engine.evaluate import Resolved, resolve
-from planner.engine.inputs import Array, EngineInputs, from_specs
+from planner.engine.inputs import Array, EngineInputs, broadcast_shape, from_specs
 from planner.engine.memory import (
     baseline_bytes_per_gpu,
     block_bytes,
     cuda_graph_bytes_per_gpu,
     kv_allocated_bytes_per_sequence,
     kv_budget_raw_bytes,
+    kv_fit,
     kv_groups,
     reserve_bytes_per_gpu,
     weight_bytes_per_gpu,
 )
 from planner.engine.memory import context_tokens as sequence_tokens
+from planner.engine.roofline import decode
 from planner.engine.validity import config_valid
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
+from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.serving.analytic import (
     PrefillModel,
@@ -53,6 +67,7 @@ from planner.serving.analytic import (
     operating_x,
     prefill_screen,
 )
+from planner.serving.layouts import MAX_BATCH, grid_layouts, sizing_layouts
 from planner.serving.sizing import accepted_tps
 from planner.serving.slo import CONSTRAINTS, Slo
 from planner.serving.step_grid import ReplicaGrid, TrafficStats
@@ -66,28 +81,10 @@ PREFILL_POOL_BATCH = 256
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 
 
-@dataclass(frozen=True)
-class ParallelLayout:
-    """How one replica spreads over GPUs.  Today tensor parallel only (tp GPUs)."""
-
-    tp: int = 1
-
-    @property
-    def gpus(self) -> int:
-        return self.tp
-
-    def changes(self) -> dict[str, Any]:
-        return {"tp": self.tp}
-
-    @property
-    def label(self) -> str:
-        return f"tp {self.tp}"
-
-
-def parallel_layouts(s: Scenario, catalog: Catalog, tps: Sequence[int] = LAYOUT_TPS) -> tuple[ParallelLayout, ...]:
-    """The layouts the search tries: the tps of ``tps`` vLLM accepts for the model (``sizing.accepted_tps``).
-    Pipeline, expert and data parallel layouts belong here once the engine models them."""
-    return tuple(ParallelLayout(tp=t) for t in accepted_tps(s, catalog, tps))
+def parallel_layouts(s: Scenario, catalog: Catalog, gpu: str, tps: Sequence[int] = LAYOUT_TPS) -> tuple[Layout, ...]:
+    """The layouts the search tries on ``gpu`` (module doc): ``layouts.sizing_layouts`` with the tps of ``tps``
+    vLLM accepts for the model (``sizing.accepted_tps``)."""
+    return tuple(sizing_layouts(s, catalog, gpu, accepted_tps(s, catalog, tps)))
 
 
 @dataclass(frozen=True)
@@ -120,15 +117,16 @@ class Base:
 
     gpu: str
     name: str
-    layout: ParallelLayout
+    layout: Layout
     wdtype: str
     kvdtype: str
     spec: bool
     changes: dict[str, Any]  # applied to the user's scenario (``Scenario.gpu_switch``'s price rule)
     price_per_gpu_hour_usd: float
+    nodes: int  # nodes one replica spans (``Layout.nodes``)
 
 
-def _base_changes(s: Scenario, gpu: str, layout: ParallelLayout, wd: str, kv: str, spec: bool) -> dict[str, Any]:
+def _base_changes(s: Scenario, gpu: str, layout: Layout, wd: str, kv: str, spec: bool) -> dict[str, Any]:
     changes = s.gpu_switch(gpu) | {k: v for k, v in layout.changes().items() if getattr(s, k) != v}
     if wd != s.wdtype:
         changes |= {"wdtype": wd, "quant": ""}
@@ -144,35 +142,40 @@ def bases(
 ) -> tuple[list[Base], EngineInputs | None, Resolved]:
     """Every base of the grid and their engine inputs stacked (1-D arrays); ScenarioError when the
     scenario's model, draft or engine cannot be resolved.  ``from_specs`` runs once per GPU × weight
-    dtype × speculation; the layout and the KV dtype are the ``tp`` and ``kv_bytes_per_element``
-    fields of its inputs (the only ones they set)."""
-    r = resolve(s.with_changes(tp=1), catalog)
-    layouts = parallel_layouts(s, catalog)
+    dtype × speculation; the layout and the KV dtype are the ``tp``, ``pp``, ``ep``, ``dp`` and
+    ``kv_bytes_per_element`` fields of its inputs (the only ones they set: ``inputs.from_specs``)."""
+    r = resolve(s.with_changes(tp=1, pp=1, ep=1, dp=1), catalog)
+    own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
+    ok = [g for g in gpus if catalog.profile(g) is not None]
+    per_gpu = grid_layouts(s, catalog, ok, accepted_tps(s, catalog, LAYOUT_TPS))
     out: list[Base] = []
     xs: list[EngineInputs] = []
-    source, tps, kv_bytes = [], [], []
+    source, kv_bytes, lays = [], [], []
     for g in gpus:
         gpu = catalog.profile(g)
         if gpu is None:
             raise ScenarioError([f"gpu={g!r}: unknown GPU profile"])
+        layouts = per_gpu[g]
         for wd in space.wdtypes:
             for spec in space.specs:
-                sb = s.with_changes(**_base_changes(s, g, ParallelLayout(s.tp), wd, s.kvdtype, spec))
+                sb = s.with_changes(**_base_changes(s, g, own, wd, s.kvdtype, spec))
                 xs.append(from_specs(gpu, r.model, sb, r.draft if spec else None, r.engine))
                 price = float(xs[-1].price_per_gpu_hour_usd)
                 for layout in layouts:
                     for kv in space.kvdtypes:
                         changes = _base_changes(s, g, layout, wd, kv, spec)
-                        out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price))
+                        nodes = layout.nodes(gpu.gpus_per_node)
+                        out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price, nodes))
                         source.append(len(xs) - 1)
-                        tps.append(float(layout.tp))
+                        lays.append((layout.tp, layout.pp, layout.ep, layout.dp))
                         kv_bytes.append(DTYPE_BYTES[kv])
     if not out:
         return out, None, r
     stacked = _stack(xs)
     rows = np.asarray(source)
     x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
-    return out, x.with_(tp=np.asarray(tps), kv_bytes_per_element=np.asarray(kv_bytes)), r
+    tp, pp, ep, dp = (np.asarray(v, dtype=float) for v in zip(*lays, strict=True))
+    return out, x.with_(tp=tp, pp=pp, ep=ep, dp=dp, kv_bytes_per_element=np.asarray(kv_bytes)), r
 
 
 def _stack(xs: list[EngineInputs]) -> EngineInputs:
@@ -185,8 +188,42 @@ def _take(x: EngineInputs, rows: np.ndarray, ndim: int) -> EngineInputs:
     return EngineInputs(**{f.name: getattr(x, f.name)[rows].reshape(shape) for f in fields(EngineInputs)})
 
 
+def instance_batch(per_engine: Array, x: EngineInputs) -> Array:
+    """The instance's batch (the scenario's): each of its dp engines runs ``per_engine`` (module doc)."""
+    return np.minimum(per_engine * x.dp, MAX_BATCH)
+
+
+def decode_comm_frac(x: EngineInputs) -> Array:
+    """t_comm / t_step of the decode step at ``x.batch`` (``roofline.decode``; the sizing table's comm_frac)."""
+    step = decode(x)
+    return np.asarray(step.comm_s / step.time_s, dtype=float)
+
+
 def kv_plan(x: EngineInputs) -> tuple[Array, np.ndarray]:
-    """(KV tokens, fits) of ``memory.memory_plan`` — the two figures the search needs, from the same functions."""
+    """(KV tokens, fits) of ``memory.memory_plan`` — the two figures the search needs, from the same functions;
+    the configurations (first axis) with pipeline stages, data-parallel engines or expert parallelism from
+    ``memory.kv_fit`` (``memory_plan``'s steps: per stage, × dp engines)."""
+    kv_tokens, fits = _plain_kv_plan(x)
+    if parallel.plain_layout(x):
+        return kv_tokens, fits
+    shape = broadcast_shape(x)
+    layout = np.broadcast_to((x.pp > 1) | (x.dp > 1) | (x.ep > 1), shape)
+    rows = np.flatnonzero(layout.reshape(shape[0], -1).any(axis=1))
+    sub = EngineInputs(**{f.name: _first_axis(getattr(x, f.name), rows, shape[0]) for f in fields(EngineInputs)})
+    sub_tokens, sub_fits = kv_fit(sub)
+    kv_tokens, fits = np.array(np.broadcast_to(kv_tokens, shape)), np.array(np.broadcast_to(fits, shape))
+    kv_tokens[rows] = np.broadcast_to(sub_tokens, (rows.size, *shape[1:]))
+    fits[rows] = np.broadcast_to(sub_fits, (rows.size, *shape[1:]))
+    return kv_tokens, fits
+
+
+def _first_axis(a: Array, rows: np.ndarray, n: int) -> Array:
+    """``a``'s entries at ``rows`` of a first axis of ``n`` (a field broadcast along it stays as it is)."""
+    a = np.asarray(a)
+    return a[rows] if a.ndim and a.shape[0] == n else a
+
+
+def _plain_kv_plan(x: EngineInputs) -> tuple[Array, np.ndarray]:
     raw = kv_budget_raw_bytes(x)
     groups = kv_groups(x)
     bb = block_bytes(x, None, groups)
@@ -255,12 +292,13 @@ def _fleet_columns(rate: float, mean_out: float, replicas: Array, gpus: Array, p
 def _colocated(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
     """Every colocated point of the bases ``rows``: base × batch × chunk (module doc).  The step times and
     the bisection run over base × chunk (the batch cap changes neither); the modelled latencies at each
-    point's load once per distinct (base, chunk, replicas)."""
-    b = np.asarray(space.batches, dtype=float)[None, :, None]
+    point's load once per distinct (base, chunk, replicas).  A dp layout's batch is the engines' × dp."""
     c = np.asarray(space.chunks, dtype=float)[None, None, :]
-    xa = _take(xb, rows, 3).with_(chunk_tokens=c)
+    x0 = _take(xb, rows, 3)
+    b = instance_batch(np.asarray(space.batches, dtype=float)[None, :, None], x0)
+    xa = x0.with_(chunk_tokens=c)
     x = xa.with_(batch=b)
-    shape, shape_a = (rows.size, b.size, c.size), (rows.size, 1, c.size)
+    shape, shape_a = (rows.size, len(space.batches), c.size), (rows.size, 1, c.size)
     valid = np.broadcast_to(config_valid(x), shape)
     kv_tokens, fits = kv_plan(x)
     fits = np.broadcast_to(fits, shape)
@@ -270,9 +308,10 @@ def _colocated(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats
     cap = np.where(ok, screen.capacity_per_s, 0.0)
     replicas = ceil_replicas(t.rate_per_s, cap)
     out = dict(
-        base=np.broadcast_to(np.arange(rows.size)[:, None, None], shape),
+        base=np.broadcast_to(rows[:, None, None], shape),
         batch=np.broadcast_to(b, shape),
         chunk=np.broadcast_to(c, shape),
+        comm=np.broadcast_to(decode_comm_frac(x0.with_(batch=b)), shape),
         valid=valid,
         fits=fits,
         low_ok=np.broadcast_to(screen.low_ok, shape),
@@ -293,7 +332,7 @@ def _operating(
     top = int(r.max()) + 1 if r.size else 1
     uniq, inverse = np.unique((where[0] * shape_a[2] + where[2]) * top + r, return_inverse=True)
     base, chunk, r_u = uniq // top // shape_a[2], uniq // top % shape_a[2], uniq % top
-    sub = g.take(shape_a, (base, np.zeros_like(base), chunk))
+    sub = g.take(shape_a, (base, np.zeros_like(base), chunk))  # base: the index into this call's rows
     lam = t.rate_per_s / r_u
     x_op = operating_x(lambda v: mean_step_s(sub, t, v)[0], lam, lam * sub.step_s(1.0, t.decode_context_tokens))
     st = colocated_state(sub, t, slo, x_op)
@@ -314,7 +353,9 @@ def _operating(
 def _prefill_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
     """Prefill-pool points: base × chunk, without speculation (module doc)."""
     c = np.asarray(space.chunks, dtype=float)[None, :]
-    x = _take(xb, rows, 2).with_(chunk_tokens=c, batch=np.minimum(c, PREFILL_POOL_BATCH), spec_on=np.zeros((1, 1)))
+    x0 = _take(xb, rows, 2)
+    batch = instance_batch(np.minimum(c, PREFILL_POOL_BATCH), x0)
+    x = x0.with_(chunk_tokens=c, batch=batch, spec_on=np.zeros((1, 1)))
     shape = (rows.size, c.size)
     kv_tokens, fits = kv_plan(x)
     m = PrefillModel.of(ReplicaGrid.of(x, kv_tokens), t)
@@ -335,11 +376,12 @@ def _prefill_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSt
 
 def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
     """Decode-pool points: base × batch, chunk = batch · (γ + 1) (module doc)."""
-    b = np.asarray(space.batches, dtype=float)[None, :]
+    per_engine = np.asarray(space.batches, dtype=float)[None, :]
     x0 = _take(xb, rows, 2)
+    b = instance_batch(per_engine, x0)
     q = np.where(x0.spec_on > 0, x0.gamma + 1.0, 1.0)
-    x = x0.with_(batch=b, chunk_tokens=np.maximum(b * q, 16.0))
-    shape = (rows.size, b.size)
+    x = x0.with_(batch=b, chunk_tokens=np.maximum(per_engine * q, 16.0))
+    shape = (rows.size, per_engine.size)
     kv_tokens, fits = kv_plan(x)
     g = ReplicaGrid.of(x0, np.full((), np.inf))
     screen = decode_screen(g, t, slo, (rows.size, 1), b, kv_tokens)
@@ -360,18 +402,27 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
         per_user=np.broadcast_to(g.tokens_per_step / step, shape),
         batch=np.broadcast_to(b, shape),
         chunk=np.broadcast_to(x.chunk_tokens, shape),
+        comm=np.broadcast_to(decode_comm_frac(x), shape),
     )
 
 
 def _base_columns(base_list: list[Base], idx: np.ndarray) -> dict[str, Any]:
     """The columns a point takes from its base; the strings as categoricals over every base's values."""
     out: dict[str, Any] = {}
-    for name in ("gpu", "name", "kvdtype", "wdtype"):
-        values = [getattr(b, name) for b in base_list]
+    for name, values in (
+        ("gpu", [b.gpu for b in base_list]),
+        ("name", [b.name for b in base_list]),
+        ("layout", [b.layout.label for b in base_list]),
+        ("kvdtype", [b.kvdtype for b in base_list]),
+        ("wdtype", [b.wdtype for b in base_list]),
+    ):
         cats = list(dict.fromkeys(values))
         codes = np.array([cats.index(v) for v in values], dtype=np.int64)
         out[name] = _cat(codes[idx], cats)
-    out["tp"] = np.array([b.layout.tp for b in base_list])[idx]
+    for name in ("tp", "pp", "ep", "dp", "gpus"):
+        column = np.array([getattr(b.layout, name) for b in base_list])
+        out["gpus_per_replica" if name == "gpus" else name] = column[idx]
+    out["nodes"] = np.array([b.nodes for b in base_list])[idx]
     out["spec"] = np.array([b.spec for b in base_list])[idx]
     out["price_per_gpu_hour_usd"] = np.array([b.price_per_gpu_hour_usd for b in base_list])[idx]
     return out
@@ -383,7 +434,7 @@ def _colocated_frame(base_list: list[Base], d: dict[str, Array], t: TrafficStats
     cols = _base_columns(base_list, base)
     ok = d["fits"][keep] & d["low_ok"][keep]
     replicas = np.where(ok, d["replicas"][keep], np.nan)
-    gpus = replicas * cols["tp"]
+    gpus = replicas * cols["gpus_per_replica"]
     status = _status(keep[keep], d["fits"][keep], d["low_ok"][keep], d["binding"][keep])
     return pd.DataFrame(
         dict(
@@ -401,6 +452,7 @@ def _colocated_frame(base_list: list[Base], d: dict[str, Array], t: TrafficStats
             itl_q_s=np.where(ok, d["itl_q"][keep], np.nan),
             output_tokens_per_s_per_user=np.where(ok, d["per_user"][keep], np.nan),
             request_latency_s=np.where(ok, d["ttft_q"][keep] + (t.output_mean_tokens - 1.0) * d["tpot"][keep], np.nan),
+            decode_comm_frac=d["comm"][keep],
         )
     )
 
@@ -409,14 +461,14 @@ def _disaggregated_frame(
     base_list: list[Base], pre: dict[str, Array], dec: dict[str, Array], t: TrafficStats
 ) -> pd.DataFrame:
     """Each decode-pool point with the prefill pool needing the fewest GPUs for its GPU and dtypes."""
-    tps = np.array([b.layout.tp for b in base_list], dtype=float)
+    per_replica = np.array([b.layout.gpus for b in base_list], dtype=float)
     best: dict[tuple[str, str, str], tuple[float, float, int, int, float, int]] = {}
     pb, pok = pre["base"].ravel(), pre["ok"].ravel()
-    pgpus = np.where(pok, pre["replicas"].ravel() * tps[pb], np.inf)
+    pgpus = np.where(pok, pre["replicas"].ravel() * per_replica[pb], np.inf)
     for i in np.flatnonzero(np.isfinite(pgpus)):
         b = base_list[int(pb[i])]
         key = (b.gpu, b.wdtype, b.kvdtype)
-        cand = (float(pgpus[i]), float(pre["ttft_q"].ravel()[i]), b.layout.tp, int(pre["chunk"].ravel()[i]))
+        cand = (float(pgpus[i]), float(pre["ttft_q"].ravel()[i]), int(pb[i]), int(pre["chunk"].ravel()[i]))
         if key not in best or cand[:2] < best[key][:2]:
             best[key] = (*cand, float(pre["replicas"].ravel()[i]), int(pre["binding"].ravel()[i]))
     keep = dec["valid"]
@@ -424,10 +476,15 @@ def _disaggregated_frame(
     cols = _base_columns(base_list, base)
     keys = list(zip(np.asarray(cols["gpu"]), np.asarray(cols["wdtype"]), np.asarray(cols["kvdtype"]), strict=True))
     nan = float("nan")
-    p = np.array([best.get(k, (nan, nan, 0, 0, nan, 0)) for k in keys], dtype=float).reshape(-1, 6)
+    p = np.array([best.get(k, (nan, nan, -1, 0, nan, 0)) for k in keys], dtype=float).reshape(-1, 6)
     ok = dec["fits"][keep] & dec["low_ok"][keep] & np.isfinite(p[:, 0])
     replicas_d = np.where(ok, dec["replicas"][keep], np.nan)
-    gpus = np.where(ok, replicas_d * cols["tp"] + p[:, 0], np.nan)
+    gpus = np.where(ok, replicas_d * cols["gpus_per_replica"] + p[:, 0], np.nan)
+    pre_base = np.where(ok, p[:, 2], -1).astype(np.int64)
+    labels = [b.layout.label for b in base_list] + [""]
+    pre_layout = pd.Categorical([labels[i] for i in pre_base], categories=list(dict.fromkeys(labels)))
+    pre_tp = np.array([b.layout.tp for b in base_list] + [np.nan], dtype=float)[pre_base]
+    pre_gpus = np.append(per_replica, np.nan)[pre_base]
     status = _status(keep[keep], dec["fits"][keep], dec["low_ok"][keep], dec["binding"][keep])
     status = np.where(np.isfinite(p[:, 0]) | (status != 0), status, STATUSES.index(PREFILL_MISSES))
     return pd.DataFrame(
@@ -446,12 +503,26 @@ def _disaggregated_frame(
             itl_q_s=np.where(ok, dec["itl_q"][keep], np.nan),
             output_tokens_per_s_per_user=np.where(ok, dec["per_user"][keep], np.nan),
             request_latency_s=np.where(ok, p[:, 1] + (t.output_mean_tokens - 1.0) / dec["per_user"][keep], np.nan),
-            prefill_tp=np.where(ok, p[:, 2], np.nan),
+            decode_comm_frac=dec["comm"][keep],
+            prefill_base=pre_base,
+            prefill_layout=pre_layout,
+            prefill_tp=pre_tp,
+            prefill_gpus_per_replica=pre_gpus,
             prefill_chunk=np.where(ok, p[:, 3], np.nan),
             prefill_replicas=np.where(ok, p[:, 4], np.nan),
             decode_replicas=replicas_d,
         )
     )
+
+
+def _by_kind(pool, xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
+    """``pool``'s points of the bases ``rows``, run apart for plain tensor-parallel bases and those with a layout
+    (``step_grid.step_model``: the plain coefficient form is the cheaper), joined along the base axis."""
+    simple = np.asarray((xb.pp == 1) & (xb.dp == 1) & (xb.ep == 1) & (xb.tp <= xb.gpus_per_node), dtype=bool)[rows]
+    parts = [pool(xb, rows[m], space, t, slo) for m in (simple, ~simple) if m.any()]
+    if len(parts) == 1:
+        return parts[0]
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts], axis=0) for k in parts[0]}
 
 
 def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -> Scored:
@@ -462,15 +533,15 @@ def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -
     if xb is None:
         return Scored(pd.DataFrame(), 0, 0, [])
     rows = np.arange(len(base_list))
-    col = _colocated(xb, rows, space, t, slo)
+    col = _by_kind(_colocated, xb, rows, space, t, slo)
     frames = [_colocated_frame(base_list, col, t)]
     scored, valid = col["valid"].size, int(col["valid"].sum())
     if space.disagg:
-        seen: dict[tuple[str, int, str, str], int] = {}
+        seen: dict[tuple[str, Layout, str, str], int] = {}
         for i, b in enumerate(base_list):
-            seen.setdefault((b.gpu, b.layout.tp, b.wdtype, b.kvdtype), i)
-        pre = _prefill_pool(xb, np.array(list(seen.values())), space, t, slo)
-        dec = _decode_pool(xb, rows, space, t, slo)
+            seen.setdefault((b.gpu, b.layout, b.wdtype, b.kvdtype), i)
+        pre = _by_kind(_prefill_pool, xb, np.array(list(seen.values())), space, t, slo)
+        dec = _by_kind(_decode_pool, xb, rows, space, t, slo)
         frames.append(_disaggregated_frame(base_list, pre, dec, t))
         scored += pre["ok"].size + dec["valid"].size
         valid += int(dec["valid"].sum()) + int(np.sum(pre["ok"]))
@@ -482,4 +553,4 @@ def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -
     return Scored(points, scored, valid, base_list)
 
 
-__all__ = ["Base", "ParallelLayout", "Scored", "Space", "bases", "kv_plan", "parallel_layouts", "score"]
+__all__ = ["Base", "Scored", "Space", "bases", "grid_layouts", "kv_plan", "parallel_layouts", "score"]

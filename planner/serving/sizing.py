@@ -362,12 +362,13 @@ def searched_sizing(
     from planner.serving.search import search_fleet
 
     z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
-    table = z.table.rename(columns={"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s"}).assign(fits=True)
-    if "layout" not in table:
-        table["layout"] = [Layout(tp=int(t)).label for t in table["tp"]]
+    names = {"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s", "decode_comm_frac": "comm_frac"}
+    table = z.table.rename(columns=names).assign(fits=True)
     keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
-    tps = sorted({int(t) for t in z.points["tp"]})
-    plans = {g: sizing_layouts(s, catalog, g, tps) for g in keys}
+    plans: dict[str, list[Layout]] = {g: [] for g in keys}  # the layouts the search tried on each GPU
+    for b in z.bases:
+        if b.layout not in plans.setdefault(b.gpu, []):
+            plans[b.gpu].append(b.layout)
     return Sizing(
         table=table,
         best=z.best,

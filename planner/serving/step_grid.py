@@ -3,6 +3,9 @@ few numbers, and every configuration's step times (the simulator's formulas over
 
 ``StepModel.time_s`` is ``roofline.step_cost`` with one prefill chunk, its coefficients taken once per
 configuration as ``step_time.Roofline`` takes them for one (equal to it to 1e-9; tests/serving/test_search.py).
+A configuration whose layout goes beyond one node's tensor parallelism (pipeline stages, data-parallel
+attention, expert parallelism, tp across nodes: ``parallel.simple`` false) is timed by ``LayoutStepModel``:
+``step_time.Roofline``'s layout coefficients over arrays (equal to ``roofline.step_cost`` to 1e-9).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads
 from planner.engine.inputs import Array, EngineInputs
 from planner.engine.memory import kv_bytes_per_token_per_layer
@@ -196,11 +200,177 @@ class StepModel:
 
 
 @dataclass(frozen=True)
+class LayoutTerms:
+    """The layout coefficients of ``step_time.Layout`` as arrays (one per configuration)."""
+
+    dp: Array
+    pp: Array
+    u_pp: Array  # u / pp: the biggest stage's share of a pass
+    imbalance: Array
+    moe_fixed: Array  # the MoE exchange's latencies per pass (dp > 1)
+    moe_token: Array  # … per exchanged token, decode-only steps
+    moe_prefill_token: Array  # … in a step with prefill tokens
+    by_rank: Array  # ep > 1: X = max(T_r, imb · T_all / dp)
+    tbo: Array
+    cross: Array  # stage boundaries crossing nodes
+    far_fixed: Array
+    far_token: Array
+    near_fixed: Array
+    near_token: Array
+
+    @classmethod
+    def of(cls, x: EngineInputs) -> LayoutTerms:
+        one = x.with_(layers=np.ones_like(x.layers), moe_layers=np.ones_like(x.moe_layers))  # per layer, one token
+        n = x.tp * x.dp
+        ep_on = x.ep > 1
+        per_token = x.hidden * (x.dispatch_bytes_per_element + ACTIVATION_BYTES) / x.tp
+        zero, unit = (parallel.gather_s(one, n, v * x.hidden * 2.0) for v in (0.0, 1.0))
+        moe_token = np.where(ep_on, per_token * parallel.exchange_s_per_byte(x, False), 2.0 * (unit - zero))
+        moe_prefill = np.where(ep_on, per_token * parallel.exchange_s_per_byte(x, True), 2.0 * (unit - zero))
+        moe_fixed = np.where(ep_on, 2.0 * parallel.all_to_all_s(one, n, 0.0), 2.0 * zero)
+        active = (x.dp > 1) & (x.moe_layers > 0)
+        near0, near1 = (parallel._send_s(x, v, False) for v in (0.0, 1.0))
+        far0, far1 = (parallel._send_s(x, v, True) for v in (0.0, 1.0))
+        return cls(
+            dp=x.dp,
+            pp=x.pp,
+            u_pp=parallel.layer_imbalance(x) / x.pp,
+            imbalance=parallel.expert_imbalance(x),
+            moe_fixed=np.where(active, x.moe_layers * moe_fixed, 0.0),
+            moe_token=np.where(active, x.moe_layers * moe_token, 0.0),
+            moe_prefill_token=np.where(active, x.moe_layers * moe_prefill, 0.0),
+            by_rank=ep_on.astype(float),
+            tbo=x.tbo,
+            cross=parallel.boundaries_crossing_nodes(x),
+            far_fixed=far0,
+            far_token=far1 - far0,
+            near_fixed=near0,
+            near_token=near1 - near0,
+        )
+
+    def stage_send_s(self, rank_tokens) -> Array:
+        far = self.far_fixed + self.far_token * rank_tokens
+        near = self.near_fixed + self.near_token * rank_tokens
+        return np.where(self.pp > 1, np.where(self.cross > 0, far, near), 0.0)
+
+    def path_sends_s(self, rank_tokens) -> Array:
+        far = self.far_fixed + self.far_token * rank_tokens
+        near = self.near_fixed + self.near_token * rank_tokens
+        return np.where(self.pp > 1, self.cross * far + (self.pp - 1.0 - self.cross) * near, 0.0)
+
+
+@dataclass(frozen=True)
+class LayoutStepModel:
+    """``roofline.step_cost`` with one prefill chunk for configurations with a parallel layout (module doc):
+    ``step_time.Roofline``'s layout coefficients over arrays — the plain ones of the stage with the experts over
+    tp · dp and the layout's all-reduces, and ``LayoutTerms`` (equal to ``step_cost`` to 1e-9; tests)."""
+
+    base: StepModel
+    lay: LayoutTerms
+
+    @classmethod
+    def of(cls, x: EngineInputs) -> LayoutStepModel:
+        x = x.as_arrays()
+        one = np.ones_like(x.dp)
+        base = StepModel.of(x.with_(dp=one, ep=one, pp=one, gpus_per_node=np.maximum(x.gpus_per_node, x.tp)))
+        lay = LayoutTerms.of(x)
+        multi = x.tp > 1
+        ar0 = np.where(multi, parallel.allreduce_s(x, x.tp, 0.0), 0.0)
+        ar1 = np.where(multi, parallel.allreduce_s(x, x.tp, x.hidden * ACTIVATION_BYTES), 0.0) - ar0
+        n_ar = parallel.tp_allreduces(x)
+        base = replace(
+            base,
+            experts_per_token=base.experts_per_token * lay.imbalance,
+            expert=base.expert / x.dp,
+            expert_weight=base.expert_weight / x.dp * parallel.physical_expert_frac(x),
+            comm_fixed=n_ar * ar0,
+            comm_per_token=n_ar * ar1,
+            moe=True,
+            windows=True,
+        )
+        return cls(base, lay)
+
+    @property
+    def prefill_overhead(self) -> Array:
+        return self.base.prefill_overhead
+
+    @property
+    def decode_overhead(self) -> Array:
+        return self.base.decode_overhead
+
+    def take(self, shape: tuple[int, ...], index: tuple[np.ndarray, ...]) -> LayoutStepModel:
+        """The configurations at ``index`` of the grid ``shape`` (1-D coefficient arrays)."""
+        terms = {f.name: np.broadcast_to(getattr(self.lay, f.name), shape)[index] for f in fields(self.lay)}
+        return LayoutStepModel(self.base.take(shape, index), LayoutTerms(**terms))
+
+    def _pass(self, seqs, q, ctx, n, past) -> tuple[Array, Array]:
+        """(time, the busiest rank's tokens) of one pass (``step_time.Roofline._layout_pass_s``, one chunk; like
+        ``StepModel.time_s`` it is not asked for an empty step)."""
+        m, lay = self.base, self.lay
+        count = (np.asarray(n) > 0).astype(float)
+        dec_r = seqs / lay.dp * q
+        tokens_r = dec_r + n
+        tokens_all = seqs * q + n
+        keys = m._keys(ctx)
+        pad = np.where(np.asarray(tokens_r) > 0, m.half, 0.0)
+        pad_all = np.where(np.asarray(tokens_all) > 0, m.half, 0.0)
+        hit = 1.0 - m.expert_miss**tokens_all
+        mc = (
+            m.body * (tokens_r + pad)
+            + m.head * (dec_r + count + pad)
+            + m.expert * (m.experts_per_token * tokens_all + m.experts * hit * pad_all)
+        )
+        ac = m.dec_attn * dec_r * keys + m.pre_attn * n * m._keys(past + (n + 1.0) / 2.0)
+        mm = m.dense_weight + m.expert_weight * hit + tokens_r * m.act
+        am = (
+            m.kv_dec_layer * seqs / lay.dp * keys
+            + m.kv_layer * count * m._keys(past)
+            + tokens_r * m.kv_token
+            + (seqs / lay.dp + count) * m.state
+        )
+        exchanged = np.where(lay.by_rank > 0, np.maximum(tokens_r, lay.imbalance * tokens_all / lay.dp), tokens_all)
+        exchange = lay.moe_fixed + np.where(count > 0, lay.moe_prefill_token, lay.moe_token) * exchanged
+        comm = m.comm_fixed + m.comm_per_token * tokens_r + exchange
+        overhead = np.where(count > 0, m.prefill_overhead, m.decode_overhead)
+        work = overlapped_s(mc, mm, m.overlap) + overlapped_s(ac, am, m.overlap)
+        return overhead + work + comm - lay.tbo * np.minimum(work, exchange), tokens_r
+
+    def time_s(self, seqs, q, ctx, n=0.0, past=0.0) -> Array:
+        """One step (``StepModel.time_s``): the pipeline's max(busy, path) over m = min(max(seqs, 1), pp)
+        micro-batches, one of them carrying the chunk (``roofline`` module doc)."""
+        seqs, q, ctx, n, past = (np.asarray(v, dtype=float) for v in (seqs, q, ctx, n, past))
+        lay = self.lay
+        mb = np.clip(np.maximum(seqs, (n > 0).astype(float)), 1.0, lay.pp)
+        t_mix, r_mix = self._pass(seqs / mb, q, ctx, n, past)
+        if not np.any(lay.pp > 1):
+            return t_mix
+        if np.any(n > 0):
+            t_dec, r_dec = self._pass(seqs / mb, q, ctx, 0.0, 0.0)
+            t_dec, r_dec = np.where(n > 0, t_dec, t_mix), np.where(n > 0, r_dec, r_mix)
+        else:
+            t_dec, r_dec = t_mix, r_mix
+        send_dec, send_mix = lay.stage_send_s(r_dec), lay.stage_send_s(r_mix)
+        busy = lay.u_pp * ((mb - 1.0) * t_dec + t_mix) + (mb - 1.0) * send_dec + send_mix
+        path = t_mix + lay.path_sends_s(r_mix)
+        return np.where(lay.pp > 1, np.maximum(busy, path), t_mix)
+
+
+#: A grid's step model: the coefficient form for plain tensor parallelism, the engine's function for layouts.
+Step = StepModel | LayoutStepModel
+
+
+def step_model(x: EngineInputs) -> Step:
+    """``StepModel`` where every configuration of ``x`` is plain tensor parallelism inside one node, else
+    ``LayoutStepModel`` (module doc)."""
+    return StepModel.of(x) if parallel.simple(x) else LayoutStepModel.of(x)
+
+
+@dataclass(frozen=True)
 class ReplicaGrid:
     """A grid of replica configurations: step models and the scheduler's limits (broadcast arrays)."""
 
-    step: StepModel
-    draft: StepModel | None  # the draft preset's own decode step; None: draft_ratio × the target's
+    step: Step
+    draft: Step | None  # the draft preset's own decode step; None: draft_ratio × the target's
     draft_ratio: Array
     gamma: Array  # draft tokens per step; 0 where speculative decoding is off
     alpha: Array
@@ -215,8 +385,8 @@ class ReplicaGrid:
         spec = (x.spec_on > 0) & (x.gamma > 0)
         own = bool(np.any(spec & (x.has_draft_model > 0)))
         return cls(
-            step=StepModel.of(x),
-            draft=StepModel.of(draft_model_inputs(x)) if own else None,
+            step=step_model(x),
+            draft=step_model(draft_model_inputs(x)) if own else None,
             draft_ratio=np.where(x.has_draft_model > 0, np.nan, x.draft_ratio) if own else x.draft_ratio,
             gamma=np.where(spec, x.gamma, 0.0),
             alpha=x.alpha,

@@ -22,6 +22,11 @@ MAX_DRAWN = 20_000
 _HOVER = "%{text}<br>%{x:.4g} × %{y:.4g}<extra></extra>"  # the axes' own units are in their titles
 
 
+def _nodes(row: Any) -> str:
+    """' on 2 nodes' for a replica that spans nodes, else nothing."""
+    return f" on {int(row.nodes)} nodes" if int(row.nodes) > 1 else ""
+
+
 def _label(row: Any) -> str:
     mode = "disaggregated, " if row.mode == "disaggregated" else ""
     extra = "".join(
@@ -32,7 +37,7 @@ def _label(row: Any) -> str:
         )
     )
     return plot_text(
-        f"{row.gpu}: {mode}tp {int(row.tp)}, batch {int(row.batch)}, chunk {int(row.chunk)}{extra}; "
+        f"{row.gpu}: {mode}{row.layout}{_nodes(row)}, batch {int(row.batch)}, chunk {int(row.chunk)}{extra}; "
         f"{int(row.gpus)} GPUs"
     )
 

@@ -50,6 +50,8 @@ UPDATE, SEARCH = "update", "search"
 TABLE_DISPLAY = {
     "name": "GPU",
     "mode": "mode",
+    "layout": "layout",
+    "nodes": "nodes",
     "tp": "tp",
     "batch": "batch",
     "chunk": "chunk",
@@ -62,6 +64,7 @@ TABLE_DISPLAY = {
     "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
     "ttft_q_s": "TTFT (ms)",
     "itl_q_s": "ITL (ms)",
+    "decode_comm_frac": "comm share of a decode step",
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
@@ -70,6 +73,8 @@ TABLE_DISPLAY = {
 #: How each shown column is formatted (``ui.format.table``).
 TABLE_KINDS = {
     "tp": "count",
+    "nodes": "count",
+    "comm share of a decode step": "pct",
     "batch": "count",
     "chunk": "count",
     "replicas": "count",

@@ -586,7 +586,7 @@ def _show_sizing(st: Any, z: Sizing) -> None:
     if z.search is not None:
         st.caption(
             md_text(
-                f"Searched GPU × tp × {z.search.points['batch'].nunique()} batch caps × "
+                f"Searched GPU × layout (tp, pp, ep, dp) × {z.search.points['batch'].nunique()} batch caps × "
                 f"{z.search.points['chunk'].nunique()} chunks (link key search: {md_escape(_searched_knobs(z))}); the "
                 f"cheapest {len(z.table)} of {fmt_count(len(z.search.points))} configurations were simulated "
                 f"({fmt_count(z.requests_per_simulation)} requests per replica, {len(z.search.seeds)} seeds). The "
@@ -641,7 +641,8 @@ def _simulate_row(ctx: PageContext, z: Sizing) -> None:
     if not len(ok):
         return
     labels = {
-        i: f"{r['name']} · tp {int(r['tp'])}"
+        i: f"{r['name']} · "
+        + (str(r["layout"]) if "layout" in r else f"tp {int(r['tp'])}")
         + (f" · batch {int(r['batch'])} · chunk {int(r['chunk'])}" if "batch" in r and pd.notna(r["batch"]) else "")
         + f" · {int(r['replicas'])} replicas"
         for i, r in ok.iterrows()
