@@ -108,3 +108,25 @@ def test_sizing_shows_the_table_with_the_best_row_and_a_chart():
     assert at.success and "Cheapest way to meet" in at.success[0].value
     assert len(at.dataframe) == 2  # colocated table, disaggregated estimate
     assert charts(at) == 1
+
+
+def test_a_sizing_row_with_a_pipeline_layout_becomes_that_layout(catalog):
+    """'Simulate this row' on a GPU × layout table (search=none) keeps the row's pp/ep/dp, not only its tp."""
+    import pandas as pd
+
+    from planner.serving.sizing import Sizing
+    from ui.tabs.simulate import _row_changes
+
+    s = Scenario(model="llama-3.1-405b", batch=64, search="none")
+    row = pd.Series(dict(gpu="h100-sxm", tp=8, pp=2, ep=1, dp=1, replicas=3))
+    z = Sizing(
+        table=pd.DataFrame([row]),
+        best=None,
+        reason="",
+        disaggregated=pd.DataFrame(),
+        rate_per_s=1.0,
+        mean_output_tokens=64.0,
+        requests_per_simulation=20,
+    )
+    moved = s.with_changes(**_row_changes(s, z, row))
+    assert (moved.gpu, moved.tp, moved.pp, moved.replicas, moved.batch) == ("h100-sxm", 8, 2, 3, 64)

@@ -24,8 +24,10 @@ import pandas as pd
 from planner.errors import TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
+from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
 from planner.serving.fleet import FleetResult, replica_frame
+from planner.serving.layouts import on_layout
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
 from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing
 from planner.serving.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
@@ -631,7 +633,9 @@ def _row_changes(s: Scenario, z: Sizing, row: pd.Series) -> dict[str, Any]:
     """The scenario changes that make a sizing row the scenario: its configuration and replicas."""
     if z.search is not None:
         return z.search.changes(int(row["point"]))
-    return s.gpu_switch(str(row["gpu"]), int(row["tp"])) | {"replicas": int(row["replicas"])}
+    lay = Layout(tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), dp=int(row["dp"]))
+    moved = on_layout(s, str(row["gpu"]), lay)
+    return {k: v for k, v in moved.model_dump().items() if getattr(s, k) != v} | {"replicas": int(row["replicas"])}
 
 
 def _simulate_row(ctx: PageContext, z: Sizing) -> None:
