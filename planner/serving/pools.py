@@ -4,8 +4,9 @@ or one pool of a disaggregated (prefill/decode) deployment.
   colocated      the replica's round-robin share: the scenario's Poisson arrivals at rate / r (its
                  seed), or every r-th request of the trace
   prefill pool   the same share with every output cut to one token: the replica prefills each prompt
-                 and emits its first token, so its TTFT is the deployment's (the KV transfer to the
-                 decode pool and the decode pool's first step are not counted)
+                 and emits its first token; the deployment's TTFT is that plus the prompt's KV transfer
+                 to the decode pool (``search.transfer_s``), so the search holds this pool to the TTFT
+                 target less the transfer (the decode pool's first step is not counted)
   decode pool    the share with prefills free (``DecodeOnlyStepTime``): a step lasts the decode step
                  of its running sequences, as on a vLLM decode instance whose KV connector loads each
                  prompt's cache without a forward pass; its token budget admits every prompt at once

@@ -22,19 +22,21 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_all_start_methods, get_context
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from planner.engine import parallel
 from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_usd
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.serving.pools import PoolSizing, size_pool
 from planner.serving.search_grid import COLOCATED, DISAGGREGATED, PREFILL_POOL_BATCH, Base, score
+from planner.serving.simulate import sim_inputs
 from planner.serving.slo import Slo
 from planner.serving.step_grid import TrafficStats
 from planner.serving.workload import Workload, scenario_workload
@@ -70,6 +72,7 @@ class Candidate:
 class Confirmation:
     point: int
     pools: tuple[PoolSizing, ...]  # (colocated,) or (prefill, decode)
+    kv_transfer_s: float = 0.0  # disaggregated: the prompt's KV from the prefill to the decode pool
 
 
 @dataclass(frozen=True)
@@ -187,9 +190,22 @@ def confirm(
         return Confirmation(
             c.point, (size_pool(s.with_changes(**c.changes), catalog, trace, "colocated", c.guess, n, seeds, slo),)
         )
-    pre = size_pool(s.with_changes(**c.prefill_changes), catalog, trace, "prefill", c.prefill_guess, n, seeds, slo)
-    dec = size_pool(s.with_changes(**c.changes), catalog, trace, "decode", c.guess, n, seeds, slo)
-    return Confirmation(c.point, (pre, dec))
+    prefill_s, decode_s = s.with_changes(**c.prefill_changes), s.with_changes(**c.changes)
+    kv_s = transfer_s(prefill_s, decode_s, catalog, trace, slo)
+    # the prefill pool's TTFT plus the transfer must meet the target: the pool is held to what is left of it
+    pre_slo = replace(slo, ttft_s=max(slo.ttft_s - kv_s, 0.0))
+    pre = size_pool(prefill_s, catalog, trace, "prefill", c.prefill_guess, n, seeds, pre_slo)
+    dec = size_pool(decode_s, catalog, trace, "decode", c.guess, n, seeds, slo)
+    return Confirmation(c.point, (pre, dec), kv_s)
+
+
+def transfer_s(prefill: Scenario, decode: Scenario, catalog: Catalog, trace: Workload | None, slo: Slo) -> float:
+    """The KV transfer of the prompt at the SLO's percentile (the scenario's prompt, or the trace's
+    percentile prompt) from a prefill instance to a decode instance (``parallel.kv_transfer_s``)."""
+    prompt = float(prefill.prompt) if trace is None else float(np.percentile(trace.prompt_tokens, slo.pct))
+    _, xp = sim_inputs(prefill, catalog)
+    _, xd = sim_inputs(decode, catalog)
+    return float(np.asarray(parallel.kv_transfer_s(xp, xd, prompt)))
 
 
 def _confirm_in_worker(args: tuple) -> Confirmation:
@@ -283,12 +299,13 @@ def _confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: fl
         pre, dec = conf.pools
         assert pre.at is not None and dec.at is not None and pre.replicas and dec.replicas
         gpus = pre.replicas * int(row["prefill_gpus_per_replica"]) + dec.replicas * int(row["gpus_per_replica"])
-        ttft, itl = pre.at.worst.ttft_q_s, dec.at.worst.itl_q_s
+        ttft, itl = pre.at.worst.ttft_q_s + conf.kv_transfer_s, dec.at.worst.itl_q_s
         goodput = min(pre.at.worst.goodput_frac, dec.at.worst.goodput_frac)
         out |= dict(
             replicas=dec.replicas,
             prefill_replicas=pre.replicas,
             decode_replicas=dec.replicas,
+            kv_transfer_s=conf.kv_transfer_s,
             binding=f"decode pool: {_binding(dec)}; prefill pool: {_binding(pre)}",
         )
     cost = gpus * row["price_per_gpu_hour_usd"]
@@ -338,6 +355,7 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
     "cost_per_hour_usd",
     "cost_per_million_output_tokens_usd",
     "ttft_q_s",
+    "kv_transfer_s",
     "itl_q_s",
     "goodput_frac",
     "output_tokens_per_s_per_gpu",

@@ -246,7 +246,7 @@ MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES = (
     "meets the SLO",
     "does not fit in memory",
     "the engine refuses it",
-    "prefill pool misses the SLO at every layout",
+    "prefill pool plus KV transfer misses the TTFT target at every layout",
 )
 STATUSES = (MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES) + tuple(
     f"misses the SLO even at low load: {c}" for c in CONSTRAINTS
@@ -457,10 +457,27 @@ def _colocated_frame(base_list: list[Base], d: dict[str, Array], t: TrafficStats
     )
 
 
+def transfer_prompt_tokens(t: TrafficStats) -> float:
+    """The prompt whose KV transfer the TTFT percentile carries: the mean prompt plus the uncached
+    prompt's excess at the percentile over its mean (the whole prompt's KV moves, cached prefix too)."""
+    return t.prompt_mean_tokens + max(t.uncached_q_tokens - t.uncached_mean_tokens, 0.0)
+
+
+def _rows(x: EngineInputs, rows: np.ndarray) -> EngineInputs:
+    return EngineInputs(**{f.name: getattr(x, f.name)[rows] for f in fields(EngineInputs)})
+
+
 def _disaggregated_frame(
-    base_list: list[Base], pre: dict[str, Array], dec: dict[str, Array], t: TrafficStats
+    base_list: list[Base],
+    pre: dict[str, Array],
+    dec: dict[str, Array],
+    t: TrafficStats,
+    xb: EngineInputs,
+    slo: Slo,
 ) -> pd.DataFrame:
-    """Each decode-pool point with the prefill pool needing the fewest GPUs for its GPU and dtypes."""
+    """Each decode-pool point with the prefill pool needing the fewest GPUs for its GPU and dtypes; its
+    TTFT is the prefill pool's plus the prompt's KV transfer to the decode pool (``parallel.kv_transfer_s``
+    over the scale-out network), and it meets the SLO only if that sum does."""
     per_replica = np.array([b.layout.gpus for b in base_list], dtype=float)
     best: dict[tuple[str, str, str], tuple[float, float, int, int, float, int]] = {}
     pb, pok = pre["base"].ravel(), pre["ok"].ravel()
@@ -477,7 +494,15 @@ def _disaggregated_frame(
     keys = list(zip(np.asarray(cols["gpu"]), np.asarray(cols["wdtype"]), np.asarray(cols["kvdtype"]), strict=True))
     nan = float("nan")
     p = np.array([best.get(k, (nan, nan, -1, 0, nan, 0)) for k in keys], dtype=float).reshape(-1, 6)
-    ok = dec["fits"][keep] & dec["low_ok"][keep] & np.isfinite(p[:, 0])
+    found = np.isfinite(p[:, 0])
+    sender = np.where(found, p[:, 2], base).astype(np.int64)
+    kv_s = np.where(
+        found,
+        np.asarray(parallel.kv_transfer_s(_rows(xb, sender), _rows(xb, base), transfer_prompt_tokens(t))),
+        np.nan,
+    )
+    reaches = found & (p[:, 1] + np.nan_to_num(kv_s, nan=np.inf) <= slo.ttft_s)
+    ok = dec["fits"][keep] & dec["low_ok"][keep] & reaches
     replicas_d = np.where(ok, dec["replicas"][keep], np.nan)
     gpus = np.where(ok, replicas_d * cols["gpus_per_replica"] + p[:, 0], np.nan)
     pre_base = np.where(ok, p[:, 2], -1).astype(np.int64)
@@ -486,7 +511,7 @@ def _disaggregated_frame(
     pre_tp = np.array([b.layout.tp for b in base_list] + [np.nan], dtype=float)[pre_base]
     pre_gpus = np.append(per_replica, np.nan)[pre_base]
     status = _status(keep[keep], dec["fits"][keep], dec["low_ok"][keep], dec["binding"][keep])
-    status = np.where(np.isfinite(p[:, 0]) | (status != 0), status, STATUSES.index(PREFILL_MISSES))
+    status = np.where(reaches | (status != 0), status, STATUSES.index(PREFILL_MISSES))
     return pd.DataFrame(
         dict(
             mode=_cat(np.ones(base.size, dtype=np.int64), MODES),
@@ -499,10 +524,13 @@ def _disaggregated_frame(
             prefill_binding=_cat(p[:, 5].astype(np.int64), CONSTRAINTS),
             meets_slo=ok,
             status=_cat(status, STATUSES),
-            ttft_q_s=np.where(ok, p[:, 1], np.nan),
+            ttft_q_s=np.where(ok, p[:, 1] + kv_s, np.nan),
             itl_q_s=np.where(ok, dec["itl_q"][keep], np.nan),
             output_tokens_per_s_per_user=np.where(ok, dec["per_user"][keep], np.nan),
-            request_latency_s=np.where(ok, p[:, 1] + (t.output_mean_tokens - 1.0) / dec["per_user"][keep], np.nan),
+            request_latency_s=np.where(
+                ok, p[:, 1] + kv_s + (t.output_mean_tokens - 1.0) / dec["per_user"][keep], np.nan
+            ),
+            kv_transfer_s=kv_s,
             decode_comm_frac=dec["comm"][keep],
             prefill_base=pre_base,
             prefill_layout=pre_layout,
@@ -542,7 +570,7 @@ def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -
             seen.setdefault((b.gpu, b.layout, b.wdtype, b.kvdtype), i)
         pre = _by_kind(_prefill_pool, xb, np.array(list(seen.values())), space, t, slo)
         dec = _by_kind(_decode_pool, xb, rows, space, t, slo)
-        frames.append(_disaggregated_frame(base_list, pre, dec, t))
+        frames.append(_disaggregated_frame(base_list, pre, dec, t, xb, slo))
         scored += pre["ok"].size + dec["valid"].size
         valid += int(dec["valid"].sum()) + int(np.sum(pre["ok"]))
     points = pd.concat(frames, ignore_index=True)

@@ -8,13 +8,14 @@ here by its own simulations and again by an independent one.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.engine import parallel
 from planner.engine.evaluate import inputs_for, resolve
 from planner.engine.inputs import from_specs
 from planner.engine.memory import memory_plan
@@ -175,6 +176,29 @@ def test_a_disaggregated_answer_sizes_both_pools_by_simulation(catalog):
     assert row["status"] == MEETS
     assert row["gpus"] == row["prefill_replicas"] * row["prefill_tp"] + row["decode_replicas"] * row["tp"]
     assert row["binding"].startswith("decode pool: ") and "; prefill pool: " in row["binding"]
+    # the prompt's KV crosses the network before the decode pool's first token: part of the TTFT
+    assert row["kv_transfer_s"] > 0 and row["ttft_q_s"] >= row["kv_transfer_s"]
+
+
+def test_the_screen_adds_the_kv_transfer_to_a_disaggregated_ttft(catalog):
+    """A disaggregated point's TTFT = its prefill pool's + the prompt's KV transfer (parallel.kv_transfer_s);
+    a scale-out network slow enough to spend the whole TTFT target on the transfer leaves no point."""
+    from planner.serving.search_grid import transfer_prompt_tokens
+
+    s = EXAMPLE.with_changes(search="batch,chunk,disagg")
+    t = traffic_stats(s, None)
+    dis = score(s, catalog, t, ["h100-sxm"]).points
+    dis = dis[(dis["mode"] == "disaggregated") & dis["meets_slo"]]
+    assert len(dis) and (dis["kv_transfer_s"] > 0).all() and (dis["ttft_q_s"] <= s.slo_ttft_s).all()
+    for _, row in dis.drop_duplicates(["tp", "prefill_tp"]).iterrows():
+        _, xp = sim_inputs(s.with_changes(tp=int(row["prefill_tp"])), catalog)
+        _, xd = sim_inputs(s.with_changes(tp=int(row["tp"])), catalog)
+        want = float(np.asarray(parallel.kv_transfer_s(xp, xd, transfer_prompt_tokens(t))))
+        assert row["kv_transfer_s"] == pytest.approx(want)
+    slow = catalog.gpus["h100-sxm"].model_copy(update={"scale_out_bytes_per_s": 1e6})
+    slow_catalog = replace(catalog, gpus=catalog.gpus | {"h100-sxm": slow})
+    none = score(s, slow_catalog, t, ["h100-sxm"]).points
+    assert not (none[none["mode"] == "disaggregated"]["meets_slo"]).any()
 
 
 def test_the_decode_pool_pays_no_prefill_and_the_prefill_pool_emits_one_token(catalog):
