@@ -58,8 +58,8 @@ CHROMIUM_ARGS = [
 #: Light sessions' batches (the TPOT card moves with each) and their first output length.
 BATCHES = tuple(range(4, 44))
 FIRST_OUTPUT = 300
-#: A heavy session's scenario: the Simulate & size tab's defaults at 20,000 simulated requests.
-HEAVY_QUERY = "v=1&sim_requests=20000"
+#: A heavy session's scenario: the Simulate & size tab's defaults at 100,000 simulated requests (the most).
+HEAVY_QUERY = "v=1&sim_requests=100000"
 HEAVY_WAIT_S = 150.0
 LIGHT_WAIT_MS = 30_000
 POLL_MS = 50
@@ -106,6 +106,22 @@ def sample(pid: int) -> tuple[float, float, int]:
     """(server RSS MiB, workers' RSS MiB summed, number of workers)."""
     kids = children(pid)
     return rss_mib(pid), sum(rss_mib(k) for k in kids), len(kids)
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used (/proc/PID/stat fields 14 and 15, in clock ticks)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, every core (/proc/stat's cpu line)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK"), sum(ticks) / os.sysconf("SC_CLK_TCK")
 
 
 def start_server(port: int, log: IO[str]) -> subprocess.Popen:
@@ -233,6 +249,7 @@ async def run(args: argparse.Namespace, base: str, pid: int, expected: list[dict
             opened.append(await open_session(browser, f"{base}/?{query}", stats))
             await asyncio.sleep(max(0.0, args.stagger - (time.time() - started)))
         stats["loaded_at_s"] = time.time() - t_start
+        stats["cpu_before"] = (cpu_s(pid), machine_busy_s(), time.time())
         until = time.time() + args.seconds
         rngs = [random.Random(i) for i in range(args.sessions)]
         drivers = [
@@ -243,6 +260,7 @@ async def run(args: argparse.Namespace, base: str, pid: int, expected: list[dict
         ]
         await asyncio.gather(*drivers)
         stats["run_end_s"] = time.time() - t_start
+        stats["cpu_after"] = (cpu_s(pid), machine_busy_s(), time.time())
         for context, _ in opened:
             await context.close()
         await browser.close()
@@ -287,6 +305,12 @@ def report(args: argparse.Namespace, stats: dict, tracebacks: int, wall: float) 
     )
     for line in (stats["page_errors"] + stats["action_failures"])[:5]:
         print("  e.g.", line)
+    (server0, (busy0, total0), t0), (server1, (busy1, total1), t1) = stats["cpu_before"], stats["cpu_after"]
+    print(
+        f"CPU while driven: the server process {100 * (server1 - server0) / (t1 - t0):.0f}% of one core; the machine "
+        f"{100 * (busy1 - busy0) / (total1 - total0):.0f}% busy over its {os.cpu_count()} cores (browsers, workers, "
+        "server and anything else running)"
+    )
     during = [s for s in stats["samples"] if stats["loaded_at_s"] <= s[0] <= stats["run_end_s"]]
     for name, rows in (("during the run", during), ("after the run", stats["after"])):
         if rows:
