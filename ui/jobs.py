@@ -81,6 +81,7 @@ class Job:
     queued_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
     progress: float = 0.0
+    note: str = ""  # the run's own words for its progress (the search's stage), when it has them
     state: str = "queued"  # queued | running | done | problems | failed
     problems: tuple[str, ...] = ()
     done: threading.Event = field(default_factory=threading.Event)
@@ -109,8 +110,10 @@ def _limit_resources(memory_limit_bytes: int) -> None:
         pass
 
 
-def _run_job(kind: str, payload: Any, progress: Callable[[float], None]) -> Any:
-    """The work itself, in the worker (planner only)."""
+def _run_job(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
+    """The work itself, in the worker (planner only).  ``search`` and ``simulate_point`` (the Search &
+    frontier tab) take the scenario's own traffic (``scenario_traffic``: its Poisson arrivals or its
+    bundled trace; ``workload`` is None); the search confirms in a pool of ``default_processes()``."""
     from planner.model.catalog import load_catalog
     from planner.model.scenario import Scenario
 
@@ -125,6 +128,17 @@ def _run_job(kind: str, payload: Any, progress: Callable[[float], None]) -> Any:
         from planner.serving.sizing import size_fleet
 
         return size_fleet(s, catalog, trace=workload, progress=progress, search=True)
+    if kind in ("search", "simulate_point"):
+        from planner.serving.traces import scenario_traffic
+
+        traffic = scenario_traffic(s)
+        if kind == "simulate_point":
+            from planner.serving.fleet import simulate_fleet_scenario
+
+            return simulate_fleet_scenario(s, catalog, workload=traffic, progress=progress)
+        from planner.serving.search import search_fleet
+
+        return search_fleet(s, catalog, traffic, workers=default_processes(), progress=progress)
     raise ValueError(f"unknown job kind {kind!r}")
 
 
@@ -137,11 +151,11 @@ class _Reporter:
     def __init__(self, conn: Any) -> None:
         self.conn, self.last = conn, 0.0
 
-    def __call__(self, frac: float) -> None:
+    def __call__(self, frac: float, note: str = "") -> None:
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            self.conn.send(("progress", float(frac)))
+            self.conn.send(("progress", (float(frac), str(note))))
 
 
 def _serve(conn: Any, memory_limit_bytes: int) -> None:
@@ -246,7 +260,7 @@ class _Slot:
                 continue
             tag, value = self.conn.recv()
             if tag == "progress":
-                job.progress = value
+                job.progress, job.note = value
                 continue
             if tag == "done":
                 self.pool.finish(job, "done", value=value)
@@ -337,7 +351,7 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
-_WORDS = {"simulate": "simulation", "size": "fleet sizing"}
+_WORDS = {"simulate": "simulation", "size": "fleet sizing", "search": "search", "simulate_point": "simulation"}
 WORKERS = Workers()
 
 

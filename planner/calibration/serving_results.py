@@ -40,7 +40,9 @@ Tool = Literal["vllm", "sglang"]
 class ServingRun(BaseModel):
     """One load point of a serving benchmark (SI units)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False
+    )  # inf from a huge ratio: refused by name
 
     tool: Tool
     label: str = Field(max_length=200)
@@ -75,19 +77,29 @@ class ServingRun(BaseModel):
         return float(self.max_concurrency or 1)
 
 
+def _finite(v: Any) -> float | None:
+    """``v`` as a finite float; None for text, booleans, inf/NaN and integers past a float's range."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # a JSON integer of hundreds of digits
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _ms(d: dict[str, Any], *keys: str) -> float | None:
     """The first of ``keys`` present as a number of milliseconds, in seconds."""
     for k in keys:
-        v = d.get(k)
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
-            return float(v) / MS_PER_S
+        v = _finite(d.get(k))
+        if v is not None:
+            return v / MS_PER_S
     return None
 
 
 def _rate(v: Any) -> float | None:
-    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
-        return float(v)
-    return None  # "inf", null or absent: every request sent at once
+    f = _finite(v)
+    return f if f is not None and f > 0 else None  # "inf", null or absent: every request sent at once
 
 
 def _tool(d: dict[str, Any]) -> Tool:
@@ -111,8 +123,9 @@ def _run(d: Any, label: str) -> ServingRun:
     completed = d.get("completed")
     duration = d.get("duration")
     throughput = d.get("request_throughput")
-    if throughput is None and isinstance(completed, int | float) and isinstance(duration, int | float) and duration:
-        throughput = completed / duration  # older SGLang lines lack it
+    done_f, duration_f = _finite(completed), _finite(duration)
+    if throughput is None and done_f is not None and duration_f:
+        throughput = done_f / duration_f  # older SGLang lines lack it
     data = dict(
         tool=tool,
         label=label,

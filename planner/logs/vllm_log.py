@@ -30,6 +30,7 @@ memory" is the one that sizes the cache (vLLM takes the minimum over workers).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Any
 
@@ -49,7 +50,7 @@ class LogError(ProblemsError):
 class VllmStartup(BaseModel):
     """What a vLLM start-up log says (GiB as printed; ``None`` where the log does not say)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)  # a number too long for a float is refused by name
 
     engine_version: str | None = None
     v0_engine: bool = False
@@ -157,6 +158,12 @@ _RANK_AVAIL = re.compile(r"^\((\w+) pid=\d+\).*Available KV cache memory", re.MU
 
 def _number(text: str) -> float:
     return float(text.replace(",", ""))
+
+
+def _whole(text: str) -> int | float:
+    """A count as printed; a number past a float's range stays inf, for the model to refuse by name."""
+    value = _number(text)
+    return int(value) if math.isfinite(value) else value
 
 
 def _first(patterns: tuple[str, ...], text: str) -> float | None:
@@ -282,13 +289,13 @@ def parse_vllm_log(text: str | bytes) -> VllmStartup:
     found.update({k: v for k, v in _v0_terms(text).items() if v is not None})
     found["kv_cache_gib"], found["ranks_reporting"] = _kv_cache_gib(text)
     if (m := _TOKENS.search(text)) is not None:
-        found["kv_cache_tokens"] = int(_number(m.group(1)))
+        found["kv_cache_tokens"] = _whole(m.group(1))
     for pattern in _BLOCKS:
         if (m := pattern.search(text)) is not None:
-            found["num_gpu_blocks"] = int(_number(m.group(1)))
+            found["num_gpu_blocks"] = _whole(m.group(1))
             break
     if (m := _CONCURRENCY.search(text)) is not None:
-        found["concurrency_tokens"], found["concurrency"] = int(_number(m.group(1))), _number(m.group(2))
+        found["concurrency_tokens"], found["concurrency"] = _whole(m.group(1)), _number(m.group(2))
     for pattern in _VERSION:
         if (m := pattern.search(text)) is not None:
             found["engine_version"] = m.group(1)

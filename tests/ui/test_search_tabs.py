@@ -91,3 +91,27 @@ def test_sizing_tunes_the_knobs_and_a_row_can_be_simulated():
     best = table.iloc[0]
     assert (s.batch, s.chunk, s.replicas) == (best["batch"], best["chunk"], best["replicas"])
     assert [m.label for m in at.metric][:2] == ["p99 TTFT", "p99 inter-token"]
+
+
+def test_the_search_and_a_point_run_in_the_workers_with_the_busy_rule(monkeypatch):
+    """Search & frontier runs go to ui/jobs.py's workers (results in its byte-bounded cache), and a
+    visitor whose previous run still runs is told so instead of starting another."""
+    from ui import jobs
+    from ui.tabs import frontier
+
+    at = app("ui.tabs.frontier", SMALL)
+    press(at, "Search and confirm by simulation")
+    assert not at.exception, [e.message for e in at.exception]
+    assert "search|" + scenario_of(at).model_dump_json() in jobs.RESULTS
+
+    class Full:
+        def find(self, key):
+            return None
+
+        def submit(self, session, key, kind, payload):
+            raise jobs.Busy("your previous run is still running")
+
+    monkeypatch.setattr(frontier, "WORKERS", Full())
+    press(at, "Simulate this point")
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("Not started" in w.value and "still running" in w.value for w in at.warning)  # (Markdown-escaped)

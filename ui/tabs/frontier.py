@@ -4,16 +4,17 @@ Pareto frontiers, the cheapest fleets confirmed by simulation, and any point mad
 The knobs searched (``search``), the SLO percentile (``slo_pct``) and the goodput share
 (``slo_goodput``) are link keys; the form applies them with ``ctx.update_scenario``.  The screen
 (``planner.serving.search.screen_points``) runs on every scenario (cached by its JSON; a fraction of
-a second); **Search** also confirms the cheapest points by simulation (``search_fleet``, a process pool,
-with a progress bar).  Clicking a point of a chart, or **Use this point**, makes it the scenario (its
-GPU, layout, knobs and replica count; the link follows); **Simulate this point** simulates that fleet
-on the scenario's traffic here.  Traffic: the scenario's Poisson arrivals or its bundled trace (an
-uploaded trace lives in the Simulate & size tab only).
+a second); **Search** also confirms the cheapest points by simulation (``search_fleet``, run in a
+worker process of ui/jobs.py, like the Simulate tab's runs: the same busy rule, time limit and progress
+bar; its confirmation pool is bounded by the jobs' ``default_processes()``).  Clicking a point of a
+chart, or **Use this point**, makes it the scenario (its GPU, layout, knobs and replica count; the link
+follows); **Simulate this point** simulates that fleet on the scenario's traffic (in a worker too).
+Traffic: the scenario's Poisson arrivals or its bundled trace (an uploaded trace lives in the Simulate
+& size tab only).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pandas as pd
@@ -21,16 +22,18 @@ import pandas as pd
 from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.model.scenario import SEARCH_AXES, Scenario
-from planner.serving.budget import SimulationBudgetError
-from planner.serving.fleet import simulate_fleet_scenario
-from planner.serving.search import MEETS, Screened, SearchResult, describe, screen_points, search_fleet
+from planner.serving.fleet import FleetResult
+from planner.serving.search import MEETS, Screened, SearchResult, describe, screen_points
 from planner.serving.slo import Slo, verdict
 from planner.serving.traces import scenario_traffic
 from planner.studies.pareto import FRONTIERS, frontier_points
 from ui.figures.frontier import frontier_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
+from ui.jobs import RESULTS, WORKERS, Busy, Job
 from ui.state import PageContext
+from ui.tabs.simulate import _wait as wait_for_job  # the Simulate tab's wait and progress bar, one rule
+from ui.tabs.simulate import session_id
 
 KNOB_LABELS = {
     "batch": "batch cap (max_num_seqs)",
@@ -46,6 +49,8 @@ _SYNCED = "_fr_form_for"
 _PENDING = "_fr_pending_search"
 _APPLIED = "_fr_applied_click"
 _PICK = _W + "point"
+_SIMULATED = "_fr_simulated"  # (scenario JSON, "point" or "row", the point's changes) of the last simulated point
+SEARCH_JOB, SIMULATE_POINT_JOB = "search", "simulate_point"  # ui/jobs.py kinds
 UPDATE, SEARCH = "update", "search"
 TABLE_DISPLAY = {
     "name": "GPU",
@@ -226,23 +231,57 @@ def _options(z: Screened) -> dict[int, str]:
     }
 
 
-def _simulate_point(ctx: PageContext, changes: dict[str, Any]) -> None:
-    """Simulate the fleet of a point on the scenario's traffic, here."""
+def _start(ctx: PageContext, slot: Any, kind: str, s: Scenario, key: str, pressed: bool) -> Job | None:
+    """Start (when ``pressed``) or join the worker job ``kind`` for ``s`` under ``key`` (ui/jobs.py: the
+    Simulate tab's busy rule and time limit) and wait for it with a progress bar; None when none runs."""
     st = ctx.st
-    s = ctx.scenario.with_changes(**changes)
-    slot = st.empty()
-    start = time.perf_counter()
+    job = WORKERS.find(key)
+    if job is None and not pressed:
+        return None
+    if job is None:
+        try:
+            job = WORKERS.submit(session_id(st), key, kind, (s.model_dump_json(), None))
+        except Busy as exc:
+            st.warning(md_escape(f"Not started: {exc}."))
+            return None
+    text = "Searching…" if kind == SEARCH_JOB else f"Simulating {s.replicas} replicas…"
+    wait_for_job(_NotedSlot(slot, job), job, text)
+    return job
 
-    def report(frac: float) -> None:
-        if time.perf_counter() - start > 1.0:
-            slot.progress(min(max(frac, 0.0), 1.0), text=f"Simulating {s.replicas} replicas…")
 
-    try:
-        fleet = simulate_fleet_scenario(s, ctx.catalog, workload=scenario_traffic(s), progress=report)
-    except (ScenarioError, SimulationBudgetError) as exc:
-        st.error("This point cannot be simulated here:\n\n" + md_list(exc.problems))
+class _NotedSlot:
+    """A progress slot that shows the job's own words (the search's stage) when it sends them."""
+
+    def __init__(self, slot: Any, job: Job) -> None:
+        self.slot, self.job = slot, job
+
+    def progress(self, frac: float, text: str) -> None:
+        self.slot.progress(frac, text=md_escape(self.job.note) + text[text.rfind(" (") :] if self.job.note else text)
+
+    def empty(self) -> None:
+        self.slot.empty()
+
+
+def _simulate_point(ctx: PageContext, changes: dict[str, Any], where: str, pressed: bool) -> None:
+    """Simulate the fleet of a point on the scenario's traffic, in a worker; the result shows here while
+    the scenario is unchanged (also on a rerun while it runs)."""
+    st, ss = ctx.st, ctx.st.session_state
+    own = ctx.scenario.model_dump_json()
+    if pressed:
+        ss[_SIMULATED] = (own, where, changes)
+    elif ss.get(_SIMULATED, (None, None, None))[:2] != (own, where):
         return
-    slot.empty()
+    else:
+        changes = ss[_SIMULATED][2]
+    s = ctx.scenario.with_changes(**changes)
+    key = "frontier-simulate|" + s.model_dump_json()
+    job = None if key in RESULTS else _start(ctx, st.empty(), SIMULATE_POINT_JOB, s, key, pressed)
+    if job is not None and job.state != "done":
+        st.error("This point cannot be simulated here:\n\n" + md_list(job.problems))
+        return
+    fleet: FleetResult | None = RESULTS.get(key)
+    if fleet is None:
+        return
     v = verdict(fleet.combined, Slo.of(s))
     m = st.columns(4)
     m[0].metric(Slo.of(s).ttft_label, fmt_seconds(v.ttft_q_s))
@@ -264,23 +303,18 @@ def _picker(ctx: PageContext, z: Screened) -> None:
     sim = b2.button("Simulate this point", icon=":material/play_arrow:", key=_W + "simulate")
     if use and pick is not None:
         ctx.update_scenario(**z.changes(int(pick)))
-    if sim and pick is not None:
-        _simulate_point(ctx, z.changes(int(pick)))
+    _simulate_point(ctx, z.changes(int(pick)) if pick is not None else {}, "point", bool(sim and pick is not None))
 
 
-def _run_search(ctx: PageContext, key: str) -> None:
+def _run_search(ctx: PageContext, key: str, pressed: bool) -> None:
+    """The search (``search_fleet``: the screen, then the cheapest points confirmed by simulation) in a
+    worker process, started when pressed or joined while it runs; its problems as an error box."""
     st = ctx.st
-    bar = st.progress(0.0, text="Starting the search…")
-    try:
-        result = search_fleet(
-            ctx.scenario, ctx.catalog, scenario_traffic(ctx.scenario), progress=lambda f, t: bar.progress(f, text=t)
-        )
-    except (ScenarioError, SimulationBudgetError) as exc:
-        bar.empty()
-        st.error("The search cannot run:\n\n" + md_list(exc.problems))
+    if key in RESULTS:
         return
-    bar.empty()
-    _store(st)(key, result)
+    job = _start(ctx, st.empty(), SEARCH_JOB, ctx.scenario, key, pressed)
+    if job is not None and job.state != "done":
+        st.error("The search cannot run:\n\n" + md_list(job.problems))
 
 
 def _confirmed(ctx: PageContext, z: SearchResult) -> None:
@@ -307,8 +341,8 @@ def _confirmed(ctx: PageContext, z: SearchResult) -> None:
         b1, b2, _ = st.columns([1, 1, 2])
         if b1.button("Use this row", key=_W + "use_row", icon=":material/check:"):
             ctx.update_scenario(**z.changes(int(pick)))
-        if b2.button("Simulate this row", key=_W + "sim_row", icon=":material/play_arrow:"):
-            _simulate_point(ctx, z.changes(int(pick)))
+        sim = b2.button("Simulate this row", key=_W + "sim_row", icon=":material/play_arrow:")
+        _simulate_point(ctx, z.changes(int(pick)), "row", sim)
     download_csv(st, "Confirmed table CSV", z.table, "search-confirmed")
 
 
@@ -343,9 +377,8 @@ def render(ctx: PageContext) -> None:
         st.error("The search cannot run:\n\n" + md_list(exc.problems))
         return
     key = "search|" + s.model_dump_json()
-    if searching:
-        _run_search(ctx, key)
-    found: SearchResult | None = _lookup(st, key)
+    _run_search(ctx, key, searching)
+    found: SearchResult | None = RESULTS.get(key)
     if found is not None:
         _confirmed(ctx, found)
     else:
