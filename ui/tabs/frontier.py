@@ -200,7 +200,7 @@ def _charts(ctx: PageContext, z: Screened) -> None:
             st.caption(
                 md_text(
                     f"The star is this scenario: {fmt_count(row['gpus'], 'GPU')} "
-                    f"({int(row['replicas'])} replicas), binding: {row['binding']}."
+                    f"({fmt_count(row['replicas'], 'replica')}), binding: {row['binding']}."
                 )
             )
         else:
