@@ -358,3 +358,35 @@ def test_panel_escapes_markdown_and_html():
 
     text = escape("<img src=x onerror=alert(1)> **bold** [link](http://x) $x$")
     assert "<" not in text.replace("\\<", "") and "**" not in text and "](" not in text and "$x$" not in text
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(model="llama-3.1-70b", tp=4, batch=64),
+        dict(model="deepseek-v3", gpu="h200", tp=8, wdtype="fp8", quant="fp8-block"),
+        dict(model="mixtral-8x7b", tp=2, ep=2),
+        dict(model="llama-3.1-405b", gpu="l4"),
+    ],
+)
+def test_the_vectorised_gpu_switch_is_each_switched_scenario_evaluated(catalog, kw):
+    """cheapest_gpu_switch reads one grid over every profile × tp; the option it picks carries the metric
+    evaluate gives the switched scenario, and no profile's smallest passing tp differs from a per-profile
+    search (Context.smallest_tp)."""
+    from planner.studies.advisor.checks.cost import _serves
+    from planner.studies.advisor.context import Context
+
+    s = Scenario(**kw)
+    ctx = Context(s, evaluate(s, catalog), catalog)
+    for ok in (_serves, lambda grid, _s: grid["fits"]):
+        picked = ctx.cheapest_gpu_switch(ok, "cost_per_million_output_tokens_usd", lambda _o, _r: True)
+        if picked is None:
+            assert all(ctx.smallest_tp(k, ok) is None for k in catalog.gpus if k != s.gpu)
+            continue
+        moved = s.with_changes(**picked.changed_keys)
+        if s.ep > 1:
+            moved = moved.with_changes(ep=moved.tp * moved.dp)
+        want = evaluate(moved, catalog).metrics["cost_per_million_output_tokens_usd"]
+        assert picked.after == pytest.approx(float(want), rel=1e-12)
+        assert moved.tp == ctx.smallest_tp(moved.gpu, ok)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -109,6 +109,13 @@ def meets_slos(metrics: Mapping[str, Any], scenario: Scenario) -> bool:
     return metrics["chunked_ttft_s"] <= scenario.slo_ttft_s and metrics["tpot_s"] <= scenario.slo_tpot_s
 
 
+def _grid_cell(v: Any, row: int, rows: int) -> float | bool:
+    """Row ``row`` of a metric of a ``rows``-row grid (a 0-d metric is every row's)."""
+    a = np.asarray(v)
+    cell = a if a.ndim == 0 else np.broadcast_to(a, (rows,))[row]
+    return bool(cell) if cell.dtype == bool else float(cell)
+
+
 def _replica_price(_option: Option, result: Result) -> float:
     return float(result.metrics["price_per_replica_hour_usd"])
 
@@ -189,21 +196,62 @@ class Context:
     ) -> Option | None:
         """Among the other GPU profiles, each at its smallest tp where ``ok`` holds, the
         switch that ``accept`` takes with the lowest ``cost`` (default: price per replica-hour;
-        the first profile in key order wins a tie)."""
+        the first profile in key order wins a tie).
+
+        One vectorised ``compute`` over every profile × tp (``ok`` sees the grid and this scenario:
+        the tests read its targets, which a GPU switch keeps); each profile's option is its row at
+        the smallest tp that passes — the metrics ``evaluate`` gives the switched scenario
+        (tests/studies/test_advisor.py holds the two equal)."""
+        tps = TP_CANDIDATES[TP_CANDIDATES <= MAX_TP]
+        keys, stacked = self._switch_inputs(tps)
+        if not keys:
+            return None
+        grid = compute(EngineInputs(**stacked))
+        good = (np.asarray(ok(grid, self.scenario)) & np.asarray(grid["config_valid"])).reshape(len(keys), tps.size)
         best: tuple[float, Option] | None = None
+        for i, (key, resolved, inputs) in enumerate(keys):
+            if not good[i].any():
+                continue
+            j = int(np.argmax(good[i]))
+            tp = int(tps[j])
+            row = i * tps.size + j
+            metrics = {k: _grid_cell(v, row, good.size) for k, v in grid.items()}
+            action = f"Switch to {self.catalog.gpus[key].name} at tp={tp}."
+            changes = self.scenario.gpu_switch(key, tp)
+            option = Option(action, dict(changes), metric, metric_value(metrics, metric))
+            result = Result(resolved, inputs, metrics)
+            if accept(option, result):
+                price = cost(option, result)
+                if best is None or price < best[0]:
+                    best = (price, option)
+        return best[1] if best else None
+
+    def _switch_inputs(self, tps: np.ndarray) -> tuple[list[tuple[str, Any, EngineInputs]], dict[str, np.ndarray]]:
+        """(key, resolved, inputs) of every other priced profile the scenario can move to, and their inputs
+        stacked as profile-major rows × ``tps`` (tp, and ep where expert parallelism is on, set per row)."""
+        keys: list[tuple[str, Any, EngineInputs]] = []
         for key in sorted(self.catalog.gpus):
             if key == self.scenario.gpu or self.catalog.gpus[key].price_per_gpu_hour_usd <= 0:
                 continue  # an unpriced profile (no published price) is never "the cheaper switch"
-            tp = self.smallest_tp(key, ok)
-            if tp is None:
+            on_gpu = self.changed(self.scenario.gpu_switch(key))
+            if on_gpu is None:
                 continue
-            action = f"Switch to {self.catalog.gpus[key].name} at tp={tp}."
-            got = self.option(action, self.scenario.gpu_switch(key, tp), metric)
-            if got and accept(*got):
-                price = cost(*got)
-                if best is None or price < best[0]:
-                    best = (price, got[0])
-        return best[1] if best else None
+            try:
+                resolved = resolve(on_gpu, self.catalog)
+            except ScenarioError:
+                continue
+            keys.append((key, resolved, inputs_for(resolved)))
+        if not keys:
+            return keys, {}
+        n = tps.size
+        stacked = {
+            f.name: np.concatenate([np.broadcast_to(np.asarray(getattr(x, f.name), float), (n,)) for _, _, x in keys])
+            for f in fields(EngineInputs)
+        }
+        stacked["tp"] = np.tile(tps, len(keys))
+        eps = [tps * r.scenario.dp if r.scenario.ep > 1 else np.ones_like(tps) for _, r, _ in keys]
+        stacked["ep"] = np.concatenate(eps)  # expert parallelism stays on (``changed``)
+        return keys, stacked
 
     def finding(
         self,
