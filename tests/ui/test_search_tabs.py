@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from planner.model.scenario import Scenario
@@ -115,3 +116,17 @@ def test_the_search_and_a_point_run_in_the_workers_with_the_busy_rule(monkeypatc
     press(at, "Simulate this point")
     assert not at.exception, [e.message for e in at.exception]
     assert any("Not started" in w.value and "still running" in w.value for w in at.warning)  # (Markdown-escaped)
+
+
+def test_the_screen_is_cached_across_the_knobs_it_sweeps(catalog):
+    """A searched batch or chunk (and the fleet-only replicas and router) leave the screen as it is: the
+    tab's cache key drops them, and the screen itself does not read them."""
+    from planner.serving.search import screen_points
+    from ui.tabs.frontier import screen_key
+
+    s = Scenario(model="llama-3.2-1b", rate=20.0, gpu="l4")
+    moved = s.with_changes(batch=96, chunk=512, replicas=3, router="least_tokens")
+    assert screen_key(moved) == screen_key(s) and screen_key(s.with_changes(prompt=4000)) != screen_key(s)
+    a, b = screen_points(s, catalog, gpus=["l4"]).points, screen_points(moved, catalog, gpus=["l4"]).points
+    pd.testing.assert_frame_equal(a, b)
+    assert screen_key(s.with_changes(search="chunk", batch=96)) != screen_key(s.with_changes(search="chunk"))

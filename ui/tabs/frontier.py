@@ -21,6 +21,7 @@ import pandas as pd
 
 from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
+from planner.links import DEFAULTS
 from planner.model.scenario import SEARCH_AXES, Scenario
 from planner.serving.fleet import FleetResult
 from planner.serving.search import MEETS, Screened, SearchResult, describe, screen_points
@@ -107,8 +108,21 @@ def _lookup(st: Any, key: str) -> Any:
         return None
 
 
+def screen_key(s: Scenario) -> str:
+    """The cache key of a scenario's screen: the scenario without the knobs the search sweeps itself (a
+    searched batch or chunk gives the same points whatever the sidebar says) or that only a fleet run
+    reads — so moving the batch on this tab redraws the same screen instead of re-scoring it."""
+    axes = set(s.search.split(","))
+    neutral = {"replicas": 1, "router": DEFAULTS.router}
+    if "batch" in axes:
+        neutral["batch"] = DEFAULTS.batch
+    if "chunk" in axes:
+        neutral["chunk"] = DEFAULTS.chunk
+    return "screen|" + s.model_copy(update=neutral).model_dump_json()
+
+
 def _screened(st: Any, ctx: PageContext) -> Screened:
-    key = "screen|" + ctx.scenario.model_dump_json()
+    key = screen_key(ctx.scenario)
     found = _lookup(st, key)
     if found is None:
         found = screen_points(ctx.scenario, ctx.catalog, scenario_traffic(ctx.scenario))
