@@ -115,7 +115,7 @@ def test_a_sizing_row_with_a_pipeline_layout_becomes_that_layout(catalog):
     import pandas as pd
 
     from planner.serving.sizing import Sizing
-    from ui.tabs.simulate import _row_changes
+    from ui.tabs.sizing_view import row_changes
 
     s = Scenario(model="llama-3.1-405b", batch=64, search="none")
     row = pd.Series(dict(gpu="h100-sxm", tp=8, pp=2, ep=1, dp=1, replicas=3))
@@ -128,5 +128,5 @@ def test_a_sizing_row_with_a_pipeline_layout_becomes_that_layout(catalog):
         mean_output_tokens=64.0,
         requests_per_simulation=20,
     )
-    moved = s.with_changes(**_row_changes(s, z, row))
+    moved = s.with_changes(**row_changes(s, z, row))
     assert (moved.gpu, moved.tp, moved.pp, moved.replicas, moved.batch) == ("h100-sxm", 8, 2, 3, 64)

@@ -33,8 +33,8 @@ from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
 from ui.jobs import RESULTS, WORKERS, Busy, Job
 from ui.state import PageContext
-from ui.tabs.simulate import _wait as wait_for_job  # the Simulate tab's wait and progress bar, one rule
-from ui.tabs.simulate import session_id
+from ui.tabs.runs import session_id
+from ui.tabs.runs import wait as wait_for_job
 
 KNOB_LABELS = {
     "batch": "batch cap (max_num_seqs)",

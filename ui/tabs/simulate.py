@@ -16,20 +16,15 @@ automatic prefix caching); the API prompt-cache pricing is the Prompt caching ta
 from __future__ import annotations
 
 import hashlib
-import uuid
 from typing import Any, get_args
-
-import pandas as pd
 
 from planner.errors import TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
-from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
 from planner.serving.fleet import FleetResult, replica_frame
-from planner.serving.layouts import on_layout
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
-from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing
+from planner.serving.sizing import Sizing
 from planner.serving.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
 from planner.serving.traffic import arrival_rate_frame, length_frame, traffic_summary
 from planner.serving.workload import Workload
@@ -40,13 +35,14 @@ from ui.figures.serving import (
     latency_cdf_figure,
     length_figure,
     replica_figure,
-    sizing_figure,
     timeline_figure,
 )
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
-from ui.jobs import RESULTS, WORKERS, Busy, Job
+from ui.format import display_frame, download_csv, md_escape, md_list, table
+from ui.jobs import RESULTS, WORKERS, Busy
 from ui.state import PageContext
+from ui.tabs.runs import session_id, wait
+from ui.tabs.sizing_view import show_sizing, simulate_row
 
 FORM_FIELDS = (
     "rate",
@@ -69,8 +65,6 @@ _SYNCED = "_sim_form_for"
 _PENDING = "_sim_pending_action"
 _UPLOAD = _W + "upload"
 SIMULATE, SIZE = "simulate", "size"
-PROGRESS_AFTER_S = 1.0
-WAIT_POLL_S = 0.25
 TRACE_LABELS = {"": "Poisson arrivals (generated), or the uploaded trace"} | {
     name: f"{name}: {text}" for name, (_, text) in BUNDLED.items()
 }
@@ -85,40 +79,6 @@ ROUTER_LABELS = {
     "prefix_affinity": "prefix affinity (SGLang cache-aware)",
 }
 
-SIZING_DISPLAY = {
-    "name": "GPU",
-    "mode": "mode",
-    "layout": "layout",
-    "nodes": "nodes",
-    "tp": "tp",
-    "batch": "batch",
-    "chunk": "chunk",
-    "kvdtype": "KV",
-    "wdtype": "weights",
-    "spec": "speculative",
-    "replicas": "replicas",
-    "gpus": "GPUs",
-    "cost_per_hour_usd": "GPU $ / hour",
-    "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
-    "ttft_p99_s": "p99 TTFT (ms)",
-    "itl_p99_s": "p99 ITL (ms)",
-    "goodput_frac": "goodput",
-    "binding": "binding",
-    "comm_frac": "comm share of a decode step",
-    "status": "status",
-}
-SIZING_KINDS = {
-    "tp": "count",
-    "replicas": "count",
-    "GPUs": "count",
-    "GPU $ / hour": "usd",
-    "GPU $ / M output tokens": "usd",
-    "p99 TTFT (ms)": "ms",
-    "p99 ITL (ms)": "ms",
-    "goodput": "pct",
-    "nodes": "count",
-    "comm share of a decode step": "pct",
-}
 REPLICA_DISPLAY = {
     "replica": "replica",
     "requests": "requests",
@@ -141,39 +101,15 @@ REPLICA_KINDS = {
     "prefix hit (tokens)": "pct",
     "prefix hit (requests)": "pct",
 }
-DISAGGREGATED_DISPLAY = {
-    "name": "GPU",
-    "prefill_layout": "prefill layout",
-    "prefill_gpus": "prefill GPUs",
-    "decode_layout": "decode layout",
-    "decode_gpus": "decode GPUs",
-    "kv_transfer_s": "KV transfer (ms)",
-    "disaggregated_gpus": "disaggregated GPUs",
-    "colocated_gpus": "colocated GPUs",
-    "disaggregated_cost_per_hour_usd": "disaggregated GPU $ / hour",
-    "colocated_cost_per_hour_usd": "colocated GPU $ / hour",
-    "status": "status",
-}
-DISAGGREGATED_KINDS = {
-    h: ("usd" if "$" in h else "ms" if "(ms)" in h else "count")
-    for k, h in DISAGGREGATED_DISPLAY.items()
-    if k not in ("name", "status", "prefill_layout", "decode_layout")
-}
 
 
 #: Parsed uploaded traces by (SHA-256, prefix tokens): shared, bounded in bytes (a 20 MB trace parses to ~10 MB).
 TRACES = BoundedCache("uploaded traces", max_bytes=96 * MiB, max_entries=8)
-SESSION_KEY = "_session_id"
 
 
 def _parsed_upload(data: bytes, digest: str, prefix_tokens: int) -> Trace:
     """The uploaded trace, validated once per content (TraceError is raised, never cached)."""
     return TRACES.get_or_compute((digest, prefix_tokens), lambda: parse_trace(data, prefix_tokens))
-
-
-def session_id(st: Any) -> str:
-    """This visitor's session, for the one-run-at-a-time rule (a random id kept in session state)."""
-    return st.session_state.setdefault(SESSION_KEY, uuid.uuid4().hex)
 
 
 def _upper(name: str) -> float:
@@ -376,17 +312,6 @@ def _preview(st: Any, w: Workload, name: str, s: Scenario) -> None:
     right.plotly_chart(length_figure(lengths), key="sim-trace-lengths", config=PLOTLY_CONFIG)
 
 
-def _wait(slot: Any, job: Job, text: str) -> None:
-    """Wait for ``job`` in the script thread (the work is in a worker), a progress bar in ``slot`` once it
-    has taken a second.  A rerun meanwhile interrupts only the waiting: the run goes on, and its result
-    shows on any later rerun."""
-    while not job.done.wait(WAIT_POLL_S):
-        if job.elapsed_s > PROGRESS_AFTER_S:
-            where = "waiting for a free worker" if job.state == "queued" else f"{job.elapsed_s:.0f} s"
-            slot.progress(min(max(job.progress, 0.0), 1.0), text=f"{text} ({where})")
-    slot.empty()
-
-
 def _words(action: str, s: Scenario) -> str:
     if action == SIZE:
         knobs = "" if s.search == "none" else f" × {s.search.replace(',', ' × ')}"
@@ -407,7 +332,7 @@ def _run(ctx: PageContext, slot: Any, action: str | None, key: str, workload: Wo
         except Busy as exc:
             st.warning(md_escape(f"Not started: {exc}."))
             return
-    _wait(slot, job, _words(job.kind, s))
+    wait(slot, job, _words(job.kind, s))
     if job.state == "problems" and job.kind == SIMULATE:
         st.error("This run was not simulated:\n\n" + md_list(job.problems))
     elif job.state != "done":
@@ -485,8 +410,8 @@ def render(ctx: PageContext) -> None:
     if fleet is not None:
         _show_simulation(st, fleet, s, name)
     if sizing is not None:
-        _show_sizing(st, sizing)
-        _simulate_row(ctx, sizing)
+        show_sizing(st, sizing)
+        simulate_row(ctx, sizing, _W, lambda: st.session_state.__setitem__(_PENDING, SIMULATE))
 
 
 def _metrics(st: Any, sm: dict[str, Any]) -> None:
@@ -574,86 +499,3 @@ def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
         download_csv(st, "Summary CSV", summary_frame(r), "sim-summary")
     with c3:
         download_csv(st, "Latency CDF CSV", cdf, "sim-cdf")
-
-
-def sizing_display_frame(table: pd.DataFrame) -> pd.DataFrame:
-    return display_frame(table, SIZING_DISPLAY, ("ttft_p99_s", "itl_p99_s"))
-
-
-def _show_sizing(st: Any, z: Sizing) -> None:
-    st.subheader("Fleet sizing")
-    (st.success if z.best is not None else st.warning)(md_escape(z.reason))
-    flags = z.table["best"].astype(bool).tolist()
-    st.dataframe(table(sizing_display_frame(z.table), SIZING_KINDS, flags), hide_index=True)
-    if z.search is not None:
-        st.caption(
-            md_text(
-                f"Searched GPU × layout (tp, pp, ep, dp) × {z.search.points['batch'].nunique()} batch caps × "
-                f"{z.search.points['chunk'].nunique()} chunks (link key search: {md_escape(_searched_knobs(z))}); the "
-                f"cheapest {len(z.table)} of {fmt_count(len(z.search.points))} configurations were simulated "
-                f"({fmt_count(z.requests_per_simulation)} requests per replica, {len(z.search.seeds)} seeds). The "
-                "Search & frontier tab shows every point."
-            )
-        )
-    st.caption(
-        md_escape(
-            f"Fewest replicas per GPU profile and tp meeting both p99 targets at {fmt_num(z.rate_per_s)} requests/s: "
-            f"with round-robin each replica gets its share, with a load-aware router the whole fleet is simulated; "
-            f"each search run simulates {fmt_count(z.requests_per_simulation)} requests per replica (at most "
-            f"{fmt_count(SIZING_MAX_REQUESTS)}, fewer than a full simulation, to keep the table fast), and "
-            "replicas − 1 was simulated to miss."
-        )
-    )
-    st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
-    st.markdown("**Disaggregated prefill and decode pools** (estimate; each pool its own layout, KV transfer in TTFT)")
-    shown = display_frame(z.disaggregated, DISAGGREGATED_DISPLAY, ("kv_transfer_s",))
-    st.dataframe(table(shown, DISAGGREGATED_KINDS), hide_index=True)
-    st.caption(
-        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
-        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory; each prompt's KV "
-        "moves from the prefill to the decode pool over the network (kv_transfer_s, seconds) before its first token."
-    )
-    c1, c2 = st.columns(2)
-    with c1:
-        download_csv(st, "Sizing table CSV", z.table, "sizing")
-    with c2:
-        download_csv(st, "Disaggregated CSV", z.disaggregated, "sizing-disaggregated")
-
-
-def _searched_knobs(z: Sizing) -> str:
-    """The knobs a searched sizing tuned, in words."""
-    points = z.search.points if z.search is not None else None
-    if points is None:
-        return "none"
-    moved = [k for k in ("batch", "chunk", "kvdtype", "wdtype", "spec", "mode") if points[k].nunique() > 1]
-    return ", ".join(moved) or "none"
-
-
-def _row_changes(s: Scenario, z: Sizing, row: pd.Series) -> dict[str, Any]:
-    """The scenario changes that make a sizing row the scenario: its configuration and replicas."""
-    if z.search is not None:
-        return z.search.changes(int(row["point"]))
-    lay = Layout(tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), dp=int(row["dp"]))
-    moved = on_layout(s, str(row["gpu"]), lay)
-    return {k: v for k, v in moved.model_dump().items() if getattr(s, k) != v} | {"replicas": int(row["replicas"])}
-
-
-def _simulate_row(ctx: PageContext, z: Sizing) -> None:
-    """Pick a sizing row and simulate that fleet (its configuration and replica count) on the traffic."""
-    st = ctx.st
-    ok = z.table[z.table["status"] == "meets SLOs"]
-    if not len(ok):
-        return
-    labels = {
-        i: f"{r['name']} · "
-        + (str(r["layout"]) if "layout" in r else f"tp {int(r['tp'])}")
-        + (f" · batch {int(r['batch'])} · chunk {int(r['chunk'])}" if "batch" in r and pd.notna(r["batch"]) else "")
-        + f" · {int(r['replicas'])} replicas"
-        for i, r in ok.iterrows()
-    }
-    c1, c2 = st.columns([3, 1])
-    pick = c1.selectbox("A sizing row", list(labels), format_func=labels.get, key=_W + "sizing_row")
-    if c2.button("Simulate this row", icon=":material/play_arrow:", key=_W + "simulate_row") and pick is not None:
-        changes = _row_changes(ctx.scenario, z, ok.loc[pick])
-        st.session_state[_PENDING] = SIMULATE
-        ctx.update_scenario(**changes)

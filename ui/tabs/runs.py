@@ -1,0 +1,29 @@
+"""Waiting on a worker run from a tab (``ui.jobs``): the visitor's session id for the one-run rule, and
+the wait with its progress bar.  One rule for every tab that starts runs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ui.jobs import Job
+
+SESSION_KEY = "_session_id"
+PROGRESS_AFTER_S = 1.0
+WAIT_POLL_S = 0.25
+
+
+def session_id(st: Any) -> str:
+    """This visitor's session, for the one-run-at-a-time rule (a random id kept in session state)."""
+    return st.session_state.setdefault(SESSION_KEY, uuid.uuid4().hex)
+
+
+def wait(slot: Any, job: Job, text: str) -> None:
+    """Wait for ``job`` in the script thread (the work is in a worker), a progress bar in ``slot`` once it
+    has taken a second.  A rerun meanwhile interrupts only the waiting: the run goes on, and its result
+    shows on any later rerun."""
+    while not job.done.wait(WAIT_POLL_S):
+        if job.elapsed_s > PROGRESS_AFTER_S:
+            where = "waiting for a free worker" if job.state == "queued" else f"{job.elapsed_s:.0f} s"
+            slot.progress(min(max(job.progress, 0.0), 1.0), text=f"{text} ({where})")
+    slot.empty()

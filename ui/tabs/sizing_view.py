@@ -1,0 +1,160 @@
+"""The Simulate & size tab's fleet-sizing view: the GPU × layout (or searched) table, its chart, the
+disaggregated estimate, and "simulate this row"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from planner.format import fmt_count, fmt_num
+from planner.model.parallel_layout import Layout
+from planner.model.scenario import Scenario
+from planner.serving.layouts import on_layout
+from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing
+from ui.figures.serving import sizing_figure
+from ui.figures.theme import PLOTLY_CONFIG
+from ui.format import display_frame, download_csv, md_escape, md_text, table
+from ui.state import PageContext
+
+SIZING_DISPLAY = {
+    "name": "GPU",
+    "mode": "mode",
+    "layout": "layout",
+    "nodes": "nodes",
+    "tp": "tp",
+    "batch": "batch",
+    "chunk": "chunk",
+    "kvdtype": "KV",
+    "wdtype": "weights",
+    "spec": "speculative",
+    "replicas": "replicas",
+    "gpus": "GPUs",
+    "cost_per_hour_usd": "GPU $ / hour",
+    "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
+    "ttft_p99_s": "p99 TTFT (ms)",
+    "itl_p99_s": "p99 ITL (ms)",
+    "goodput_frac": "goodput",
+    "binding": "binding",
+    "comm_frac": "comm share of a decode step",
+    "status": "status",
+}
+SIZING_KINDS = {
+    "tp": "count",
+    "replicas": "count",
+    "GPUs": "count",
+    "GPU $ / hour": "usd",
+    "GPU $ / M output tokens": "usd",
+    "p99 TTFT (ms)": "ms",
+    "p99 ITL (ms)": "ms",
+    "goodput": "pct",
+    "nodes": "count",
+    "comm share of a decode step": "pct",
+}
+DISAGGREGATED_DISPLAY = {
+    "name": "GPU",
+    "prefill_layout": "prefill layout",
+    "prefill_gpus": "prefill GPUs",
+    "decode_layout": "decode layout",
+    "decode_gpus": "decode GPUs",
+    "kv_transfer_s": "KV transfer (ms)",
+    "disaggregated_gpus": "disaggregated GPUs",
+    "colocated_gpus": "colocated GPUs",
+    "disaggregated_cost_per_hour_usd": "disaggregated GPU $ / hour",
+    "colocated_cost_per_hour_usd": "colocated GPU $ / hour",
+    "status": "status",
+}
+DISAGGREGATED_KINDS = {
+    h: ("usd" if "$" in h else "ms" if "(ms)" in h else "count")
+    for k, h in DISAGGREGATED_DISPLAY.items()
+    if k not in ("name", "status", "prefill_layout", "decode_layout")
+}
+
+
+def sizing_display_frame(table: pd.DataFrame) -> pd.DataFrame:
+    return display_frame(table, SIZING_DISPLAY, ("ttft_p99_s", "itl_p99_s"))
+
+
+def show_sizing(st: Any, z: Sizing) -> None:
+    st.subheader("Fleet sizing")
+    (st.success if z.best is not None else st.warning)(md_escape(z.reason))
+    flags = z.table["best"].astype(bool).tolist()
+    st.dataframe(table(sizing_display_frame(z.table), SIZING_KINDS, flags), hide_index=True)
+    if z.search is not None:
+        st.caption(
+            md_text(
+                f"Searched GPU × layout (tp, pp, ep, dp) × {z.search.points['batch'].nunique()} batch caps × "
+                f"{z.search.points['chunk'].nunique()} chunks (link key search: {md_escape(searched_knobs(z))}); the "
+                f"cheapest {len(z.table)} of {fmt_count(len(z.search.points))} configurations were simulated "
+                f"({fmt_count(z.requests_per_simulation)} requests per replica, {len(z.search.seeds)} seeds). The "
+                "Search & frontier tab shows every point."
+            )
+        )
+    st.caption(
+        md_escape(
+            "Fewest replicas per GPU profile and layout meeting both p99 targets at "
+            f"{fmt_num(z.rate_per_s)} requests/s: "
+            f"with round-robin each replica gets its share, with a load-aware router the whole fleet is simulated; "
+            f"each search run simulates {fmt_count(z.requests_per_simulation)} requests per replica (at most "
+            f"{fmt_count(SIZING_MAX_REQUESTS)}, fewer than a full simulation, to keep the table fast), and "
+            "replicas − 1 was simulated to miss."
+        )
+    )
+    st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
+    st.markdown("**Disaggregated prefill and decode pools** (estimate; each pool its own layout, KV transfer in TTFT)")
+    shown = display_frame(z.disaggregated, DISAGGREGATED_DISPLAY, ("kv_transfer_s",))
+    st.dataframe(table(shown, DISAGGREGATED_KINDS), hide_index=True)
+    st.caption(
+        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
+        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory; each prompt's KV "
+        "moves from the prefill to the decode pool over the network (kv_transfer_s, seconds) before its first token."
+    )
+    c1, c2 = st.columns(2)
+    with c1:
+        download_csv(st, "Sizing table CSV", z.table, "sizing")
+    with c2:
+        download_csv(st, "Disaggregated CSV", z.disaggregated, "sizing-disaggregated")
+
+
+def searched_knobs(z: Sizing) -> str:
+    """The knobs a searched sizing tuned, in words."""
+    points = z.search.points if z.search is not None else None
+    if points is None:
+        return "none"
+    moved = [k for k in ("batch", "chunk", "kvdtype", "wdtype", "spec", "mode") if points[k].nunique() > 1]
+    return ", ".join(moved) or "none"
+
+
+def row_changes(s: Scenario, z: Sizing, row: pd.Series) -> dict[str, Any]:
+    """The scenario changes that make a sizing row the scenario: its configuration and replicas."""
+    if z.search is not None:
+        return z.search.changes(int(row["point"]))
+    lay = Layout(tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), dp=int(row["dp"]))
+    moved = on_layout(s, str(row["gpu"]), lay)
+    return {k: v for k, v in moved.model_dump().items() if getattr(s, k) != v} | {"replicas": int(row["replicas"])}
+
+
+def simulate_row(ctx: PageContext, z: Sizing, key_prefix: str, request_simulation: Callable[[], None]) -> None:
+    """Pick a sizing row and simulate that fleet (its configuration and replica count) on the traffic:
+    ``request_simulation`` marks the simulation the tab runs on the rerun the scenario change starts."""
+    st = ctx.st
+    ok = z.table[z.table["status"] == "meets SLOs"]
+    if not len(ok):
+        return
+    labels = {
+        i: f"{r['name']} · "
+        + (str(r["layout"]) if "layout" in r else f"tp {int(r['tp'])}")
+        + (f" · batch {int(r['batch'])} · chunk {int(r['chunk'])}" if "batch" in r and pd.notna(r["batch"]) else "")
+        + f" · {int(r['replicas'])} replicas"
+        for i, r in ok.iterrows()
+    }
+    c1, c2 = st.columns([3, 1])
+    pick = c1.selectbox("A sizing row", list(labels), format_func=labels.get, key=key_prefix + "sizing_row")
+    if (
+        c2.button("Simulate this row", icon=":material/play_arrow:", key=key_prefix + "simulate_row")
+        and pick is not None
+    ):
+        changes = row_changes(ctx.scenario, z, ok.loc[pick])
+        request_simulation()
+        ctx.update_scenario(**changes)
