@@ -26,6 +26,7 @@ from planner.engine.evaluate import Result, evaluate
 from planner.errors import ScenarioError
 from planner.export import frame_to_csv
 from planner.model.catalog import Catalog, load_catalog
+from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.prompts.layout_report import LayoutReport
 from planner.studies.compare import compare_gpus
@@ -122,10 +123,11 @@ def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
     if result is not None:
         r = result.resolved
         heads = "latent KV cache" if r.model.is_mla else f"{r.model.kv_heads} KV heads"
+        instance = Layout(scenario.tp, scenario.pp, scenario.ep, scenario.dp).on(r.gpu.name)
         st.caption(
             md_escape(
                 f"{r.model.name} · {r.model.attention_kind}, {heads} · weights {scenario.wdtype}, "
-                f"KV cache {scenario.kvdtype} · {scenario.tp} × {r.gpu.name}"
+                f"KV cache {scenario.kvdtype} · {instance}"
             )
         )
     row = st.container(horizontal=True, gap="small")

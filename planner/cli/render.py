@@ -17,6 +17,7 @@ from planner.export import present_metrics, present_value
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
 from planner.links import FIELDS, to_query
 from planner.model.catalog import Catalog
+from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 
 
@@ -145,7 +146,8 @@ def scenario_text(result: Result) -> str:
     s = r.scenario
     given = {k: v for k, v in to_query(s).items() if k != "v"}
     lines = [
-        f"{r.model.name} on {s.tp} × {r.gpu.name} · weights {s.wdtype}, KV cache {s.kvdtype} · "
+        f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · weights {s.wdtype}, "
+        f"KV cache {s.kvdtype} · "
         f"{r.engine.name} {r.engine.version}",
         "inputs: " + (", ".join(f"{k}={v}" for k, v in given.items()) if given else "the defaults"),
     ]

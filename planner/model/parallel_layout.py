@@ -78,6 +78,11 @@ class Layout:
         parts = [f"tp{self.tp}"] + [f"{k}{v}" for k, v in (("dp", self.dp), ("pp", self.pp), ("ep", self.ep)) if v > 1]
         return "·".join(parts)
 
+    def on(self, gpu_name: str) -> str:
+        """'4 × NVIDIA H100 SXM'; beyond plain tensor parallel the layout too: '16 × NVIDIA H100 SXM (tp8·pp2)'."""
+        plain = self.pp == self.dp == self.ep == 1
+        return f"{self.gpus} × {gpu_name}" + ("" if plain else f" ({self.label})")
+
     def changes(self) -> dict[str, int]:
         """The scenario keys that set this layout."""
         return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp}

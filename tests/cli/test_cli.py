@@ -129,3 +129,12 @@ def test_a_closed_pipe_is_not_a_traceback():
         f"{sys.executable} -m planner gpus | head -1", shell=True, capture_output=True, text=True, cwd=ROOT
     )
     assert p.stdout.strip() and "Traceback" not in p.stderr
+
+
+def test_the_text_header_counts_every_gpu_of_a_parallel_layout():
+    """tp8·pp2 is 16 GPUs, not the tp's 8: the header names the instance's GPUs and its layout."""
+    code, out, err = run("evaluate", "model=llama-3.1-405b&gpu=h100-sxm&tp=8&pp=2")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("Llama-3.1-405B on 16 × NVIDIA H100 SXM (tp8·pp2) · ")
+    code, out, _ = run("evaluate", "model=llama-3.1-8b&tp=2")
+    assert " on 2 × NVIDIA H100 SXM · " in out.splitlines()[0]

@@ -21,6 +21,7 @@ from typing import Any, get_args
 from planner.errors import TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
+from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
 from planner.serving.fleet import FleetResult, replica_frame
 from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
@@ -360,9 +361,10 @@ def render(ctx: PageContext) -> None:
     if ctx.result is None:
         st.info("Nothing to simulate until the scenario can be evaluated (see the error above).")
         return
+    instance = Layout(s.tp, s.pp, s.ep, s.dp).on(ctx.result.resolved.gpu.name)
     st.caption(
         md_escape(
-            f"One replica is {s.tp} × {ctx.result.resolved.gpu.name}, continuous batching up to {fmt_count(s.batch)} "
+            f"One replica is {instance}, continuous batching up to {fmt_count(s.batch)} "
             f"sequences, {fmt_count(s.chunk)}-token steps. Generated prompts and outputs average "
             f"{fmt_count(s.prompt)} and {fmt_count(s.output)} tokens (sidebar); {fmt_pct(s.hit)} of them begin with a "
             f"shared {fmt_count(s.prefix)}-token prefix, and the prefix cache decides how many find it."
