@@ -411,11 +411,13 @@ def notices(result: Result) -> list[Notice]:
         )
     ridge = float(m["ridge_batch"])
     bound = "compute-bound" if m["decode_compute_bound"] else "memory-bound"
-    turn = (
-        "it never turns compute-bound: each sequence's KV reads and activation traffic take longer than its arithmetic"
-        if math.isinf(ridge)
-        else f"it turns compute-bound from batch {fmt_turn(ridge)}"
-    )
+    outgrow = "each sequence's KV reads and activation traffic take longer than its arithmetic"
+    if not math.isinf(ridge):
+        turn = f"it turns compute-bound from batch {fmt_turn(ridge)}"
+    elif m["decode_compute_bound"]:  # padded GEMMs bound the step now; the per-sequence reads win as it grows
+        turn = f"it turns memory-bound at larger batches: {outgrow}"
+    else:
+        turn = f"it never turns compute-bound: {outgrow}"
     prefill = "compute-bound" if m["prefill_compute_bound"] else "memory-bound"
     out.append(Notice("info", f"Prefill is {prefill}; decode at batch {fmt_count(s.batch)} is {bound} and {turn}."))
     return out

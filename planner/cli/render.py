@@ -128,8 +128,14 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
 
 
 def _ridge(m: Metrics) -> str:
+    """Where the decode step turns compute-bound; with no such batch (each sequence's KV and activation
+    reads outgrow its arithmetic), a step compute-bound now (padded GEMMs) turns memory-bound as it grows."""
     ridge = float(m["ridge_batch"])
-    return f"compute-bound from batch ≈ {fmt_num(round(ridge))}" if math.isfinite(ridge) else "never compute-bound"
+    if math.isfinite(ridge):
+        return f"compute-bound from batch ≈ {fmt_num(round(ridge))}"
+    if m["decode_compute_bound"]:
+        return "memory-bound at larger batches: each sequence's KV reads outgrow its arithmetic"
+    return "never compute-bound: each sequence's KV reads outgrow its arithmetic"
 
 
 def _tp(m: Metrics) -> str:

@@ -138,3 +138,12 @@ def test_the_text_header_counts_every_gpu_of_a_parallel_layout():
     assert out.splitlines()[0].startswith("Llama-3.1-405B on 16 × NVIDIA H100 SXM (tp8·pp2) · ")
     code, out, _ = run("evaluate", "model=llama-3.1-8b&tp=2")
     assert " on 2 × NVIDIA H100 SXM · " in out.splitlines()[0]
+
+
+def test_a_compute_bound_decode_with_no_ridge_is_said_to_turn_memory_bound():
+    """DeepSeek-V3 fp8 at tp8·pp2: the padded expert GEMMs make the batch-32 step compute-bound, and each
+    sequence's KV reads outgrow its arithmetic (no ridge): never "compute-bound; never compute-bound"."""
+    code, out, err = run("evaluate", "model=deepseek-v3&gpu=h100-sxm&wdtype=fp8&quant=fp8-block&tp=8&pp=2")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "time per output token" in x)
+    assert "(compute-bound; memory-bound at larger batches" in line and "never" not in line
