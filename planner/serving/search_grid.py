@@ -479,28 +479,38 @@ def _disaggregated_frame(
     TTFT is the prefill pool's plus the prompt's KV transfer to the decode pool (``parallel.kv_transfer_s``
     over the scale-out network), and it meets the SLO only if that sum does."""
     per_replica = np.array([b.layout.gpus for b in base_list], dtype=float)
-    best: dict[tuple[str, str, str], tuple[float, float, int, int, float, int]] = {}
+    groups: dict[tuple[str, str, str], int] = {}
+    group_of = np.array([groups.setdefault((b.gpu, b.wdtype, b.kvdtype), len(groups)) for b in base_list])
     pb, pok = pre["base"].ravel(), pre["ok"].ravel()
     pgpus = np.where(pok, pre["replicas"].ravel() * per_replica[pb], np.inf)
-    for i in np.flatnonzero(np.isfinite(pgpus)):
-        b = base_list[int(pb[i])]
-        key = (b.gpu, b.wdtype, b.kvdtype)
-        cand = (float(pgpus[i]), float(pre["ttft_q"].ravel()[i]), int(pb[i]), int(pre["chunk"].ravel()[i]))
-        if key not in best or cand[:2] < best[key][:2]:
-            best[key] = (*cand, float(pre["replicas"].ravel()[i]), int(pre["binding"].ravel()[i]))
+    pttft = pre["ttft_q"].ravel()
+    # per GPU × dtypes group: the prefill point with the fewest GPUs, then the lowest TTFT (first in order)
+    cand = np.flatnonzero(np.isfinite(pgpus))
+    order = cand[np.lexsort((cand, pttft[cand], pgpus[cand], group_of[pb[cand]]))]
+    first = order[np.r_[True, np.diff(group_of[pb[order]]) != 0]] if order.size else order
+    table = np.full((len(groups) + 1, 6), np.nan)  # the last row: no prefill pool for the group
+    table[:, 2], table[:, 3], table[:, 5] = -1, 0, 0
+    rows = group_of[pb[first]]
+    table[rows] = np.column_stack(
+        (
+            pgpus[first],
+            pttft[first],
+            pb[first],
+            pre["chunk"].ravel()[first],
+            pre["replicas"].ravel()[first],
+            pre["binding"].ravel()[first],
+        )
+    )
     keep = dec["valid"]
     base = dec["base"][keep]
     cols = _base_columns(base_list, base)
-    keys = list(zip(np.asarray(cols["gpu"]), np.asarray(cols["wdtype"]), np.asarray(cols["kvdtype"]), strict=True))
-    nan = float("nan")
-    p = np.array([best.get(k, (nan, nan, -1, 0, nan, 0)) for k in keys], dtype=float).reshape(-1, 6)
+    p = table[group_of[base]] if base.size else table[:0]
     found = np.isfinite(p[:, 0])
     sender = np.where(found, p[:, 2], base).astype(np.int64)
-    kv_s = np.where(
-        found,
-        np.asarray(parallel.kv_transfer_s(_rows(xb, sender), _rows(xb, base), transfer_prompt_tokens(t))),
-        np.nan,
-    )
+    # one transfer per (prefill base, decode base) pair: the points of a pair differ only in batch and chunk
+    pairs, back = np.unique(np.stack([sender, np.asarray(base, dtype=np.int64)]), axis=1, return_inverse=True)
+    per_pair = parallel.kv_transfer_s(_rows(xb, pairs[0]), _rows(xb, pairs[1]), transfer_prompt_tokens(t))
+    kv_s = np.where(found, np.asarray(per_pair)[back.ravel()], np.nan)
     reaches = found & (p[:, 1] + np.nan_to_num(kv_s, nan=np.inf) <= slo.ttft_s)
     ok = dec["fits"][keep] & dec["low_ok"][keep] & reaches
     replicas_d = np.where(ok, dec["replicas"][keep], np.nan)
