@@ -168,13 +168,26 @@ def _with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     return scenario.with_changes(search=args.search) if args.search else scenario
 
 
+def _gpu_keys(text: str | None, catalog: Catalog) -> list[str] | None:
+    """``--gpus``: datasheet profile keys, each one the catalog has; None (every priced one) when not given."""
+    if text is None:
+        return None
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in catalog.gpus]
+    if unknown or not keys:
+        shown = ", ".join(repr(k) for k in unknown) or "(none given)"
+        raise BadInput([f"--gpus: unknown GPU profile {shown}; choose from {', '.join(sorted(catalog.gpus))}"])
+    return list(dict.fromkeys(keys))
+
+
 def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame
     from planner.serving.sizing import size_fleet, sizing_text
 
+    gpus = _gpu_keys(args.gpus, catalog)
     scenario, trace = _scenario_and_trace(args, catalog, err)
     scenario = _with_search(scenario, args)
-    sizing = size_fleet(scenario, catalog, trace=trace, search=True)
+    sizing = size_fleet(scenario, catalog, trace=trace, gpus=gpus, search=True)
     if args.format == "csv":
         out.write(frame_to_csv(present_frame(sizing.table)))
     elif args.format == "json":

@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         add_traffic_options(sp)
         if name == "size":
             add_search_option(sp)
+            sp.add_argument(
+                "--gpus",
+                metavar="KEY,KEY",
+                help="size only these GPU profiles (comma list of keys, see kvplan gpus); default: every priced one",
+            )
     pa = sub.add_parser("pareto", help="every configuration the search scores, and its Pareto frontiers")
     pa.add_argument("link", nargs="?", default="", help="query string or full link")
     pa.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate and size)")

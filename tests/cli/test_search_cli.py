@@ -58,3 +58,12 @@ def test_pareto_writes_every_point_and_prints_the_frontiers(tmp_path):
     assert {r["kvdtype"] for r in rows} == {"bf16", "fp8"}
     code, out, _ = run("pareto", SMALL, "--search", "batch", "--format", "csv")
     assert code == 0 and out.startswith("point,mode,gpu")
+
+
+def test_size_on_the_gpus_asked_for_and_an_unknown_key_named():
+    code, text, err = run("size", SMALL, "--search", "none", "--gpus", "l4")
+    assert code == 0, err
+    rows = [line.split()[0] for line in text.splitlines() if line.startswith(("l4 ", "h100", "a100", "rtx"))]
+    assert rows and set(rows) == {"l4"}
+    code, _, err = run("size", SMALL, "--gpus", "l4,nope")
+    assert code == 2 and "--gpus: unknown GPU profile 'nope'; choose from " in err and "h100-sxm" in err
