@@ -96,9 +96,9 @@ def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict
         return _vs_pinned(result, mha, key, inverse)
     model = result.resolved.model
     if model.is_mla:
-        return dict(delta_description="MLA: compressed latent cache, no MHA baseline")
+        return dict(delta_description="MLA: no MHA baseline")
     if mha is None or model.kv_heads == model.heads:
-        return dict(delta_description="model uses MHA (kv_heads = heads)")
+        return dict(delta_description="MHA model: no baseline")
     color = "inverse" if inverse else "normal"
     if not mha.metrics["fits"] and key != "kv_bytes_per_token":
         return dict(delta_description="MHA would not fit")

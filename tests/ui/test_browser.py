@@ -189,8 +189,12 @@ def test_shared_link_slider_csv_and_chart(server, browser, catalog, tmp_path):
 
 #: The issue-18 scenario: the batch does not fit, chunked TTFT, the speculative card off.
 SCREENSHOT_LINK = "?v=1&model=llama-3.1-70b&tp=4&batch=64&prompt=8192&chunk=512"
+#: An MLA model on two nodes: every card's note says there is no MHA baseline.
+MLA_LINK = "?v=1&model=deepseek-v3&gpu=h100-sxm&wdtype=fp8&quant=fp8-block&tp=8&pp=2"
+#: Every element of a card's label, value, delta and delta note that the browser cuts ("3,090 to…").
 OVERFLOWING = """() => Array.from(document.querySelectorAll(
-    '[data-testid="stMetric"] [data-testid="stMetricValue"] *, [data-testid="stMetric"] [data-testid="stMetricLabel"] *'
+    ['stMetricLabel', 'stMetricValue', 'stMetricDelta', 'stMetricDeltaDescription']
+      .map(id => '[data-testid="stMetric"] [data-testid="' + id + '"] *').join(', ')
   )).filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 
 
@@ -216,6 +220,10 @@ def test_headline_cards_are_whole_at_both_sizes(server, browser, catalog, width,
         page.wait_for_timeout(500)
         page.screenshot(path=str(ARTIFACTS / f"screenshot-{width}x{height}.png"), full_page=False)
         assert page.get_by_text("Deploy", exact=True).count() == 0  # client.toolbarMode = "viewer"
+        # an MLA model on two nodes: the cards' notes (no MHA baseline, the layout) are whole too
+        page.goto(server + "/" + MLA_LINK)
+        wait_for_headline(page, expected_headline(MLA_LINK, catalog))
+        assert page.evaluate(OVERFLOWING) == []
     finally:
         context.close()
 
