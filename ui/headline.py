@@ -80,7 +80,7 @@ def _rel(value: float, base: float) -> float:
 def _vs_pinned(result: Result, pinned: Result | None, key: str, inverse: bool) -> dict[str, Any]:
     """Delta fields of one metric against the pinned baseline (a share's change in points)."""
     if pinned is None:
-        return dict(delta_description="the pinned baseline cannot be evaluated")
+        return dict(delta_description="pinned: cannot evaluate")
     v, b = float(result.metrics[key]), float(pinned.metrics[key])
     color = "inverse" if inverse else "normal"
     if key == "cache_saving_frac":
@@ -293,7 +293,7 @@ def _speculative_item(result: Result, fits: bool) -> Headline:
         label,
         f"{fmt_num(speedup)}×",
         delta=fmt_pct(speedup - 1.0, signed=True),
-        delta_description=f"vs plain decoding; best γ {fmt_count(m['spec_best_gamma'])}",
+        delta_description=f"vs plain; best γ {fmt_count(m['spec_best_gamma'])}",
         help=helptext,
         key="speculative",
     )
@@ -328,7 +328,7 @@ def _cache_item(result: Result, layout: LayoutReport | None = None) -> Headline:
         return Headline(
             CACHE_LABEL,
             fmt_pct(0.0),
-            delta_description="prefix below the model's cacheable minimum",
+            delta_description="prefix too short to cache",
             help=helptext,
             key="cache",
         )

@@ -189,8 +189,8 @@ def test_shared_link_slider_csv_and_chart(server, browser, catalog, tmp_path):
 
 #: The issue-18 scenario: the batch does not fit, chunked TTFT, the speculative card off.
 SCREENSHOT_LINK = "?v=1&model=llama-3.1-70b&tp=4&batch=64&prompt=8192&chunk=512"
-#: An MLA model on two nodes: every card's note says there is no MHA baseline.
-MLA_LINK = "?v=1&model=deepseek-v3&gpu=h100-sxm&wdtype=fp8&quant=fp8-block&tp=8&pp=2"
+#: An MLA model on two nodes, speculating, with a prefix too short to cache: the longest card notes.
+MLA_LINK = "?v=1&model=deepseek-v3&gpu=h100-sxm&wdtype=fp8&quant=fp8-block&tp=8&pp=2&spec=1&prefix=500"
 #: Every element of a card's label, value, delta and delta note that the browser cuts ("3,090 to…").
 OVERFLOWING = """() => Array.from(document.querySelectorAll(
     ['stMetricLabel', 'stMetricValue', 'stMetricDelta', 'stMetricDeltaDescription']
