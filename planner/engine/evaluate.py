@@ -165,7 +165,7 @@ def _layout_metrics(x: EngineInputs, dec, out: dict[str, MetricValue]) -> dict[s
         decode_exchange_s=np.broadcast_to(dec.exchange_s, np.shape(dec.comm_s)).astype(float),
         decode_send_s=np.broadcast_to(dec.send_s, np.shape(dec.comm_s)).astype(float),
         decode_pipeline_s=np.broadcast_to(dec.pipeline_s, np.shape(dec.comm_s)).astype(float),
-        decode_comm_frac=dec.comm_s / dec.time_s,
+        decode_comm_frac=dec.comm_frac,
         kv_transfer_bytes_per_request=x.prompt_tokens * out["kv_bytes_per_token"],
         kv_transfer_s=parallel.kv_transfer_s(x, x, x.prompt_tokens),
     )

@@ -136,6 +136,11 @@ class StepCost:
         return self.overhead_s + self.gpu_s + self.pipeline_s
 
     @property
+    def comm_frac(self) -> Array:
+        """t_comm / t_step: the step's share in collectives, exchanges and stage sends (``decode_comm_frac``)."""
+        return self.comm_s / self.time_s
+
+    @property
     def compute_bound(self) -> MetricValue:
         """The whole step's arithmetic time is at least its memory time (both parts together)."""
         return self.compute_s >= self.memory_s

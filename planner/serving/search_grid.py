@@ -16,7 +16,7 @@ batch / dp ≤ chunk, context ≤ window).  Each point gets the per-replica capa
 binding constraint, replicas r = ⌈rate / λ*⌉, GPUs = r · tp · dp · pp, nodes per replica, cost, and at
 that load the modelled TTFT and ITL percentiles, tokens/s per GPU (rate · O / GPUs) and per user
 (1 / mean ITL), and the decode step's communication share at the point's batch (``decode_comm_frac``:
-t_comm / t_step of ``roofline.decode``, as the sizing table's ``comm_frac``).
+t_comm / t_step of ``roofline.decode``, the metric of that name).
 Batch of a dp layout: each of its dp engines runs max_num_seqs = the batch axis's value, so the
 instance's (the scenario's) batch is that × dp, as ``layouts.on_layout`` keeps it; chunk stays the
 engine's max_num_batched_tokens.  A replica's memory is ``memory.memory_plan``'s (per pipeline stage,
@@ -194,9 +194,8 @@ def instance_batch(per_engine: Array, x: EngineInputs) -> Array:
 
 
 def decode_comm_frac(x: EngineInputs) -> Array:
-    """t_comm / t_step of the decode step at ``x.batch`` (``roofline.decode``; the sizing table's comm_frac)."""
-    step = decode(x)
-    return np.asarray(step.comm_s / step.time_s, dtype=float)
+    """The decode step's communication share at ``x.batch`` (``StepCost.comm_frac``, as the metric)."""
+    return np.asarray(decode(x).comm_frac, dtype=float)
 
 
 def kv_plan(x: EngineInputs) -> tuple[Array, np.ndarray]:

@@ -179,9 +179,8 @@ def _layout_row(s: Scenario, gpus_per_node: int) -> dict:
 
 
 def _comm_frac(x: EngineInputs, concurrency: int) -> float:
-    """The decode step's communication share at the row's batch (module doc)."""
-    step = decode(x, batch=max(concurrency, 1))
-    return float(np.asarray(step.comm_s / step.time_s))
+    """The decode step's communication share at the row's batch (module doc; ``StepCost.comm_frac``)."""
+    return float(np.asarray(decode(x, batch=max(concurrency, 1)).comm_frac))
 
 
 def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
@@ -195,7 +194,7 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
     cfg = SimConfig.from_inputs(x, s)
     timer = RooflineStepTime.from_inputs(x)
     concurrency = int(min(s.batch, float(plan["max_concurrent_sequences"])))
-    row["comm_frac"] = _comm_frac(x, concurrency)
+    row["decode_comm_frac"] = _comm_frac(x, concurrency)
     rate = s.rate if trace is None else trace.rate_per_s
     cached = s.hit * s.prefix if trace is None else float(np.mean(trace.reusable_prefix_tokens()))
     capacity = _capacity_per_s(timer, s, concurrency, cached)
@@ -266,7 +265,7 @@ COLUMNS = (
     "itl_p99_s",
     "goodput_frac",
     "kv_used_mean_frac",
-    "comm_frac",
+    "decode_comm_frac",
     "price_per_gpu_hour_usd",
     "simulations",
     "best",
@@ -362,7 +361,7 @@ def searched_sizing(
     from planner.serving.search import search_fleet
 
     z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
-    names = {"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s", "decode_comm_frac": "comm_frac"}
+    names = {"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s"}
     table = z.table.rename(columns=names).assign(fits=True)
     keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
     plans: dict[str, list[Layout]] = {g: [] for g in keys}  # the layouts the search tried on each GPU
@@ -564,7 +563,7 @@ def sizing_text(z: Sizing) -> str:
             )
         else:
             nums = " " * (9 + 6 + 10 + 9 + 10 + 9)
-        comm = f"{row['comm_frac']:>6.0%}" if np.isfinite(row["comm_frac"]) else " " * 6
+        comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
         nodes = f"{int(row['nodes']):>5}" if np.isfinite(row["nodes"]) else " " * 5
         best = "  ← best" if row["best"] else ""
         lines.append(f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{nodes}{nums}{comm}  {row['status']}{best}")

@@ -30,11 +30,11 @@ def test_deepseek_v3_sizing_lists_multi_node_layouts_with_their_communication_sh
         row = t.loc[layout]
         assert row["nodes"] == 2 and row["gpus_per_instance"] == 16
         assert row["status"] == "meets SLOs"
-        assert 0.0 < row["comm_frac"] < 1.0
+        assert 0.0 < row["decode_comm_frac"] < 1.0
     # tensor parallelism across the two nodes pays the network on every all-reduce; pp sends once per stage
-    assert t.loc["tp16", "comm_frac"] > t.loc["tp8·pp2", "comm_frac"]
+    assert t.loc["tp16", "decode_comm_frac"] > t.loc["tp8·pp2", "decode_comm_frac"]
     multi = deepseek.table[deepseek.table["nodes"] >= 2]
-    assert len(multi) >= 2 and ((multi["comm_frac"] > 0) & (multi["comm_frac"] < 1)).all()
+    assert len(multi) >= 2 and ((multi["decode_comm_frac"] > 0) & (multi["decode_comm_frac"] < 1)).all()
     text = sizing_text(deepseek)
     assert "tp8·pp2" in text and "tp16" in text
 

@@ -213,7 +213,7 @@ def _workload_inputs(st: Any, s: Scenario) -> None:
     c1.number_input(
         "Requests simulated",
         min_value=10,
-        max_value=100_000,
+        max_value=int(_upper("sim_requests")),
         step=500,
         key=_W + "sim_requests",
         help="Poisson requests in one simulation; count (a trace is replayed whole).",

@@ -18,7 +18,8 @@ from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_text, table
 from ui.state import PageContext
 
-SIZING_DISPLAY = {
+#: A configuration's columns (header per column), shared by the sizing table and the search's tables.
+CONFIG_DISPLAY = {
     "name": "GPU",
     "mode": "mode",
     "layout": "layout",
@@ -33,25 +34,29 @@ SIZING_DISPLAY = {
     "gpus": "GPUs",
     "cost_per_hour_usd": "GPU $ / hour",
     "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
-    "ttft_p99_s": "p99 TTFT (ms)",
-    "itl_p99_s": "p99 ITL (ms)",
-    "goodput_frac": "goodput",
-    "binding": "binding",
-    "comm_frac": "comm share of a decode step",
-    "status": "status",
 }
-SIZING_KINDS = {
+COMM_HEADER = "comm share of a decode step"
+#: How those columns are formatted (``ui.format.table``).
+CONFIG_KINDS = {
     "tp": "count",
+    "nodes": "count",
+    "batch": "count",
+    "chunk": "count",
     "replicas": "count",
     "GPUs": "count",
     "GPU $ / hour": "usd",
     "GPU $ / M output tokens": "usd",
-    "p99 TTFT (ms)": "ms",
-    "p99 ITL (ms)": "ms",
-    "goodput": "pct",
-    "nodes": "count",
-    "comm share of a decode step": "pct",
+    COMM_HEADER: "pct",
 }
+SIZING_DISPLAY = CONFIG_DISPLAY | {
+    "ttft_p99_s": "p99 TTFT (ms)",
+    "itl_p99_s": "p99 ITL (ms)",
+    "goodput_frac": "goodput",
+    "binding": "binding",
+    "decode_comm_frac": COMM_HEADER,
+    "status": "status",
+}
+SIZING_KINDS = CONFIG_KINDS | {"p99 TTFT (ms)": "ms", "p99 ITL (ms)": "ms", "goodput": "pct"}
 DISAGGREGATED_DISPLAY = {
     "name": "GPU",
     "prefill_layout": "prefill layout",
