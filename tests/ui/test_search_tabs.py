@@ -130,3 +130,15 @@ def test_the_screen_is_cached_across_the_knobs_it_sweeps(catalog):
     a, b = screen_points(s, catalog, gpus=["l4"]).points, screen_points(moved, catalog, gpus=["l4"]).points
     pd.testing.assert_frame_equal(a, b)
     assert screen_key(s.with_changes(search="chunk", batch=96)) != screen_key(s.with_changes(search="chunk"))
+
+
+def test_the_star_is_the_scenarios_own_layout(catalog):
+    """A tp8·pp2 scenario's point is the tp8·pp2 one, not the one-node tp8 point with the same knobs."""
+    from planner.serving.search import screen_points
+    from ui.tabs.frontier import current_point
+
+    s = Scenario(model="llama-3.1-405b", gpu="h100-sxm", tp=8, pp=2)
+    points = screen_points(s, catalog, gpus=["h100-sxm"]).points.sort_values("pp", kind="stable")  # tp8 rows first
+    assert {"tp8", "tp8·pp2"} <= set(points["layout"].astype(str))
+    me = points[points["point"] == current_point(points, s)].iloc[0]
+    assert me["layout"] == "tp8·pp2"

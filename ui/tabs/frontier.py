@@ -35,6 +35,7 @@ from ui.jobs import RESULTS, WORKERS, Busy, Job
 from ui.state import PageContext
 from ui.tabs.runs import session_id
 from ui.tabs.runs import wait as wait_for_job
+from ui.tabs.sizing_view import COMM_HEADER, CONFIG_DISPLAY, CONFIG_KINDS
 
 KNOB_LABELS = {
     "batch": "batch cap (max_num_seqs)",
@@ -53,42 +54,17 @@ _PICK = _W + "point"
 _SIMULATED = "_fr_simulated"  # (scenario JSON, "point" or "row", the point's changes) of the last simulated point
 SEARCH_JOB, SIMULATE_POINT_JOB = "search", "simulate_point"  # ui/jobs.py kinds
 UPDATE, SEARCH = "update", "search"
-TABLE_DISPLAY = {
-    "name": "GPU",
-    "mode": "mode",
-    "layout": "layout",
-    "nodes": "nodes",
-    "tp": "tp",
-    "batch": "batch",
-    "chunk": "chunk",
-    "kvdtype": "KV",
-    "wdtype": "weights",
-    "spec": "speculative",
-    "replicas": "replicas",
-    "gpus": "GPUs",
-    "cost_per_hour_usd": "GPU $ / hour",
-    "cost_per_million_output_tokens_usd": "GPU $ / M output tokens",
+TABLE_DISPLAY = CONFIG_DISPLAY | {
     "ttft_q_s": "TTFT (ms)",
     "itl_q_s": "ITL (ms)",
-    "decode_comm_frac": "comm share of a decode step",
+    "decode_comm_frac": COMM_HEADER,
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
     "status": "status",
 }
 #: How each shown column is formatted (``ui.format.table``).
-TABLE_KINDS = {
-    "tp": "count",
-    "nodes": "count",
-    "comm share of a decode step": "pct",
-    "batch": "count",
-    "chunk": "count",
-    "replicas": "count",
-    "GPUs": "count",
-    "GPUs (screening model)": "count",
-    "GPU $ / hour": "usd",
-    "GPU $ / M output tokens": "usd",
-}
+TABLE_KINDS = CONFIG_KINDS | {"GPUs (screening model)": "count"}
 
 
 def _store(st: Any):
@@ -175,11 +151,14 @@ def _form(st: Any) -> tuple[str | None, dict[str, Any]]:
 
 
 def current_point(points: pd.DataFrame, s: Scenario) -> int | None:
-    """The colocated point that is the scenario itself (its GPU, tp, knobs), if the grid has it."""
+    """The colocated point that is the scenario itself (its GPU, layout, knobs), if the grid has it."""
     own = points[
         (points["mode"] == "colocated")
         & (points["gpu"] == s.gpu)
         & (points["tp"] == s.tp)
+        & (points["pp"] == s.pp)
+        & (points["ep"] == s.ep)
+        & (points["dp"] == s.dp)
         & (points["batch"] == s.batch)
         & (points["chunk"] == s.chunk)
         & (points["kvdtype"] == s.kvdtype)
