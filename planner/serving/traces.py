@@ -286,24 +286,25 @@ def _azure(rows: list[AzureRow], name: str) -> Trace:
     stamps = np.array([r.TIMESTAMP.timestamp() for r in rows], dtype=float)
     prompt = np.array([r.ContextTokens for r in rows], dtype=np.int64)
     output = np.array([r.GeneratedTokens for r in rows], dtype=np.int64)
-    ok = (prompt >= 1) & (output >= 1)
-    if not ok.any():
-        raise TraceError(["trace: every row has 0 context or generated tokens"])
-    skipped, why = _without_failures(ok, "azure", "context or generated")
-    w, _ = _sorted(stamps[ok] - stamps[ok].min(), prompt[ok], output[ok], "azure", name)
-    return Trace(w, "azure", skipped, why)
+    return _token_trace(stamps, prompt, output, "azure", name, "context or generated")
 
 
 def _burstgpt(rows: list[BurstRow], name: str) -> Trace:
     stamps = np.array([r.timestamp_s for r in rows], dtype=float)
     prompt = np.array([r.request_tokens for r in rows], dtype=np.int64)
     output = np.array([r.response_tokens for r in rows], dtype=np.int64)
+    return _token_trace(stamps, prompt, output, "burstgpt", name, "request or response")
+
+
+def _token_trace(stamps: np.ndarray, prompt: np.ndarray, output: np.ndarray, kind: str, name: str, what: str) -> Trace:
+    """A trace of (arrival stamp, prompt, output) columns: the rows with both token counts ≥ 1, arrivals from
+    the first one; ``what`` names the two columns in the messages ("context or generated")."""
     ok = (prompt >= 1) & (output >= 1)
     if not ok.any():
-        raise TraceError(["trace: every row has 0 request or response tokens"])
-    skipped, why = _without_failures(ok, "burstgpt", "request or response")
-    w, _ = _sorted(stamps[ok] - stamps[ok].min(), prompt[ok], output[ok], "burstgpt", name)
-    return Trace(w, "burstgpt", skipped, why)
+        raise TraceError([f"trace: every row has 0 {what} tokens"])
+    skipped, why = _without_failures(ok, kind, what)
+    w, _ = _sorted(stamps[ok] - stamps[ok].min(), prompt[ok], output[ok], kind, name)
+    return Trace(w, kind, skipped, why)
 
 
 def _mooncake(rows: list[MooncakeRow], name: str) -> Trace:

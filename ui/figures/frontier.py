@@ -57,54 +57,46 @@ def _axis_values(frame: pd.DataFrame, column: str) -> list[float]:
     return (frame[column].astype(float) * scale).tolist()
 
 
+def _points_trace(frame: pd.DataFrame, frontier: Frontier, kind: str, mode: str, name: str, **style: Any) -> dict:
+    """One trace of ``frame``'s points on the frontier's axes: each point's id as customdata (a click selects
+    it), its configuration as the hover text."""
+    return dict(
+        type=kind,
+        mode=mode,
+        name=name,
+        x=_axis_values(frame, frontier.x),
+        y=_axis_values(frame, frontier.y),
+        customdata=frame["point"].tolist(),
+        text=[_label(r) for r in frame.itertuples()],
+        hovertemplate=_HOVER,
+        **style,
+    )
+
+
 def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current: int | None = None) -> go.Figure:
     """One trace of points per GPU profile, the frontier as a line, the SLO line, the current point."""
     shown = drawn_points(points, frontier)
-    data: list[dict] = []
-    for gpu, sub in shown.groupby("gpu", sort=False, observed=True):
-        data.append(
-            dict(
-                type="scattergl",
-                mode="markers",
-                name=plot_text(gpu),
-                x=_axis_values(sub, frontier.x),
-                y=_axis_values(sub, frontier.y),
-                customdata=sub["point"].tolist(),
-                text=[_label(r) for r in sub.itertuples()],
-                marker=dict(size=6, opacity=0.55),
-                hovertemplate=_HOVER,
-            )
-        )
+    data = [
+        _points_trace(sub, frontier, "scattergl", "markers", plot_text(gpu), marker=dict(size=6, opacity=0.55))
+        for gpu, sub in shown.groupby("gpu", sort=False, observed=True)
+    ]
     on = frontier_points(points, frontier)
+    black = COLORS["black"]
     data.append(
-        dict(
-            type="scatter",
-            mode="lines+markers",
-            name="frontier",
-            x=_axis_values(on, frontier.x),
-            y=_axis_values(on, frontier.y),
-            customdata=on["point"].tolist(),
-            text=[_label(r) for r in on.itertuples()],
-            line=dict(color=COLORS["black"], width=2),
-            marker=dict(size=9, color=COLORS["black"], symbol="diamond"),
-            hovertemplate=_HOVER,
+        _points_trace(
+            on,
+            frontier,
+            "scatter",
+            "lines+markers",
+            "frontier",
+            line=dict(color=black, width=2),
+            marker=dict(size=9, color=black, symbol="diamond"),
         )
     )
     row = points.loc[(points["point"] == current) & points["meets_slo"].astype(bool)]
     if current is not None and len(row):
-        data.append(
-            dict(
-                type="scatter",
-                mode="markers",
-                name="this scenario",
-                x=_axis_values(row, frontier.x),
-                y=_axis_values(row, frontier.y),
-                customdata=row["point"].tolist(),
-                text=[_label(r) for r in row.itertuples()],
-                marker=dict(size=16, color=COLORS["win"], symbol="star", line=dict(color="#000", width=1)),
-                hovertemplate=_HOVER,
-            )
-        )
+        star = dict(size=16, color=COLORS["win"], symbol="star", line=dict(color="#000", width=1))
+        data.append(_points_trace(row, frontier, "scatter", "markers", "this scenario", marker=star))
     shapes, notes = _slo_line(frontier, slo)
     return figure(
         data,
