@@ -29,3 +29,20 @@ def tab_page(tab_module: str) -> None:
     except ScenarioError:
         result = None
     render(PageContext(st, scenario, result, catalog))
+
+
+def run_app(query: dict[str, str] | None = None, tab: str | None = None, timeout_s: float = 90):
+    """AppTest of the whole app.py opened on the link ``query`` (and the tab ``tab``), run once, with no
+    exception on the page."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.paths import APP
+
+    at = AppTest.from_file(APP, default_timeout=timeout_s)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if tab:
+        at.session_state["_tab"] = tab
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at

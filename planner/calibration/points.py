@@ -33,7 +33,7 @@ from planner.engine.evaluate import resolve
 from planner.engine.inputs import EngineInputs, compute_dtype, from_specs
 from planner.engine.roofline import batched_prefill, decode, prefill
 from planner.model.catalog import Catalog
-from planner.model.engine_timing import EngineTiming, gpu_family, link_kind
+from planner.model.engine_timing import OVERRIDE_LETTERS, EngineTiming, gpu_family, link_kind
 from planner.model.scenario import Scenario
 from planner.studies.compare import stack_inputs
 
@@ -42,22 +42,8 @@ KINDS: tuple[Kind, ...] = ("ttft", "tpot", "throughput", "e2e_latency", "serving
 #: Largest share of GPU time prefills may take in the serving-TPOT stretch (beyond it the server saturates).
 MAX_PREFILL_SHARE = 0.9
 
-#: The efficiency parameters a fit may set (``ResolvedTiming`` fields, SI), and the inputs they feed.
-PARAMS = (
-    "step_overhead_s",
-    "layer_overhead_s",
-    "decode_layer_overhead_s",
-    "matmul_half_tokens",
-    "matmul_frac",
-    "matmul_frac_8bit",
-    "bandwidth_frac",
-    "moe_matmul_frac",
-    "attention_compute_frac",
-    "attention_bandwidth_frac",
-    "gqa_reread_frac",
-    "allreduce_overhead_s",
-    "bus_frac",
-)
+#: The efficiency parameters a fit may set (``ResolvedTiming`` fields, SI): the ones the link form overrides.
+PARAMS = tuple(name for name, _scale in OVERRIDE_LETTERS.values())
 
 
 @dataclass(frozen=True)

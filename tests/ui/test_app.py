@@ -25,7 +25,7 @@ from planner.model.scenario import Scenario
 from planner.studies.compare import compare_gpus
 from planner.studies.explain import explain
 from planner.studies.sweep import scenario_frame
-from tests.paths import APP
+from tests.tab_harness import run_app
 from tests.ui.shown import shown_metrics
 from ui import headline, sidebar
 from ui import state as link_state
@@ -34,17 +34,6 @@ from ui.tabs import compare, registry
 from ui.tabs.charts import TABS
 
 CORE_TABS = (*TABS, "Compare GPUs", "Explain")
-
-
-def run_app(query: dict[str, str] | None = None, tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    if tab:
-        at.session_state["_tab"] = tab
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
 
 
 def expected_metrics(scenario: Scenario, catalog) -> dict[str, str]:

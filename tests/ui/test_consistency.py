@@ -15,7 +15,7 @@ from planner.model.scenario import Scenario
 from planner.prompts.layout import DEFAULT_LAYOUT
 from planner.prompts.layout_report import analyse
 from planner.studies.advisor.context import Finding, Option
-from tests.paths import APP
+from tests.tab_harness import run_app as run
 from tests.ui.shown import plain
 from ui import headline
 from ui.prompt_source import layout_source, rpm_for_hit_rate, sidebar_layout
@@ -24,17 +24,6 @@ from ui.tabs import findings as findings_panel
 
 #: Issue 18's scenario: headline TTFT 684 ms against the Chunked prefill tab's 1,040 ms.
 ISSUE_LINK = {"model": "llama-3.1-70b", "tp": "4", "batch": "64", "prompt": "8192", "chunk": "512"}
-
-
-def run(query: dict[str, str], tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    for k, v in query.items():
-        at.query_params[k] = v
-    if tab:
-        at.session_state["_tab"] = tab
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
 
 
 def card(at: AppTest, label: str):

@@ -14,7 +14,7 @@ from google.protobuf.json_format import MessageToDict
 from streamlit.testing.v1 import AppTest
 
 from planner.model.catalog import load_catalog
-from tests.paths import APP
+from tests.tab_harness import run_app as run
 from tests.ui.hostile import BAD_FILE, EVIL_GPU, EVIL_MODEL, INJECTED, RAW_MARKERS, write_hostile_catalog
 from tests.ui.shown import plain
 from ui import cache
@@ -80,17 +80,6 @@ def hostile_app(tmp_path, monkeypatch):
     ui_app.catalog.clear()
     for c in cache.CACHES:
         c.clear()
-
-
-def run(query: dict[str, str], tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    for k, v in query.items():
-        at.query_params[k] = v
-    if tab:
-        at.session_state["_tab"] = tab
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
 
 
 def live(markdown: str) -> str:
