@@ -48,7 +48,7 @@ counted in TTFT):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from statistics import NormalDist
 
@@ -231,16 +231,18 @@ def _decodes(g: ReplicaGrid, t: TrafficStats, x) -> Array:
     return x * max(t.output_mean_tokens - 1.0, 0.0) / g.tokens_per_step
 
 
-def mean_step_s(g: ReplicaGrid, t: TrafficStats, x) -> tuple[Array, Array, Array, Array]:
-    """(τ, f, t_dec, t_mix) at arrivals per step ``x`` (module doc)."""
+def mean_step_s(g: ReplicaGrid, t: TrafficStats, x, draft: Array | None = None) -> tuple[Array, Array, Array, Array]:
+    """(τ, f, t_dec, t_mix) at arrivals per step ``x`` (module doc); ``draft``: ``g.draft_s`` at its N, if known."""
     n = _decodes(g, t, x)
     pos = np.maximum(g.chunk - n * g.q, 1.0)
     work = x * t.uncached_mean_tokens
     p = np.clip(np.maximum(t.uncached_mean_tokens / t.prefill_steps(pos), work), 1.0, pos)
     f = np.minimum(1.0, work / p)
     past = t.cached_mean_tokens + np.maximum(t.uncached_mean_tokens - p, 0.0) / 2.0
-    t_dec = g.step_s(n, t.decode_context_tokens)
-    t_mix = g.step_s(n, t.decode_context_tokens, p, past)
+    ctx = t.decode_context_tokens
+    draft = g.draft_s(n, ctx) if draft is None else draft
+    t_dec = g.step_s(n, ctx, draft=draft)
+    t_mix = g.step_s(n, ctx, p, past, draft=draft)
     return f * t_mix + (1.0 - f) * t_dec, f, t_dec, t_mix
 
 
@@ -264,9 +266,10 @@ def colocated_state(g: ReplicaGrid, t: TrafficStats, slo: Slo, x) -> ColocatedSt
     pos = np.maximum(g.chunk - n * g.q, 1.0)
     pos_hi = np.maximum(budget_hi, 1.0)
     ctx = t.decode_context_tokens
-    tau, f, t_dec, t_mix = mean_step_s(g, t, x)
+    draft, draft_hi = g.draft_s(n, ctx), g.draft_s(n_hi, ctx)  # each shared by that decode count's steps
+    tau, f, t_dec, t_mix = mean_step_s(g, t, x, draft)
     past = t.cached_mean_tokens + np.maximum(t.uncached_mean_tokens - pos, 0.0) / 2.0
-    t_full = g.step_s(n, ctx, pos, past)
+    t_full = g.step_s(n, ctx, pos, past, draft)
     rate = x / tau
     extra = g.step.prefill_overhead - g.step.decode_overhead
     t_one = t_dec + extra
@@ -285,10 +288,9 @@ def colocated_state(g: ReplicaGrid, t: TrafficStats, slo: Slo, x) -> ColocatedSt
         return np.where(stable, _quadrature(base, _tail_s(wait, rho, miss) - wait, own(tail_tokens) - s_mean), np.inf)
 
     ttft_q = ttft(slo.miss_frac, t.uncached_q_tokens)
-    t_dec_hi = g.step_s(n_hi, ctx)
-    steps = MixedSteps(
-        t_dec_hi, t_dec_hi + extra, g.step_s(n_hi, ctx, pos_hi, past), pos_hi, f, x, np.minimum(rho, 1.0), t.nodes
-    )
+    t_dec_hi = g.step_s(n_hi, ctx, draft=draft_hi)
+    t_full_hi = g.step_s(n_hi, ctx, pos_hi, past, draft_hi)
+    steps = MixedSteps(t_dec_hi, t_dec_hi + extra, t_full_hi, pos_hi, f, x, np.minimum(rho, 1.0), t.nodes)
     fails = {
         ITL: steps.share_over(slo.itl_s, g.acceptance()) > slo.miss_frac + 1e-12,
         TTFT: ~(ttft_q <= slo.ttft_s),
@@ -327,6 +329,45 @@ def colocated_screen(
     }
     shape = np.broadcast_shapes(shape_a, np.shape(batch), np.shape(kv_tokens))
     return _combine(a, limits, shape, lambda x: x / mean_step_s(g, t, x)[0])
+
+
+ScreenFn = Callable[[ReplicaGrid, TrafficStats, Slo, tuple[int, ...], Array, Array], Screen]
+
+
+def screen_where(
+    screen: ScreenFn,
+    g: ReplicaGrid,
+    t: TrafficStats,
+    slo: Slo,
+    shape_a: tuple[int, ...],
+    batch: Array,
+    kv_tokens: Array,
+    runs: np.ndarray,
+) -> Screen:
+    """``screen`` (``colocated_screen`` or ``decode_screen``, same arguments) over only the configurations
+    of ``g`` (shape ``shape_a``: every axis but the batch's, of length 1 there) with some batch that
+    ``runs`` (the engine accepts it and it fits: full grid shape); the others carry no traffic
+    (capacity 0, not met at low load).  A point that does not run is bound by KV memory (there is no room
+    for one sequence), whatever its configuration's other batches say.  Every formula is
+    elementwise, so the screened ones get the very numbers a whole-grid pass gives them."""
+    shape = np.broadcast_shapes(shape_a, np.shape(batch), np.shape(kv_tokens))
+    runs = np.broadcast_to(runs, shape)
+    kv = CONSTRAINTS.index(KV)
+    axis = next(i for i, (a, n) in enumerate(zip(shape_a, shape, strict=True)) if a == 1 and n > 1)
+    need = np.any(runs, axis=axis, keepdims=True)
+    if need.all():
+        whole = screen(g, t, slo, shape_a, batch, kv_tokens)
+        return replace(whole, binding=np.where(runs, whole.binding, kv))
+    where = np.nonzero(need)
+    sub = g.take(shape_a, tuple(w[:, None] for w in where))  # (configurations, 1)
+    index = tuple(slice(None) if i == axis else w for i, w in enumerate(where))  # → (configurations, batches)
+    part = screen(
+        sub, t, slo, (where[0].size, 1), np.broadcast_to(batch, shape)[index], np.broadcast_to(kv_tokens, shape)[index]
+    )
+    out = Screen(np.zeros(shape), np.full(shape, kv), np.zeros(shape, bool), np.zeros(shape), np.zeros(shape))
+    for f in fields(Screen):
+        getattr(out, f.name)[index] = np.broadcast_to(getattr(part, f.name), (where[0].size, shape[axis]))
+    return replace(out, binding=np.where(runs, out.binding, kv))
 
 
 def operating_x(step_at: Callable[[Array], Array], rate_per_s: Array, x_start: Array) -> Array:

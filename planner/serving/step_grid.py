@@ -285,8 +285,6 @@ class LayoutStepModel:
             expert_weight=base.expert_weight / x.dp * parallel.physical_expert_frac(x),
             comm_fixed=n_ar * ar0,
             comm_per_token=n_ar * ar1,
-            moe=True,
-            windows=True,
         )
         return cls(base, lay)
 
@@ -310,30 +308,30 @@ class LayoutStepModel:
         count = (np.asarray(n) > 0).astype(float)
         dec_r = seqs / lay.dp * q
         tokens_r = dec_r + n
-        tokens_all = seqs * q + n
         keys = m._keys(ctx)
         pad = np.where(np.asarray(tokens_r) > 0, m.half, 0.0)
-        pad_all = np.where(np.asarray(tokens_all) > 0, m.half, 0.0)
-        hit = 1.0 - m.expert_miss**tokens_all
-        mc = (
-            m.body * (tokens_r + pad)
-            + m.head * (dec_r + count + pad)
-            + m.expert * (m.experts_per_token * tokens_all + m.experts * hit * pad_all)
-        )
+        mc = m.body * (tokens_r + pad) + m.head * (dec_r + count + pad)
+        mm = m.dense_weight + tokens_r * m.act
         ac = m.dec_attn * dec_r * keys + m.pre_attn * n * m._keys(past + (n + 1.0) / 2.0)
-        mm = m.dense_weight + m.expert_weight * hit + tokens_r * m.act
         am = (
             m.kv_dec_layer * seqs / lay.dp * keys
             + m.kv_layer * count * m._keys(past)
             + tokens_r * m.kv_token
             + (seqs / lay.dp + count) * m.state
         )
+        comm = m.comm_fixed + m.comm_per_token * tokens_r
+        overhead = np.where(count > 0, m.prefill_overhead, m.decode_overhead)
+        if not m.moe:  # no experts anywhere: their terms, the exchange and its overlap are all 0
+            return overhead + overlapped_s(mc, mm, m.overlap) + overlapped_s(ac, am, m.overlap) + comm, tokens_r
+        tokens_all = seqs * q + n
+        pad_all = np.where(np.asarray(tokens_all) > 0, m.half, 0.0)
+        hit = 1.0 - m.expert_miss**tokens_all
+        mc = mc + m.expert * (m.experts_per_token * tokens_all + m.experts * hit * pad_all)
+        mm = mm + m.expert_weight * hit
         exchanged = np.where(lay.by_rank > 0, np.maximum(tokens_r, lay.imbalance * tokens_all / lay.dp), tokens_all)
         exchange = lay.moe_fixed + np.where(count > 0, lay.moe_prefill_token, lay.moe_token) * exchanged
-        comm = m.comm_fixed + m.comm_per_token * tokens_r + exchange
-        overhead = np.where(count > 0, m.prefill_overhead, m.decode_overhead)
         work = overlapped_s(mc, mm, m.overlap) + overlapped_s(ac, am, m.overlap)
-        return overhead + work + comm - lay.tbo * np.minimum(work, exchange), tokens_r
+        return overhead + work + comm + exchange - lay.tbo * np.minimum(work, exchange), tokens_r
 
     def time_s(self, seqs, q, ctx, n=0.0, past=0.0) -> Array:
         """One step (``StepModel.time_s``): the pipeline's max(busy, path) over m = min(max(seqs, 1), pp)
@@ -414,17 +412,23 @@ class ReplicaGrid:
     def tokens_per_step(self) -> Array:
         return expected_tokens_per_step(self.alpha, self.gamma)
 
-    def step_s(self, seqs, ctx, n=0.0, past=0.0) -> Array:
-        """A scheduler step: the target's pass (q tokens per decode) plus γ draft steps when decoding."""
-        t = self.step.time_s(seqs, self.q, ctx, n, past)
+    def draft_s(self, seqs, ctx) -> Array:
+        """The γ draft steps of a scheduler step with ``seqs`` decoding at context ``ctx`` (0 where nothing
+        speculates).  They depend on neither the step's prefill chunk nor its cached prefix, so the steps
+        of one decode count can share them (``step_s``'s ``draft``)."""
         if not np.any(self.gamma > 0):
-            return t
+            return np.zeros(())
         if self.draft is None:
             d = self.draft_ratio * self.step.time_s(seqs, 1.0, ctx)
         else:
             own = self.draft.time_s(seqs, 1.0, ctx)
             d = np.where(np.isnan(self.draft_ratio), own, self.draft_ratio * self.step.time_s(seqs, 1.0, ctx))
-        return t + self.gamma * np.where(np.asarray(seqs) > 0, d, 0.0)
+        return self.gamma * np.where(np.asarray(seqs) > 0, d, 0.0)
+
+    def step_s(self, seqs, ctx, n=0.0, past=0.0, draft: Array | None = None) -> Array:
+        """A scheduler step: the target's pass (q tokens per decode) plus γ draft steps when decoding
+        (``draft_s(seqs, ctx)``, computed here unless given)."""
+        return self.step.time_s(seqs, self.q, ctx, n, past) + (self.draft_s(seqs, ctx) if draft is None else draft)
 
     def acceptance(self) -> list[tuple[float, Array]]:
         """(j, share of tokens emitted j at a time) for j = 1 … γ_max + 1: P(a = j)·j / E."""

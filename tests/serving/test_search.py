@@ -22,6 +22,7 @@ from planner.engine.memory import memory_plan
 from planner.engine.roofline import step_cost
 from planner.errors import ScenarioError
 from planner.model.scenario import Scenario
+from planner.serving.analytic import colocated_screen, screen_where
 from planner.serving.fleet import simulate_fleet_scenario
 from planner.serving.pools import DecodeOnlyStepTime, size_pool
 from planner.serving.search import (
@@ -33,8 +34,8 @@ from planner.serving.search import (
 from planner.serving.search_grid import BATCHES, CHUNKS, Space, _take, bases, kv_plan, parallel_layouts, score
 from planner.serving.simulate import sim_inputs, simulate
 from planner.serving.sizing import size_fleet
-from planner.serving.slo import CONSTRAINTS, Slo, verdict
-from planner.serving.step_grid import StepModel
+from planner.serving.slo import CONSTRAINTS, KV, Slo, verdict
+from planner.serving.step_grid import LayoutStepModel, ReplicaGrid, StepModel
 from planner.serving.workload import scenario_workload
 from planner.studies.pareto import pareto_mask, with_frontiers
 
@@ -94,6 +95,65 @@ def test_step_model_equals_the_roofline_step_cost(catalog):
             ours = StepModel.of(x).time_s(seqs, q, ctx, n, past)
             theirs = step_cost(x, seqs, q, ctx, n, past).time_s
             np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+
+
+def test_a_shared_draft_step_is_the_one_each_step_would_compute(catalog):
+    s = EXAMPLE.with_changes(spec=True, draft="llama-3.2-1b", gpu="h100-sxm", tp=4)
+    g = ReplicaGrid.of(inputs_for(resolve(s, catalog)), np.full((), np.inf))
+    seqs, n, past = (
+        np.array([0.0, 3.0, 40.0, 200.0]),
+        np.array([1.0, 0.0, 512.0, 2000.0]),
+        np.array([0.0, 0.0, 900.0, 10.0]),
+    )
+    d = g.draft_s(seqs, 3000.0)
+    assert d[0] == 0.0 and (d[1:] > 0).all()  # no decodes, no draft steps
+    np.testing.assert_array_equal(g.step_s(seqs, 3000.0, n, past, d), g.step_s(seqs, 3000.0, n, past))
+    plain = ReplicaGrid.of(inputs_for(resolve(s.with_changes(spec=False), catalog)), np.full((), np.inf))
+    assert float(plain.draft_s(seqs, 3000.0)) == 0.0
+
+
+def test_screening_only_the_points_that_run_changes_none_of_their_numbers(catalog):
+    s = EXAMPLE.with_changes(search="batch,chunk,kvdtype,wdtype,spec")
+    base_list, xb, _ = bases(s, catalog, ["h100-sxm", "l4", "a10g"], Space.of(s))
+    assert xb is not None
+    t, slo = traffic_stats(s, None), Slo.of(s)
+    x0 = _take(xb, np.arange(len(base_list)), 3)
+    b = np.asarray(BATCHES, dtype=float)[None, :, None]
+    xa = x0.with_(chunk_tokens=np.asarray(CHUNKS, dtype=float)[None, None, :])
+    x = xa.with_(batch=b)
+    tokens, fits = kv_plan(x)
+    g = ReplicaGrid.of(xa, np.full((), np.inf))
+    shape_a = (len(base_list), 1, len(CHUNKS))
+    whole = colocated_screen(g, t, slo, shape_a, b, tokens)
+    part = screen_where(colocated_screen, g, t, slo, shape_a, b, tokens, fits)
+    assert fits.any() and not fits.any(axis=1).all()  # some configurations run at no batch
+    runs = np.broadcast_to(fits.any(axis=1, keepdims=True), whole.capacity_per_s.shape)
+    np.testing.assert_array_equal(part.capacity_per_s[runs], whole.capacity_per_s[runs])
+    np.testing.assert_array_equal(part.low_ok[runs], whole.low_ok[runs])
+    np.testing.assert_array_equal(part.binding[fits], whole.binding[fits])
+    assert (part.capacity_per_s[~runs] == 0).all() and not part.low_ok[~runs].any()
+    assert (part.binding[~fits] == CONSTRAINTS.index(KV)).all()  # no room for one sequence
+
+
+def test_a_point_that_does_not_fit_is_bound_by_kv_memory(catalog):
+    s = EXAMPLE.with_changes(search="batch,chunk,kvdtype,wdtype,spec,disagg")
+    p = score(s, catalog, traffic_stats(s, None), ["h100-sxm", "l4"]).points
+    no_fit = p[p["status"] == "does not fit in memory"]
+    assert len(no_fit) and (no_fit["binding"] == KV).all()
+
+
+def test_a_layouts_step_model_without_experts_equals_the_roofline_step_cost(catalog):
+    rng = np.random.default_rng(5)
+    s = Scenario(model="llama-3.1-70b", gpu="l4", tp=2, pp=4)
+    x = inputs_for(resolve(s, catalog))
+    seqs = rng.integers(0, 300, 48).astype(float)
+    n = rng.integers(0, 3000, 48).astype(float)
+    n[seqs == 0] += 1
+    ctx, past = rng.uniform(1, 12_000, 48), rng.uniform(0, 6000, 48)
+    m = LayoutStepModel.of(x)
+    assert not m.base.moe and not m.base.windows  # the expert and window terms are skipped
+    ours = m.time_s(seqs, 1.0, ctx, n, past)
+    np.testing.assert_allclose(ours, step_cost(x, seqs, 1.0, ctx, n, past).time_s, rtol=1e-9)
 
 
 def test_kv_plan_equals_the_memory_plan(catalog):
