@@ -203,12 +203,15 @@ def kv_plan(x: EngineInputs) -> tuple[Array, np.ndarray]:
     """(KV tokens, fits) of ``memory.memory_plan`` — the two figures the search needs, from the same functions;
     the configurations (first axis) with pipeline stages, data-parallel engines or expert parallelism from
     ``memory.kv_fit`` (``memory_plan``'s steps: per stage, × dp engines)."""
-    kv_tokens, fits = _plain_kv_plan(x)
     if parallel.plain_layout(x):
-        return kv_tokens, fits
+        return _plain_kv_plan(x)
     shape = broadcast_shape(x)
     layout = np.broadcast_to((x.pp > 1) | (x.dp > 1) | (x.ep > 1), shape)
     rows = np.flatnonzero(layout.reshape(shape[0], -1).any(axis=1))
+    if rows.size == shape[0]:  # every configuration has a layout (``_by_kind``'s layout pass)
+        tokens, fitting = kv_fit(x)
+        return np.broadcast_to(tokens, shape), np.broadcast_to(fitting, shape)
+    kv_tokens, fits = _plain_kv_plan(x)
     sub = EngineInputs(**{f.name: _first_axis(getattr(x, f.name), rows, shape[0]) for f in fields(EngineInputs)})
     sub_tokens, sub_fits = kv_fit(sub)
     kv_tokens, fits = np.array(np.broadcast_to(kv_tokens, shape)), np.array(np.broadcast_to(fits, shape))
