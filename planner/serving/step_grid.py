@@ -11,6 +11,7 @@ attention, expert parallelism, tp across nodes: ``parallel.simple`` false) is ti
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -404,11 +405,12 @@ class ReplicaGrid:
         draft = self.draft.take(shape, index) if self.draft is not None else None
         return replace(self, step=self.step.take(shape, index), draft=draft, **arrays)
 
-    @property
+    # q, E and the acceptance shares are fixed per grid; the screening asks for them at every probe.
+    @cached_property
     def q(self) -> Array:
         return self.gamma + 1.0
 
-    @property
+    @cached_property
     def tokens_per_step(self) -> Array:
         return expected_tokens_per_step(self.alpha, self.gamma)
 
@@ -432,6 +434,10 @@ class ReplicaGrid:
 
     def acceptance(self) -> list[tuple[float, Array]]:
         """(j, share of tokens emitted j at a time) for j = 1 … γ_max + 1: P(a = j)·j / E."""
+        return self._acceptance
+
+    @cached_property
+    def _acceptance(self) -> list[tuple[float, Array]]:
         top = int(np.max(self.gamma)) if np.size(self.gamma) else 0
         e = self.tokens_per_step
         out = []
