@@ -189,11 +189,15 @@ class MixedSteps:
     def chunks_over(self, limit_s) -> Array:
         """Prefill chunks per prompt whose step exceeds ``limit_s``: ⌊P/b⌋ full ones and the rest P mod b,
         averaged over the quantile nodes of P (module doc)."""
-        slope = np.maximum(self.t_full - self.t_one, 1e-300)
-        n_star = self.budget * (limit_s - self.t_one) / slope  # the chunk whose step is the limit
+        n_star = (limit_s - self.t_one) * self._per_second  # the chunk whose step is the limit
         whole, rest = self._chunks
         rest_over = np.add.reduce(rest > np.asarray(n_star), axis=0, dtype=np.float64)
         return (whole * (self.budget > n_star) + rest_over) / len(self.nodes)
+
+    @cached_property
+    def _per_second(self) -> Array:
+        """b / (t_full − t₁): a mixed step's prefill tokens per second of its time above t₁."""
+        return self.budget / np.maximum(self.t_full - self.t_one, 1e-300)
 
     @cached_property
     def _chunks(self) -> tuple[Array, Array]:

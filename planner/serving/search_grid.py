@@ -551,13 +551,22 @@ def _disaggregated_columns(
 
 
 def _by_kind(pool, xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats, slo: Slo) -> dict[str, Array]:
-    """``pool``'s points of the bases ``rows``, run apart for plain tensor-parallel bases and those with a layout
-    (``step_grid.step_model``: the plain coefficient form is the cheaper), joined along the base axis."""
+    """``pool``'s points of the bases ``rows``, run apart for plain tensor-parallel bases without and with
+    speculation and for those with a layout (``step_grid.step_model``: the plain coefficient form is the
+    cheaper; a grid without speculation has no draft steps and one acceptance class), put back in base order."""
     simple = np.asarray((xb.pp == 1) & (xb.dp == 1) & (xb.ep == 1) & (xb.tp <= xb.gpus_per_node), dtype=bool)[rows]
-    parts = [pool(xb, rows[m], space, t, slo) for m in (simple, ~simple) if m.any()]
+    spec = np.asarray(xb.spec_on > 0, dtype=bool)[rows]
+    parts = [(m, pool(xb, rows[m], space, t, slo)) for m in (simple & ~spec, simple & spec, ~simple) if m.any()]
     if len(parts) == 1:
-        return parts[0]
-    return {k: np.concatenate([np.asarray(p[k]) for p in parts], axis=0) for k in parts[0]}
+        return parts[0][1]
+    out: dict[str, Array] = {}
+    for k in parts[0][1]:
+        values = [np.asarray(p[k]) for _, p in parts]
+        joined = np.empty((rows.size, *values[0].shape[1:]), dtype=np.result_type(*values))
+        for (m, _), v in zip(parts, values, strict=True):
+            joined[m] = v
+        out[k] = joined
+    return out
 
 
 def _points_frame(parts: list[dict[str, Any]]) -> pd.DataFrame:

@@ -68,7 +68,8 @@ class TrafficStats:
 
     def prefill_steps(self, budget) -> Array:
         """k = E[⌈Pu / b⌉]: the steps one prompt's prefill takes alone at budget b (over the nodes)."""
-        return sum(np.ceil(p / budget) for p in self.nodes) / len(self.nodes)
+        nodes = np.asarray(self.nodes).reshape((-1,) + (1,) * np.ndim(budget))
+        return np.ceil(nodes / budget).sum(axis=0) / len(self.nodes)  # whole numbers: the sum is exact
 
     @property
     def decode_context_tokens(self) -> float:
@@ -105,6 +106,7 @@ class StepModel:
     comm_per_token: Array
     moe: bool  # any configuration routes experts
     windows: bool
+    full_overlap: bool  # every configuration's compute and memory overlap completely (o = 1)
 
     @classmethod
     def of(cls, x: EngineInputs) -> StepModel:
@@ -149,6 +151,7 @@ class StepModel:
             ),
             moe=bool(np.any(x.experts > 0)),
             windows=bool(np.any(x.window_layers > 0)),
+            full_overlap=bool(np.all(x.compute_memory_overlap == 1.0)),
         )
 
     def take(self, shape: tuple[int, ...], index: tuple[np.ndarray, ...]) -> StepModel:
@@ -158,9 +161,13 @@ class StepModel:
             **{
                 f.name: np.broadcast_to(getattr(self, f.name), shape)[index]
                 for f in fields(self)
-                if f.name not in ("moe", "windows")
+                if f.name not in ("moe", "windows", "full_overlap")
             },
         )
+
+    def overlapped_s(self, compute_s, memory_s) -> Array:
+        """``roofline.overlapped_s`` with this grid's overlap (its o = 1 test made once, at ``of``)."""
+        return np.maximum(compute_s, memory_s) if self.full_overlap else overlapped_s(compute_s, memory_s, self.overlap)
 
     def _keys(self, k):
         if not self.windows:
@@ -169,32 +176,40 @@ class StepModel:
 
     def time_s(self, seqs, q, ctx, n=0.0, past=0.0) -> Array:
         """One step: ``seqs`` sequences passing q tokens each at context ``ctx``, plus one prefill chunk
-        of ``n`` tokens after ``past`` cached (n = 0: a decode-only step).  All arguments broadcast;
-        seqs·q + n must be > 0 (an empty step takes no time and is not asked for)."""
+        of ``n`` tokens after ``past`` cached (n = 0: a decode-only step, whose chunk terms are not
+        computed).  All arguments broadcast; seqs·q + n must be > 0 (an empty step takes no time and
+        is not asked for)."""
         decodes = seqs * q
-        tokens = decodes + n
-        chunk = np.asarray(n) > 0
-        chunks = chunk.astype(float)
+        decode_only = np.ndim(n) == 0 and float(n) == 0.0
+        tokens = decodes if decode_only else decodes + n
+        heads = decodes if decode_only else decodes + (np.asarray(n) > 0)  # the LM head: decodes and one per chunk
         if self.moe:
             hit = 1.0 - self.expert_miss**tokens
             mc = (
                 self.body * (tokens + self.half)
-                + self.head * (decodes + chunks + self.half)
+                + self.head * (heads + self.half)
                 + self.expert * (self.experts_per_token * tokens + self.experts * hit * self.half)
             )
             mm = self.dense_weight + self.expert_weight * hit + tokens * self.act
         else:
-            mc = self.body * (tokens + self.half) + self.head * (decodes + chunks + self.half)
+            mc = self.body * (tokens + self.half) + self.head * (heads + self.half)
             mm = self.dense_weight + tokens * self.act
         dec_keys = self._keys(ctx)
-        ac = self.dec_attn * decodes * dec_keys + self.pre_attn * n * self._keys(past + (n + 1.0) / 2.0)
-        am = self.kv_dec_layer * seqs * dec_keys + tokens * self.kv_token + (seqs + chunks) * self.state
-        am = am + chunks * self.kv_layer * self._keys(past)
-        overhead = np.where(chunk, self.prefill_overhead, self.decode_overhead)
+        ac = self.dec_attn * decodes * dec_keys
+        am = self.kv_dec_layer * seqs * dec_keys + tokens * self.kv_token
+        if decode_only:
+            am = am + seqs * self.state
+            overhead = self.decode_overhead
+        else:
+            chunk = np.asarray(n) > 0
+            chunks = chunk.astype(float)
+            ac = ac + self.pre_attn * n * self._keys(past + (n + 1.0) / 2.0)
+            am = am + (seqs + chunks) * self.state + chunks * self.kv_layer * self._keys(past)
+            overhead = np.where(chunk, self.prefill_overhead, self.decode_overhead)
         return (
             overhead
-            + overlapped_s(mc, mm, self.overlap)
-            + overlapped_s(ac, am, self.overlap)
+            + self.overlapped_s(mc, mm)
+            + self.overlapped_s(ac, am)
             + self.comm_fixed
             + self.comm_per_token * tokens
         )
@@ -289,6 +304,11 @@ class LayoutStepModel:
         )
         return cls(base, lay)
 
+    @cached_property
+    def pipelined(self) -> bool:
+        """Some configuration runs pipeline stages."""
+        return bool(np.any(self.lay.pp > 1))
+
     @property
     def prefill_overhead(self) -> Array:
         return self.base.prefill_overhead
@@ -306,24 +326,29 @@ class LayoutStepModel:
         """(time, the busiest rank's tokens) of one pass (``step_time.Roofline._layout_pass_s``, one chunk; like
         ``StepModel.time_s`` it is not asked for an empty step)."""
         m, lay = self.base, self.lay
-        count = (np.asarray(n) > 0).astype(float)
-        dec_r = seqs / lay.dp * q
-        tokens_r = dec_r + n
+        decode_only = np.ndim(n) == 0 and float(n) == 0.0
+        seqs_r = seqs / lay.dp
+        dec_r = seqs_r * q
+        tokens_r = dec_r if decode_only else dec_r + n
         keys = m._keys(ctx)
         pad = np.where(np.asarray(tokens_r) > 0, m.half, 0.0)
-        mc = m.body * (tokens_r + pad) + m.head * (dec_r + count + pad)
         mm = m.dense_weight + tokens_r * m.act
-        ac = m.dec_attn * dec_r * keys + m.pre_attn * n * m._keys(past + (n + 1.0) / 2.0)
-        am = (
-            m.kv_dec_layer * seqs / lay.dp * keys
-            + m.kv_layer * count * m._keys(past)
-            + tokens_r * m.kv_token
-            + (seqs / lay.dp + count) * m.state
-        )
+        ac = m.dec_attn * dec_r * keys
+        am = m.kv_dec_layer * seqs_r * keys + tokens_r * m.kv_token
+        if decode_only:
+            count: Array = np.zeros(())
+            mc = m.body * (tokens_r + pad) + m.head * (dec_r + pad)
+            am = am + seqs_r * m.state
+            overhead = m.decode_overhead
+        else:
+            count = (np.asarray(n) > 0).astype(float)
+            mc = m.body * (tokens_r + pad) + m.head * (dec_r + count + pad)
+            ac = ac + m.pre_attn * n * m._keys(past + (n + 1.0) / 2.0)
+            am = am + m.kv_layer * count * m._keys(past) + (seqs_r + count) * m.state
+            overhead = np.where(count > 0, m.prefill_overhead, m.decode_overhead)
         comm = m.comm_fixed + m.comm_per_token * tokens_r
-        overhead = np.where(count > 0, m.prefill_overhead, m.decode_overhead)
         if not m.moe:  # no experts anywhere: their terms, the exchange and its overlap are all 0
-            return overhead + overlapped_s(mc, mm, m.overlap) + overlapped_s(ac, am, m.overlap) + comm, tokens_r
+            return overhead + m.overlapped_s(mc, mm) + m.overlapped_s(ac, am) + comm, tokens_r
         tokens_all = seqs * q + n
         pad_all = np.where(np.asarray(tokens_all) > 0, m.half, 0.0)
         hit = 1.0 - m.expert_miss**tokens_all
@@ -331,7 +356,7 @@ class LayoutStepModel:
         mm = mm + m.expert_weight * hit
         exchanged = np.where(lay.by_rank > 0, np.maximum(tokens_r, lay.imbalance * tokens_all / lay.dp), tokens_all)
         exchange = lay.moe_fixed + np.where(count > 0, lay.moe_prefill_token, lay.moe_token) * exchanged
-        work = overlapped_s(mc, mm, m.overlap) + overlapped_s(ac, am, m.overlap)
+        work = m.overlapped_s(mc, mm) + m.overlapped_s(ac, am)
         return overhead + work + comm + exchange - lay.tbo * np.minimum(work, exchange), tokens_r
 
     def time_s(self, seqs, q, ctx, n=0.0, past=0.0) -> Array:
@@ -341,7 +366,7 @@ class LayoutStepModel:
         lay = self.lay
         mb = np.clip(np.maximum(seqs, (n > 0).astype(float)), 1.0, lay.pp)
         t_mix, r_mix = self._pass(seqs / mb, q, ctx, n, past)
-        if not np.any(lay.pp > 1):
+        if not self.pipelined:
             return t_mix
         if np.any(n > 0):
             t_dec, r_dec = self._pass(seqs / mb, q, ctx, 0.0, 0.0)
@@ -407,6 +432,11 @@ class ReplicaGrid:
 
     # q, E and the acceptance shares are fixed per grid; the screening asks for them at every probe.
     @cached_property
+    def speculates(self) -> bool:
+        """Some configuration runs speculative decoding (γ > 0)."""
+        return bool(np.any(self.gamma > 0))
+
+    @cached_property
     def q(self) -> Array:
         return self.gamma + 1.0
 
@@ -418,7 +448,7 @@ class ReplicaGrid:
         """The γ draft steps of a scheduler step with ``seqs`` decoding at context ``ctx`` (0 where nothing
         speculates).  They depend on neither the step's prefill chunk nor its cached prefix, so the steps
         of one decode count can share them (``step_s``'s ``draft``)."""
-        if not np.any(self.gamma > 0):
+        if not self.speculates:
             return np.zeros(())
         if self.draft is None:
             d = self.draft_ratio * self.step.time_s(seqs, 1.0, ctx)
