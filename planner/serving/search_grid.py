@@ -572,36 +572,42 @@ def _by_kind(pool, xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficS
 def _points_frame(parts: list[dict[str, Any]]) -> pd.DataFrame:
     """The points of every mode in one frame, cheapest first (meeting the SLO first, then cost per hour,
     GPUs, TTFT; stable; NaN last), numbered ``point``.  A column one mode lacks is NaN (an empty category)
-    in its rows.  Joined and ordered as arrays, one frame built at the end (pandas' concat and sort cost
-    more than the screening's arithmetic)."""
+    in its rows.  Joined and ordered as arrays, one column at a time, and one frame built at the end
+    (pandas' concat and sort cost more than the screening's arithmetic).  It empties ``parts`` as it goes
+    (what is done with is freed at once: the frame is most of the search's memory)."""
     sizes = [len(next(iter(p.values()))) for p in parts]
     names = list(dict.fromkeys(name for p in parts for name in p))
-    joined: dict[str, Any] = {}
-    for name in names:
+
+    def joined(name: str) -> np.ndarray:
+        """The column over every part (codes for a categorical, -1 where a part lacks it; else NaN there)."""
         present = [p[name] for p in parts if name in p]
         if isinstance(present[0], pd.Categorical):
-            categories = present[0].categories
-            codes = [
-                np.asarray(p[name].codes) if name in p else np.full(n, -1) for p, n in zip(parts, sizes, strict=True)
-            ]
-            joined[name] = (np.concatenate(codes), categories)
-        elif len(present) == len(parts):
-            joined[name] = np.concatenate([np.asarray(v) for v in present])
-        else:
-            joined[name] = np.concatenate(
-                [
-                    np.asarray(p[name], dtype=float) if name in p else np.full(n, np.nan)
-                    for p, n in zip(parts, sizes, strict=True)
-                ]
+            return np.concatenate(
+                [np.asarray(p[name].codes) if name in p else np.full(n, -1) for p, n in zip(parts, sizes, strict=True)]
             )
-    meets = joined["meets_slo"]
-    order = np.lexsort((joined["ttft_q_s"], joined["gpus"], joined["cost_per_hour_usd"], ~meets))
+        if len(present) == len(parts):
+            return np.concatenate([np.asarray(v) for v in present])
+        return np.concatenate(
+            [
+                np.asarray(p[name], dtype=float) if name in p else np.full(n, np.nan)
+                for p, n in zip(parts, sizes, strict=True)
+            ]
+        )
+
+    keys = [joined(k) for k in ("ttft_q_s", "gpus", "cost_per_hour_usd")]
+    order = np.lexsort((*keys, ~joined("meets_slo")))
+    del keys
     out: dict[str, Any] = {"point": np.arange(order.size)}
-    for name, v in joined.items():
-        if isinstance(v, tuple):
-            out[name] = pd.Categorical.from_codes(v[0][order], categories=v[1])
-        else:
-            out[name] = v[order]
+    for name in names:
+        first = next(p[name] for p in parts if name in p)
+        column = joined(name)[order]
+        for p in parts:
+            p.pop(name, None)
+        out[name] = (
+            pd.Categorical.from_codes(column, categories=first.categories)
+            if isinstance(first, pd.Categorical)
+            else column
+        )
     return pd.DataFrame(out, copy=False)  # the columns are fresh arrays: no copy into consolidated blocks
 
 
@@ -625,6 +631,8 @@ def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -
         parts.append(_disaggregated_columns(base_list, pre, dec, t, xb, slo))
         scored += pre["ok"].size + dec["valid"].size
         valid += int(dec["valid"].sum()) + int(np.sum(pre["ok"]))
+        del pre, dec
+    del col  # the grids' arrays: freed before the frame is built
     points = _points_frame(parts)
     return Scored(points, scored, valid, base_list)
 
