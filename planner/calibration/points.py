@@ -30,12 +30,11 @@ import numpy as np
 
 from planner.engine.chunked import chunked_prefill
 from planner.engine.evaluate import resolve
-from planner.engine.inputs import EngineInputs, compute_dtype, from_specs
+from planner.engine.inputs import EngineInputs, compute_dtype, from_specs, stack_inputs
 from planner.engine.roofline import batched_prefill, decode, prefill
 from planner.model.catalog import Catalog
 from planner.model.engine_timing import OVERRIDE_LETTERS, EngineTiming, gpu_family, link_kind
 from planner.model.scenario import Scenario
-from planner.studies.compare import stack_inputs
 
 Kind = Literal["ttft", "tpot", "throughput", "e2e_latency", "serving_ttft", "serving_tpot"]
 KINDS: tuple[Kind, ...] = ("ttft", "tpot", "throughput", "e2e_latency", "serving_ttft", "serving_tpot")

@@ -9,6 +9,7 @@ swapped in into arrays again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeAlias
 
@@ -238,6 +239,13 @@ def broadcast_shape(x: EngineInputs) -> tuple[int, ...]:
 
 def field_names() -> tuple[str, ...]:
     return tuple(f.name for f in fields(EngineInputs))
+
+
+def stack_inputs(xs: Sequence[EngineInputs]) -> EngineInputs:
+    """One EngineInputs whose every field is a 1-D array, element i from ``xs[i]`` (each field a scalar there)."""
+    names = field_names()
+    table = np.array([[getattr(x, n) for n in names] for x in xs], dtype=np.float64).reshape(len(xs), len(names))
+    return EngineInputs(**{n: table[:, i].copy() for i, n in enumerate(names)})
 
 
 def _local_attention(m: ModelSpec) -> tuple[int, int]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from planner.engine import parallel
 from planner.engine.evaluate import Resolved, inputs_for, resolve
-from planner.engine.inputs import EngineInputs
+from planner.engine.inputs import EngineInputs, stack_inputs
 from planner.engine.memory import kv_fit, memory_plan
 from planner.engine.validity import quant_block, quant_group
 from planner.errors import ScenarioError
@@ -81,11 +81,12 @@ def choose_layouts(s: Scenario, fitting: Sequence[Layout], tps: Sequence[int], m
     the tps of ``tps``, the extra kinds, and the scenario's own layout."""
     plain = [Layout(tp=t) for t in tps]
     own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
-    plain_fits = [lay for lay in fitting if lay in plain]
+    plain_set = set(plain)
+    plain_fits = [lay for lay in fitting if lay in plain_set]
     if not fitting or (plain_fits and not moe):
-        return plain + ([own] if own.gpus > 1 and own not in plain else [])
+        return plain + ([own] if own.gpus > 1 and own not in plain_set else [])
     smallest = min(lay.gpus for lay in fitting)
-    pool = [lay for lay in fitting if lay not in plain and lay.gpus <= 2 * smallest]
+    pool = [lay for lay in fitting if lay not in plain_set and lay.gpus <= 2 * smallest]
     if plain_fits:  # an MoE model that fits on tp alone: its expert-parallel and dp-attention layouts
         pool = [lay for lay in pool if lay.ep > 1 or lay.dp > 1]
     best: dict[tuple[bool, bool, bool, bool], Layout] = {}
@@ -119,7 +120,8 @@ def grid_layouts(
         fitting[g] += more
     out = {g: tuple(Layout(tp=t) for t in accepted) for g in gpus}
     for g, (cands, r) in found.items():
-        chosen = [lay for lay in cands if lay in fitting[g]]  # the candidates' order
+        fits = set(fitting[g])
+        chosen = [lay for lay in cands if lay in fits]  # the candidates' order
         out[g] = tuple(choose_layouts(s, chosen, accepted, r.model.is_moe, r.gpu.gpus_per_node))
     return out
 
@@ -130,9 +132,9 @@ def _fitting(s: Scenario, xs: dict[str, EngineInputs], items: list[tuple[str, La
     if not items:
         return out
     keys = list(xs)
-    stacked = {f.name: np.array([float(getattr(xs[g], f.name)) for g in keys]) for f in fields(EngineInputs)}
+    stacked = stack_inputs([xs[g] for g in keys])
     rows = np.array([keys.index(g) for g, _ in items])
-    x = EngineInputs(**{k: v[rows] for k, v in stacked.items()})
+    x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
     per_engine = s.batch // max(s.dp, 1) or 1
     tp, pp, ep, dp = (np.array([getattr(lay, k) for _, lay in items], dtype=float) for k in ("tp", "pp", "ep", "dp"))
     fits = np.asarray(kv_fit(x.with_(tp=tp, pp=pp, ep=ep, dp=dp, batch=np.minimum(per_engine * dp, MAX_BATCH)))[1])

@@ -37,7 +37,7 @@ import pandas as pd
 
 from planner.engine import parallel
 from planner.engine.evaluate import Resolved, resolve
-from planner.engine.inputs import Array, EngineInputs, broadcast_shape, from_specs
+from planner.engine.inputs import Array, EngineInputs, broadcast_shape, from_specs, stack_inputs
 from planner.engine.memory import (
     baseline_bytes_per_gpu,
     block_bytes,
@@ -172,15 +172,11 @@ def bases(
                         kv_bytes.append(DTYPE_BYTES[kv])
     if not out:
         return out, None, r
-    stacked = _stack(xs)
+    stacked = stack_inputs(xs)
     rows = np.asarray(source)
     x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
     tp, pp, ep, dp = (np.asarray(v, dtype=float) for v in zip(*lays, strict=True))
     return out, x.with_(tp=tp, pp=pp, ep=ep, dp=dp, kv_bytes_per_element=np.asarray(kv_bytes)), r
-
-
-def _stack(xs: list[EngineInputs]) -> EngineInputs:
-    return EngineInputs(**{f.name: np.array([float(getattr(x, f.name)) for x in xs]) for f in fields(EngineInputs)})
 
 
 def _take(x: EngineInputs, rows: np.ndarray, ndim: int) -> EngineInputs:

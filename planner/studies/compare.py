@@ -20,13 +20,11 @@ the cheapest.  A measured profile is a row only when it is the scenario's GPU.
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import numpy as np
 import pandas as pd
 
 from planner.engine.evaluate import compute, resolve
-from planner.engine.inputs import EngineInputs, from_specs
+from planner.engine.inputs import from_specs, stack_inputs
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
@@ -37,11 +35,6 @@ METRIC_COLUMNS = (
     "decode_tokens_per_s_per_gpu",
     "cost_per_million_output_tokens_usd",
 )
-
-
-def stack_inputs(xs: list[EngineInputs]) -> EngineInputs:
-    """One EngineInputs whose every field is a 1-D array, element i from ``xs[i]``."""
-    return EngineInputs(**{f.name: np.array([float(getattr(x, f.name)) for x in xs]) for f in fields(EngineInputs)})
 
 
 def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
