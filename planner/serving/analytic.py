@@ -126,23 +126,29 @@ Probe = Callable[[Array], tuple[dict[str, Array], Array]]
 
 
 def _bisect(ok_at: Probe, x_max: Array, shape: tuple[int, ...]) -> Screen:
-    """The largest x in (LOW_LOAD_FRAC·x_max, x_max] where every term holds (all monotone), and what fails above it."""
+    """The largest x in (LOW_LOAD_FRAC·x_max, x_max] where every term holds (all monotone), and what fails above it.
+    The rate at the answer and the terms failing just above it are those of the probes that set lo and hi
+    (x_max itself is probed only where no probe failed)."""
     x_max = np.broadcast_to(np.maximum(x_max, 1e-300), shape)
     lo = x_max * LOW_LOAD_FRAC
     x_low = lo
-    fails_low, _ = ok_at(lo)
+    fails_low, rate = ok_at(lo)
+    rate = np.broadcast_to(rate, shape)
     low_ok = ~np.any([np.broadcast_to(f, shape) for f in fails_low.values()], axis=0)
     hi = x_max.copy()
+    above = np.full(shape, -1, dtype=np.int64)  # the first term failing at hi (-1: hi = x_max, not probed)
     for _ in range(BISECTIONS):
         mid = np.sqrt(lo * hi)
-        fails, _ = ok_at(mid)
+        fails, rate_mid = ok_at(mid)
         bad = np.any([np.broadcast_to(f, shape) for f in fails.values()], axis=0)
         lo = np.where(bad, lo, mid)
         hi = np.where(bad, mid, hi)
-    fails_hi, _ = ok_at(hi)
-    _, rate = ok_at(lo)
-    binding = np.where(low_ok, _first_failing(fails_hi, shape), _first_failing(fails_low, shape))
-    return Screen(np.where(low_ok, np.broadcast_to(rate, shape), 0.0), binding, low_ok, lo, x_low)
+        rate = np.where(bad, rate, rate_mid)
+        above = np.where(bad, _first_failing(fails, shape), above)
+    if np.any(above < 0):
+        above = np.where(above < 0, _first_failing(ok_at(x_max)[0], shape), above)
+    binding = np.where(low_ok, above, _first_failing(fails_low, shape))
+    return Screen(np.where(low_ok, rate, 0.0), binding, low_ok, lo, x_low)
 
 
 def occupancy_x(a, c, limit) -> Array:
