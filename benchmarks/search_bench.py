@@ -5,7 +5,8 @@ Prints, for issue 17's example (50 requests/s of Llama-3.1-70B, 2k in / 300 out,
 p99 ITL ≤ 50 ms) on every priced GPU profile:
   1. the screening model's speed: configurations scored per CPU second on one core (the whole
      space: batch × chunk × KV dtype × weight dtype × speculation × colocated/disaggregated), the
-     fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone; the layouts
+     fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone, a grid ten
+     times smaller whose per-GPU set-up (``search_grid.bases``) is a fixed share of its time; the layouts
      are sizing's per GPU (tp 1–8, and the pipeline / expert / data-parallel ones: ``search_grid.grid_layouts``);
   2. a full search with simulation confirmation (the default knobs, every core) — its wall time,
      its CPU time (this process and its workers), the simulations it ran and its answer —
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from planner.model.catalog import load_catalog  # noqa: E402  (after the sys.path line: runs from a checkout)
 from planner.model.scenario import Scenario  # noqa: E402
 from planner.serving.search import search_fleet, traffic_stats  # noqa: E402
-from planner.serving.search_grid import score  # noqa: E402
+from planner.serving.search_grid import Space, bases, score  # noqa: E402
 from planner.serving.sizing import size_fleet  # noqa: E402
 
 EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_tpot_s=0.05)
@@ -44,23 +45,34 @@ def cpu_s() -> float:
 
 
 def screening(catalog, gpus: list[str], repeat: int) -> None:
+    """The whole space against the target; the default knobs' smaller grid for its wall-clock cost (its
+    per-GPU set-up — the layouts that fit, the engine inputs — is a fixed cost a small grid does not amortise,
+    shown as the set-up's share, so points/s there is not the throughput the target is about)."""
     for knobs in (ALL_KNOBS, EXAMPLE.search):
         s = EXAMPLE.with_changes(search=knobs)
         stats = traffic_stats(s, None)
+        space = Space.of(s)
         score(s, catalog, stats, gpus)  # warm: imports, caches
-        best = None
+        best, setup = None, None
         for _ in range(max(repeat, 1)):
             start = time.process_time()
             z = score(s, catalog, stats, gpus)
             spent = time.process_time() - start
             best = spent if best is None else min(best, spent)
-        assert best is not None
-        verdict = "meets" if z.scored / best >= POINTS_TARGET_PER_S else "misses"
-        print(
-            f"screen [{knobs}]: {z.scored:,} configurations ({z.valid:,} the engine accepts) in {best:.3f} CPU s: "
-            f"{z.scored / best:,.0f}/s ({z.valid / best:,.0f} accepted/s) on one core — {verdict} the "
-            f"{POINTS_TARGET_PER_S:,}/s target"
+            start = time.process_time()
+            bases(s, catalog, gpus, space)
+            spent = time.process_time() - start
+            setup = spent if setup is None else min(setup, spent)
+        assert best is not None and setup is not None
+        head = (
+            f"screen [{knobs}]: {z.scored:,} configurations ({z.valid:,} the engine accepts) in {best:.3f} CPU s "
+            f"(set-up {setup:.3f} s): {z.scored / best:,.0f}/s ({z.valid / best:,.0f} accepted/s) on one core"
         )
+        if knobs == ALL_KNOBS:
+            verdict = "meets" if z.scored / best >= POINTS_TARGET_PER_S else "misses"
+            print(f"{head} — {verdict} the {POINTS_TARGET_PER_S:,}/s target")
+        else:
+            print(f"{head}; the default knobs' grid, its per-GPU set-up {setup / best:.0%} of the time")
 
 
 def full_search(catalog) -> None:
