@@ -232,3 +232,36 @@ def test_the_registry_lists_every_chart_tab_in_order():
     titles = [t.title for t in registry.TABS]
     assert titles[: len(TABS)] == list(CHART_TABS) and len(set(titles)) == len(titles)
     assert all(t.needs_result for t in registry.TABS[: len(TABS)])
+
+
+def test_frontier_hover_labels_are_each_rows_escaped_configuration():
+    from ui.figures.frontier import point_labels
+    from ui.format import plot_text
+
+    frame = pd.DataFrame(
+        dict(
+            gpu=pd.Categorical(["h100-sxm", "<b>x</b>", "gpu%{y}", "h100-sxm"]),
+            mode=["colocated", "disaggregated", "colocated", "disaggregated"],
+            layout=["tp8", "tp2·pp4", "tp1%", "{tp4}"],
+            nodes=[1, 2, 1, 3],
+            batch=[512, 64, 8, 1024],
+            chunk=[512.0, 2048.0, 256.0, 8192.0],
+            kvdtype=["bf16", "fp8", "bf16", "fp8"],
+            wdtype=["bf16", "bf16", "fp8", "fp8"],
+            spec=[False, True, False, True],
+            gpus=[112.0, 16.0, 3.0, 48.0],
+        )
+    )
+
+    def one(r) -> str:  # the label written out for one row, then escaped whole
+        mode = "disaggregated, " if r.mode == "disaggregated" else ""
+        nodes = f" on {r.nodes} nodes" if r.nodes > 1 else ""
+        extra = (", KV fp8" if r.kvdtype == "fp8" else "") + (", fp8 weights" if r.wdtype == "fp8" else "")
+        extra += ", speculative" if r.spec else ""
+        return plot_text(
+            f"{r.gpu}: {mode}{r.layout}{nodes}, batch {r.batch}, chunk {int(r.chunk)}{extra}; {int(r.gpus)} GPUs"
+        )
+
+    labels = point_labels(frame)
+    assert list(labels) == [one(r) for r in frame.itertuples()]
+    assert "<b>" not in labels[1] and "%{" not in labels[2]  # escaped, hover fields broken

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -22,23 +23,34 @@ MAX_DRAWN = 20_000
 _HOVER = "%{text}<br>%{x:.4g} × %{y:.4g}<extra></extra>"  # the axes' own units are in their titles
 
 
-def _nodes(row: Any) -> str:
-    """' on 2 nodes' for a replica that spans nodes, else nothing."""
-    return f" on {int(row.nodes)} nodes" if int(row.nodes) > 1 else ""
+def point_labels(frame: pd.DataFrame) -> np.ndarray:
+    """Each point's configuration as its hover text: "GPU: [disaggregated, ]layout[ on N nodes], batch B,
+    chunk C[, KV fp8][, fp8 weights][, speculative]; G GPUs".  The escaping (``plot_text``) is applied once
+    to each GPU and layout name, the only parts that come from data: it works character by character and
+    the fixed parts hold no ``%`` or ``{``, so the text is the whole label's."""
 
+    def named(column: str) -> list[str]:
+        values = frame[column].astype(str).tolist()
+        escaped = {v: plot_text(v) for v in set(values)}
+        return [escaped[v] for v in values]
 
-def _label(row: Any) -> str:
-    mode = "disaggregated, " if row.mode == "disaggregated" else ""
-    extra = "".join(
-        (
-            ", KV fp8" if row.kvdtype == "fp8" else "",
-            ", fp8 weights" if row.wdtype == "fp8" else "",
-            ", speculative" if row.spec else "",
-        )
-    )
-    return plot_text(
-        f"{row.gpu}: {mode}{row.layout}{_nodes(row)}, batch {int(row.batch)}, chunk {int(row.chunk)}{extra}; "
-        f"{int(row.gpus)} GPUs"
+    def ints(column: str) -> list[int]:
+        return frame[column].to_numpy(dtype=float).astype(np.int64).tolist()
+
+    disagg = (frame["mode"] == "disaggregated").tolist()
+    kv8, w8 = (frame["kvdtype"] == "fp8").tolist(), (frame["wdtype"] == "fp8").tolist()
+    rows = zip(
+        named("gpu"), disagg, named("layout"), ints("nodes"), ints("batch"), ints("chunk"), kv8, w8,
+        frame["spec"].astype(bool).tolist(), ints("gpus"), strict=True,
+    )  # fmt: skip
+    return np.array(
+        [
+            f"{gpu}: {'disaggregated, ' if dis else ''}{layout}{f' on {nodes} nodes' if nodes > 1 else ''}, "
+            f"batch {batch}, chunk {chunk}{', KV fp8' if kv else ''}{', fp8 weights' if w else ''}"
+            f"{', speculative' if spec else ''}; {gpus} GPUs"
+            for gpu, dis, layout, nodes, batch, chunk, kv, w, spec, gpus in rows
+        ],
+        dtype=object,
     )
 
 
@@ -52,22 +64,31 @@ def drawn_points(points: pd.DataFrame, frontier: Frontier) -> pd.DataFrame:
     return pd.concat([on, rest.iloc[:: max(1, math.ceil(len(rest) / (MAX_DRAWN - len(on))))]])
 
 
-def _axis_values(frame: pd.DataFrame, column: str) -> list[float]:
+def _axis_values(frame: pd.DataFrame, column: str) -> np.ndarray:
     scale = MS_PER_S if column.endswith("_s") else 1.0
-    return (frame[column].astype(float) * scale).tolist()
+    return frame[column].to_numpy(dtype=float) * scale
 
 
-def _points_trace(frame: pd.DataFrame, frontier: Frontier, kind: str, mode: str, name: str, **style: Any) -> dict:
+def _points_trace(
+    frame: pd.DataFrame,
+    frontier: Frontier,
+    kind: str,
+    mode: str,
+    name: str,
+    text: np.ndarray | None = None,
+    **style: Any,
+) -> dict:
     """One trace of ``frame``'s points on the frontier's axes: each point's id as customdata (a click selects
-    it), its configuration as the hover text."""
+    it), its configuration as the hover text (``point_labels``, unless given).  Arrays, not lists: plotly
+    checks a numpy array at once and every element of a list."""
     return dict(
         type=kind,
         mode=mode,
         name=name,
         x=_axis_values(frame, frontier.x),
         y=_axis_values(frame, frontier.y),
-        customdata=frame["point"].tolist(),
-        text=[_label(r) for r in frame.itertuples()],
+        customdata=frame["point"].to_numpy(),
+        text=point_labels(frame) if text is None else text,
         hovertemplate=_HOVER,
         **style,
     )
@@ -76,9 +97,18 @@ def _points_trace(frame: pd.DataFrame, frontier: Frontier, kind: str, mode: str,
 def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current: int | None = None) -> go.Figure:
     """One trace of points per GPU profile, the frontier as a line, the SLO line, the current point."""
     shown = drawn_points(points, frontier)
+    labels = point_labels(shown)  # once for every drawn point, then split by GPU
     data = [
-        _points_trace(sub, frontier, "scattergl", "markers", plot_text(gpu), marker=dict(size=6, opacity=0.55))
-        for gpu, sub in shown.groupby("gpu", sort=False, observed=True)
+        _points_trace(
+            shown.iloc[rows],
+            frontier,
+            "scattergl",
+            "markers",
+            plot_text(gpu),
+            labels[rows],
+            marker=dict(size=6, opacity=0.55),
+        )
+        for gpu, rows in shown.groupby("gpu", sort=False, observed=True).indices.items()
     ]
     on = frontier_points(points, frontier)
     black = COLORS["black"]
