@@ -353,9 +353,10 @@ def screen_where(
     batch: Array,
     kv_tokens: Array,
     runs: np.ndarray,
+    axis: int = 1,
 ) -> Screen:
     """``screen`` (``colocated_screen`` or ``decode_screen``, same arguments) over only the configurations
-    of ``g`` (shape ``shape_a``: every axis but the batch's, of length 1 there) with some batch that
+    of ``g`` (shape ``shape_a``: the batch's axis ``axis`` of length 1, the configurations' first) with some batch that
     ``runs`` (the engine accepts it and it fits: full grid shape); the others carry no traffic
     (capacity 0, not met at low load).  A point that does not run is bound by KV memory (there is no room
     for one sequence), whatever its configuration's other batches say.  Every formula is
@@ -363,7 +364,6 @@ def screen_where(
     shape = np.broadcast_shapes(shape_a, np.shape(batch), np.shape(kv_tokens))
     runs = np.broadcast_to(runs, shape)
     kv = CONSTRAINTS.index(KV)
-    axis = next(i for i, (a, n) in enumerate(zip(shape_a, shape, strict=True)) if a == 1 and n > 1)
     need = np.any(runs, axis=axis, keepdims=True)
     if need.all():
         whole = screen(g, t, slo, shape_a, batch, kv_tokens)

@@ -135,11 +135,19 @@ def test_screening_only_the_points_that_run_changes_none_of_their_numbers(catalo
     assert (part.binding[~fits] == CONSTRAINTS.index(KV)).all()  # no room for one sequence
 
 
-def test_a_point_that_does_not_fit_is_bound_by_kv_memory(catalog):
-    s = EXAMPLE.with_changes(search="batch,chunk,kvdtype,wdtype,spec,disagg")
+@pytest.mark.parametrize(
+    "knobs", ["batch,chunk,kvdtype,wdtype,spec,disagg", "chunk", "kvdtype,spec", "wdtype,disagg", "none"]
+)
+def test_a_point_that_does_not_fit_is_bound_by_kv_memory(catalog, knobs):
+    """Whatever knobs move (a grid whose batch axis is the scenario's one batch too), on a GPU set with
+    configurations that do not fit."""
+    s = EXAMPLE.with_changes(search=knobs)
     p = score(s, catalog, traffic_stats(s, None), ["h100-sxm", "l4"]).points
     no_fit = p[p["status"] == "does not fit in memory"]
     assert len(no_fit) and (no_fit["binding"] == KV).all()
+    assert p["meets_slo"].any()
+    one = score(s, catalog, traffic_stats(s, None), ["h200"])  # a grid of few bases
+    assert len(one.points) and set(one.points["binding"].astype(str)) <= set(CONSTRAINTS)
 
 
 def test_a_layouts_step_model_without_experts_equals_the_roofline_step_cost(catalog):
