@@ -172,6 +172,11 @@ def test_kv_plan_equals_the_memory_plan(catalog):
         batch=np.asarray(BATCHES, dtype=float)[None, :, None],
         chunk_tokens=np.asarray(CHUNKS, dtype=float)[None, None, :],
     )
+    assert_kv_plan_is_the_memory_plan(x)
+
+
+def assert_kv_plan_is_the_memory_plan(x) -> None:
+    """The search's KV plan of the grid ``x`` is ``memory.memory_plan``'s, and the grid has points that fit and not."""
     tokens, fits = kv_plan(x)
     plan = memory_plan(x)
     np.testing.assert_array_equal(tokens, plan["kv_capacity_tokens"])

@@ -14,10 +14,11 @@ from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.serving.layouts import grid_layouts
 from planner.serving.search import MEETS, search_fleet, search_text
-from planner.serving.search_grid import BATCHES, CHUNKS, Space, _take, bases, kv_plan, parallel_layouts
+from planner.serving.search_grid import BATCHES, CHUNKS, Space, _take, bases, parallel_layouts
 from planner.serving.simulate import sim_inputs
 from planner.serving.sizing import accepted_tps
 from planner.serving.step_grid import LayoutStepModel, StepModel, step_model
+from tests.serving.test_search import assert_kv_plan_is_the_memory_plan
 
 DSV3 = Scenario(model="deepseek-v3", wdtype="fp8", quant="fp8-block", gpu="h100-sxm", prompt=1024, output=128)
 TWO_NODE = {"tp16", "tp8·pp2", "tp16·ep16", "tp8·pp2·ep8"}
@@ -110,11 +111,7 @@ def test_kv_plan_equals_the_memory_plan_for_pipeline_and_data_parallel_layouts(c
         batch=np.asarray(BATCHES, dtype=float)[None, :, None] * _take(xb, rows, 3).dp,
         chunk_tokens=np.asarray(CHUNKS, dtype=float)[None, None, :],
     )
-    tokens, fits = kv_plan(x)
-    plan = memory_plan(x)
-    np.testing.assert_array_equal(tokens, plan["kv_capacity_tokens"])
-    np.testing.assert_array_equal(fits, plan["fits"])
-    assert fits.any() and not fits.all()
+    assert_kv_plan_is_the_memory_plan(x)
     for lay in (Layout(tp=8, pp=2), Layout(tp=1, dp=16, ep=16)):
         s = DSV3.with_changes(**lay.changes(), batch=64 * lay.dp)
         _, one = sim_inputs(s, catalog)
