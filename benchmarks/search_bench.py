@@ -1,4 +1,4 @@
-"""Sizing-search speed (planner/serving/search.py).
+"""Sizing-search speed (planner/search/knob_search.py).
 
 Run: .venv/bin/python benchmarks/search_bench.py [--repeat N] [--no-search] [--baseline]
 Prints, for issue 17's example (50 requests/s of Llama-3.1-70B, 2k in / 300 out, p99 TTFT ≤ 1 s,
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.model.catalog import load_catalog  # noqa: E402  (after the sys.path line: runs from a checkout)
 from planner.model.scenario import Scenario  # noqa: E402
-from planner.serving.search import search_fleet, traffic_stats  # noqa: E402
-from planner.serving.search_grid import Space, bases, score  # noqa: E402
-from planner.serving.sizing import size_fleet  # noqa: E402
+from planner.search.grid import Space, bases, score  # noqa: E402
+from planner.search.knob_search import search_fleet, traffic_stats  # noqa: E402
+from planner.search.sizing import size_fleet  # noqa: E402
 
 EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_tpot_s=0.05)
 ALL_KNOBS = "batch,chunk,kvdtype,wdtype,spec,disagg"

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.model.catalog import load_catalog  # noqa: E402  (after the sys.path line: runs from a checkout)
 from planner.model.scenario import Scenario  # noqa: E402
-from planner.serving.fleet import ROUTERS, simulate_fleet_scenario  # noqa: E402
-from planner.serving.simulate import simulate_scenario  # noqa: E402
-from planner.serving.sizing import size_fleet  # noqa: E402
-from planner.serving.traces import bundled_trace  # noqa: E402
+from planner.search.sizing import size_fleet  # noqa: E402
+from planner.sim.fleet import ROUTERS, simulate_fleet_scenario  # noqa: E402
+from planner.sim.simulate import simulate_scenario  # noqa: E402
+from planner.sim.traces import bundled_trace  # noqa: E402
 
 REQUESTS = 10_000
 TRACE_TARGET_PER_S = 10_000

@@ -1,7 +1,7 @@
 """Heavy work off the script thread: simulations and fleet sizings run in worker processes.
 
 A visitor's simulation is the one piece of dashboard work that can take tens of seconds
-(the simulator's own work budget, ``planner.serving.budget``, bounds it to ≈ 30 s of
+(the simulator's own work budget, ``planner.sim.budget``, bounds it to ≈ 30 s of
 steps).  Run on the script thread it would hold the server's interpreter lock (every
 other visitor's rerun waits) and its memory would stay in the server process.  So:
 
@@ -121,22 +121,22 @@ def _run_job(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
     scenario_json, workload = payload
     s = Scenario.model_validate_json(scenario_json)
     if kind == "simulate":
-        from planner.serving.fleet import simulate_fleet_scenario
+        from planner.sim.fleet import simulate_fleet_scenario
 
         return simulate_fleet_scenario(s, catalog, workload=workload, progress=progress)
     if kind == "size":
-        from planner.serving.sizing import size_fleet
+        from planner.search.sizing import size_fleet
 
         return size_fleet(s, catalog, trace=workload, progress=progress, search=True)
     if kind in ("search", "simulate_point"):
-        from planner.serving.traces import scenario_traffic
+        from planner.sim.traces import scenario_traffic
 
         traffic = scenario_traffic(s)
         if kind == "simulate_point":
-            from planner.serving.fleet import simulate_fleet_scenario
+            from planner.sim.fleet import simulate_fleet_scenario
 
             return simulate_fleet_scenario(s, catalog, workload=traffic, progress=progress)
-        from planner.serving.search import search_fleet
+        from planner.search.knob_search import search_fleet
 
         return search_fleet(s, catalog, traffic, workers=default_processes(), progress=progress)
     raise ValueError(f"unknown job kind {kind!r}")

@@ -19,7 +19,7 @@ from planner.model.scenario import Scenario
 
 if TYPE_CHECKING:
     from planner.model.specs import GPU, ModelSpec
-    from planner.serving.workload import Workload
+    from planner.sim.workload import Workload
 
 Command = Callable[[argparse.Namespace, Catalog, TextIO, TextIO], int]
 
@@ -103,7 +103,7 @@ def findings(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
 
 def _traffic_changes(args: argparse.Namespace) -> dict[str, Any]:
     """The link keys the traffic options set (``--scale``, ``--window``, ``--prefix-cache``, fleet)."""
-    from planner.serving.traces import BUNDLED, parse_window
+    from planner.sim.traces import BUNDLED, parse_window
 
     changes: dict[str, Any] = {}
     if args.scale is not None:
@@ -124,7 +124,7 @@ def _traffic_changes(args: argparse.Namespace) -> dict[str, Any]:
 
 def _scenario_and_trace(args: argparse.Namespace, catalog: Catalog, err: TextIO) -> tuple[Scenario, Workload | None]:
     """The scenario with the traffic options applied, and the trace it replays (None: Poisson arrivals)."""
-    from planner.serving.traces import BUNDLED, read_trace_file, scenario_traffic
+    from planner.sim.traces import BUNDLED, read_trace_file, scenario_traffic
 
     scenario = scenario_from_link(args.link, catalog, err)
     try:
@@ -141,8 +141,8 @@ def _scenario_and_trace(args: argparse.Namespace, catalog: Catalog, err: TextIO)
 
 def simulate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame, present_metrics
-    from planner.serving.fleet import fleet_text, replica_frame, simulate_fleet_scenario
-    from planner.serving.results import requests_frame, summary_text
+    from planner.sim.fleet import fleet_text, replica_frame, simulate_fleet_scenario
+    from planner.sim.results import requests_frame, summary_text
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
     fleet = simulate_fleet_scenario(scenario, catalog, workload=trace)
@@ -182,7 +182,7 @@ def _gpu_keys(text: str | None, catalog: Catalog) -> list[str] | None:
 
 def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.export import frame_to_csv, present_frame
-    from planner.serving.sizing import size_fleet, sizing_text
+    from planner.search.sizing import size_fleet, sizing_text
 
     gpus = _gpu_keys(args.gpus, catalog)
     scenario, trace = _scenario_and_trace(args, catalog, err)
@@ -222,7 +222,7 @@ def _link_of(scenario: Scenario, z: Any) -> str:
 def pareto(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     """Every configuration the search scores (analytic), flagged on its two Pareto frontiers."""
     from planner.export import frame_to_csv, present_frame
-    from planner.serving.search import pareto_text, screen_points
+    from planner.search.knob_search import pareto_text, screen_points
 
     scenario, trace = _scenario_and_trace(args, catalog, err)
     scenario = _with_search(scenario, args)

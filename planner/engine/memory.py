@@ -3,7 +3,7 @@ memory reserved outside the KV cache, the KV budget, paged blocks and concurrenc
 
 All functions take ``EngineInputs`` (arrays broadcast) and return arrays.  Sources: vLLM
 v0.19.0 (V1 engine), file:line in docs/model.md §1–3; the engine's constants are data
-(``planner/data/engines/<engine>.toml [memory]``, ``planner.model.engine_memory``).
+(``engine_profiles/<engine>.toml [memory]``, ``planner.model.engine_memory``).
 
 KV bytes per token        = 2 · layers · kv_heads · head_dim · kv_dtype_bytes
                             (MLA: layers · (kv_lora_rank + rope_dim) · kv_dtype_bytes)
@@ -503,7 +503,7 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
 
 def kv_fit(x: EngineInputs) -> tuple[Array, Array]:
     """(kv_capacity_tokens, fits) of ``memory_plan`` alone, by the same steps (the sizing search's screen asks
-    for these two over thousands of layouts; tests/serving/test_search_layouts.py holds them equal)."""
+    for these two over thousands of layouts; tests/search/test_search_layouts.py holds them equal)."""
     st = _stage(x, None, None)
     weights, act = weight_bytes_per_gpu(x, stage=st), activation_bytes_per_gpu(x, stage=st)
     non_torch, graphs, baseline = non_torch_bytes_per_gpu(x), cuda_graph_bytes_per_gpu(x, st), baseline_bytes_per_gpu(x)

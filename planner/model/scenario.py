@@ -22,7 +22,7 @@ Quant = Literal["", "none", "fp8", "fp8-channel", "fp8-block", "w8a8", "gptq", "
 DEFAULT_PREFIX_TOKENS = 1024
 CacheTraffic = Literal["arrivals", "followups"]
 LengthDist = Literal["fixed", "uniform", "lognormal"]
-#: The simulator's prefix cache (planner/serving/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
+#: The simulator's prefix cache (planner/sim/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
 PrefixCacheMode = Literal["pool", "unbounded", "off"]
 Router = Literal["round_robin", "least_tokens", "prefix_affinity"]
 TraceName = Literal["", "azure-code-2023", "azure-conv-2023", "mooncake-conversation", "mooncake-synthetic"]
@@ -38,7 +38,7 @@ def _valid_timing(text: str) -> str:
     return text
 
 
-#: The serving knobs the sizing search may tune (``planner.serving.search``); the layout (tp) always is.
+#: The serving knobs the sizing search may tune (``planner.search.knob_search``); the layout (tp) always is.
 SEARCH_AXES = ("batch", "chunk", "kvdtype", "wdtype", "spec", "disagg")
 DEFAULT_SEARCH = "batch,chunk"
 

@@ -1,7 +1,7 @@
 """The Explain tab's memory items: every term of the engine's memory plan (``engine/memory.py``)
 with its formula, this scenario's numbers and its source (docs/model.md §1–3).
 
-``memory_items(s)`` takes ``explain._Scenario`` (the scalars of one evaluated scenario) and
+``memory_items(s)`` takes ``explain_scenario.Scalars`` (the scalars of one evaluated scenario) and
 returns the items in the order the plan computes them: KV per token and per sequence, the
 driver-reported total, weights, peak activation, non-torch memory, CUDA graphs, the engine's
 budget and the KV budget, blocks, KV tokens and concurrency, and the start-up headroom.
@@ -17,8 +17,9 @@ from planner.engine import memory as mem
 from planner.engine import parallel
 from planner.engine.validity import kv_replication_note
 from planner.model.quantization import WEIGHT_16BIT_BYTES
-from planner.studies.explain import ExplainItem, _bytes_value, _value, exact, num
 from planner.studies.explain_parallel import weights_item
+from planner.studies.explain_scenario import Scalars
+from planner.studies.explain_text import ExplainItem, _bytes_value, _value, exact, num
 from planner.units import ACTIVATION_BYTES
 
 RULE_NAMES = {0: "vLLM", 1: "SGLang", 2: "TensorRT-LLM"}
@@ -28,7 +29,7 @@ def _f(v: Any) -> float:
     return float(np.asarray(v))
 
 
-def _hybrid_kv_items(s: Any) -> list[ExplainItem]:
+def _hybrid_kv_items(s: Scalars) -> list[ExplainItem]:
     """KV of a model with state or no-mixer layers: the attention layers' KV plus the fixed state."""
     m, k, g, h, b = s.m, num(s.model.head_dim), num(s.g), num(s.h), num(s.kv_b)
     L, P, out = num(s.L_kv), num(s.P), num(s.O)
@@ -55,7 +56,7 @@ def _hybrid_kv_items(s: Any) -> list[ExplainItem]:
     ]
 
 
-def _kv_items(s: Any) -> list[ExplainItem]:
+def _kv_items(s: Scalars) -> list[ExplainItem]:
     """KV cache per token (and the MHA baseline) and per sequence."""
     m, M = s.m, s.model
     if s.L_kv != s.L:  # a hybrid: only its attention layers cache K/V
@@ -99,7 +100,7 @@ def _kv_items(s: Any) -> list[ExplainItem]:
     return items
 
 
-def _weights_item(s: Any) -> ExplainItem:
+def _weights_item(s: Scalars) -> ExplainItem:
     x, m = s.x, s.m
     b16, tp = num(WEIGHT_16BIT_BYTES), num(s.tp)
     split = (
@@ -131,7 +132,7 @@ def _weights_item(s: Any) -> ExplainItem:
     return ExplainItem("Weights per GPU", formula, sub, _bytes_value(m["weight_bytes_per_gpu"]))
 
 
-def _activation_item(s: Any) -> ExplainItem:
+def _activation_item(s: Scalars) -> ExplainItem:
     x, m = s.x, s.m
     if np.isfinite(_f(x.cal_activation_bytes)):
         return ExplainItem(
@@ -163,7 +164,7 @@ def _activation_item(s: Any) -> ExplainItem:
     )
 
 
-def _other_reserved_items(s: Any) -> list[ExplainItem]:
+def _other_reserved_items(s: Scalars) -> list[ExplainItem]:
     x, m = s.x, s.m
     tp = int(s.tp)
     band = "1" if tp <= 1 else "2" if tp <= 2 else "≥ 4"
@@ -214,7 +215,7 @@ def _other_reserved_items(s: Any) -> list[ExplainItem]:
     return [non_torch, graphs, reserve]
 
 
-def _budget_items(s: Any) -> list[ExplainItem]:
+def _budget_items(s: Scalars) -> list[ExplainItem]:
     x, m = s.x, s.m
     rule = int(_f(x.mem_rule))
     total, u = _f(x.memory_reported_bytes), _f(x.mem_util)
@@ -251,7 +252,7 @@ def _budget_items(s: Any) -> list[ExplainItem]:
     ]
 
 
-def _blocks_items(s: Any) -> list[ExplainItem]:
+def _blocks_items(s: Scalars) -> list[ExplainItem]:
     x, m = s.x, s.m
     xa = x.as_arrays()
     stage = mem.binding_stage(xa) if np.any(xa.pp > 1) else None
@@ -308,7 +309,7 @@ def _blocks_items(s: Any) -> list[ExplainItem]:
     ]
 
 
-def _headroom_item(s: Any) -> ExplainItem:
+def _headroom_item(s: Scalars) -> ExplainItem:
     x, m = s.x, s.m
     outside = []
     if _f(x.graphs_in_budget) == 0:
@@ -328,7 +329,7 @@ def _headroom_item(s: Any) -> ExplainItem:
     )
 
 
-def memory_items(s: Any) -> list[ExplainItem]:
+def memory_items(s: Scalars) -> list[ExplainItem]:
     """Every memory-plan item of one evaluated scenario (module doc)."""
     return (
         _kv_items(s)

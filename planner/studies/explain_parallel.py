@@ -2,14 +2,14 @@
 stage the memory plan describes and its weights, the MoE exchange, the stage sends and the pipeline cycle, the
 communication share and the disaggregated KV transfer — each with this scenario's numbers.
 
-``step_substitution`` writes a step's time when the plain formula (``explain._Scenario.step_time``) does not
+``step_substitution`` writes a step's time when the plain formula (``explain_step.step_time``) does not
 apply: the busiest rank's pass as its parts, and with pipeline stages the cycle max(busy, path) of
 ``roofline.pipeline_parts``.  Every substituted line re-evaluates to its metric (tests/studies/test_explain.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -17,36 +17,21 @@ from planner.engine import memory as mem
 from planner.engine import parallel
 from planner.engine.roofline import StepCost, decode, decode_context_tokens, pipeline_parts
 from planner.model.quantization import WEIGHT_16BIT_BYTES
+from planner.studies.explain_scenario import Scalars
 from planner.studies.explain_text import ExplainItem, _bytes_value, _seconds_value, _value, exact, num
-
-if TYPE_CHECKING:
-    from planner.studies.explain import _Scenario
-
-LAYOUT_NOTE = (
-    '  Layout (docs/model.md "Parallelism"): the busiest data-parallel rank\'s pass — its own sequences and '
-    "prompts through attention and the dense GEMMs, every rank's tokens through the experts over tp · dp "
-    "(× the EP imbalance) — and t_comm = the tensor-parallel all-reduces over NVLink or the network, the MoE "
-    "exchange and the stage sends (two-batch overlap: − f · min(compute, exchange)); with pp stages the step is "
-    "max(busy, path) over its micro-batches"
-)
-
-
-def is_plain(s: _Scenario) -> bool:
-    """Plain tensor parallelism inside one node: the plain formulas of the Explain tab apply."""
-    return parallel.simple(s.x.as_arrays())
 
 
 def _f(v: Any) -> float:
     return float(np.asarray(v))
 
 
-def _part(s: _Scenario, c: float, m: float) -> str:
+def _part(s: Scalars, c: float, m: float) -> str:
     if s.o == 1.0:
         return f"max({num(c, 10)}, {num(m, 10)})"
     return f"(max({num(c, 10)}, {num(m, 10)}) + (1 - {num(s.o)}) · min({num(c, 10)}, {num(m, 10)}))"
 
 
-def pass_substitution(s: _Scenario, cost: StepCost) -> str:
+def pass_substitution(s: Scalars, cost: StepCost) -> str:
     """t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm of one pass, each part's value."""
     mm = _part(s, _f(cost.matmul_compute_s), _f(cost.matmul_memory_s))
     att = _part(s, _f(cost.attention_compute_s), _f(cost.attention_memory_s))
@@ -58,7 +43,7 @@ def pass_substitution(s: _Scenario, cost: StepCost) -> str:
     return text
 
 
-def step_substitution(s: _Scenario, cost: StepCost, step: dict[str, float]) -> str:
+def step_substitution(s: Scalars, cost: StepCost, step: dict[str, float]) -> str:
     """A step's time under the layout (module doc); ``step``: the arguments of ``roofline.step_cost``."""
     x = s.x.as_arrays()
     if not np.any(x.pp > 1):
@@ -72,12 +57,12 @@ def step_substitution(s: _Scenario, cost: StepCost, step: dict[str, float]) -> s
     return f"max({busy}, {path})"
 
 
-def _stage(s: _Scenario) -> parallel.Stage:
+def _stage(s: Scalars) -> parallel.Stage:
     x = s.x.as_arrays()
     return mem.binding_stage(x) if np.any(x.pp > 1) else parallel.whole_model(x)
 
 
-def weights_item(s: _Scenario, draft: float) -> ExplainItem:
+def weights_item(s: Scalars, draft: float) -> ExplainItem:
     """Weights per GPU of the binding stage under the layout (``memory.target_weight_bytes_per_gpu``)."""
     x, m = s.x.as_arrays(), s.m
     st = _stage(s)
@@ -116,11 +101,11 @@ def weights_item(s: _Scenario, draft: float) -> ExplainItem:
     return ExplainItem("Weights per GPU", formula, sub, _bytes_value(m["weight_bytes_per_gpu"]))
 
 
-def _decode_step(s: _Scenario) -> dict[str, float]:
+def _decode_step(s: Scalars) -> dict[str, float]:
     return dict(seqs=s.B, ctx=_f(decode_context_tokens(s.x.as_arrays())))
 
 
-def _exchange_item(s: _Scenario) -> ExplainItem:
+def _exchange_item(s: Scalars) -> ExplainItem:
     """The decode step's MoE exchange (``parallel.moe_comm_s``), per micro-batch pass × the stage's share."""
     x, m = s.x.as_arrays(), s.m
     n, g = _f(parallel.stage_gpus(x)), _f(x.gpus_per_node)
@@ -159,7 +144,7 @@ def _exchange_item(s: _Scenario) -> ExplainItem:
     return ExplainItem("MoE exchange per decode step", formula, sub, _seconds_value(m["decode_exchange_s"]))
 
 
-def _pipeline_items(s: _Scenario) -> list[ExplainItem]:
+def _pipeline_items(s: Scalars) -> list[ExplainItem]:
     x, m = s.x.as_arrays(), s.m
     p = pipeline_parts(x, **_decode_step(s))
     cost = decode(x)
@@ -195,7 +180,7 @@ def _pipeline_items(s: _Scenario) -> list[ExplainItem]:
     ]
 
 
-def _kv_transfer_item(s: _Scenario) -> ExplainItem:
+def _kv_transfer_item(s: Scalars) -> ExplainItem:
     x, m = s.x.as_arrays(), s.m
     per_layer = _f(x.kv_elements_per_token_per_layer * x.kv_bytes_per_element)
     total = _f(x.full_attention_layers + x.window_layers) * per_layer
@@ -213,7 +198,7 @@ def _kv_transfer_item(s: _Scenario) -> ExplainItem:
     )
 
 
-def layout_items(s: _Scenario) -> list[ExplainItem]:
+def layout_items(s: Scalars) -> list[ExplainItem]:
     """The layout's own items (module doc)."""
     x, m = s.x.as_arrays(), s.m
     items = [

@@ -1,25 +1,23 @@
 """Explain items for the efficiency model, throughput, cost, latency and chunked prefill.
 
-The step-time substitutions themselves are ``explain._Scenario.step_time``; the formulas and
+The step-time substitutions themselves are ``explain_step.step_time``; the formulas and
 sources are in docs/model.md §4–10."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from planner.engine import parallel
 from planner.engine.chunked import chunk_steps
 from planner.engine.inputs import timing_for
 from planner.engine.roofline import batched_prefill, ridge_terms
+from planner.studies.explain_scenario import Scalars
+from planner.studies.explain_step import step_time
 from planner.studies.explain_text import ExplainItem, _scalar, _seconds_value, _value, num
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
-if TYPE_CHECKING:
-    from planner.studies.explain import _Scenario
 
-
-def _ridge_item(s: _Scenario) -> ExplainItem:
+def _ridge_item(s: Scalars) -> ExplainItem:
     """The whole decode step's compute_s(B) = memory_s(B)."""
     xa = s.x.as_arrays()
     t = ridge_terms(xa)
@@ -44,7 +42,7 @@ def _ridge_item(s: _Scenario) -> ExplainItem:
     )
 
 
-def _rate_items(s: _Scenario) -> list[ExplainItem]:
+def _rate_items(s: Scalars) -> list[ExplainItem]:
     """TPOT, decode-only and serving tokens/s, the static batch, request latency, and the cost."""
     m, x = s.m, s.x
     B, tp, out_n = num(s.B), num(s.tp), num(s.O)
@@ -102,7 +100,7 @@ def _rate_items(s: _Scenario) -> list[ExplainItem]:
     ]
 
 
-def _efficiency_items(s: _Scenario) -> list[ExplainItem]:
+def _efficiency_items(s: Scalars) -> list[ExplainItem]:
     """The efficiency model's terms in force for this engine × GPU (docs/model.md §4)."""
     m, r = s.m, s.r.resolved
     engine, gpu = r.engine, r.gpu
@@ -137,7 +135,7 @@ def _efficiency_items(s: _Scenario) -> list[ExplainItem]:
     ]
 
 
-def _chunked_items(s: _Scenario) -> list[ExplainItem]:
+def _chunked_items(s: Scalars) -> list[ExplainItem]:
     m = s.m
     xa = s.x.as_arrays()
     P, C, B = s.P, s.C, s.B
@@ -163,7 +161,8 @@ def _chunked_items(s: _Scenario) -> list[ExplainItem]:
             "Chunked prefill: running streams' max inter-token latency",
             "the largest mixed step: B decodes + min(C − B, P) prefill tokens after max(P − (C − B), 0) cached; "
             + s.step_time_formula,
-            s.step_time(
+            step_time(
+                s,
                 chunks.biggest,
                 s.B + first,
                 s.B + (1.0 if first > 0 else 0.0),

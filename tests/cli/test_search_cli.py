@@ -1,4 +1,4 @@
-"""``kvplan size --search`` and ``kvplan pareto`` (planner/cli over planner/serving/search.py)."""
+"""``kvplan size --search`` and ``kvplan pareto`` (planner/cli over planner/search/knob_search.py)."""
 
 from __future__ import annotations
 

@@ -158,7 +158,7 @@ def test_defaults_follow_what_the_user_typed(catalog):
 
 def test_sizing_offers_only_valid_tps(catalog):
     """`kvplan size "model=qwen2.5-7b…"` used to recommend tp 8 for the 28-head model."""
-    from planner.serving.sizing import size_fleet
+    from planner.search.sizing import size_fleet
 
     z = size_fleet(Scenario(model="qwen2.5-7b", rate=1.0, sim_requests=50), catalog, gpus=["h100-sxm"], max_requests=50)
     assert set(z.table["tp"]) == {1, 2, 4}

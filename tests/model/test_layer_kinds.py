@@ -194,7 +194,7 @@ def test_simulator_step_time_equals_the_roofline_for_hybrids(config: str, catalo
 
     from planner.engine.roofline import step_cost
     from planner.engine.step_time import Roofline
-    from planner.serving.simulate import sim_inputs
+    from planner.sim.simulate import sim_inputs
 
     spec = model_from_hf_config((CONFIGS / config).read_text())
     _, x = sim_inputs(Scenario(model="custom", custom=encode_model(spec), gpu="h200", tp=2), catalog)

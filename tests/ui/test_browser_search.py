@@ -11,9 +11,9 @@ import pytest
 
 from planner.links import from_query, to_query
 from planner.model.scenario import Scenario
-from planner.serving.search import screen_points
+from planner.search.frontiers import FRONTIERS, frontier_points
+from planner.search.knob_search import screen_points
 from planner.studies.baseline import pin_query
-from planner.studies.pareto import FRONTIERS, frontier_points
 from tests.ui.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, browser, server, sync_api  # noqa: F401
 from ui.tabs.frontier import current_point
 

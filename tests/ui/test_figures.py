@@ -21,9 +21,10 @@ from planner.studies.advisor import findings
 from planner.studies.ridge import fmt_turn
 from ui import headline
 from ui.figures import core as figures
+from ui.figures.chart import Chart
 from ui.figures.theme import COLORS
 from ui.tabs import registry
-from ui.tabs.charts import CHART_TABS, TABS, Chart, tab_charts
+from ui.tabs.charts import CHART_TABS, TABS, tab_charts
 
 CATALOG = load_catalog()
 UNIT = re.compile(r"ms|GiB|KiB|TFLOP/s|FLOP/byte|tokens|sequences|×|\$|hit rate|batch|γ")

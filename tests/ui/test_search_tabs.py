@@ -121,7 +121,7 @@ def test_the_search_and_a_point_run_in_the_workers_with_the_busy_rule(monkeypatc
 def test_the_screen_is_cached_across_the_knobs_it_sweeps(catalog):
     """A searched batch or chunk (and the fleet-only replicas and router) leave the screen as it is: the
     tab's cache key drops them, and the screen itself does not read them."""
-    from planner.serving.search import screen_points
+    from planner.search.knob_search import screen_points
     from ui.tabs.frontier import screen_key
 
     s = Scenario(model="llama-3.2-1b", rate=20.0, gpu="l4")
@@ -134,7 +134,7 @@ def test_the_screen_is_cached_across_the_knobs_it_sweeps(catalog):
 
 def test_the_star_is_the_scenarios_own_layout(catalog):
     """A tp8·pp2 scenario's point is the tp8·pp2 one, not the one-node tp8 point with the same knobs."""
-    from planner.serving.search import screen_points
+    from planner.search.knob_search import screen_points
     from ui.tabs.frontier import current_point
 
     s = Scenario(model="llama-3.1-405b", gpu="h100-sxm", tp=8, pp=2)

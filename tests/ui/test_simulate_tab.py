@@ -114,7 +114,7 @@ def test_a_sizing_row_with_a_pipeline_layout_becomes_that_layout(catalog):
     """'Simulate this row' on a GPU × layout table (search=none) keeps the row's pp/ep/dp, not only its tp."""
     import pandas as pd
 
-    from planner.serving.sizing import Sizing
+    from planner.search.sizing import Sizing
     from ui.tabs.sizing_view import row_changes
 
     s = Scenario(model="llama-3.1-405b", batch=64, search="none")

@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.format import fmt_num, fmt_seconds
-from planner.serving.slo import Slo
-from planner.studies.pareto import Frontier, frontier_points
+from planner.search.frontiers import Frontier, frontier_points
+from planner.sim.slo import Slo
 from planner.units import MS_PER_S
 from ui.figures.theme import COLORS, axis, figure, vline
 from ui.format import plot_text

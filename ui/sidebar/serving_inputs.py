@@ -84,7 +84,7 @@ def engine_section(st: Any, catalog: Catalog) -> None:
         keys,
         key="engine",
         format_func=lambda k: f"{catalog.engines[k].name} {catalog.engines[k].version}",
-        help="Engine profile (planner/data/engines/*.toml): the efficiency parameters fitted to published "
+        help="Engine profile (engine_profiles/*.toml): the efficiency parameters fitted to published "
         "measurements of that engine — per-step and per-layer costs, matmul and bandwidth shares per GPU family.",
     )
     line = profile_in_force(catalog, st.session_state)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from planner.engine.evaluate import Result
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_seconds, fmt_usd
@@ -24,19 +22,11 @@ from planner.studies import curves
 from planner.studies.ridge import fmt_turn
 from planner.units import MEGA
 from ui.figures import core as figures
+from ui.figures.chart import Chart
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import download_csv, md_escape
 from ui.headline import ttft_text
 from ui.state import PageContext
-
-
-@dataclass(frozen=True)
-class Chart:
-    key: str  # stable slug, used for the CSV file name and widget keys
-    title: str
-    frame: pd.DataFrame  # exactly the data plotted (downloaded as CSV)
-    figure: go.Figure
-    caption: str = ""  # one sentence telling what to read from it, with this scenario's numbers
 
 
 def _bound(flag: bool) -> str:

@@ -374,7 +374,7 @@ def _serving(ctx: PageContext) -> None:
         )
         st.caption(
             md_escape(
-                f"Saved as planner/data/engines/{s.engine}-{s.gpu}.toml it becomes an engine profile of its own "
+                f"Saved as engine_profiles/{s.engine}-{s.gpu}.toml it becomes an engine profile of its own "
                 f"(engine={s.engine}-{s.gpu} in a link)."
             )
         )

@@ -3,7 +3,7 @@ Pareto frontiers, the cheapest fleets confirmed by simulation, and any point mad
 
 The knobs searched (``search``), the SLO percentile (``slo_pct``) and the goodput share
 (``slo_goodput``) are link keys; the form applies them with ``ctx.update_scenario``.  The screen
-(``planner.serving.search.screen_points``) runs on every scenario (cached by its JSON; a fraction of
+(``planner.search.knob_search.screen_points``) runs on every scenario (cached by its JSON; a fraction of
 a second); **Search** also confirms the cheapest points by simulation (``search_fleet``, run in a
 worker process of ui/jobs.py, like the Simulate tab's runs: the same busy rule, time limit and progress
 bar; its confirmation pool is bounded by the jobs' ``default_processes()``).  Clicking a point of a
@@ -23,11 +23,11 @@ from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import DEFAULTS
 from planner.model.scenario import SEARCH_AXES, Scenario
-from planner.serving.fleet import FleetResult
-from planner.serving.search import MEETS, Screened, SearchResult, describe, screen_points
-from planner.serving.slo import Slo, verdict
-from planner.serving.traces import scenario_traffic
-from planner.studies.pareto import FRONTIERS, frontier_points
+from planner.search.frontiers import FRONTIERS, frontier_points
+from planner.search.knob_search import MEETS, Screened, SearchResult, describe, screen_points
+from planner.sim.fleet import FleetResult
+from planner.sim.slo import Slo, verdict
+from planner.sim.traces import scenario_traffic
 from ui.figures.frontier import frontier_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table

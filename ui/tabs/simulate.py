@@ -23,12 +23,12 @@ from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
-from planner.serving.fleet import FleetResult, replica_frame
-from planner.serving.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
-from planner.serving.sizing import Sizing
-from planner.serving.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
-from planner.serving.traffic import arrival_rate_frame, length_frame, traffic_summary
-from planner.serving.workload import Workload
+from planner.search.sizing import Sizing
+from planner.sim.fleet import FleetResult, replica_frame
+from planner.sim.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
+from planner.sim.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
+from planner.sim.traffic import arrival_rate_frame, length_frame, traffic_summary
+from planner.sim.workload import Workload
 from planner.units import MiB
 from ui.cache import BoundedCache
 from ui.figures.serving import (

@@ -11,8 +11,8 @@ import pandas as pd
 from planner.format import fmt_count, fmt_num
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
-from planner.serving.layouts import on_layout
-from planner.serving.sizing import SIZING_MAX_REQUESTS, Sizing
+from planner.search.layouts import on_layout
+from planner.search.sizing import SIZING_MAX_REQUESTS, Sizing
 from ui.figures.serving import sizing_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_text, table

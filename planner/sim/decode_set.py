@@ -1,0 +1,148 @@
+"""The decoding requests of one replica without speculative decoding, advanced in O(1) per step.
+
+Every decoding request gains exactly one token per decode step, so each one's context and
+generated tokens are an offset from the replica's ``tick`` (decode steps run so far):
+context = ctx_off + tick, generated = gen_off + tick.  What the scheduler needs per step
+comes from two heaps instead of a pass over the batch:
+
+- completions: request i finishes at tick = tick₀ + output − generated₀;
+- block growth: the step at tick t needs ⌈(ctx_off + t + q) / block⌉ positions, more than the
+  h held once t ≥ h·block − q − ctx_off + 1.
+
+Heap entries carry the request's entry count (``epoch``) and, for growth, the positions held
+when pushed; an entry that no longer matches is skipped (lazy deletion).  The mean decode
+context is (Σ ctx_off + decodes·tick) / decodes, an exact integer sum as before.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from planner.sim.blocks import BlockPool
+
+
+class DecodeSet:
+    """Members (in entry order), their offsets from ``tick`` and the two event heaps."""
+
+    __slots__ = ("tick", "members", "ctx_off", "gen_off", "epoch", "member", "off_sum", "finish_at", "grow_at", "q")
+
+    def __init__(self, requests: int, step_tokens: int):
+        self.tick = 0
+        self.q = step_tokens
+        self.members: list[int] = []
+        self.ctx_off = [0] * requests
+        self.gen_off = [0] * requests
+        self.epoch = [0] * requests
+        self.member = [False] * requests
+        self.off_sum = 0
+        self.finish_at: list[tuple[int, int, int]] = []  # (tick, request, epoch)
+        self.grow_at: list[tuple[int, int, int, int]] = []  # (tick, request, epoch, positions held)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def context(self, i: int) -> int:
+        return self.ctx_off[i] + self.tick
+
+    def generated(self, i: int) -> int:
+        return self.gen_off[i] + self.tick
+
+    def mean_context(self) -> float:
+        return (self.off_sum + len(self.members) * self.tick) / len(self.members)
+
+    def _push_growth(self, i: int, held: int, block: int) -> None:
+        heapq.heappush(self.grow_at, (held * block - self.q - self.ctx_off[i] + 1, i, self.epoch[i], held))
+
+    def enter(self, i: int, context: int, generated: int, output: int, pool: BlockPool) -> None:
+        """Request i finished its prefill (``context`` tokens, ``generated`` so far): it decodes from the next step."""
+        self.epoch[i] += 1
+        self.member[i] = True
+        offset = context - self.tick
+        self.ctx_off[i] = offset
+        self.gen_off[i] = generated - self.tick
+        self.off_sum += offset
+        self.members.append(i)
+        heapq.heappush(self.finish_at, (self.tick + output - generated, i, self.epoch[i]))
+        self._push_growth(i, pool.held_blocks[i], pool.block_tokens)
+
+    def leave(self, i: int) -> tuple[int, int]:
+        """Request i stops decoding (finished or preempted): its (context, generated) now."""
+        self.members.remove(i)
+        self.member[i] = False
+        self.epoch[i] += 1
+        self.off_sum -= self.ctx_off[i]
+        return self.context(i), self.generated(i)
+
+    def next_finish(self) -> int:
+        """The tick at which the next member finishes (stale heap tops dropped)."""
+        heap, epoch = self.finish_at, self.epoch
+        while epoch[heap[0][1]] != heap[0][2]:
+            heapq.heappop(heap)
+        return heap[0][0]
+
+    def pop_finished(self) -> list[int]:
+        """Members that reached their output length by now, by (tick, request)."""
+        heap, epoch, tick = self.finish_at, self.epoch, self.tick
+        done: list[int] = []
+        while heap and heap[0][0] <= tick:
+            _, i, e = heapq.heappop(heap)
+            if epoch[i] == e:
+                done.append(i)
+        return done
+
+    def growing(self, pool: BlockPool) -> dict[int, tuple[int, int]]:
+        """Members whose next step needs more positions: request → (positions, extra units)."""
+        heap, epoch, held, tick = self.grow_at, self.epoch, pool.held_blocks, self.tick
+        block, reach = pool.block_tokens, self.q + pool.block_tokens - 1
+        out: dict[int, tuple[int, int]] = {}
+        while heap and heap[0][0] <= tick:
+            _, i, e, h = heapq.heappop(heap)
+            if epoch[i] != e or held[i] != h:
+                continue
+            positions = (self.ctx_off[i] + tick + reach) // block
+            out[i] = (positions, pool.growth(h, positions))
+        return out
+
+    def reserve(
+        self, pool: BlockPool, running: list[int], context_tokens: list[int], generated_tokens: list[int]
+    ) -> list[tuple[int, bool]]:
+        """``BlockPool.reserve_decode_step`` for the members: grow those that need it, preempting the newest
+        running request while the free units do not cover it.  Returns (victim, was decoding), newest first."""
+        heap = self.grow_at
+        if not heap or heap[0][0] > self.tick:
+            return []  # no member needs a block: nothing to reserve, nobody to preempt
+        growing = self.growing(pool)
+        needed = sum(extra for _, extra in growing.values())
+        victims: list[tuple[int, bool]] = []
+        while needed > pool.free_blocks:
+            victim = running[-1]
+            was_decoding = self.member[victim]
+            if was_decoding:
+                context_tokens[victim], generated_tokens[victim] = self.leave(victim)
+                if victim in growing:
+                    needed -= growing.pop(victim)[1]
+            victims.append((pool.preempt_newest(running, context_tokens), was_decoding))
+        held, block = pool.held_blocks, pool.block_tokens
+        for i, (positions, _) in growing.items():
+            held[i] = positions
+            self._push_growth(i, positions, block)
+        pool.free_blocks -= needed
+        return victims
+
+    def jumped(self, steps: int, pool: BlockPool) -> None:
+        """``steps`` decode steps ran: cover the last one's positions (the caller checked they fit);
+        advance the tick."""
+        held, block, offsets, epoch = pool.held_blocks, pool.block_tokens, self.ctx_off, self.epoch
+        reach = steps - 1 + self.q + block - 1 + self.tick
+        free = pool.free_blocks
+        for i in self.members:
+            positions = (offsets[i] + reach) // block
+            if positions > held[i]:
+                free -= pool.growth(held[i], positions)
+                held[i] = positions
+        pool.free_blocks = free
+        self.tick += steps
+        # one growth entry per member, rebuilt at once (a jump moves most of them)
+        lead = 1 - self.q  # the growth tick is held·block − q − ctx_off + 1
+        self.grow_at = [(held[i] * block - offsets[i] + lead, i, epoch[i], held[i]) for i in self.members]
+        heapq.heapify(self.grow_at)

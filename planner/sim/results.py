@@ -1,0 +1,373 @@
+"""What a simulation returns, and the views of it: summary, tables, CDFs, timeline, text.
+
+Per request (arrival order): TTFT = first token − arrival; e2e = last token − arrival;
+TPOT = (e2e − TTFT) / (output − 1); its median and largest inter-token latency (ITL).
+It meets the SLOs when served with TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s (DistServe's
+per-request attainment, Zhong et al. OSDI 2024).  The ITL sample is stored as (value,
+weight in tokens): a speculative step that emits a tokens at once gives a samples of
+step / a, stored as one value of weight a.
+
+Percentiles are the inverse empirical CDF (numpy ``inverted_cdf``): the smallest value
+with at least that share of the samples (weights) at or below it.  Throughput is output
+tokens / (last completion − first arrival).  The replica meets the SLOs when p99 TTFT ≤
+slo_ttft_s, p99 ITL ≤ slo_tpot_s, at least one request was served, none was rejected for
+KV capacity and the run was not stopped early.  The queue/KV timeline keeps ≤
+``MAX_TIMELINE_POINTS`` points, each the first time and the largest value of a run of
+records (spikes survive).  Pure: numpy and pandas only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from planner.format import fmt_count, fmt_pct, fmt_seconds, fmt_sig, fmt_tokens_per_s
+from planner.sim.config import SimConfig
+
+MAX_TIMELINE_POINTS = 2000
+PERCENTILES = (50, 90, 99)
+#: Points per CDF curve (``cdf_points``).
+CDF_POINTS = 400
+#: The time-weighted mean needs a positive span; a run whose records share one instant divides by this instead.
+_TINY_SPAN_S = 1e-300
+
+SERVED, REJECTED_CONTEXT, REJECTED_KV, NOT_RUN = 0, 1, 2, 3
+STATUS_NAMES = {
+    SERVED: "served",
+    REJECTED_CONTEXT: "rejected: longer than the context window",
+    REJECTED_KV: "rejected: larger than the KV cache",
+    NOT_RUN: "not run (stopped early)",
+}
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """One simulated replica (SI units, token counts); ``summary`` is filled by ``with_summary``."""
+
+    config: SimConfig
+    # per request, in arrival order
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    status: np.ndarray  # SERVED, REJECTED_CONTEXT, REJECTED_KV, NOT_RUN
+    ttft_s: np.ndarray  # NaN unless served
+    e2e_s: np.ndarray
+    itl_p50_s: np.ndarray  # NaN for one-token outputs, or when detail=False
+    itl_max_s: np.ndarray
+    preemptions: np.ndarray
+    # every inter-token latency, with its weight in tokens
+    itl_s: np.ndarray
+    itl_weight: np.ndarray
+    # over time, ≤ MAX_TIMELINE_POINTS points
+    timeline_s: np.ndarray
+    queue_len: np.ndarray
+    kv_used_frac: np.ndarray
+    kv_used_time_mean_frac: float
+    steps: int
+    stopped_early: bool  # stop_on_slo_miss fired: the SLOs are certainly missed
+    summary: dict[str, float | bool] = field(default_factory=dict)
+    # the prefix cache, per request at its first admission (0 blocks: never admitted)
+    prefix_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    prefix_hit_blocks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    replica: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    prefix_cache_max_blocks: float = 0.0  # the most KV blocks of shared prefix blocks one replica's cache held
+    prefix_reuse_ceiling_frac: float = 0.0  # prompt tokens an unbounded cache could serve / prompt tokens
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """(e2e − TTFT) / (output − 1) per request; NaN for one-token outputs and requests not served."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.output_tokens > 1, (self.e2e_s - self.ttft_s) / (self.output_tokens - 1), np.nan)
+
+    @property
+    def meets_slo(self) -> np.ndarray:
+        """Served with TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s (one-token outputs have no TPOT)."""
+        ok_tpot = (self.output_tokens <= 1) | (self.tpot_s <= self.config.slo_tpot_s)
+        return (self.status == SERVED) & (self.ttft_s <= self.config.slo_ttft_s) & ok_tpot
+
+
+def percentiles(
+    values: np.ndarray, pcts: Sequence[float] = PERCENTILES, weights: np.ndarray | None = None
+) -> list[float]:
+    """Inverse-CDF percentiles: the smallest values with at least pct % of the weight at or below them."""
+    if values.size == 0:
+        return [float("nan")] * len(pcts)
+    return np.quantile(values, np.asarray(pcts) / 100.0, method="inverted_cdf", weights=weights).tolist()
+
+
+# ------------------------------------------------------------------ assembling a result
+
+
+def per_request_itl_p50_max(itl_parts: list[list[np.ndarray]], requests: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's inverse-CDF median and largest ITL (a partial sort per request).
+
+    ``itl_parts[i]``: arrays of request i's ITLs; NaN for a request without any.  The median of
+    c sorted values is the ⌈c/2⌉-th (inverse CDF at 0.5)."""
+    p50, pmax = np.full(requests, np.nan), np.full(requests, np.nan)
+    for i, parts in enumerate(itl_parts):
+        if not parts:
+            continue
+        values = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if values.shape[0] == 0:
+            continue
+        k = (values.shape[0] + 1) // 2 - 1
+        p50[i] = np.partition(values, k)[k]
+        pmax[i] = values.max()
+    return p50, pmax
+
+
+def per_request_itl_from_runs(
+    step_logs: list[np.ndarray],
+    replica: list[int],
+    decode_runs: list[list[tuple[int, int]]],
+    gaps: list[list[float]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's inverse-CDF median and largest ITL without speculative decoding.
+
+    A request decodes in every step of its replica from its prefill to its completion or
+    preemption, so its ITLs are the durations of runs of consecutive steps
+    (``step_logs[replica][a:b]`` for each run (a, b)) and the gaps of its recomputations."""
+    n = len(decode_runs)
+    p50, pmax = np.full(n, np.nan), np.full(n, np.nan)
+    for i in range(n):
+        runs, extra = decode_runs[i], gaps[i]
+        if not runs and not extra:
+            continue
+        log = step_logs[replica[i]]
+        if len(runs) == 1 and not extra:
+            values = log[runs[0][0] : runs[0][1]]
+        else:
+            values = np.concatenate([log[a:b] for a, b in runs] + [np.array(extra, dtype=float)])
+        k = (values.shape[0] + 1) // 2 - 1
+        p50[i] = np.partition(values, k)[k]
+        pmax[i] = values.max()
+    return p50, pmax
+
+
+def itl_sample(pieces: list[tuple[np.ndarray, np.ndarray | int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The ITL values and their token weights, from (values, weights) pieces in booking order.
+
+    A piece's weight is an array (one per value) or an int shared by all its values."""
+    if not pieces:
+        empty = np.zeros(0)
+        return empty, empty
+    values = np.concatenate([v for v, _ in pieces])
+    if all(not isinstance(wt, np.ndarray) for _, wt in pieces):
+        weights = np.repeat(np.array([wt for _, wt in pieces], dtype=float), [v.shape[0] for v, _ in pieces])
+    else:
+        weights = np.concatenate(
+            [wt if isinstance(wt, np.ndarray) else np.full(v.shape[0], float(wt)) for v, wt in pieces]
+        ).astype(float)
+    return values, weights
+
+
+def time_mean(times_s: np.ndarray, values: np.ndarray) -> float:
+    """Time-weighted mean of a step function (value i holds from time i to time i + 1).
+
+    Σ v_i·(t_{i+1} − t_i) / (t_last − t_first); the plain mean for a single record, 0 for none."""
+    if times_s.size > 1:
+        return float(np.sum(values[:-1] * np.diff(times_s)) / max(times_s[-1] - times_s[0], _TINY_SPAN_S))
+    return float(values.mean()) if values.size else 0.0
+
+
+def downsample_timeline(times_s: np.ndarray, *series: np.ndarray) -> tuple[np.ndarray, ...]:
+    """≤ MAX_TIMELINE_POINTS points: the first time and the largest value of each run of records."""
+    if times_s.size <= MAX_TIMELINE_POINTS:
+        return (times_s, *series)
+    edges = np.unique(np.linspace(0, times_s.size, MAX_TIMELINE_POINTS + 1).astype(int)[:-1])
+    return (times_s[edges], *(np.maximum.reduceat(s, edges) for s in series))
+
+
+# ------------------------------------------------------------------ summary
+
+
+def with_summary(r: SimResult) -> SimResult:
+    """``r`` with its summary: p50/p90/p99 of TTFT, ITL and e2e, throughput, goodput, KV and queue use."""
+    served = r.status == SERVED
+    out: dict[str, float | bool] = {}
+    for name, values, weights in (
+        ("ttft", r.ttft_s[served], None),
+        ("itl", r.itl_s, r.itl_weight),
+        ("e2e", r.e2e_s[served], None),
+    ):
+        for pct, v in zip(PERCENTILES, percentiles(values, PERCENTILES, weights), strict=True):
+            out[f"{name}_p{pct}_s"] = v
+    n_served = int(served.sum())
+    span_s = float(np.nanmax(r.arrival_s + r.e2e_s) - r.arrival_s[0]) if n_served else float("nan")
+    tokens = float(r.output_tokens[served].sum())
+    good = r.meets_slo
+    out.update(
+        requests=float(r.status.size),
+        served_requests=float(n_served),
+        rejected_context=float((r.status == REJECTED_CONTEXT).sum()),
+        rejected_kv=float((r.status == REJECTED_KV).sum()),
+        duration_s=span_s,
+        output_tokens_per_s=tokens / span_s if span_s > 0 else float("nan"),
+        requests_per_s=n_served / span_s if span_s > 0 else float("nan"),
+        goodput_frac=float(good.mean()) if good.size else float("nan"),
+        goodput_requests_per_s=float(good.sum()) / span_s if span_s > 0 else float("nan"),
+        mean_tpot_s=float(np.nanmean(r.tpot_s[served])) if np.isfinite(r.tpot_s[served]).any() else float("nan"),
+        preemptions=float(r.preemptions.sum()),
+        kv_capacity_blocks=float(r.config.kv_capacity_blocks),
+        kv_used_mean_frac=r.kv_used_time_mean_frac,
+        kv_used_max_frac=float(r.kv_used_frac.max()) if r.kv_used_frac.size else 0.0,
+        queue_max=float(r.queue_len.max()) if r.queue_len.size else 0.0,
+        steps=float(r.steps),
+    )
+    out.update(prefix_cache_summary(r))
+    # a rejected request never gets its first token: for the verdict its TTFT is infinite
+    ran = r.status != NOT_RUN
+    ttft_all = np.where(served, r.ttft_s, np.inf)[ran]
+    out["ttft_p99_with_rejected_s"] = percentiles(ttft_all, (99,))[0]
+    out["slo_met"] = bool(
+        not r.stopped_early
+        and out["rejected_kv"] == 0
+        and n_served > 0
+        and out["ttft_p99_with_rejected_s"] <= r.config.slo_ttft_s
+        and (r.itl_s.size == 0 or out["itl_p99_s"] <= r.config.slo_tpot_s)
+    )
+    return replace(r, summary=out)
+
+
+def prefix_cache_summary(r: SimResult) -> dict[str, float]:
+    """Prefix-cache hit rates over the requests admitted at least once, by tokens (vLLM's
+    ``prefix_cache_hits / prefix_cache_queries``), by prefix blocks and by requests; and the
+    cache size that produced them: the pool's blocks (``pool``: the cache lives in the free KV
+    blocks), inf (``unbounded``) or 0 (``off``), and the most blocks of shared prefix blocks it
+    held (it holds other freed blocks too, as vLLM does, but no request finds them); and the
+    traffic's ceiling: the share of prompt tokens an unbounded cache could serve."""
+    admitted = r.prefix_blocks > 0
+    prompt = float(r.prompt_tokens[admitted].sum())
+    blocks = float(r.prefix_blocks.sum())
+    mode = r.config.prefix_cache
+    capacity = {"pool": float(r.config.kv_capacity_blocks), "unbounded": float("inf"), "off": 0.0}[mode]
+    return dict(
+        prefix_cache_hit_rate_tokens=float(r.cached_tokens[admitted].sum()) / prompt if prompt else float("nan"),
+        prefix_cache_hit_rate_blocks=float(r.prefix_hit_blocks.sum()) / blocks if blocks else float("nan"),
+        prefix_cache_hit_rate_requests=float((r.prefix_hit_blocks[admitted] > 0).mean())
+        if admitted.any()
+        else float("nan"),
+        prefix_cache_capacity_blocks=capacity,
+        prefix_cache_max_blocks=r.prefix_cache_max_blocks,
+        prefix_reuse_ceiling_frac=r.prefix_reuse_ceiling_frac,
+    )
+
+
+# ------------------------------------------------------------------ views
+
+
+def requests_frame(r: SimResult) -> pd.DataFrame:
+    """One row per request (the per-request CSV), SI units."""
+    return pd.DataFrame(
+        {
+            "request": np.arange(r.status.size),
+            "arrival_s": r.arrival_s,
+            "prompt_tokens": r.prompt_tokens,
+            "cached_tokens": r.cached_tokens,
+            "prefix_blocks": r.prefix_blocks,
+            "prefix_hit_blocks": r.prefix_hit_blocks,
+            "replica": r.replica,
+            "output_tokens": r.output_tokens,
+            "status": [STATUS_NAMES[int(v)] for v in r.status],
+            "ttft_s": r.ttft_s,
+            "tpot_s": r.tpot_s,
+            "itl_p50_s": r.itl_p50_s,
+            "itl_max_s": r.itl_max_s,
+            "e2e_s": r.e2e_s,
+            "preemptions": r.preemptions,
+            "meets_slo": r.meets_slo,
+        }
+    )
+
+
+def summary_frame(r: SimResult) -> pd.DataFrame:
+    """The summary as a one-row table."""
+    return pd.DataFrame([r.summary])
+
+
+def cdf_points(
+    values: np.ndarray, weights: np.ndarray | None = None, points: int = CDF_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
+    """(value, cumulative share) at ``points`` evenly spaced shares: the inverse empirical CDF.
+
+    Unweighted values drop their NaNs (requests not served); weighted ones are all finite."""
+    values = values[np.isfinite(values)] if weights is None else values
+    if values.size == 0:
+        return np.zeros(0), np.zeros(0)
+    share = np.linspace(0.0, 1.0, points)
+    return np.quantile(values, share, method="inverted_cdf", weights=weights), share
+
+
+def cdf_frame(r: SimResult) -> pd.DataFrame:
+    """The TTFT (per request) and ITL (per token) CDF curves, long form: metric, value_s, share."""
+    parts = []
+    for metric, values, weights in (("ttft", r.ttft_s, None), ("itl", r.itl_s, r.itl_weight)):
+        x, p = cdf_points(values, weights)
+        parts.append(pd.DataFrame({"metric": metric, "value_s": x, "share": p}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def timeline_frame(r: SimResult) -> pd.DataFrame:
+    """Waiting requests and KV-cache use over simulated time: time_s, queue_len, kv_used_frac."""
+    return pd.DataFrame({"time_s": r.timeline_s, "queue_len": r.queue_len, "kv_used_frac": r.kv_used_frac})
+
+
+def summary_text(r: SimResult) -> str:
+    """The summary for a terminal, one line each (numbers via ``planner.format``)."""
+    sm = r.summary
+    served = f"{fmt_count(sm['served_requests'])} served of {fmt_count(sm['requests'])}"
+    if sm["rejected_context"] or sm["rejected_kv"]:
+        served += (
+            f" ({fmt_count(sm['rejected_context'])} over the context window, "
+            f"{fmt_count(sm['rejected_kv'])} over the KV cache)"
+        )
+    rows = [("requests", served)]
+    for name, label in (("ttft", "TTFT"), ("itl", "inter-token latency"), ("e2e", "end-to-end latency")):
+        rows.append((label, "  ".join(f"p{p} {fmt_seconds(sm[f'{name}_p{p}_s'])}" for p in PERCENTILES)))
+    targets = f"TTFT ≤ {fmt_seconds(r.config.slo_ttft_s)} and TPOT ≤ {fmt_seconds(r.config.slo_tpot_s)}"
+    kv_blocks = fmt_count(sm["kv_capacity_blocks"], "block")
+    rows += [
+        (
+            "throughput",
+            f"{fmt_tokens_per_s(sm['output_tokens_per_s'])} output, {fmt_sig(sm['requests_per_s'])} requests/s",
+        ),
+        ("goodput", f"{fmt_pct(sm['goodput_frac'])} of requests meet {targets}"),
+        ("p99 SLOs met", _verdict(sm)),
+        (
+            "KV cache used",
+            f"mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])} of {kv_blocks}",
+        ),
+        ("queue", f"max {fmt_count(sm['queue_max'])} waiting; {fmt_count(sm['preemptions'], 'preemption')}"),
+        _prefix_row(r),
+    ]
+    return "".join(f"{k:<26}{v}\n" for k, v in rows)
+
+
+def _verdict(sm: dict[str, float | bool]) -> str:
+    """yes / no, and the rejections that count against the TTFT target."""
+    rejected = sm["rejected_context"] + sm["rejected_kv"]
+    if sm["slo_met"]:
+        return "yes" + (f" ({fmt_count(rejected)} rejected requests within the 1 % the p99 allows)" if rejected else "")
+    return "no" + (f" ({fmt_count(rejected)} of {fmt_count(sm['requests'])} requests rejected)" if rejected else "")
+
+
+def _prefix_row(r: SimResult) -> tuple[str, str]:
+    """The prefix cache's hit rates and the cache size that produced them."""
+    sm, mode = r.summary, r.config.prefix_cache
+    if mode == "off":
+        return "prefix cache", "off (no sharing between requests)"
+    if not sm["prefix_reuse_ceiling_frac"]:
+        return "prefix cache", "no prompt shares a prefix with another in this traffic"
+    where = "unbounded" if mode == "unbounded" else f"in the KV pool of {fmt_count(sm['kv_capacity_blocks'], 'block')}"
+    return (
+        "prefix cache hit rate",
+        f"{fmt_pct(sm['prefix_cache_hit_rate_tokens'])} of prompt tokens, "
+        f"{fmt_pct(sm['prefix_cache_hit_rate_blocks'])} of prefix blocks, "
+        f"{fmt_pct(sm['prefix_cache_hit_rate_requests'])} of requests (cache {where}, at most "
+        f"{fmt_count(sm['prefix_cache_max_blocks'], 'block')} of shared prefixes; an unbounded cache: "
+        f"{fmt_pct(sm['prefix_reuse_ceiling_frac'])} of prompt tokens)",
+    )
