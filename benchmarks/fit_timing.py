@@ -1,7 +1,7 @@
 """Fit the efficiency model to the published rows and write each engine profile's ``[timing]``.
 
     .venv/bin/python benchmarks/fit_timing.py            # print the fitted sections
-    .venv/bin/python benchmarks/fit_timing.py --write    # replace [timing] in planner/data/engines/*.toml
+    .venv/bin/python benchmarks/fit_timing.py --write    # replace [timing] in engine_profiles/*.toml
 
 The fit (``benchmarks/accuracy/timing_fit.py``) uses every latency row of
 ``benchmarks/data/published-serving.json`` with ``fit_role = "fit"``.  ``--write`` replaces
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.accuracy.rows import load_rows  # noqa: E402 — after the path set-up above
 from benchmarks.accuracy.timing_fit import KIND_OF, Fit, fit_rows  # noqa: E402
-from planner.model.catalog import ENGINE_DIR, load_catalog  # noqa: E402
+from planner.model.catalog import ENGINE_PROFILES, load_catalog, shipped_dir  # noqa: E402
 from planner.model.engine_timing import EngineTiming  # noqa: E402
 
 #: shipped profile → the engine group whose fitted values it takes, and what to say about its data
@@ -94,11 +94,11 @@ def replace_timing(path: Path, section: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="replace [timing] in planner/data/engines/*.toml")
+    ap.add_argument("--write", action="store_true", help="replace [timing] in engine_profiles/*.toml")
     args = ap.parse_args()
     _, sections = fitted_sections()
     for key, section in sections.items():
-        path = Path(str(ENGINE_DIR / f"{key}.toml"))
+        path = Path(str(shipped_dir(ENGINE_PROFILES) / f"{key}.toml"))
         if args.write:
             replace_timing(path, section)
             print(f"wrote {path}")

@@ -1,6 +1,6 @@
 """Fit vLLM 0.19's empirical memory constants on the 18 in-sample rows, and print them.
 
-The constants of ``planner/data/engines/vllm.toml [memory]`` that no source code fixes come from
+The constants of ``engine_profiles/vllm.toml [memory]`` that no source code fixes come from
 the in-sample kv_capacity rows of ``benchmarks/data/published-serving.json`` (``"split":
 "in_sample"``), each row carrying its start-up log's own breakdown (``"logged"``):
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from planner.cli.main import main
+from planner.model.catalog import USER_FOLDERS
 from tests.paths import ROOT
 
 LINK = "gpu=h200&model=llama-3.1-70b&tp=2"
@@ -43,6 +44,8 @@ def test_wheel_carries_code_data_and_dashboard(wheel):
     for required in (
         "planner/data/hardware_profiles/h100-sxm.toml",
         "planner/data/model_presets/llama-3.1-8b.toml",
+        "planner/data/engine_profiles/vllm.toml",
+        "planner/data/traces/mooncake-conversation.jsonl.gz",
         "planner/data/examples/usage_log_example.jsonl",
         "planner/cli/server.toml",
         "planner/cli/main.py",
@@ -65,6 +68,22 @@ def test_installed_script_answers_from_any_directory(wheel, tmp_path):
     here = io.StringIO()
     assert main(["evaluate", LINK, "--format", "json"], out=here) == 0
     assert p.stdout == here.getvalue()
+    listed = subprocess.run(
+        [str(site / "bin" / "kvplan"), "gpus"], capture_output=True, text=True, cwd="/", env=env, check=True
+    ).stdout  # fmt: skip
+    missing = [f.stem for f in (ROOT / "hardware_profiles").glob("*.toml") if f"  {f.stem} " not in listed]
+    assert missing == [] and "skipped" not in listed
+
+
+def test_the_build_copies_every_user_folder():
+    """setup.py's folder list is the catalog's (``USER_FOLDERS``), and each folder is in the wheel."""
+    import ast
+
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    (assign,) = [
+        n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "USER_FOLDERS"
+    ]
+    assert ast.literal_eval(assign.value) == USER_FOLDERS
 
 
 def _requirements(name: str) -> list[str]:

@@ -13,7 +13,7 @@ of parameters such runs pin down:
 
 and keeps the rest of the profile.  The result is the link form (``timing=…``, which the
 scenario then carries) and a complete engine-profile TOML with the fitted values for the
-GPU's family, to save as ``planner/data/engines/<key>.toml``.
+GPU's family, to save as ``engine_profiles/<key>.toml``.
 Queueing is not modelled: a run far past saturation (TTFT dominated by waiting) is fitted
 badly and its point says so (measured ≫ predicted).
 """

@@ -1,10 +1,15 @@
-"""Edge module: read GPU profiles and model presets from TOML files.
+"""Edge module: read GPU profiles, model presets and engine profiles from TOML files.
 
-The shipped profiles and presets are package data (``planner/data/``), read
-through ``importlib.resources`` so an installed ``kvplan`` works from any
-directory.  Measured (calibrated) profiles are read from the source checkout's
-``benchmarks/results/`` when it exists: they describe the machine the benchmark
-ran on, so they are not shipped.
+Where they live (``data_dirs``): the folders a user edits by hand sit at the top of the
+checkout — ``hardware_profiles/``, ``model_presets/``, ``engine_profiles/`` — and a TOML
+dropped there is in the lists on the next start.  The wheel carries a copy of each inside
+the package (``planner/data/<folder>``, copied at build time by ``setup.py``), read through
+``importlib.resources`` so an installed ``kvplan`` works from any directory.  A folder named
+by the ``KVPLAN_DATA_DIR`` environment variable may hold the same sub-folders: its files are
+read after the shipped ones, and one with a shipped file's name replaces it (an installed
+user's own GPU, or a corrected price).  Measured (calibrated) profiles are read from the
+source checkout's ``benchmarks/results/`` when it exists: they describe the machine the
+benchmark ran on, so they are not shipped.
 
 Every file is validated by pydantic.  A malformed file is reported by name and
 skipped; it never stops the others from loading.  Nothing is read at import time.
@@ -12,8 +17,9 @@ skipped; it never stops the others from loading.  Nothing is read at import time
 
 from __future__ import annotations
 
+import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -28,14 +34,18 @@ from planner.model.specs import GPU, KEY_RE, KEY_RULE, GpuProfileFile, ModelSpec
 from planner.units import KiB
 
 DATA: Traversable = files("planner.data")
-HARDWARE_DIR: Traversable = DATA / "hardware_profiles"
-MODEL_DIR: Traversable = DATA / "model_presets"
-ENGINE_DIR: Traversable = DATA / "engines"
+#: The hand-edited folders, by what they hold (module doc).
+HARDWARE_PROFILES, MODEL_PRESETS, ENGINE_PROFILES = "hardware_profiles", "model_presets", "engine_profiles"
+USER_FOLDERS = (HARDWARE_PROFILES, MODEL_PRESETS, ENGINE_PROFILES)
+#: The checkout's root (``planner/`` sits in it); in an installed package it is site-packages.
+CHECKOUT = Path(__file__).resolve().parents[2]
+#: An extra folder with the same sub-folders, read after the shipped ones (module doc).
+DATA_DIR_ENV = "KVPLAN_DATA_DIR"
 #: The engine profile a scenario uses unless its ``engine`` key says otherwise.
 DEFAULT_ENGINE = "vllm"
 #: calibrated profiles written by ``python -m planner bench`` and committed with their results
 #: (``planner/`` sits in the checkout's root; in an installed package this folder does not exist)
-MEASURED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+MEASURED_DIR = CHECKOUT / "benchmarks" / "results"
 
 T = TypeVar("T")
 
@@ -71,6 +81,22 @@ class Catalog:
 M = TypeVar("M", bound=BaseModel)
 
 
+def shipped_dir(folder: str) -> Traversable:
+    """``folder`` of ``USER_FOLDERS``: the checkout's top-level copy where kvplan runs from a checkout,
+    else the one the wheel carries in ``planner/data/``."""
+    here = CHECKOUT / folder
+    return here if here.is_dir() else DATA / folder
+
+
+def data_dirs(folder: str) -> list[Traversable]:
+    """Where ``folder``'s files are read, in order: the shipped folder, then ``$KVPLAN_DATA_DIR/folder``."""
+    dirs = [shipped_dir(folder)]
+    extra = os.environ.get(DATA_DIR_ENV, "").strip()
+    if extra:
+        dirs.append(Path(extra).expanduser() / folder)
+    return dirs
+
+
 def _validated_toml(text: str, schema: type[M]) -> M:
     """``text`` parsed as TOML and validated by ``schema``; ValueError naming the bad fields."""
     try:
@@ -98,6 +124,26 @@ def parse_model_toml(text: str) -> ModelSpec:
     return _validated_toml(text, ModelSpec)
 
 
+def _read_dirs(
+    directories: Traversable | Sequence[Traversable], parse: Callable[[str, str], T]
+) -> tuple[dict[str, T], list[str]]:
+    """``_read_dir`` over each folder in turn: a later folder's file replaces an earlier one of the same key.
+    Only the first folder must exist (the shipped one); an extra folder may lack any of the sub-folders
+    (``load_catalog`` names an extra folder that does not exist at all)."""
+    dirs = [directories] if isinstance(directories, Traversable) else list(directories)
+    items: dict[str, T] = {}
+    problems: list[str] = []
+    for k, directory in enumerate(dirs):
+        if not directory.is_dir():
+            if k == 0:
+                problems.append(f"{directory}: folder not found")
+            continue
+        found, trouble = _read_dir(directory, parse)
+        items.update(found)
+        problems += trouble if k == 0 else [f"{directory}/{p}" for p in trouble]
+    return items, problems
+
+
 def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[dict[str, T], list[str]]:
     """Every ``*.toml`` in ``directory`` parsed by ``parse(text, key)``; problems name the file.
 
@@ -105,8 +151,6 @@ def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[d
     (lower-case letters, digits, '.', '_' or '-'); a file of another name is skipped."""
     items: dict[str, T] = {}
     problems: list[str] = []
-    if not directory.is_dir():
-        return items, [f"{directory}: folder not found"]
     for entry in sorted((e for e in directory.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name):
         key = entry.name.removesuffix(".toml")
         try:
@@ -124,19 +168,23 @@ def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[d
     return items, problems
 
 
-def load_gpus(directory: Traversable = HARDWARE_DIR) -> tuple[dict[str, GPU], list[str]]:
-    """The datasheet GPU profiles by key, and the problems met."""
-    return _read_dir(directory, parse_gpu_toml)
+Dirs = Traversable | Sequence[Traversable]
 
 
-def load_models(directory: Traversable = MODEL_DIR) -> tuple[dict[str, ModelSpec], list[str]]:
-    """The model presets by key, and the problems met."""
-    return _read_dir(directory, lambda text, _key: parse_model_toml(text))
+def load_gpus(directory: Dirs | None = None) -> tuple[dict[str, GPU], list[str]]:
+    """The datasheet GPU profiles by key (``data_dirs(HARDWARE_PROFILES)`` unless given), and the problems met."""
+    return _read_dirs(directory or data_dirs(HARDWARE_PROFILES), parse_gpu_toml)
 
 
-def load_engines(directory: Traversable = ENGINE_DIR) -> tuple[dict[str, EngineProfile], list[str]]:
-    """The serving-engine profiles by key (``vllm``, ``sglang``, ``trtllm``), and the problems met."""
-    return _read_dir(directory, parse_engine_toml)
+def load_models(directory: Dirs | None = None) -> tuple[dict[str, ModelSpec], list[str]]:
+    """The model presets by key (``data_dirs(MODEL_PRESETS)`` unless given), and the problems met."""
+    return _read_dirs(directory or data_dirs(MODEL_PRESETS), lambda text, _key: parse_model_toml(text))
+
+
+def load_engines(directory: Dirs | None = None) -> tuple[dict[str, EngineProfile], list[str]]:
+    """The serving-engine profiles by key (``vllm``, ``sglang``, ``trtllm``; ``data_dirs(ENGINE_PROFILES)``
+    unless given), and the problems met."""
+    return _read_dirs(directory or data_dirs(ENGINE_PROFILES), parse_engine_toml)
 
 
 def load_measured(directory: Traversable, datasheet_keys: set[str]) -> tuple[dict[str, GPU], list[str]]:
@@ -157,10 +205,10 @@ def load_measured(directory: Traversable, datasheet_keys: set[str]) -> tuple[dic
 
 
 def load_catalog(
-    hardware_dir: Traversable = HARDWARE_DIR,
-    model_dir: Traversable = MODEL_DIR,
+    hardware_dir: Dirs | None = None,
+    model_dir: Dirs | None = None,
     measured_dir: Traversable = MEASURED_DIR,
-    engine_dir: Traversable = ENGINE_DIR,
+    engine_dir: Dirs | None = None,
 ) -> Catalog:
     """Everything the planner can pick from; a bad file is a line in ``problems``, never an exception."""
     gpus, p1 = load_gpus(hardware_dir)
@@ -168,6 +216,9 @@ def load_catalog(
     measured, p3 = load_measured(measured_dir, set(gpus))
     engines, p4 = load_engines(engine_dir)
     problems = p1 + p2 + p3 + p4
+    extra = os.environ.get(DATA_DIR_ENV, "").strip()
+    if extra and not Path(extra).expanduser().is_dir():
+        problems.append(f"{DATA_DIR_ENV}={extra}: folder not found")
     if DEFAULT_ENGINE not in engines:
         problems.append(f"{DEFAULT_ENGINE}.toml: the default engine profile is missing")
     return Catalog(gpus=gpus, models=models, problems=tuple(problems), measured=measured, engines=engines)

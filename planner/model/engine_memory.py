@@ -1,7 +1,7 @@
 """How a serving engine sizes its KV cache: the ``[memory]`` part of an engine profile.
 
 Every field is a version-dependent constant of the engine's memory accounting; the TOML file
-states each one with its source (``planner/data/engines/<key>.toml``).  The formulas that use
+states each one with its source (``engine_profiles/<key>.toml``).  The formulas that use
 them are ``planner.engine.memory`` (docs/model.md §3):
 
   budget_rule "vllm"    KV = ⌈T · u⌉ − W − P − N (− G when ``cuda_graphs_in_budget``)       vLLM V1
@@ -30,7 +30,7 @@ BudgetRule = Literal["vllm", "sglang", "trtllm"]
 
 
 class EngineMemory(BaseModel):
-    """The engine's KV-cache sizing constants (``[memory]`` of ``planner/data/engines/*.toml``).
+    """The engine's KV-cache sizing constants (``[memory]`` of ``engine_profiles/*.toml``).
 
     The defaults are vLLM 0.19.0's (the default engine); each shipped profile states every
     field itself, with its source."""

@@ -1,6 +1,6 @@
 """Serving-engine profiles: what one engine (vLLM, SGLang, TensorRT-LLM) does differently.
 
-A profile is data (``planner/data/engines/<key>.toml``, with provenance) and has two parts,
+A profile is data (``engine_profiles/<key>.toml``, with provenance) and has two parts,
 each owned by the model that uses it:
   ``memory``  how the engine sizes its KV cache (``planner.model.engine_memory``)
   ``timing``  the fitted efficiency parameters of its kernels and scheduler
@@ -18,7 +18,7 @@ from planner.model.specs import FROZEN
 
 
 class EngineProfileFile(BaseModel):
-    """Schema of ``planner/data/engines/*.toml``."""
+    """Schema of ``engine_profiles/*.toml``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -89,7 +89,7 @@ class FamilyTiming(BaseModel):
 
 
 class EngineTiming(BaseModel):
-    """The engine's fitted efficiency parameters (``[timing]`` of ``planner/data/engines/*.toml``)."""
+    """The engine's fitted efficiency parameters (``[timing]`` of ``engine_profiles/*.toml``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.model.catalog import HARDWARE_DIR, load_gpus
+from planner.model.catalog import load_gpus
 from planner.units import GB, TERA
+from tests.paths import HARDWARE_DIR
 
 EXPECTED_KEYS = {
     "a100-40gb-sxm",

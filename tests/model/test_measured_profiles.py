@@ -13,16 +13,11 @@ from streamlit.testing.v1 import AppTest
 from planner.cli.main import main
 from planner.engine.evaluate import evaluate
 from planner.errors import ScenarioError
-from planner.model.catalog import (
-    HARDWARE_DIR,
-    MEASURED_DIR,
-    load_catalog,
-    load_measured,
-)
+from planner.model.catalog import MEASURED_DIR, load_catalog, load_measured
 from planner.model.scenario import Scenario
 from planner.studies.advisor import findings
 from planner.studies.compare import compare_gpus
-from tests.paths import APP
+from tests.paths import APP, HARDWARE_DIR
 from ui import headline
 
 COMMITTED = sorted(p.stem for p in MEASURED_DIR.glob("*.toml"))

@@ -13,9 +13,10 @@ import pytest
 
 from planner.engine.evaluate import evaluate
 from planner.links import from_query, to_query_string
-from planner.model.catalog import HARDWARE_DIR, load_gpus
+from planner.model.catalog import load_gpus
 from planner.model.scenario import Scenario
 from planner.units import GB, TERA, GiB
+from tests.paths import HARDWARE_DIR
 
 GPUS, PROBLEMS = load_gpus()
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner.model.catalog import MODEL_DIR, load_models
+from planner.model.catalog import load_models
 from planner.model.params import param_counts
+from tests.paths import MODEL_DIR
 
 MODELS, PROBLEMS = load_models()
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.model.catalog import HARDWARE_DIR, load_gpus
+from planner.model.catalog import load_gpus
+from tests.paths import HARDWARE_DIR
 
 BASE = tomllib.loads((HARDWARE_DIR / "h100-sxm.toml").read_text(encoding="utf-8"))
 FIELDS = sorted(BASE)

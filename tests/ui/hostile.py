@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from planner.model.catalog import HARDWARE_DIR, MODEL_DIR
+from tests.paths import HARDWARE_DIR, MODEL_DIR
 
 INJECTED = "[Re-login](https://evil.example/login) ![t](https://evil.example/t.png) **BOLD** :red[RED]"
 BAD_FILE = '<a href="https:evil.example">x<.toml'

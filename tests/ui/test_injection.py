@@ -159,7 +159,7 @@ def test_every_rule_keeps_the_characters_and_kills_the_markup(text):
 
 
 def test_server_paths_leave_the_message():
-    msg = visitor_text("/srv/kvplan/planner/data/hardware_profiles/x.toml: nested too deeply; see C:\\a\\b.toml")
+    msg = visitor_text("/srv/kvplan/hardware_profiles/x.toml: nested too deeply; see C:\\a\\b.toml")
     assert msg == "x.toml: nested too deeply; see b.toml"
     assert visitor_text("tokens/s at 1/2 the rate; https://example.org/a/b") == (
         "tokens/s at 1/2 the rate; https://example.org/a/b"

@@ -1,0 +1,27 @@
+"""Build step (setuptools; the metadata is in pyproject.toml): the folders a user edits by hand sit at the
+top of the checkout (hardware_profiles/, model_presets/, engine_profiles/), and the wheel carries a copy of
+each inside the package as planner/data/<folder>, where ``planner.model.catalog`` finds them once installed."""
+
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+#: Kept equal to ``planner.model.catalog.USER_FOLDERS`` (tests/test_packaging.py checks).
+USER_FOLDERS = ("hardware_profiles", "model_presets", "engine_profiles")
+
+
+class BuildWithUserFolders(build_py):
+    """``build_py``, then each user folder's TOML files copied into ``planner/data/<folder>/``."""
+
+    def run(self) -> None:
+        super().run()
+        root = Path(__file__).resolve().parent
+        for folder in USER_FOLDERS:
+            target = Path(self.build_lib) / "planner" / "data" / folder
+            self.mkpath(str(target))
+            for src in sorted((root / folder).glob("*.toml")):
+                self.copy_file(str(src), str(target / src.name))
+
+
+setup(cmdclass={"build_py": BuildWithUserFolders})
