@@ -12,7 +12,6 @@ as it is), so ``[timing]`` must stay the last section of an engine profile.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.accuracy.rows import load_rows  # noqa: E402 — after the path set-up above
 from benchmarks.accuracy.timing_fit import KIND_OF, Fit, fit_rows  # noqa: E402
+from planner import tomlfile  # noqa: E402
 from planner.model.catalog import ENGINE_PROFILES, load_catalog, shipped_dir  # noqa: E402
 from planner.model.engine_timing import EngineTiming  # noqa: E402
 
@@ -41,31 +41,34 @@ SHIPPED: dict[str, tuple[str, str]] = {
 }
 
 
-def _num(v: float) -> str:
-    return f"{v:.4g}"
+def _num(v: float) -> float:
+    """4 significant digits: what a fit over a few dozen published rows supports."""
+    return float(f"{v:.4g}")
+
+
+TIMING_FIELDS = (
+    "step_overhead_us",
+    "layer_overhead_us",
+    "decode_layer_overhead_us",
+    "matmul_half_tokens",
+    "attention_compute_frac",
+    "attention_bandwidth_frac",
+    "gqa_reread_frac",
+    "allreduce_overhead_us",
+    "nvlink_bus_frac",
+    "pcie_bus_frac",
+)
+FAMILY_FIELDS = ("matmul_frac", "matmul_frac_8bit", "bandwidth_frac", "moe_matmul_frac")
 
 
 def timing_toml(t: EngineTiming) -> str:
-    """The ``[timing]`` section of ``t`` (4 significant digits)."""
-    lines = ["[timing]", f"source = {json.dumps(t.source, ensure_ascii=False)}", f"fitted_rows = {t.fitted_rows}"]
-    for name in (
-        "step_overhead_us",
-        "layer_overhead_us",
-        "decode_layer_overhead_us",
-        "matmul_half_tokens",
-        "attention_compute_frac",
-        "attention_bandwidth_frac",
-        "gqa_reread_frac",
-        "allreduce_overhead_us",
-        "nvlink_bus_frac",
-        "pcie_bus_frac",
-    ):
-        lines.append(f"{name} = {_num(getattr(t, name))}")
-    for fam, ft in t.families.items():
-        lines += ["", f"[timing.families.{fam}]"]
-        for name in ("matmul_frac", "matmul_frac_8bit", "bandwidth_frac", "moe_matmul_frac"):
-            lines.append(f"{name} = {_num(getattr(ft, name))}")
-    return "\n".join(lines) + "\n"
+    """The ``[timing]`` section of ``t`` (4 significant digits), written by the project's one TOML writer."""
+    timing: dict = {"source": t.source, "fitted_rows": t.fitted_rows}
+    timing |= {name: _num(getattr(t, name)) for name in TIMING_FIELDS}
+    timing["families"] = {
+        fam: {name: _num(getattr(ft, name)) for name in FAMILY_FIELDS} for fam, ft in t.families.items()
+    }
+    return tomlfile.dumps({"timing": timing})
 
 
 def fitted_sections() -> tuple[Fit, dict[str, str]]:

@@ -14,12 +14,12 @@ hardware profile as TOML in the ``hardware_profiles/`` schema (``GpuProfileFile`
 from __future__ import annotations
 
 import json
-import math
 from typing import Final, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from planner import tomlfile
 from planner.bench.plan import PHASES, Phase
 from planner.errors import format_validation_error
 from planner.export import frame_to_csv, present_frame
@@ -331,22 +331,12 @@ def summary_frame(r: BenchResults) -> pd.DataFrame:
     )
 
 
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        if not math.isfinite(v):
-            raise ValueError("non-finite number in profile")
-        return repr(v)
-    return json.dumps(str(v))  # a JSON string is a valid TOML basic string
-
-
 def profile_toml(p: GpuProfileFile) -> str:
-    """The profile in ``hardware_profiles/*.toml`` form (loads with ``profiles.parse_gpu_toml``)."""
-    lines = ["# Calibrated by `python -m planner bench`: peaks are measured, not datasheet figures."]
-    for key, value in p.model_dump(exclude_none=True).items():
-        lines.append(f"{key} = {_toml_value(value)}")
-    return "\n".join(lines) + "\n"
+    """The profile in ``hardware_profiles/*.toml`` form (loads with ``catalog.parse_gpu_toml``)."""
+    return tomlfile.dumps(
+        p.model_dump(exclude_none=True),
+        comment="Calibrated by `python -m planner bench`: peaks are measured, not datasheet figures.",
+    )
 
 
 def ridge_frame(r: BenchResults) -> pd.DataFrame:

@@ -20,13 +20,13 @@ badly and its point says so (measured ≫ predicted).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from planner import tomlfile
 from planner.calibration.fit import Transform, from_u, levenberg_marquardt, to_u
 from planner.calibration.points import PARAMS, Point, PointSet
 from planner.calibration.serving_results import ServingRun
@@ -136,25 +136,6 @@ def calibrate(runs: Sequence[ServingRun], base: Scenario, catalog: Catalog) -> C
     )
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(float(v)) if isinstance(v, float) else str(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(i) for i in v) + "]"
-    return json.dumps(str(v), ensure_ascii=False)
-
-
-def _toml_table(name: str, data: dict[str, Any]) -> list[str]:
-    lines = [f"[{name}]"]
-    tables = {k: v for k, v in data.items() if isinstance(v, dict)}
-    lines += [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict) and v is not None]
-    for k, v in tables.items():
-        lines += ["", *_toml_table(f"{name}.{k}", v)]
-    return lines
-
-
 def calibrated_profile_toml(engine: EngineProfile, gpu: GPU, cal: Calibration, what: str) -> str:
     """A complete engine profile: ``engine`` with the fitted values for ``gpu``'s family (module doc)."""
     t: ResolvedTiming = timing_for(gpu, Scenario(gpu=gpu.key, engine=engine.key), engine.timing)
@@ -185,10 +166,7 @@ def calibrated_profile_toml(engine: EngineProfile, gpu: GPU, cal: Calibration, w
         source=engine.source,
         notes=f"Calibrated by kvplan on {what} for {gpu.name} ({t.family} family).",
     )
-    lines = [f"{k} = {_toml_value(val)}" for k, val in head.items()]
-    lines += ["", *_toml_table("memory", engine.memory.model_dump())]
-    lines += ["", *_toml_table("timing", timing)]
-    return "\n".join(lines) + "\n"
+    return tomlfile.dumps({**head, "memory": engine.memory.model_dump(), "timing": timing})
 
 
 def calibration_rows(cal: Calibration) -> list[dict[str, Any]]:
