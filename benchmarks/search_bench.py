@@ -6,8 +6,8 @@ p99 ITL ≤ 50 ms) on every priced GPU profile:
   1. the screening model's speed: configurations scored per CPU second on one core (the whole
      space: batch × chunk × KV dtype × weight dtype × speculation × colocated/disaggregated), the
      fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone, a grid ten
-     times smaller whose per-GPU set-up (``search_grid.bases``) is a fixed share of its time; the layouts
-     are sizing's per GPU (tp 1–8, and the pipeline / expert / data-parallel ones: ``search_grid.grid_layouts``);
+     times smaller whose per-GPU set-up (``grid.bases``) is a fixed share of its time; the layouts
+     are sizing's per GPU (tp 1–8, and the pipeline / expert / data-parallel ones: ``grid.grid_layouts``);
   2. a full search with simulation confirmation (the default knobs, every core) — its wall time,
      its CPU time (this process and its workers), the simulations it ran and its answer —
      target ≤ 30 s wall on the 2-core development machine;

@@ -120,3 +120,51 @@ def _cycle_through(group: list[str], graph: dict[str, set[str]]) -> list[str]:
                     nxt.append(w)
         frontier = nxt
     return group
+
+
+#: planner's base modules: they import no other planner package (docs/architecture.md's "base" box).
+BASE_MODULES = {"planner.units", "planner.errors", "planner.format", "planner.tomlfile"}
+
+
+def box(module: str) -> str:
+    """The box of docs/architecture.md's picture a module belongs to (a package, or a named group of modules)."""
+    parts = module.split(".")
+    if module in ("planner", "planner.__main__"):
+        return "api"
+    if module in BASE_MODULES:
+        return "base"
+    if module in ("planner.links", "planner.export"):
+        return "links"
+    if parts[0] == "ui":
+        if module == "ui.app":
+            return "ui_app"
+        return f"ui_{parts[1]}" if len(parts) > 1 and parts[1] in ("sidebar", "figures", "tabs") else "ui_base"
+    return parts[1]
+
+
+def box_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed to ``box``es (an edge between two boxes when any of their modules import)."""
+    boxes: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        a = box(module)
+        boxes.setdefault(a, set())
+        for target in targets:
+            if (b := box(target)) != a:
+                boxes[a].add(b)
+    return boxes
+
+
+def transitive_reduction(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The edges a → b of an acyclic ``graph`` that no longer path a → … → b implies (unique for a DAG)."""
+
+    def reach(start: str, skip: tuple[str, str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [t for t in graph.get(start, ()) if (start, t) != skip]
+        while todo:
+            v = todo.pop()
+            if v not in seen:
+                seen.add(v)
+                todo.extend(graph.get(v, ()))
+        return seen
+
+    return {(a, b) for a, ts in graph.items() for b in ts if b not in reach(a, (a, b))}

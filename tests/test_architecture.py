@@ -4,10 +4,11 @@ modules and functions (docs/architecture.md)."""
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 
-from tests.import_graph import cycles, import_graph, modules
+from tests.import_graph import box_graph, cycles, import_graph, modules, transitive_reduction
 from tests.paths import ROOT
 
 PACKAGES = ("planner", "ui")
@@ -67,3 +68,26 @@ def test_modules_and_functions_stay_small():
                     if length > MAX_FUNCTION_LINES:
                         big.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
     assert big == [], f"over {MAX_MODULE_LINES} lines a module or {MAX_FUNCTION_LINES} a function: {big}"
+
+
+def _picture() -> tuple[set[str], set[tuple[str, str]]]:
+    """The boxes and the solid arrows (``a --> b``) of docs/architecture.md's diagram."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    diagram = text.split("```mermaid", 1)[1].split("```", 1)[0]
+    nodes = set(re.findall(r"^\s*(\w+)\[\"", diagram, flags=re.M))  # boxes; files[( … )] is data, not code
+    arrows = set(re.findall(r"^\s*(\w+) --> (\w+)\s*$", diagram, flags=re.M))
+    return nodes, arrows
+
+
+def test_the_architecture_picture_is_the_code(graph):
+    """Each solid arrow of the picture is an import the code has, and each package import the code has is an
+    arrow or follows from a path of arrows (the picture is the transitive reduction of the package graph)."""
+    boxes = box_graph(graph)
+    nodes, arrows = _picture()
+    assert nodes == set(boxes), (
+        f"boxes only in the picture: {nodes - set(boxes)}; only in the code: {set(boxes) - nodes}"
+    )
+    reduced = transitive_reduction(boxes)
+    assert arrows == reduced, (
+        f"missing from the picture: {sorted(reduced - arrows)}; not in the code: {sorted(arrows - reduced)}"
+    )

@@ -36,7 +36,7 @@ from planner.units import MiB
 from ui import headline, link_size, sidebar
 from ui import state as link_state
 from ui.cache import BoundedCache
-from ui.figures.chart import Chart
+from ui.chart import Chart
 from ui.format import failure_text, md_escape, md_list, visitor_text
 from ui.prompt_source import link_layout_report
 from ui.state import PageContext, PageData

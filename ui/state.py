@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # annotations only: the tabs import this module
     import pandas as pd
 
     from planner.studies.explain import ExplainItem
-    from ui.figures.chart import Chart
+    from ui.chart import Chart
 
 SCENARIO_KEY = "_scenario"  # the last valid Scenario of this session
 FIRST_SCENARIO_KEY = "_first_scenario"  # what the link loaded into (issues show until it changes)

@@ -1,6 +1,6 @@
 """Search the serving design space for the cheapest fleet meeting the SLO, in two stages.
 
-1. Screen (``search_grid``): every GPU profile × layout × batch × chunk × KV dtype × weight dtype ×
+1. Screen (``grid``): every GPU profile × layout × batch × chunk × KV dtype × weight dtype ×
    speculative decoding × colocated/disaggregated the scenario's ``search`` key opens, scored by the
    vectorised screening model (``analytic``) on the user's traffic: replicas, GPUs, cost, binding
    constraint, modelled latencies.  Every point is kept (the frontier and the CSV).
@@ -529,7 +529,7 @@ def search_text(z: SearchResult) -> str:
 
 @dataclass(frozen=True)
 class Screened:
-    """Stage 1 alone: every point with its Pareto-frontier flags (``studies.pareto``)."""
+    """Stage 1 alone: every point with its Pareto-frontier flags (``search.frontiers``)."""
 
     points: pd.DataFrame
     bases: list[Base]

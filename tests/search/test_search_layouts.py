@@ -1,5 +1,5 @@
 """The sizing search over parallel layouts (issue 15 × issue 17): the grid tries sizing's layouts per GPU
-(``search_grid.grid_layouts`` = ``layouts.sizing_layouts``), times them with ``step_grid.LayoutStepModel``
+(``grid.grid_layouts`` = ``layouts.sizing_layouts``), times them with ``step_grid.LayoutStepModel``
 (= ``roofline.step_cost``) and plans their memory per pipeline stage (= ``memory.memory_plan``);
 DeepSeek-V3 on H100 SXM is sized on two-node layouts, confirmed by simulation."""
 

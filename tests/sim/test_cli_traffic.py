@@ -1,4 +1,4 @@
-"""``kvplan simulate|size`` with traces, replay options, the prefix cache and fleets (the CLI over serving/)."""
+"""``kvplan simulate|size`` with traces, replay options, the prefix cache and fleets (the CLI over sim/ and search/)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from planner.model.scenario import Scenario
 from planner.studies.advisor import findings
 from planner.studies.ridge import fmt_turn
 from ui import headline
+from ui.chart import Chart
 from ui.figures import core as figures
-from ui.figures.chart import Chart
 from ui.figures.theme import COLORS
 from ui.tabs import registry
 from ui.tabs.charts import CHART_TABS, TABS, tab_charts

@@ -21,8 +21,8 @@ from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_seconds, fmt_usd
 from planner.studies import curves
 from planner.studies.ridge import fmt_turn
 from planner.units import MEGA
+from ui.chart import Chart
 from ui.figures import core as figures
-from ui.figures.chart import Chart
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import download_csv, md_escape
 from ui.headline import ttft_text
