@@ -12,16 +12,17 @@ USER_FOLDERS = ("hardware_profiles", "model_presets", "engine_profiles")
 
 
 class BuildWithUserFolders(build_py):
-    """``build_py``, then each user folder's TOML files copied into ``planner/data/<folder>/``."""
+    """``build_py``, then each user folder's TOML files (sub-folders kept) copied into ``planner/data/<folder>/``."""
 
     def run(self) -> None:
         super().run()
         root = Path(__file__).resolve().parent
         for folder in USER_FOLDERS:
             target = Path(self.build_lib) / "planner" / "data" / folder
-            self.mkpath(str(target))
-            for src in sorted((root / folder).glob("*.toml")):
-                self.copy_file(str(src), str(target / src.name))
+            for src in sorted((root / folder).rglob("*.toml")):  # engine_profiles/<engine>/<version>.toml too
+                dest = target / src.relative_to(root / folder)
+                self.mkpath(str(dest.parent))
+                self.copy_file(str(src), str(dest))
 
 
 setup(cmdclass={"build_py": BuildWithUserFolders})

@@ -22,18 +22,19 @@ from benchmarks.accuracy.timing_fit import KIND_OF, Fit, fit_rows  # noqa: E402
 from planner import tomlfile  # noqa: E402
 from planner.model.catalog import ENGINE_PROFILES, load_catalog, shipped_dir  # noqa: E402
 from planner.model.engine_timing import EngineTiming  # noqa: E402
+from planner.model.engine_versions import split_key  # noqa: E402
 
 #: shipped profile → the engine group whose fitted values it takes, and what to say about its data
 SHIPPED: dict[str, tuple[str, str]] = {
-    "trtllm": (
+    "trtllm@0.9": (
         "trtllm",
         "TensorRT-LLM v0.5, v0.6.1 and v0.9.0 performance tables (gptSessionBenchmark, static batches)",
     ),
-    "vllm": (
+    "vllm@0.19": (
         "vllm",
         "the vLLM 0.19.1 batch-1 inter-token-latency intercepts (H100, B200); every other value is the pool's",
     ),
-    "sglang": (
+    "sglang@0.5.23": (
         "",
         "no published SGLang measurement kvplan can reproduce was found (the public SGLang figures are "
         "expert-parallel DeepSeek deployments): every value is the pool over all engines",
@@ -101,7 +102,8 @@ def main() -> None:
     args = ap.parse_args()
     _, sections = fitted_sections()
     for key, section in sections.items():
-        path = Path(str(shipped_dir(ENGINE_PROFILES) / f"{key}.toml"))
+        name, version = split_key(key)
+        path = Path(str(shipped_dir(ENGINE_PROFILES) / name / f"{version}.toml"))
         if args.write:
             replace_timing(path, section)
             print(f"wrote {path}")

@@ -258,15 +258,19 @@ def _decode_value(key: str, raw: str) -> tuple[Any, LinkIssue | None]:
 
 
 def _drop_unknown_names(
-    good: dict[str, Any], gpus: set[str] | None, models: set[str] | None, engines: set[str] | None
+    good: dict[str, Any], gpus: set[str] | None, models: set[str] | None, engines: Mapping[str, str] | None
 ) -> list[LinkIssue]:
-    """Remove a GPU, model, draft or engine key the catalog does not have; one issue each."""
+    """Remove a GPU, model, draft or engine key the catalog does not have; one issue each.  ``engines``
+    maps every spelling the catalog accepts to its canonical NAME@VERSION key (``Catalog.engine_aliases``):
+    a known engine is written canonically (``engine=vllm`` → its newest version, named)."""
     issues = []
+    if engines is not None and good.get("engine") in engines:
+        good["engine"] = engines[good["engine"]]
     named = (
         ("gpu", gpus),
         ("model", None if models is None else models | {"custom"}),
         ("draft", models),
-        ("engine", engines),
+        ("engine", None if engines is None else set(engines.values())),
     )
     for key, known in named:
         if known is not None and key in good and good[key] and good[key] not in known:
@@ -308,12 +312,12 @@ def from_query(
     query: str | Mapping[str, str | list[str]],
     gpus: set[str] | None = None,
     models: set[str] | None = None,
-    engines: set[str] | None = None,
+    engines: Mapping[str, str] | None = None,
 ) -> tuple[Scenario, list[LinkIssue]]:
     """Decode a link.  Returns the scenario and one issue per problem; never raises.
 
-    ``gpus``, ``models``, ``engines``: the catalog's keys, when known (a value outside them is
-    reported and the default used)."""
+    ``gpus``, ``models``: the catalog's keys, ``engines``: its engine spellings → canonical keys
+    (``Catalog.engine_aliases``), when known (a value outside them is reported and the default used)."""
     values, issues = _read_pairs(query)
     good: dict[str, Any] = {}
     unknown = [key for key in values if key not in FIELDS]

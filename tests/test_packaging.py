@@ -44,7 +44,7 @@ def test_wheel_carries_code_data_and_dashboard(wheel):
     for required in (
         "planner/data/hardware_profiles/h100-sxm.toml",
         "planner/data/model_presets/llama-3.1-8b.toml",
-        "planner/data/engine_profiles/vllm.toml",
+        "planner/data/engine_profiles/vllm/0.19.toml",
         "planner/data/traces/mooncake-conversation.jsonl.gz",
         "planner/data/examples/usage_log_example.jsonl",
         "planner/cli/server.toml",

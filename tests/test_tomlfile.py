@@ -56,7 +56,7 @@ def test_every_string_field_of_a_hardware_profile_round_trips():
 
 
 def test_every_string_field_of_an_engine_profile_round_trips(catalog):
-    engine = catalog.engines["vllm"]
+    engine = catalog.engine("vllm")
     data = _hostile_strings(engine.model_dump(exclude={"key"}))
     assert data["timing"]["families"]["hopper"]["source"] == data["memory"]["budget_source"] == HOSTILE
     text = tomlfile.dumps(data)
@@ -71,6 +71,6 @@ def test_a_calibrated_profile_keeps_a_hostile_file_name(catalog):
     runs, _ = _synthetic_runs(catalog)
     cal = calibrate(runs, BASE, catalog)
     what = 'a\x7fb.json, 🚀 "lab".json'
-    text = calibrated_profile_toml(catalog.engines["vllm"], catalog.gpus["h100-sxm"], cal, what)
+    text = calibrated_profile_toml(catalog.engine("vllm"), catalog.gpus["h100-sxm"], cal, what)
     profile = parse_engine_toml(text, "vllm-mine")
     assert what in profile.notes and what in profile.timing.source

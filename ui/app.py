@@ -128,7 +128,7 @@ def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
         st.caption(
             md_escape(
                 f"{r.model.name} · {r.model.attention_kind}, {heads} · weights {scenario.wdtype}, "
-                f"KV cache {scenario.kvdtype} · {instance}"
+                f"KV cache {scenario.kvdtype} · {instance} · {r.engine.label}"
             )
         )
     row = st.container(horizontal=True, gap="small")

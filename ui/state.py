@@ -68,7 +68,7 @@ def decode_query_params(query_params: Any, catalog: Catalog) -> tuple[Scenario, 
     """``st.query_params`` (every value of a repeated key kept: the CLI's rule and notice, "given 3
     times; the last value is used") → Scenario + notes; a rejected value's note says what is used instead."""
     raw = {key: query_params.get_all(key) for key in query_params}
-    scenario, issues = from_query(raw, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
+    scenario, issues = from_query(raw, set(catalog.profile_keys()), set(catalog.models), catalog.engine_aliases())
     notes = []
     for i in issues:
         used = f"; using {used_value(scenario, i.key)}" if i.fatal and i.key in FIELDS else ""

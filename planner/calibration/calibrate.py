@@ -101,8 +101,8 @@ def calibrate(runs: Sequence[ServingRun], base: Scenario, catalog: Catalog) -> C
         raise ValueError("no benchmark runs to calibrate on")
     points = PointSet(run_points(runs, base), catalog)
     gpu = catalog.profile(base.gpu)
-    engine = catalog.engines[base.engine]
-    assert gpu is not None  # resolved by PointSet
+    engine = catalog.engine(base.engine)
+    assert gpu is not None and engine is not None  # resolved by PointSet
     t = timing_for(gpu, base.with_changes(timing=""), engine.timing)
     start = asdict(t)
     eight = compute_dtype(base.wdtype, gpu) != "bf16"

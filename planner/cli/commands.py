@@ -26,7 +26,7 @@ Command = Callable[[argparse.Namespace, Catalog, TextIO, TextIO], int]
 
 def scenario_from_link(link: str, catalog: Catalog, err: TextIO) -> Scenario:
     """Decode ``link``; notices go to ``err``; rejected values raise BadInput."""
-    scenario, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
+    scenario, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), catalog.engine_aliases())
     fatal = [str(i) for i in issues if i.fatal]
     for i in issues:
         if not i.fatal:
@@ -378,9 +378,9 @@ def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
         raise BadInput([str(exc)]) from None
     calibrated = scenario.with_changes(timing=cal.overrides)
     if args.out:
-        gpu = catalog.profile(scenario.gpu)
-        assert gpu is not None
-        text = calibrated_profile_toml(catalog.engines[scenario.engine], gpu, cal, ", ".join(args.files))
+        gpu, engine = catalog.profile(scenario.gpu), catalog.engine(scenario.engine)
+        assert gpu is not None and engine is not None  # resolved by the fit
+        text = calibrated_profile_toml(engine, gpu, cal, ", ".join(args.files))
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote the calibrated engine profile to {args.out}", file=err)
     rows = calibration_rows(cal)

@@ -25,7 +25,8 @@ def scenario_row(scenario: Scenario, catalog: Catalog) -> dict[str, Any]:
     """Inputs (link keys) then every metric, presented: the same cells, in the same order, as the
     one-row CSV (``studies.sweep.scenario_frame``), without building a DataFrame."""
     result = evaluate(scenario, catalog)
-    row = {k: present_value(k, getattr(scenario, k)) for k in FIELDS}
+    named = scenario.with_changes(engine=result.resolved.engine.key)  # the engine version in force (vllm@0.19)
+    row = {k: present_value(k, getattr(named, k)) for k in FIELDS}
     row.update(present_metrics(result.metrics))
     return row
 
@@ -154,7 +155,7 @@ def scenario_text(result: Result) -> str:
     lines = [
         f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · weights {s.wdtype}, "
         f"KV cache {s.kvdtype} · "
-        f"{r.engine.name} {r.engine.version}",
+        f"{r.engine.label} (engine={r.engine.key})",
         "inputs: " + (", ".join(f"{k}={v}" for k, v in given.items()) if given else "the defaults"),
     ]
     sections = _sections(s)

@@ -25,6 +25,7 @@ from planner.errors import ScenarioError, format_validation_error
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model
 from planner.model.engine_profile import EngineProfile
+from planner.model.engine_versions import known_text
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
@@ -83,11 +84,9 @@ def resolve(s: Scenario, catalog: Catalog) -> Resolved:
         draft = catalog.models.get(s.draft)
         if draft is None:
             problems.append(f"draft={s.draft!r}: unknown model preset")
-    engine = catalog.engines.get(s.engine)
+    engine = catalog.engine(s.engine)
     if engine is None:
-        problems.append(
-            f"engine={s.engine!r}: unknown engine profile; choose one of {', '.join(sorted(catalog.engines))}"
-        )
+        problems.append(f"engine={s.engine!r}: unknown engine or version; choose one of {known_text(catalog.engines)}")
     if problems:
         raise ScenarioError(problems)
     return _checked(Resolved(s, gpu, apply_overrides(model, s), draft, engine))  # type: ignore[arg-type]

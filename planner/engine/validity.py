@@ -39,6 +39,7 @@ import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.format import fmt_count
+from planner.model.engine_versions import engine_name
 from planner.model.quantization import FP8_BLOCK, VOCAB_PADDING, scheme_for
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
@@ -134,8 +135,9 @@ def quant_problems(s: Scenario) -> list[str]:
 
 
 def engine_rules(engine: str) -> str:
-    """The engine whose layout rules apply: sglang, trtllm, else vLLM's."""
-    return engine if engine in ("sglang", "trtllm") else "vllm"
+    """The engine whose layout rules apply: sglang, trtllm, else vLLM's (``engine``: a link's key, any version)."""
+    name = engine_name(engine)
+    return name if name in ("sglang", "trtllm") else "vllm"
 
 
 def valid_eps(m: ModelSpec, tp: int, dp: int, engine: str = "vllm", eplb: bool = True, redundant: int = 0) -> list[int]:

@@ -257,7 +257,7 @@ def sglang_command(r: Resolved) -> LaunchCommand:
         argv += ["--disable-radix-cache"]
     if not s.hybrid_kv and m.sliding_window_layers:
         argv += ["--disable-hybrid-swa-memory"]
-    if r.engine.key != "sglang":
+    if r.engine.kind != "sglang":
         notes.append(
             f"memory: the plan is sized by {r.engine.name}'s rules; SGLang's mem_fraction_static counts weights and "
             "the KV pool only (plan with engine=sglang to size for it)"
@@ -269,10 +269,10 @@ def sglang_command(r: Resolved) -> LaunchCommand:
 
 def launch_command(r: Resolved, engine: str | None = None) -> LaunchCommand:
     """The command for ``engine`` (default: the scenario's engine profile, when it has a writer)."""
-    name = engine or (r.engine.key if r.engine.key in ENGINES else "vllm")
+    name = engine or (r.engine.kind if r.engine.kind in ENGINES else "vllm")
     if name == "vllm":
         cmd = vllm_command(r)
-        if r.engine.key != "vllm":
+        if r.engine.kind != "vllm":
             cmd = LaunchCommand(
                 cmd.engine,
                 cmd.argv,

@@ -18,9 +18,11 @@ skipped; it never stops the others from loading.  Nothing is read at import time
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner.errors import format_validation_error
 from planner.model.engine_profile import EngineProfile, EngineProfileFile
+from planner.model.engine_versions import VERSION_RE, VERSION_RULE, aliases, resolve_engine
 from planner.model.specs import GPU, KEY_RE, KEY_RULE, GpuProfileFile, ModelSpec
 from planner.units import KiB
 
@@ -76,6 +79,15 @@ class Catalog:
     def profile_keys(self) -> list[str]:
         """Every selectable profile: datasheet ones, then measured ones, each sorted."""
         return sorted(self.gpus) + sorted(self.measured)
+
+    def engine(self, key: str) -> EngineProfile | None:
+        """The engine profile ``key`` selects: ``vllm`` its newest version, ``vllm@0.19`` that one
+        (``engine_versions.resolve_engine``)."""
+        return resolve_engine(self.engines, key)
+
+    def engine_aliases(self) -> dict[str, str]:
+        """Every engine spelling a link may use → its canonical key (``engine_versions.aliases``)."""
+        return aliases(self.engines)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -125,11 +137,11 @@ def parse_model_toml(text: str) -> ModelSpec:
 
 
 def _read_dirs(
-    directories: Traversable | Sequence[Traversable], parse: Callable[[str, str], T]
+    directories: Traversable | Sequence[Traversable], read: Callable[[Traversable], tuple[dict[str, T], list[str]]]
 ) -> tuple[dict[str, T], list[str]]:
-    """``_read_dir`` over each folder in turn: a later folder's file replaces an earlier one of the same key.
-    Only the first folder must exist (the shipped one); an extra folder may lack any of the sub-folders
-    (``load_catalog`` names an extra folder that does not exist at all)."""
+    """``read`` (one folder → items, problems) over each folder in turn: a later folder's file replaces an
+    earlier one of the same key.  Only the first folder must exist (the shipped one); an extra folder may lack
+    any of the sub-folders (``load_catalog`` names an extra folder that does not exist at all)."""
     dirs = [directories] if isinstance(directories, Traversable) else list(directories)
     items: dict[str, T] = {}
     problems: list[str] = []
@@ -138,33 +150,69 @@ def _read_dirs(
             if k == 0:
                 problems.append(f"{directory}: folder not found")
             continue
-        found, trouble = _read_dir(directory, parse)
+        found, trouble = read(directory)
         items.update(found)
         problems += trouble if k == 0 else [f"{directory}/{p}" for p in trouble]
     return items, problems
 
 
-def _read_dir(directory: Traversable, parse: Callable[[str, str], T]) -> tuple[dict[str, T], list[str]]:
-    """Every ``*.toml`` in ``directory`` parsed by ``parse(text, key)``; problems name the file.
+def _read_dir(
+    directory: Traversable,
+    parse: Callable[[str, str], T],
+    stem_re: re.Pattern[str] = KEY_RE,
+    stem_rule: str = f"a link key: {KEY_RULE}",
+    where: str = "",
+) -> tuple[dict[str, T], list[str]]:
+    """Every ``*.toml`` in ``directory`` parsed by ``parse(text, stem)``; problems name the file
+    (``where`` + its name).
 
-    The file stem is the profile's link key, so it must match the link-key pattern
-    (lower-case letters, digits, '.', '_' or '-'); a file of another name is skipped."""
+    The file stem is the profile's link key (or, in an engine's folder, its version), so it must match
+    ``stem_re``; a file of another name is skipped."""
     items: dict[str, T] = {}
     problems: list[str] = []
     for entry in sorted((e for e in directory.iterdir() if e.name.endswith(".toml")), key=lambda e: e.name):
         key = entry.name.removesuffix(".toml")
         try:
-            if not KEY_RE.fullmatch(key):
-                raise ValueError(f"the file name must be a link key: {KEY_RULE}")
+            if not stem_re.fullmatch(key):
+                raise ValueError(f"the file name must be {stem_rule}")
             with entry.open("rb") as fh:
                 data = fh.read(MAX_FILE_BYTES + 1)
             if len(data) > MAX_FILE_BYTES:
                 raise ValueError(f"file larger than {MAX_FILE_BYTES} bytes")
             items[key] = parse(data.decode("utf-8"), key)
         except RecursionError:
-            problems.append(f"{entry.name}: nested too deeply to read")
+            problems.append(f"{where}{entry.name}: nested too deeply to read")
         except (ValueError, OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{entry.name}: {exc}")
+            problems.append(f"{where}{entry.name}: {exc}")
+    return items, problems
+
+
+def _parse_version_toml(engine: str, text: str, version: str) -> EngineProfile:
+    return parse_engine_toml(text, f"{engine}@{version}")
+
+
+def _read_engine_dir(directory: Traversable) -> tuple[dict[str, EngineProfile], list[str]]:
+    """The engine profiles of one folder (``engine_versions`` module doc): ``NAME/VERSION.toml`` is
+    ``NAME@VERSION``; a plain ``NAME.toml`` is ``NAME``, unless a folder ``NAME/`` exists (then it is named
+    as a problem: a version belongs in the folder)."""
+    items, problems = _read_dir(directory, parse_engine_toml)
+    for sub in sorted((e for e in directory.iterdir() if e.is_dir()), key=lambda e: e.name):
+        name = sub.name
+        if not KEY_RE.fullmatch(name):
+            problems.append(f"{name}/: an engine folder's name must be a link key: {KEY_RULE}")
+            continue
+        if name in items:
+            del items[name]
+            problems.append(f"{name}.toml: skipped, a folder {name}/ holds this engine's versions (put it there)")
+        found, trouble = _read_dir(
+            sub,
+            partial(_parse_version_toml, name),
+            VERSION_RE,
+            f"a version: {VERSION_RULE}",
+            where=f"{name}/",
+        )
+        items.update({f"{name}@{v}": profile for v, profile in found.items()})
+        problems += trouble
     return items, problems
 
 
@@ -173,18 +221,20 @@ Dirs = Traversable | Sequence[Traversable]
 
 def load_gpus(directory: Dirs | None = None) -> tuple[dict[str, GPU], list[str]]:
     """The datasheet GPU profiles by key (``data_dirs(HARDWARE_PROFILES)`` unless given), and the problems met."""
-    return _read_dirs(directory or data_dirs(HARDWARE_PROFILES), parse_gpu_toml)
+    return _read_dirs(directory or data_dirs(HARDWARE_PROFILES), lambda d: _read_dir(d, parse_gpu_toml))
 
 
 def load_models(directory: Dirs | None = None) -> tuple[dict[str, ModelSpec], list[str]]:
     """The model presets by key (``data_dirs(MODEL_PRESETS)`` unless given), and the problems met."""
-    return _read_dirs(directory or data_dirs(MODEL_PRESETS), lambda text, _key: parse_model_toml(text))
+    return _read_dirs(
+        directory or data_dirs(MODEL_PRESETS), lambda d: _read_dir(d, lambda text, _key: parse_model_toml(text))
+    )
 
 
 def load_engines(directory: Dirs | None = None) -> tuple[dict[str, EngineProfile], list[str]]:
-    """The serving-engine profiles by key (``vllm``, ``sglang``, ``trtllm``; ``data_dirs(ENGINE_PROFILES)``
+    """The serving-engine profiles by key (``vllm@0.19``, ``sglang@0.5.23``, …; ``data_dirs(ENGINE_PROFILES)``
     unless given), and the problems met."""
-    return _read_dirs(directory or data_dirs(ENGINE_PROFILES), parse_engine_toml)
+    return _read_dirs(directory or data_dirs(ENGINE_PROFILES), _read_engine_dir)
 
 
 def load_measured(directory: Traversable, datasheet_keys: set[str]) -> tuple[dict[str, GPU], list[str]]:
@@ -219,6 +269,6 @@ def load_catalog(
     extra = os.environ.get(DATA_DIR_ENV, "").strip()
     if extra and not Path(extra).expanduser().is_dir():
         problems.append(f"{DATA_DIR_ENV}={extra}: folder not found")
-    if DEFAULT_ENGINE not in engines:
-        problems.append(f"{DEFAULT_ENGINE}.toml: the default engine profile is missing")
+    if resolve_engine(engines, DEFAULT_ENGINE) is None:
+        problems.append(f"{DEFAULT_ENGINE}/: the default engine's profiles are missing")
     return Catalog(gpus=gpus, models=models, problems=tuple(problems), measured=measured, engines=engines)

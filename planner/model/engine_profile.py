@@ -1,11 +1,12 @@
 """Serving-engine profiles: what one engine (vLLM, SGLang, TensorRT-LLM) does differently.
 
-A profile is data (``engine_profiles/<key>.toml``, with provenance) and has two parts,
+A profile is data (``engine_profiles/<engine>/<version>.toml``, with provenance; versions:
+``planner.model.engine_versions``) and has two parts,
 each owned by the model that uses it:
   ``memory``  how the engine sizes its KV cache (``planner.model.engine_memory``)
   ``timing``  the fitted efficiency parameters of its kernels and scheduler
               (``planner.model.engine_timing``)
-The scenario's link key ``engine`` (default ``vllm``) selects the profile.
+The scenario's link key ``engine`` (``vllm@0.19``; ``vllm`` alone: its newest version) selects the profile.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from planner.model.engine_memory import EngineMemory
 from planner.model.engine_timing import EngineTiming
+from planner.model.engine_versions import engine_name
 from planner.model.specs import FROZEN
 
 
@@ -38,4 +40,19 @@ class EngineProfile(EngineProfileFile):
 
     model_config = FROZEN
 
-    key: str = Field(min_length=1, max_length=64, description="file stem, the link value of ``engine``")
+    key: str = Field(
+        min_length=1,
+        max_length=80,
+        description="the link value of ``engine``: NAME@VERSION of engine_profiles/NAME/VERSION.toml, or the stem "
+        "of a plain engine_profiles/NAME.toml",
+    )
+
+    @property
+    def kind(self) -> str:
+        """The engine this profile is a version of: 'vllm' of 'vllm@0.19' (a plain file's own key)."""
+        return engine_name(self.key)
+
+    @property
+    def label(self) -> str:
+        """'vLLM 0.19.0': the engine and the release its constants describe, as headers name it."""
+        return f"{self.name} {self.version}"

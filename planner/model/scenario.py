@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_va
 
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.engine_timing import OVERRIDE_PATTERN, parse_overrides
+from planner.model.engine_versions import ENGINE_KEY_PATTERN
 from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
 
 TTL = Literal["5m", "1h"]
@@ -142,7 +143,11 @@ class Scenario(BaseModel):
         default="", max_length=2000, pattern=r"^[A-Za-z0-9._~:,;|*-]*$", description="prompt layout, compact encoding"
     )
     engine: str = Field(
-        default="vllm", pattern=KEY_PATTERN, description="serving engine profile: vllm, sglang or trtllm"
+        default="vllm",
+        max_length=80,
+        pattern=ENGINE_KEY_PATTERN,
+        description="serving engine and version, NAME@VERSION (vllm@0.19, sglang@0.5.23, trtllm@0.9); a name "
+        "alone means its newest version (planner/model/engine_versions.py)",
     )
     # the simulator's traffic, prefix cache and fleet
     prefix_cache: PrefixCacheMode = Field(

@@ -36,7 +36,7 @@ def pinned_scenario(s: Scenario, catalog: Catalog | None = None) -> tuple[Scenar
     if catalog is None:
         pinned, issues = from_query(s.base)
     else:
-        pinned, issues = from_query(s.base, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
+        pinned, issues = from_query(s.base, set(catalog.profile_keys()), set(catalog.models), catalog.engine_aliases())
     return pinned, [i.message for i in issues if i.fatal]
 
 

@@ -130,8 +130,8 @@ def _combination(base: Scenario, update: dict[str, Any], prefix_swept: bool, cat
         s = Scenario.model_validate({**base.model_dump(), **update, **({"prefix": 0} if prefix_swept else {})})
     except ValidationError as exc:
         raise SweepError([f"{update}: {format_validation_error(exc)}"]) from None
-    resolve(s, catalog)  # ScenarioError names an unknown GPU, model or engine
-    return s
+    r = resolve(s, catalog)  # ScenarioError names an unknown GPU, model or engine
+    return s.with_changes(engine=r.engine.key)  # the engine version in force, named (vllm → vllm@0.19)
 
 
 def _chunk_frame(s: Scenario, base: Scenario, catalog: Catalog, flat: dict[str, np.ndarray]) -> pd.DataFrame:

@@ -159,7 +159,7 @@ def _synthetic_runs(catalog) -> tuple[list[ServingRun], dict]:
         for c, x in shape
     ]
     ps = PointSet(run_points(runs, BASE), catalog)
-    t = asdict(timing_for(catalog.gpus["h100-sxm"], BASE, catalog.engines["vllm"].timing))
+    t = asdict(timing_for(catalog.gpus["h100-sxm"], BASE, catalog.engine("vllm").timing))
     true = {**t, "matmul_frac": 0.6, "bandwidth_frac": 0.8, "step_overhead_s": 2e-4}
     measured = ps.predict({n: true[n] for n in PARAMS}).reshape(-1, 2)
     runs = [
@@ -188,12 +188,12 @@ def test_calibration_fits_the_users_runs(catalog):
 def test_calibrated_profile_is_a_loadable_engine_profile(catalog):
     runs, _ = _synthetic_runs(catalog)
     cal = calibrate(runs, BASE, catalog)
-    text = calibrated_profile_toml(catalog.engines["vllm"], catalog.gpus["h100-sxm"], cal, "c1…c96")
+    text = calibrated_profile_toml(catalog.engine("vllm"), catalog.gpus["h100-sxm"], cal, "c1…c96")
     profile = parse_engine_toml(text, "vllm-mine")
     hopper = profile.timing.families["hopper"]
     assert hopper.bandwidth_frac == pytest.approx(cal.values["bandwidth_frac"])
     assert profile.timing.step_overhead_us == pytest.approx(cal.values["step_overhead_s"] * 1e6)
-    assert profile.timing.families["ampere"] == catalog.engines["vllm"].timing.families["ampere"]
+    assert profile.timing.families["ampere"] == catalog.engine("vllm").timing.families["ampere"]
 
 
 def test_cli_calibrate(catalog, tmp_path):

@@ -23,7 +23,7 @@ from planner.studies.advisor import findings
 
 def legacy(catalog, query: str = "", **kw):
     """Every metric of the query on the previous constants (module doc)."""
-    s, issues = from_query(query, set(catalog.gpus), set(catalog.models), set(catalog.engines))
+    s, issues = from_query(query, set(catalog.gpus), set(catalog.models), catalog.engine_aliases())
     assert not issues
     s = s.with_changes(**kw)
     r = resolve(s, catalog)

@@ -57,7 +57,7 @@ def test_shipped_profiles_are_the_fit_of_the_published_rows(catalog):
     """benchmarks/fit_timing.py --write produced the TOMLs from exactly these rows (4 digits)."""
     rows = [r for r in load_rows() if r.fit_role == "fit" and r.category in KIND_OF]
     fit = fit_rows(rows, catalog)
-    for key, engine in (("trtllm", "trtllm"), ("vllm", "vllm"), ("sglang", "")):
+    for key, engine in (("trtllm@0.9", "trtllm"), ("vllm@0.19", "vllm"), ("sglang@0.5.23", "")):
         fresh = fit.timing(engine, "")
         shipped = catalog.engines[key].timing
         for name in (*FRACTIONS, *OVERHEADS, "matmul_half_tokens"):
@@ -124,9 +124,9 @@ def test_the_link_carries_the_calibration(catalog):
     s = Scenario(timing="s30-b0.8")
     q = to_query(s)
     assert q["timing"] == "s30-b0.8"
-    back, issues = from_query(q, set(catalog.gpus), set(catalog.models), set(catalog.engines))
+    back, issues = from_query(q, set(catalog.gpus), set(catalog.models), catalog.engine_aliases())
     assert back == s and issues == []
-    bad, issues = from_query("timing=b7", set(catalog.gpus), set(catalog.models), set(catalog.engines))
+    bad, issues = from_query("timing=b7", set(catalog.gpus), set(catalog.models), catalog.engine_aliases())
     assert bad.timing == "" and issues and "must be in (0, 1]" in issues[0].message
 
 

@@ -117,7 +117,7 @@ def test_round_trips_through_a_link_and_evaluates(key: str, catalog) -> None:
     s = Scenario(gpu=key, model="qwen3-8b")
     link = to_query_string(s)
     assert f"gpu={key}" in link
-    back, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
+    back, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), catalog.engine_aliases())
     assert issues == [] and back == s
     m = evaluate(back, catalog).metrics
     assert m["fits"] and math.isfinite(m["tpot_s"]) and m["tpot_s"] > 0

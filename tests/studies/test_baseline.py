@@ -17,7 +17,7 @@ def test_a_pinned_scenario_survives_its_link(catalog):
     current = pinned.with_changes(batch=128, base=pin_query(pinned))
     link = to_query_string(current)
     assert "&base=v%3D1%26" in link  # the inner query, its own version first
-    back, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), set(catalog.engines))
+    back, issues = from_query(link, set(catalog.profile_keys()), set(catalog.models), catalog.engine_aliases())
     assert not issues and back == current
     again, problems = pinned_scenario(back, catalog)
     assert again == pinned and problems == []

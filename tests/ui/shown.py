@@ -21,3 +21,16 @@ def plain(markdown: str) -> str:
 def shown_metrics(at) -> dict[str, str]:
     """Each headline card's label and value as shown."""
     return {plain(m.label): plain(m.value) for m in at.metric}
+
+
+def on_page(scenario, catalog):
+    """``scenario`` as the page holds it: its engine as the canonical NAME@VERSION it resolves to (the page
+    writes the version in force into its link, so a shared link keeps its numbers)."""
+    return scenario.with_changes(engine=catalog.engine(scenario.engine).key)
+
+
+def page_link(scenario, catalog) -> dict[str, str]:
+    """The query the page writes for ``scenario`` (``on_page``)."""
+    from planner.links import to_query
+
+    return to_query(on_page(scenario, catalog))

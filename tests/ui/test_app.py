@@ -26,7 +26,7 @@ from planner.studies.compare import compare_gpus
 from planner.studies.explain import explain
 from planner.studies.sweep import scenario_frame
 from tests.tab_harness import run_app
-from tests.ui.shown import shown_metrics
+from tests.ui.shown import on_page, page_link, shown_metrics
 from ui import headline, sidebar
 from ui import state as link_state
 from ui.format import frame_csv, md_escape
@@ -152,7 +152,7 @@ def test_default_page_shows_the_engine_numbers(catalog):
     at = run_app()
     assert shown_metrics(at) == expected_metrics(Scenario(), catalog)
     assert tab_names(at)[: len(CORE_TABS)] == list(CORE_TABS)
-    assert link_of(at) == {"v": "1"}
+    assert link_of(at) == page_link(Scenario(), catalog) == {"v": "1", "engine": catalog.engine("vllm").key}
     assert not at.warning
 
 
@@ -166,8 +166,8 @@ def test_widgets_drive_the_metrics_and_the_link(catalog):
     assert not at.exception
     want = Scenario(gpu="h200", batch=100, kv_heads=2, spec=True)
     assert shown_metrics(at) == expected_metrics(want, catalog)
-    assert link_of(at) == to_query(want)
-    assert [c.value for c in at.code] == ["?" + to_query_string(want)]  # the Share popover
+    assert link_of(at) == page_link(want, catalog)
+    assert [c.value for c in at.code] == ["?" + to_query_string(on_page(want, catalog))]  # the Share popover
     at.select_slider(key="kv_heads").set_value(8).run()  # back to the preset's value: leaves the link
     assert "kv_heads" not in link_of(at)
 
@@ -217,7 +217,7 @@ def test_link_restores_every_widget_exactly(catalog):
             if w.key in FIELDS:
                 widgets[w.key] = w.value
     for key, value in widgets.items():
-        assert value == getattr(LINK_SCENARIO, key), key
+        assert value == getattr(on_page(LINK_SCENARIO, catalog), key), key
     assert {
         "gpu",
         "tp",
@@ -232,7 +232,7 @@ def test_link_restores_every_widget_exactly(catalog):
         "gpu_price",
         "slo_tpot_s",
     } <= widgets.keys()
-    assert link_of(at) == to_query(LINK_SCENARIO)
+    assert link_of(at) == page_link(LINK_SCENARIO, catalog)
     assert shown_metrics(at) == expected_metrics(LINK_SCENARIO, catalog)
 
 
@@ -243,7 +243,7 @@ def test_bad_link_warns_names_each_key_and_loads_the_rest(catalog):
         assert key in text
     assert at.number_input(key="prompt").value == 4096
     assert shown_metrics(at) == expected_metrics(Scenario(prompt=4096), catalog)
-    assert link_of(at) == {"v": "1", "prompt": "4096"}
+    assert link_of(at) == page_link(Scenario(prompt=4096), catalog)
     at.number_input(key="batch").set_value(8).run()  # the warning goes once the user moves on
     assert not at.warning
 
@@ -324,13 +324,13 @@ def test_uploaded_hf_config_loads_on_upload(catalog):
     assert "larger than" in " ".join(e.value for e in at.error) and link_of(at)["custom"] == encode_model(spec)
 
 
-def test_bad_hf_config_is_reported_and_changes_nothing():
+def test_bad_hf_config_is_reported_and_changes_nothing(catalog):
     at = run_app()
     at.text_area(key="_hf_text").set_value('{"model_type": "llama", "hidden_size": "wide"}')
     at.button(key="_hf_go").click().run()
     assert not at.exception
     assert "hidden\\_size" in " ".join(e.value for e in at.error)
-    assert link_of(at) == {"v": "1"}
+    assert link_of(at) == page_link(Scenario(), catalog)
 
 
 def test_tab_requested_changes_apply_before_the_widgets(catalog):
@@ -338,7 +338,7 @@ def test_tab_requested_changes_apply_before_the_widgets(catalog):
     at.session_state[link_state.PENDING_KEY] = {"batch": 5, "rate": 9.5}
     at.run()
     assert at.number_input(key="batch").value == 5
-    assert link_of(at) == to_query(Scenario(batch=5, rate=9.5))
+    assert link_of(at) == page_link(Scenario(batch=5, rate=9.5), catalog)
     at.session_state[link_state.PENDING_KEY] = {"batch": 0}
     at.run()
     assert any("batch" in w.value for w in at.warning) and at.number_input(key="batch").value == 5

@@ -6,8 +6,9 @@ from typing import Any
 
 from planner.engine.evaluate import CUSTOM_MODEL
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_usd
-from planner.links import FIELDS
+from planner.links import DEFAULTS, FIELDS
 from planner.model.catalog import Catalog
+from planner.model.engine_versions import engine_name, sort_key
 from planner.model.hf_import import MAX_CONFIG_BYTES
 from planner.model.params import kv_elements_per_token, state_bytes_per_sequence
 from planner.model.specs import ModelSpec
@@ -71,6 +72,20 @@ def gpu_label(catalog: Catalog, key: str) -> str:
         return key
     name = gpu.name.removeprefix(f"{gpu.vendor} ") if not gpu.calibrated else gpu.name  # the group names the vendor
     return f"{gpu.group} — {name} · {fmt_bytes(gpu.memory_bytes)}"
+
+
+def engine_options(catalog: Catalog) -> list[str]:
+    """Every engine version: the default engine first, then by name; newest version first within each."""
+    return sorted(catalog.engines, key=lambda k: (engine_name(k) != DEFAULTS.engine, sort_key(k)))
+
+
+def engine_label(catalog: Catalog, key: str) -> str:
+    """'vLLM 0.19.0 (newest)': the release, and whether a link without a version gets it."""
+    engine = catalog.engines.get(key)
+    if engine is None:
+        return key
+    newest = catalog.engine(engine.kind)
+    return engine.label + (" (newest)" if newest is not None and newest.key == key and "@" in key else "")
 
 
 def model_options(catalog: Catalog) -> list[str]:

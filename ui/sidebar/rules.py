@@ -89,7 +89,7 @@ def enforce_cross_field_rules(ss: Any, base: ModelSpec | None) -> list[str]:
 
 def profile_in_force(catalog: Catalog, state: Mapping[str, Any]) -> str:
     """One line naming the engine profile and the GPU family whose fitted efficiencies are in force."""
-    engine = catalog.engines.get(state.get("engine", DEFAULTS.engine))
+    engine = catalog.engine(state.get("engine", DEFAULTS.engine))
     gpu = catalog.profile(state.get("gpu", DEFAULTS.gpu))
     if engine is None or gpu is None:
         return ""
@@ -97,7 +97,7 @@ def profile_in_force(catalog: Catalog, state: Mapping[str, Any]) -> str:
         return f"{engine.name}: the measured machine runs at its measured rates (no engine efficiencies)."
     t = resolve_timing(engine.timing, gpu, "")
     line = (
-        f"In force: {engine.name} {engine.version} profile, {t.family} family — MFU {fmt_num(t.matmul_frac)} "
+        f"In force: {engine.label} profile (engine={engine.key}), {t.family} family — MFU {fmt_num(t.matmul_frac)} "
         f"(8-bit {fmt_num(t.matmul_frac_8bit)}), MBU {fmt_num(t.bandwidth_frac)}, "
         f"{fmt_seconds(t.step_overhead_s)} per step + {fmt_seconds(t.layer_overhead_s)} per layer "
         f"(decode {fmt_seconds(t.decode_layer_overhead_s)})"
@@ -109,7 +109,7 @@ def profile_in_force(catalog: Catalog, state: Mapping[str, Any]) -> str:
 
 def profile_fracs(catalog: Catalog, state: Mapping[str, Any]) -> tuple[float, float] | None:
     """(MFU, MBU) the engine profile gives the scenario's GPU and weight dtype, or None."""
-    engine = catalog.engines.get(state.get("engine", DEFAULTS.engine))
+    engine = catalog.engine(state.get("engine", DEFAULTS.engine))
     gpu = catalog.profile(state.get("gpu", DEFAULTS.gpu))
     if engine is None or gpu is None or gpu.calibrated:
         return None

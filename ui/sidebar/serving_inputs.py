@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.links import DEFAULTS
 from planner.model.catalog import Catalog
 from ui.format import md_escape
 from ui.sidebar.options import (
     BATCH_STOPS,
     CHUNK_OPTIONS,
+    engine_label,
+    engine_options,
     field_bounds,
     gpu_facts,
     gpu_label,
@@ -78,14 +79,18 @@ def layout_section(st: Any) -> None:
 
 
 def engine_section(st: Any, catalog: Catalog) -> None:
-    keys = sorted(catalog.engines, key=lambda k: (k != DEFAULTS.engine, k))
+    ss = st.session_state
+    aliases = catalog.engine_aliases()
+    if ss.get("engine") in aliases:  # a name alone (an old link, the default) is its newest version
+        ss["engine"] = aliases[ss["engine"]]
     st.selectbox(
         "Serving engine",
-        keys,
+        engine_options(catalog),
         key="engine",
-        format_func=lambda k: f"{catalog.engines[k].name} {catalog.engines[k].version}",
-        help="Engine profile (engine_profiles/*.toml): the efficiency parameters fitted to published "
-        "measurements of that engine — per-step and per-layer costs, matmul and bandwidth shares per GPU family.",
+        format_func=lambda k: engine_label(catalog, k),
+        help="Engine and version (engine_profiles/<engine>/<version>.toml; link key engine=NAME@VERSION, a name "
+        "alone means its newest): the memory rules and the efficiency parameters of that release — per-step and "
+        "per-layer costs, matmul and bandwidth shares per GPU family.",
     )
     line = profile_in_force(catalog, st.session_state)
     if line:

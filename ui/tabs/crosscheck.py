@@ -310,11 +310,12 @@ def _calibration(st: Any, ctx: PageContext, r: BenchResults) -> None:
 def _serving(ctx: PageContext) -> None:
     """Upload serving-benchmark results; measured vs predicted per point; calibrate and apply."""
     st, s = ctx.st, ctx.scenario
-    engine = ctx.catalog.engines.get(s.engine)
+    engine = ctx.catalog.engine(s.engine)
+    engine_text = engine.label if engine is not None else s.engine
     st.caption(
         "Upload the JSON that `vllm bench serve --save-result` writes (one run per file) or the JSON-lines file "
         "of SGLang `python -m sglang.bench_serving --output-file` (one run per line), measured on the deployment "
-        "the sidebar describes: " + md_escape(f"{s.model} on {s.tp} × {s.gpu}, {s.wdtype} weights, {s.engine} engine.")
+        "the sidebar describes: " + md_escape(f"{s.model} on {s.tp} × {s.gpu}, {s.wdtype} weights, {engine_text}.")
     )
     ups = _serving_uploads(st)
     if not ups:
@@ -327,7 +328,7 @@ def _serving(ctx: PageContext) -> None:
         return
     st.success(
         md_escape(
-            f"The {s.engine} engine profile is within {fmt_pct(cal.median_abs_error_before)} (median |error|) of "
+            f"The {engine_text} engine profile is within {fmt_pct(cal.median_abs_error_before)} (median |error|) of "
             f"your {fmt_count(len(runs))} measured run(s); calibrated to them, within "
             f"{fmt_pct(cal.median_abs_error_after)}."
         )
@@ -356,17 +357,18 @@ def _serving(ctx: PageContext) -> None:
     )
     st.plotly_chart(_serving_figure(frame), key="xc-serving", config=PLOTLY_CONFIG)
     fitted = ", ".join(f"{k} {fmt_num(v)}" for k, v in cal.values.items())
-    st.caption(md_escape(f"Fitted for {s.engine} on {s.gpu}: {fitted}. The link form is timing={cal.overrides}."))
+    st.caption(md_escape(f"Fitted for {engine_text} on {s.gpu}: {fitted}. The link form is timing={cal.overrides}."))
     if s.timing == cal.overrides:
         st.success("The scenario runs with these calibrated efficiency parameters (timing in the link).")
     elif st.button("Apply calibration", key="xc_serving_apply", type="primary"):
         ctx.update_scenario(timing=cal.overrides)
     gpu = ctx.catalog.profile(s.gpu)
     if engine is not None and gpu is not None:
+        own = f"{engine.kind}-{s.gpu}"  # a plain engine_profiles/NAME.toml: an engine of one version
         st.download_button(
             "Calibrated engine profile (TOML)",
             data=calibrated_profile_toml(engine, gpu, cal, ", ".join(name for name, _ in ups)),
-            file_name=f"{s.engine}-{s.gpu}.toml",
+            file_name=f"{own}.toml",
             mime="application/toml",
             key="xc_serving_toml",
             on_click="ignore",
@@ -374,8 +376,7 @@ def _serving(ctx: PageContext) -> None:
         )
         st.caption(
             md_escape(
-                f"Saved as engine_profiles/{s.engine}-{s.gpu}.toml it becomes an engine profile of its own "
-                f"(engine={s.engine}-{s.gpu} in a link)."
+                f"Saved as engine_profiles/{own}.toml it becomes an engine profile of its own (engine={own} in a link)."
             )
         )
 

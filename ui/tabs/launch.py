@@ -26,7 +26,7 @@ def render(ctx: PageContext) -> None:
         "prompt + output → max_model_len, memory utilisation → gpu_memory_utilization. "
         "Copy it with the icon at the box's corner; `kvplan launch LINK` prints the same."
     )
-    default = r.engine.key if r.engine.key in ENGINES else "vllm"
+    default = r.engine.kind if r.engine.kind in ENGINES else "vllm"
     engine = st.radio(
         "Engine",
         ENGINES,
