@@ -39,6 +39,18 @@ def _valid_timing(text: str) -> str:
     return text
 
 
+#: max_num_seqs of one data-parallel engine of a prefill-pool replica (it only bounds how many prompts share a step).
+PREFILL_POOL_BATCH = 256
+#: The keys of a separate prefill pool, and their values in a colocated plan.
+NO_PREFILL_POOL: dict[str, Any] = {
+    "prefill_replicas": 0,
+    "prefill_tp": None,
+    "prefill_pp": None,
+    "prefill_dp": None,
+    "prefill_ep": None,
+    "prefill_chunk": None,
+}
+
 #: The serving knobs the sizing search may tune (``planner.search.knob_search``); the layout (tp) always is.
 SEARCH_AXES = ("batch", "chunk", "kvdtype", "wdtype", "spec", "disagg")
 DEFAULT_SEARCH = "batch,chunk"
@@ -270,6 +282,23 @@ class Scenario(BaseModel):
         "(SGLang --enable-two-batch-overlap, vLLM --enable-dbo)",
     )
 
+    # disaggregated serving (docs/deploy.md): a separate prefill pool; the scenario's own layout, batch, chunk and
+    # replicas are then the decode pool's.  The prefill_* keys are read only where prefill_replicas > 0.
+    prefill_replicas: int = Field(
+        default=0,
+        ge=0,
+        le=256,
+        description="replicas of a separate prefill pool (disaggregated prefill/decode); 0 = colocated: every "
+        "replica prefills and decodes",
+    )
+    prefill_tp: int | None = Field(default=None, ge=1, le=64, description="prefill pool tp (None = the scenario's)")
+    prefill_pp: int | None = Field(default=None, ge=1, le=MAX_PP, description="prefill pool pp (None = the scenario's)")
+    prefill_dp: int | None = Field(default=None, ge=1, le=MAX_DP, description="prefill pool dp (None = the scenario's)")
+    prefill_ep: int | None = Field(default=None, ge=1, le=MAX_EP, description="prefill pool ep (None = the scenario's)")
+    prefill_chunk: int | None = Field(
+        default=None, ge=16, le=10_000_000, description="prefill pool tokens per step (None = the scenario's chunk)"
+    )
+
     @model_validator(mode="after")
     def _prefix_within_prompt(self) -> Scenario:
         if self.prefix > self.prompt:
@@ -310,6 +339,30 @@ class Scenario(BaseModel):
     def on_gpu(self, gpu: str, tp: int | None = None) -> Scenario:
         """This scenario on GPU profile ``gpu`` at ``tp`` (``gpu_switch``'s price rule)."""
         return self.with_changes(**self.gpu_switch(gpu, tp))
+
+    @property
+    def disaggregated(self) -> bool:
+        """Whether the plan has a separate prefill pool (``prefill_replicas`` > 0)."""
+        return self.prefill_replicas > 0
+
+    def prefill_pool(self) -> Scenario:
+        """The prefill pool's replica as a scenario of its own: its layout and chunk (the decode pool's where a
+        ``prefill_*`` key is unset), max_num_seqs = min(chunk, ``PREFILL_POOL_BATCH``) per data-parallel engine
+        (it only bounds how many prompts share a step), no speculation (a prefill emits one token), and
+        ``prefill_replicas`` replicas.  The sizing search prices the same pool (``search.knob_search``)."""
+        dp = self.prefill_dp or self.dp
+        chunk = self.prefill_chunk or self.chunk
+        return self.with_changes(
+            tp=self.prefill_tp or self.tp,
+            pp=self.prefill_pp or self.pp,
+            dp=dp,
+            ep=self.prefill_ep or self.ep,
+            chunk=chunk,
+            batch=min(chunk, PREFILL_POOL_BATCH) * dp,
+            spec=False,
+            replicas=max(self.prefill_replicas, 1),
+            **NO_PREFILL_POOL,
+        )
 
 
 def default_prefix(prompt: int) -> int:

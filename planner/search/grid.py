@@ -43,7 +43,7 @@ from planner.engine.validity import config_valid
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
-from planner.model.scenario import Scenario
+from planner.model.scenario import PREFILL_POOL_BATCH, Scenario
 from planner.search.analytic import (
     PrefillModel,
     ceil_replicas,
@@ -66,8 +66,6 @@ from planner.units import DTYPE_BYTES, S_PER_HOUR, TOKENS_PER_MTOK
 LAYOUT_TPS = (1, 2, 4, 8)
 BATCHES = (8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 CHUNKS = (256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
-#: max_num_seqs of a prefill-pool replica (it only bounds how many prompts share a step).
-PREFILL_POOL_BATCH = 256
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 
 

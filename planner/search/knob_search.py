@@ -33,7 +33,7 @@ from planner.engine import parallel
 from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_usd
 from planner.model.catalog import Catalog
-from planner.model.scenario import Scenario
+from planner.model.scenario import NO_PREFILL_POOL, Scenario
 from planner.search.frontiers import FRONTIERS, frontier_points, with_frontiers
 from planner.search.grid import COLOCATED, DISAGGREGATED, PREFILL_POOL_BATCH, Base, score
 from planner.search.pools import PoolSizing, size_pool
@@ -100,10 +100,12 @@ class SearchResult:
         """The scenario changes that make point ``point`` the scenario: its replica's configuration (a
         disaggregated point's decode pool) and its replica count behind the router — the simulated
         count where the point was confirmed, else the screening model's."""
-        out = point_changes(self.bases, self.points, [point])[point]
+        out = point_changes(self.bases, self.points, [point])[point] | pool_changes(self.bases, self.points, point)
         row = self.table[(self.table["point"] == point) & (self.table["status"] == MEETS)]
         if len(row):
             out["replicas"] = int(row["replicas"].iloc[0])
+            if "prefill_replicas" in row and np.isfinite(row["prefill_replicas"].iloc[0]):
+                out["prefill_replicas"] = int(row["prefill_replicas"].iloc[0])
         return out
 
 
@@ -127,6 +129,21 @@ def point_changes(base_list: Sequence[Base], points: pd.DataFrame, rows: Sequenc
             changes["replicas"] = int(replicas)
         out[int(row["point"])] = changes
     return out
+
+
+def pool_changes(base_list: Sequence[Base], points: pd.DataFrame, point: int) -> dict[str, Any]:
+    """The prefill-pool keys of point ``point`` (``Scenario.prefill_pool``): a disaggregated point's
+    prefill layout, chunk and replica count, or none for a colocated point (a point that makes the
+    scenario colocated clears a pool set before)."""
+    row: Any = points.loc[points["point"] == point].iloc[0]
+    if row["mode"] != DISAGGREGATED or not np.isfinite(row["prefill_replicas"]):
+        return dict(NO_PREFILL_POOL)
+    lay = base_list[int(row["prefill_base"])].layout
+    return {
+        "prefill_replicas": int(row["prefill_replicas"]),
+        **{f"prefill_{k}": v for k, v in lay.changes().items()},
+        "prefill_chunk": int(row["prefill_chunk"]),
+    }
 
 
 def candidates(
@@ -537,7 +554,7 @@ class Screened:
 
     def changes(self, point: int) -> dict[str, Any]:
         """The scenario changes that make point ``point`` the scenario (``SearchResult.changes``)."""
-        return point_changes(self.bases, self.points, [point])[point]
+        return point_changes(self.bases, self.points, [point])[point] | pool_changes(self.bases, self.points, point)
 
     def export_frame(self) -> pd.DataFrame:
         """Every point for a CSV (without the internal base indexes)."""
