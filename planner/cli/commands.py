@@ -255,6 +255,27 @@ def launch(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
     return 0
 
 
+def deploy(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    """``kvplan deploy LINK --target … --out DIR``: the fleet's deployment files (planner/deploy), written into DIR."""
+    from pathlib import Path
+
+    from planner.cli.outdir import write_files
+    from planner.deploy.bundle import deploy_bundle
+
+    bundle = deploy_bundle(scenario_from_link(args.link, catalog, err), catalog, args.target, args.engine)
+    written = write_files(Path(args.out), bundle.files, force=args.force)
+    fleet = bundle.fleet
+    pools = "; ".join(f"{p.role} {p.replicas} × {p.layout}" for p in fleet.pools)
+    out.write(
+        f"{args.target}: {fleet.engine} {fleet.release}, {pools}, {fleet.gpus} GPUs; wrote {len(written)} files\n"
+    )
+    for path in written:
+        out.write(f"  {path}\n")
+    for note in fleet.notes:
+        out.write(f"# {note}\n")
+    return 0
+
+
 MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
 
 
@@ -417,6 +438,7 @@ COMMANDS: dict[str, Command] = {
     "size": size,
     "pareto": pareto,
     "launch": launch,
+    "deploy": deploy,
     "check-log": check_log,
     "gpus": list_catalog,
     "models": list_catalog,

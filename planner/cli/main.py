@@ -8,6 +8,8 @@
                       (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none])
   kvplan pareto "<link>" [--search KNOBS] [--trace …] [--out points.csv]   (every scored configuration)
   kvplan launch "<link>" [--engine vllm|sglang]             (the command that deploys it)
+  kvplan deploy "<link>" --out DIR [--target kubernetes|compose|shell] [--engine …] [--force]
+                                                             (the whole fleet's deployment files)
   kvplan check-log "<link>" --log FILE|- [--format text|json] [--calibrate]  (the plan vs a vLLM start-up log)
   kvplan gpus | models
   kvplan serve [--port N]                                    (the dashboard)
@@ -116,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     la.add_argument("link", nargs="?", default="", help="query string or full link")
     la.add_argument("--engine", choices=("vllm", "sglang"), help="default: the scenario's engine (vllm)")
     la.add_argument("--format", choices=("text", "json"), default="text")
+    de = sub.add_parser("deploy", help="the plan's whole fleet as Kubernetes manifests, a compose file or scripts")
+    de.add_argument("link", nargs="?", default="", help="query string or full link")
+    de.add_argument("--target", choices=("kubernetes", "compose", "shell"), default="kubernetes")
+    de.add_argument("--out", required=True, metavar="DIR", help="the folder to write into (created if missing)")
+    de.add_argument("--force", action="store_true", help="write into a folder that is not empty")
+    de.add_argument("--engine", choices=("vllm", "sglang"), help="default: the scenario's engine (vllm)")
     cl = sub.add_parser("check-log", help="the plan's memory terms beside a vLLM start-up log's")
     cl.add_argument("link", nargs="?", default="", help="query string or full link (the plan)")
     cl.add_argument(

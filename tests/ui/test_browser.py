@@ -12,6 +12,7 @@ against ``streamlit run app.py`` on a free localhost port.
   page (anything not to the test server) is blocked and logged: the log must stay empty.
 * A link of more than 1,000 parameters (Streamlit drops it whole) is named on the page; a
   repeated key gets the CLI's notice and its last value.
+* The Launch tab's deployment zip holds exactly the files ``kvplan deploy`` writes for the same link.
 
 Skips (saying why) where Chromium or Playwright is missing; never downloads a browser.
 """
@@ -284,5 +285,41 @@ def test_a_link_streamlit_drops_is_named_and_a_repeated_key_noticed(server, brow
         )
         box = page.get_by_role("spinbutton", name="Batch (concurrent sequences)")
         sync_api.expect(box).to_have_value("16", timeout=TIMEOUT_MS)
+    finally:
+        context.close()
+
+
+def test_launch_tab_downloads_the_deployment_bundle_the_cli_writes(server, browser, tmp_path):
+    """The Launch tab's zip holds exactly the files ``kvplan deploy`` writes for the same link (the disaggregated
+    plan of tests/deploy/plans.py, Kubernetes)."""
+    import io
+    import zipfile
+
+    from tests.deploy.plans import PLANS
+
+    link = "?v=1&" + PLANS["disaggregated"]
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(server + "/" + link)
+        page.get_by_role("tab", name="Launch").click()
+        button = page.get_by_role("button", name="Deployment bundle (zip)")
+        button.wait_for(state="visible")
+        with page.expect_download() as info:
+            button.click()
+        assert info.value.suggested_filename == "kvplan-llama-3-1-70b-kubernetes.zip"
+        info.value.save_as(tmp_path / "bundle.zip")
+        data = (tmp_path / "bundle.zip").read_bytes()
+        out = tmp_path / "cli"
+        subprocess.run(
+            [sys.executable, "-m", "planner", "deploy", link, "--target", "kubernetes", "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            got = {n.split("/", 1)[1]: z.read(n) for n in z.namelist()}
+        assert got == {p.name: p.read_bytes() for p in out.iterdir()}
     finally:
         context.close()

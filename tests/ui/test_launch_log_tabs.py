@@ -110,3 +110,23 @@ def test_sidebar_import_of_a_quantised_config_sets_the_weight_layout():
     assert at.session_state["wdtype"] == "int4" and at.session_state["quant"] == "awq"
     assert at.query_params["quant"] in ("awq", ["awq"]) and at.query_params["model"] in ("custom", ["custom"])
     assert any("AWQ INT4" in plain(s.value) for s in at.success)
+
+
+def test_launch_tab_offers_the_fleets_bundle_and_names_why_it_cannot():
+    from tests.deploy.plans import plan
+
+    at = app("ui.tabs.launch", plan("disaggregated"))
+    assert not at.exception
+    shown = plain(at.markdown[-1].value)
+    assert "prefill pool: 1 × tp4 (4 × NVIDIA H200 SXM), batch 256, chunk 8192" in shown
+    assert "decode pool: 2 × tp2 (2 × NVIDIA H200 SXM), batch 128, chunk 4096" in shown
+    assert "router vllm/vllm-router:v0.1.17, policy round_robin" in shown
+    (button,) = at.get("download_button")
+    assert button.proto.label == "Deployment bundle (zip)"
+    at.radio(key="launch_engine").set_value("sglang").run()
+    assert not at.exception and "image lmsysorg/sglang:v0.5.23" in plain(at.markdown[-1].value)
+    at2 = app("ui.tabs.launch", plan("two-node-pp2"))
+    at2.radio(key="deploy_target").set_value("compose").run()
+    assert not at2.exception and "writes one node" in plain(at2.error[0].value) and not at2.get("download_button")
+    at3 = app("ui.tabs.launch", Scenario(gpu="h100-sxm", model="llama-3.1-405b", tp=8))
+    assert not at3.exception and "does not fit" in plain(at3.error[0].value)
