@@ -16,6 +16,10 @@ scenario then carries) and a complete engine-profile TOML with the fitted values
 GPU's family, to save as ``engine_profiles/<key>.toml``.
 Queueing is not modelled: a run far past saturation (TTFT dominated by waiting) is fitted
 badly and its point says so (measured ≫ predicted).
+A run against a fleet of ``replicas`` replicas behind a router (the benchmark job ``kvplan deploy`` writes
+calls the fleet's endpoint at the whole fleet's rate) is one replica's load × replicas: each point is fitted
+at N / replicas and λ / replicas.  A fleet with a separate prefill pool is not one colocated replica's
+model and is refused (benchmark a colocated deployment to calibrate).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from planner.calibration.fit import Transform, from_u, levenberg_marquardt, to_u
 from planner.calibration.points import PARAMS, Point, PointSet
 from planner.calibration.serving_results import ServingRun
 from planner.engine.inputs import compute_dtype, timing_for
+from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.engine_profile import EngineProfile
 from planner.model.engine_timing import FamilyTiming, ResolvedTiming, format_overrides
@@ -75,18 +80,20 @@ class Calibration:
 def run_points(runs: Sequence[ServingRun], base: Scenario) -> list[Point]:
     """Two points per run (TTFT, TPOT) on the scenario's deployment at the run's load and lengths."""
     out = []
+    share = base.replicas  # the run's load is spread over the fleet's replicas (module doc)
     for r in runs:
         s = base.with_changes(
             prompt=max(round(r.mean_prompt_tokens), 1),
             output=max(round(r.mean_output_tokens), 1),
-            batch=max(round(r.concurrency), 1),
+            batch=max(round(r.concurrency / share), 1),
             prefix=0,
             spec=False,
             timing="",
         )
-        load = f"{r.label}: N ≈ {r.concurrency:.3g}"
-        out.append(Point(s, "serving_ttft", r.median_ttft_s, f"{load}, median TTFT", r.request_throughput_per_s))
-        out.append(Point(s, "serving_tpot", r.median_tpot_s, f"{load}, median TPOT", r.request_throughput_per_s))
+        load = f"{r.label}: N ≈ {r.concurrency / share:.3g}" + (f" per replica of {share}" if share > 1 else "")
+        rate = r.request_throughput_per_s / share
+        out.append(Point(s, "serving_ttft", r.median_ttft_s, f"{load}, median TTFT", rate))
+        out.append(Point(s, "serving_tpot", r.median_tpot_s, f"{load}, median TPOT", rate))
     return out
 
 
@@ -99,6 +106,13 @@ def calibrate(runs: Sequence[ServingRun], base: Scenario, catalog: Catalog) -> C
     ScenarioError when the scenario cannot be resolved, ValueError when there is no run."""
     if not runs:
         raise ValueError("no benchmark runs to calibrate on")
+    if base.disaggregated:
+        raise ScenarioError(
+            [
+                f"prefill_replicas={base.prefill_replicas}: calibration fits one colocated replica; a run against "
+                "prefill and decode pools is not one (benchmark a colocated deployment, prefill_replicas=0)"
+            ]
+        )
     points = PointSet(run_points(runs, base), catalog)
     gpu = catalog.profile(base.gpu)
     engine = catalog.engine(base.engine)
