@@ -43,7 +43,7 @@ POLICY: dict[Router, str] = {
 ENGINE_PORT = {"vllm": 8000, "sglang": 30000}
 #: Kubernetes names are DNS-1123 labels; a LeaderWorkerSet's pods add "-<group>-<index>" (and a
 #: StatefulSet revision hash) to its name, so the names kvplan writes stay well inside 63 characters.
-MAX_NAME_CHARS = 40
+MAX_NAME_CHARS = 32
 
 
 @dataclass(frozen=True)
