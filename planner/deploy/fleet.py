@@ -29,6 +29,7 @@ from planner.errors import ScenarioError
 from planner.launch.commands import ENGINES, LaunchCommand, launch_command
 from planner.links import to_query_string
 from planner.model.catalog import Catalog
+from planner.model.engine_versions import engine_name
 from planner.model.scenario import NO_PREFILL_POOL, Router, Scenario
 from planner.sim.simulate import fit_problems
 
@@ -154,12 +155,14 @@ def _pool(role: Role, s: Scenario, replicas: int, catalog: Catalog, engine: str)
 def build_fleet(s: Scenario, catalog: Catalog, engine: str | None = None) -> Fleet:
     """The fleet of scenario ``s`` served by ``engine`` (default: as ``kvplan launch``); DeployError (a
     ProblemsError) names every reason it cannot be deployed."""
-    name = engine or (s.engine if s.engine in ENGINES else "vllm")
+    planned = engine_name(s.engine)
+    name = engine or (planned if planned in ENGINES else "vllm")
     if name not in ENGINES:
         raise DeployError([f"--engine {name!r}: kvplan writes deployments for {', '.join(ENGINES)}"])
-    profile = catalog.engines.get(name)
+    # the release the plan used (engine=NAME@VERSION), or the newest kvplan has of the engine the files run
+    profile = catalog.engine(s.engine if planned == name else name)
     if profile is None:
-        raise DeployError([f"engine profile {name!r} is missing from the catalog (engine_profiles/{name}.toml)"])
+        raise DeployError([f"engine {name!r}: no engine profile in the catalog (engine_profiles/{name}/)"])
     gpu = catalog.profile(s.gpu)
     if gpu is None:
         raise DeployError([f"gpu={s.gpu!r}: unknown GPU profile; choose one of {', '.join(catalog.profile_keys())}"])

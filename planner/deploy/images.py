@@ -17,10 +17,10 @@ used, and the router image.  Pure data and one function each; every name and tag
   router, SGLang the engine image itself: python3 -m sglang_router.launch_router (sgl-project/sglang docker/Dockerfile
                  "Build and install sgl-router")
 
-The engine release: the engine profile's ``version`` (engine_profiles/*.toml) when it names a release (X.Y.Z);
-a profile that names only a series ("0.5") is pinned to the release the launch writer's flags were checked
-against (``CHECKED_RELEASE``), which must belong to that series.  ``pinned_release`` is the one place that reads
-the version, so an engine-version axis in the scenario changes one line.
+The engine release: the ``version`` of the engine profile the plan selects (``engine=NAME@VERSION``; a name
+alone is its newest; engine_profiles/NAME/VERSION.toml) when it names a release (X.Y.Z); a profile that names
+only a series ("0.5") is pinned to the release the launch writer's flags were checked against
+(``CHECKED_RELEASE``), which must belong to that series.  ``pinned_release`` is the one place that reads it.
 """
 
 from __future__ import annotations

@@ -174,11 +174,20 @@ def test_disaggregated_pools_get_their_roles_and_the_router_finds_both(catalog):
     assert pre["metadata"]["annotations"]["sglang.ai/bootstrap-port"] == "8998"
 
 
-def test_the_image_follows_the_engine_profiles_release(catalog):
-    newer = catalog.engines["vllm"].model_copy(update={"version": "0.33.0"})
-    cat = dataclasses.replace(catalog, engines={**catalog.engines, "vllm": newer})
-    c = serving_container(workloads(docs_of(deploy_bundle(plan("mi300x"), cat, "kubernetes", "vllm")))["colocated"])
-    assert c["image"] == "vllm/vllm-openai-rocm:v0.33.0"
+def test_the_image_is_the_release_of_the_engine_version_the_plan_used(catalog):
+    old = catalog.engine("vllm@0.19")
+    newer = old.model_copy(update={"key": "vllm@0.33", "version": "0.33.0"})
+    cat = dataclasses.replace(catalog, engines={**catalog.engines, newer.key: newer})
+    images = {}
+    for engine in ("vllm@0.19", "vllm@0.33", "vllm"):  # a name alone: the newest version
+        s = plan("mi300x").with_changes(engine=engine)
+        c = serving_container(workloads(docs_of(deploy_bundle(s, cat, "kubernetes")))["colocated"])
+        images[engine] = c["image"]
+    assert images == {
+        "vllm@0.19": "vllm/vllm-openai-rocm:v0.19.0",
+        "vllm@0.33": "vllm/vllm-openai-rocm:v0.33.0",
+        "vllm": "vllm/vllm-openai-rocm:v0.33.0",
+    }
 
 
 def test_the_validators_refuse_a_broken_manifest(catalog):
