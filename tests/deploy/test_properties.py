@@ -34,7 +34,7 @@ def plans(draw):
     return Scenario(**kw), draw(st.sampled_from(["vllm", "sglang"])), draw(st.sampled_from(TARGETS))
 
 
-@settings(max_examples=25)
+@settings(max_examples=15)
 @given(plans())
 def test_a_bundle_is_refused_with_reasons_or_valid(case):
     s, engine, target = case

@@ -311,6 +311,8 @@ def test_launch_tab_downloads_the_deployment_bundle_the_cli_writes(server, brows
         assert info.value.suggested_filename == "kvplan-llama-3-1-70b-kubernetes.zip"
         info.value.save_as(tmp_path / "bundle.zip")
         data = (tmp_path / "bundle.zip").read_bytes()
+        link = "?" + urlsplit(page.url).query  # the page's own link (it names the engine version in force)
+        assert from_query(link)[0].prefill_replicas == 1
         out = tmp_path / "cli"
         subprocess.run(
             [sys.executable, "-m", "planner", "deploy", link, "--target", "kubernetes", "--out", str(out)],
