@@ -261,13 +261,15 @@ def deploy(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
 
     from planner.cli.outdir import write_files
     from planner.deploy.bundle import deploy_bundle
+    from planner.format import fmt_count
 
     bundle = deploy_bundle(scenario_from_link(args.link, catalog, err), catalog, args.target, args.engine)
     written = write_files(Path(args.out), bundle.files, force=args.force)
     fleet = bundle.fleet
     pools = "; ".join(f"{p.role} {p.replicas} × {p.layout}" for p in fleet.pools)
     out.write(
-        f"{args.target}: {fleet.engine} {fleet.release}, {pools}, {fleet.gpus} GPUs; wrote {len(written)} files\n"
+        f"{args.target}: {fleet.engine} {fleet.release}, {pools}, {fmt_count(fleet.gpus, 'GPU')}; wrote "
+        f"{fmt_count(len(written), 'file')}\n"
     )
     for path in written:
         out.write(f"  {path}\n")

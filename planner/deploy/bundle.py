@@ -27,6 +27,7 @@ from planner.deploy.fleet import Fleet, build_fleet
 from planner.deploy.kubernetes import bench_result_file, entry_service, manifests
 from planner.deploy.placement import hosts, needs_router, place
 from planner.deploy.shell import scripts
+from planner.format import fmt_count
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
@@ -98,14 +99,14 @@ def _summary(fleet: Fleet, target: Target) -> list[str]:
         nodes = f", {p.nodes} nodes of {p.gpus_per_node} GPUs each" if p.nodes > 1 else ""
         lines.append(
             f"- {p.role} pool: {p.replicas} × {p.layout} on {p.gpus_per_replica} × {p.resolved.gpu.name}{nodes} "
-            f"= {p.gpus} GPUs; batch {p.scenario.batch}, chunk {p.scenario.chunk}"
+            f"= {fmt_count(p.gpus, 'GPU')}; batch {p.scenario.batch}, chunk {p.scenario.chunk}"
         )
     routed = _has_router(fleet, target)
     policy = fleet.policy or "round_robin"
     router = f"router: {fleet.router_image.ref}, policy {policy}" if routed else "no router (one Service)"
     if not routed and target != "kubernetes":
         router = "no router (one replica)"
-    lines.append(f"- {router}; {fleet.gpus} GPUs in all")
+    lines.append(f"- {router}; {fmt_count(fleet.gpus, 'GPU')} in all")
     return lines
 
 

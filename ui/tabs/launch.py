@@ -17,6 +17,7 @@ from planner.deploy.bundle import TARGETS, Target, deploy_bundle, zip_name
 from planner.deploy.compose import one_node_problems
 from planner.deploy.fleet import Fleet, build_fleet
 from planner.errors import ProblemsError
+from planner.format import fmt_count
 from planner.launch.commands import ENGINES, launch_command
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
@@ -66,7 +67,7 @@ def _fleet_lines(fleet: Fleet) -> list[str]:
             f"{p.role} pool: {p.replicas} × {p.layout} ({p.gpus_per_replica} × {p.resolved.gpu.name}{nodes}), "
             f"batch {p.scenario.batch}, chunk {p.scenario.chunk}"
         )
-    lines.append(f"image {fleet.image.ref}; {fleet.gpus} GPUs in all")
+    lines.append(f"image {fleet.image.ref}; {fmt_count(fleet.gpus, 'GPU')} in all")
     if fleet.policy:
         lines.append(f"router {fleet.router_image.ref}, policy {fleet.policy}")
     return lines
