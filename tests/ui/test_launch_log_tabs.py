@@ -121,6 +121,7 @@ def test_launch_tab_offers_the_fleets_bundle_and_names_why_it_cannot():
     assert "prefill pool: 1 × tp4 (4 × NVIDIA H200 SXM), batch 256, chunk 8192" in shown
     assert "decode pool: 2 × tp2 (2 × NVIDIA H200 SXM), batch 128, chunk 4096" in shown
     assert "router vllm/vllm-router:v0.1.17, policy round_robin" in shown
+    assert any("one decode-pool replica's command" in plain(i.value) for i in at.info)
     (button,) = at.get("download_button")
     assert button.proto.label == "Deployment bundle (zip)"
     at.radio(key="launch_engine").set_value("sglang").run()

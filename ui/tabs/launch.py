@@ -54,6 +54,11 @@ def render(ctx: PageContext) -> None:
         st.error(md_escape("; ".join(exc.problems)))
         return
     st.code(cmd.text(), language="bash", wrap_lines=True)
+    if ctx.scenario.disaggregated:
+        st.info(
+            "A disaggregated plan: this is one decode-pool replica's command; every pool's, with its KV-transfer "
+            "flags, is in the deployment bundle below."
+        )
     for note in (*r.notes, *cmd.notes):
         st.info(md_escape(note))
     _deployment(ctx, engine)
