@@ -113,7 +113,19 @@ class Scenario(BaseModel):
     prompt: int = Field(default=2048, ge=1, le=10_000_000, description="prompt tokens")
     output: int = Field(default=256, ge=1, le=1_000_000, description="output tokens")
     chunk: int = Field(default=2048, ge=16, le=10_000_000, description="prefill tokens per step")
-    hit: float = Field(default=0.5, ge=0.0, le=1.0, description="prompt-cache hit rate")
+    hit: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="prompt-cache hit rate: the API's, the share of simulated requests sharing the prefix, "
+        "and the GPUs' prefix-cache hit rate unless gpu_hit is set",
+    )
+    gpu_hit: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="share of requests whose prefix the GPUs' prefix cache holds (vLLM/SGLang); None = hit",
+    )
     prefix: int = Field(default=1024, ge=0, le=10_000_000, description="cacheable prefix tokens")
     rpm: float = Field(
         default=0.0, ge=0.0, le=1e6, description="requests/min sharing one prefix; >0 derives the hit rate from the TTL"

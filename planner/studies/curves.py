@@ -180,7 +180,7 @@ def roofline(result: Result) -> pd.DataFrame:
     peak, bw = _f(x.peak_flop_per_s), _f(x.bandwidth_bytes_per_s)
     peak_eff, bw_eff = peak * _f(x.mfu), bw * _f(x.mbu)
     points = {
-        "prefill": (m["prefill_flop"], m["prefill_bytes"], m["ttft_s"]),
+        "prefill": (m["prefill_flop"], m["prefill_bytes"], m["ttft_nocache_s"]),
         "decode": (m["decode_flop"], m["decode_bytes"], m["plain_tpot_s"]),
     }
     point_ai = np.array([f / b for f, b, _ in points.values()])

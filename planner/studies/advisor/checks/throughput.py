@@ -199,7 +199,11 @@ def chunk_balance(ctx: Context) -> Finding | None:
     chunk, how, severity = balanced
     itl_side = itl_ratio >= ttft_ratio
     metric = "chunked_max_itl_s" if itl_side else "chunked_ttft_s"
-    got = ctx.option(f"Set the prefill chunk to {fmt_count(chunk)} tokens ({how}).", {"chunk": chunk}, metric)
+    # the chunks were swept at the batch in force: keep it where the engine lowered the default to fit the chunk
+    batch = int(ctx.result.resolved.scenario.batch)
+    changes = {"chunk": chunk} | ({"batch": batch} if batch != scenario.batch else {})
+    said = f" at batch {fmt_count(batch)}" if "batch" in changes else ""
+    got = ctx.option(f"Set the prefill chunk to {fmt_count(chunk)} tokens{said} ({how}).", changes, metric)
     if got is None:
         return None
     option, result = got
