@@ -32,7 +32,7 @@ from planner.search.grid import Space, bases, score  # noqa: E402
 from planner.search.knob_search import search_fleet, traffic_stats  # noqa: E402
 from planner.search.sizing import size_fleet  # noqa: E402
 
-EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_tpot_s=0.05)
+EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_itl_s=0.05)
 ALL_KNOBS = "batch,chunk,kvdtype,wdtype,spec,disagg"
 POINTS_TARGET_PER_S = 500_000
 SEARCH_TARGET_S = 30.0

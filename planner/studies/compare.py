@@ -8,8 +8,10 @@ tp where it would run (its pp and dp kept; expert parallelism, when on, spanning
 the engine would refuse is no row's answer).  A GPU that fits at no tp ≤ 64 keeps empty metrics and a
 ``note``; no cell is NaN or inf.
 
-meets_slo            = ttft_s ≤ slo_ttft_s and tpot_s ≤ slo_tpot_s, and memory holds the batch
-                       (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
+meets_slo            = one request's figures within the set targets (``slo.meets_single_request``:
+                       idle TTFT ≤ slo_ttft_s, the decode step ≤ slo_tpot_s and slo_itl_s, the
+                       request latency ≤ slo_e2e_s; no queue, so no statistic), and memory holds the
+                       batch (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
                        one the GPU can deliver)
 cheapest_meeting_slo = the lowest $/M output tokens among the priced rows meeting the SLO
 Price: each profile's own $/GPU-hour; the scenario's ``gpu_price`` override applies
@@ -27,6 +29,7 @@ from planner.engine.evaluate import compute, resolve
 from planner.engine.inputs import from_specs, stack_inputs
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.sim.slo import Slo, meets_single_request
 
 METRIC_COLUMNS = (
     "max_concurrent_sequences",
@@ -88,10 +91,8 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     )
     batch_fits = runs & np.asarray(out["batch_fits_memory"], dtype=bool)
     frame["batch_fits_memory"] = batch_fits
-    meets = (
-        batch_fits
-        & (np.asarray(out["ttft_s"]) <= scenario.slo_ttft_s)
-        & (np.asarray(out["tpot_s"]) <= scenario.slo_tpot_s)
+    meets = batch_fits & meets_single_request(
+        Slo.of(scenario), np.asarray(out["ttft_s"]), np.asarray(out["tpot_s"]), np.asarray(out["request_latency_s"])
     )
     frame["meets_slo"] = meets
     cheapest = np.zeros(len(keys), dtype=bool)

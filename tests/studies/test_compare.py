@@ -65,7 +65,7 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
         runs
         & df.batch_fits_memory
         & (df.ttft_s <= s.slo_ttft_s).fillna(False)
-        & (df.tpot_s <= s.slo_tpot_s).fillna(False)
+        & (df.tpot_s <= s.slo_itl_s).fillna(False)
     )
     assert (df.meets_slo == ok).all()
     assert df.cheapest_meeting_slo.sum() == (1 if (df.meets_slo & priced).any() else 0)
@@ -86,13 +86,13 @@ def test_invariants_for_every_model_preset(model):
     model=st.sampled_from(sorted(CATALOG.models)),
     tp=st.sampled_from([1, 2, 8]),
     batch=st.integers(1, 1024),
-    slo_tpot_s=st.floats(0.005, 0.5),
+    slo_itl_s=st.floats(0.005, 0.5),
     slo_ttft_s=st.floats(0.05, 5.0),
     spec=st.booleans(),
 )
-def test_invariants_hold_across_scenarios(model, tp, batch, slo_tpot_s, slo_ttft_s, spec):
+def test_invariants_hold_across_scenarios(model, tp, batch, slo_itl_s, slo_ttft_s, spec):
     tp = max(t for t in valid_tps(CATALOG.models[model]) if t <= tp)  # a tp vLLM accepts for the model
-    s = Scenario(model=model, tp=tp, batch=batch, slo_tpot_s=slo_tpot_s, slo_ttft_s=slo_ttft_s, spec=spec)
+    s = Scenario(model=model, tp=tp, batch=batch, slo_itl_s=slo_itl_s, slo_ttft_s=slo_ttft_s, spec=spec)
     check_invariants(s, compare_gpus(s, CATALOG))
 
 
@@ -128,7 +128,7 @@ def test_price_override_applies_to_the_scenarios_gpu_only():
 
 
 def test_batch_beyond_memory_does_not_meet_the_slo():
-    s = Scenario(model="llama-3.1-8b", gpu="l4", batch=512, slo_tpot_s=10.0, slo_ttft_s=100.0)
+    s = Scenario(model="llama-3.1-8b", gpu="l4", batch=512, slo_itl_s=10.0, slo_ttft_s=100.0)
     df = compare_gpus(s, CATALOG).set_index("gpu")
     assert not df.loc["l4", "batch_fits_memory"] and not df.loc["l4", "meets_slo"]
     assert "exceeds" in df.loc["l4", "note"]

@@ -13,6 +13,7 @@ from planner.engine.chunked import chunked_prefill
 from planner.engine.evaluate import compute
 from planner.engine.speculative import speedup
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s
+from planner.sim.slo import Slo
 from planner.studies.advisor.context import (
     MAX_BATCH,
     MIN_CHUNK,
@@ -61,6 +62,11 @@ def _regime(ctx: Context) -> tuple[str, int, str]:
     return where, max(math.floor(ridge), 0), title
 
 
+def _limit(target: float | None) -> float:
+    """A target, or ∞ where it is unset (nothing to meet)."""
+    return float("inf") if target is None else target
+
+
 def _largest_good_batch(ctx: Context, cap: int) -> int | None:
     """Largest batch in (batch, cap] that fits memory and meets the TPOT target (one vectorised call)."""
     scenario = ctx.scenario
@@ -68,7 +74,7 @@ def _largest_good_batch(ctx: Context, cap: int) -> int | None:
         return None
     grid = np.arange(scenario.batch + 1, cap + 1, dtype=float)
     metrics = compute(ctx.inputs.with_(batch=grid))
-    ok = metrics["batch_fits_memory"] & (metrics["tpot_s"] <= scenario.slo_tpot_s)
+    ok = metrics["batch_fits_memory"] & (metrics["tpot_s"] <= _limit(Slo.of(scenario).step_limit_s))
     return int(grid[ok].max()) if ok.any() else None
 
 
@@ -81,7 +87,8 @@ def _batch_limit(ctx: Context, target: int, ridge_cap: int) -> str:
         return "the ridge"
     if target == MAX_BATCH:
         return "the largest batch a scenario allows"
-    return f"the {fmt_seconds(ctx.scenario.slo_tpot_s)} TPOT target"
+    slo = Slo.of(ctx.scenario)
+    return f"the {fmt_seconds(_limit(slo.step_limit_s))} {slo.step_limit_words} target"
 
 
 def _no_larger_batch(ctx: Context, ridge_cap: int) -> str:
@@ -91,7 +98,9 @@ def _no_larger_batch(ctx: Context, ridge_cap: int) -> str:
         return "the batch is at or past the ridge, so a larger one adds latency, not throughput"
     if scenario.batch >= int(ctx.metrics["max_concurrent_sequences"]):
         return "the KV cache holds no more sequences"
-    return f"a larger batch would push TPOT past the {fmt_seconds(scenario.slo_tpot_s)} target"
+    slo = Slo.of(scenario)
+    limit = fmt_seconds(_limit(slo.step_limit_s))
+    return f"a larger batch would push TPOT past the {limit} {slo.step_limit_words} target"
 
 
 def decode_regime(ctx: Context) -> Finding | None:
@@ -145,19 +154,22 @@ def _balanced_chunk(ctx: Context) -> tuple[int, str, Severity] | None:
     metrics, scenario = ctx.metrics, ctx.scenario
     grid = chunk_grid(scenario.prompt)
     swept = chunked_prefill(ctx.inputs, chunk_tokens=grid)
-    ttft_ratio = swept["chunked_ttft_s"] / scenario.slo_ttft_s
-    itl_ratio = swept["chunked_max_itl_s"] / scenario.slo_tpot_s
+    slo = Slo.of(scenario)
+    ttft_ratio = swept["chunked_ttft_s"] / _limit(slo.ttft_s)
+    itl_ratio = swept["chunked_max_itl_s"] / _limit(slo.gap_limit_s)
     feasible = (ttft_ratio <= 1) & (itl_ratio <= 1)
     if feasible.any():
         distance = np.where(feasible, np.abs(np.log(grid / scenario.chunk)), np.inf)
         return int(grid[np.argmin(distance)]), "meets both targets", "medium"
     # Only when each target is reachable alone (plain decode meets TPOT, an idle prefill
     # meets TTFT): otherwise the chunk size is not the lever.
-    if metrics["tpot_s"] > scenario.slo_tpot_s or metrics["ttft_s"] > scenario.slo_ttft_s:
+    if metrics["tpot_s"] > _limit(slo.step_limit_s) or metrics["ttft_s"] > _limit(slo.ttft_s):
         return None
     worst = np.maximum(ttft_ratio, itl_ratio)
     best = int(np.argmin(worst))
-    worst_now = max(metrics["chunked_ttft_s"] / scenario.slo_ttft_s, metrics["chunked_max_itl_s"] / scenario.slo_tpot_s)
+    worst_now = max(
+        metrics["chunked_ttft_s"] / _limit(slo.ttft_s), metrics["chunked_max_itl_s"] / _limit(slo.gap_limit_s)
+    )
     if worst[best] >= (1.0 - CHUNK_MIN_IMPROVEMENT_FRAC) * worst_now:
         return None
     return int(grid[best]), "no chunk size meets both targets; this one comes closest", "low"
@@ -167,7 +179,10 @@ def _chunk_explanation(ctx: Context, itl_side: bool) -> str:
     """Which target the current chunk misses, with both latencies against their targets."""
     metrics, scenario = ctx.metrics, ctx.scenario
     ttft, itl = fmt_seconds(metrics["chunked_ttft_s"]), fmt_seconds(metrics["chunked_max_itl_s"])
-    slo_ttft, slo_tpot = fmt_seconds(scenario.slo_ttft_s), fmt_seconds(scenario.slo_tpot_s)
+    slo = Slo.of(scenario)
+    slo_ttft = f"{fmt_seconds(slo.ttft_s)} TTFT" if slo.ttft_s is not None else "(unset) TTFT"
+    gap = slo.gap_limit_s
+    slo_tpot = f"{fmt_seconds(gap)} {slo.gap_limit_words}" if gap is not None else "(unset) ITL"
     if math.isinf(metrics["chunked_ttft_s"]):
         return (
             f"The {fmt_count(scenario.batch)} running streams take the whole {fmt_count(scenario.chunk)}-token step "
@@ -176,21 +191,22 @@ def _chunk_explanation(ctx: Context, itl_side: bool) -> str:
     if itl_side:
         return (
             f"Chunks of {fmt_count(min(scenario.chunk, scenario.prompt))} prompt tokens stall the "
-            f"{fmt_count(scenario.batch)} running streams for up to {itl} per step, above the {slo_tpot} TPOT "
+            f"{fmt_count(scenario.batch)} running streams for up to {itl} per step, above the {slo_tpot} "
             f"target, while a newcomer's TTFT is {ttft} of the {slo_ttft} target."
         )
     return (
         f"{fmt_count(metrics['chunked_steps'])} chunks of {fmt_count(scenario.chunk)} tokens take {ttft} to admit a "
-        f"{fmt_count(scenario.prompt)}-token prompt, above the {slo_ttft} TTFT target, while steps take at most "
-        f"{itl} of the {slo_tpot} TPOT target."
+        f"{fmt_count(scenario.prompt)}-token prompt, above the {slo_ttft} target, while steps take at most "
+        f"{itl} of the {slo_tpot} target."
     )
 
 
 def chunk_balance(ctx: Context) -> Finding | None:
     """``chunk-imbalance``: the prefill chunk makes the newcomer's TTFT or the running streams' ITL miss."""
     metrics, scenario = ctx.metrics, ctx.scenario
-    ttft_ratio = metrics["chunked_ttft_s"] / scenario.slo_ttft_s
-    itl_ratio = metrics["chunked_max_itl_s"] / scenario.slo_tpot_s
+    slo = Slo.of(scenario)
+    ttft_ratio = metrics["chunked_ttft_s"] / _limit(slo.ttft_s)
+    itl_ratio = metrics["chunked_max_itl_s"] / _limit(slo.gap_limit_s)
     if not metrics["fits"] or (ttft_ratio <= 1 and itl_ratio <= 1):
         return None
     balanced = _balanced_chunk(ctx)
