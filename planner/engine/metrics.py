@@ -31,6 +31,29 @@ def _m(unit: str, meaning: str, export: ExportRule = "number") -> Metric:
     return Metric(unit, meaning, export)
 
 
+#: The name people read for each throughput and GPU cost, saying what it includes — the headline, the
+#: findings, the tables and the CLI all print these (one name per quantity; ``label``).
+LABELS: dict[str, str] = {
+    "output_tokens_per_s": "output tok/s per replica, prefill included",
+    "output_tokens_per_s_per_gpu": "output tok/s per GPU, prefill included",
+    "decode_tokens_per_s": "decode-only tok/s per replica",
+    "decode_tokens_per_s_per_gpu": "decode-only tok/s per GPU",
+    "static_batch_output_tokens_per_s_per_gpu": "static-batch output tok/s per GPU",
+    "cost_per_million_output_tokens_usd": "GPU $ per million output tokens, prefill included",
+    "decode_cost_per_million_output_tokens_usd": "GPU $ per million output tokens, decode only",
+    "cost_per_million_input_tokens_usd": "GPU $ per million input tokens (the prefill's share)",
+    "cost_per_million_tokens_usd": "GPU $ per million tokens, input and output",
+    "cost_per_request_usd": "GPU $ per request",
+}
+
+
+def label(name: str, capital: bool = False) -> str:
+    """The name people read for metric ``name`` (``LABELS``; else the metric's key), with a capital first
+    letter for the start of a sentence (``capital``; the rest as written: 'GPU' stays)."""
+    text = LABELS.get(name, name)
+    return text[:1].upper() + text[1:] if capital else text
+
+
 METRICS: dict[str, Metric] = {
     # memory (engine/memory.py)
     "kv_bytes_per_token": _m("B", "KV cache one token adds, all layers, all GPUs of a replica"),
@@ -41,7 +64,11 @@ METRICS: dict[str, Metric] = {
     "reserve_bytes_per_gpu": _m(
         "B", "what the engine's budget sets aside besides weights and KV (activation peak, non-torch)"
     ),
-    "usable_bytes_per_gpu": _m("B", "the engine's budget per GPU: weights + reserve + KV (vLLM: ⌈total × mem_util⌉)"),
+    "usable_bytes_per_gpu": _m(
+        "B",
+        "the engine's budget per GPU: weights + reserve + KV (vLLM: ⌈total × mem_util⌉), also where the model "
+        "does not fit in it",
+    ),
     "kv_budget_bytes_per_gpu": _m("B", "the KV cache memory per GPU (vLLM's 'Available KV cache memory'), at least 0"),
     "fits": _m(
         "bool", "the engine starts: one prompt + output sequence fits and the memory outside the budget too", "flag"

@@ -60,8 +60,8 @@ def expected(x: EngineInputs, on_hit, on_miss) -> Array:
 def prefix_cache_metrics(x: EngineInputs, miss: StepCost) -> dict[str, MetricValue]:
     """The idle TTFT with the prefix cache, on a hit and without it, the hit's cached tokens and the
     prefill time the cache saves per request (module doc).  ``miss``: the whole prompt's prefill."""
-    hit = hit_prefill(x) if any_hit(x) else miss
     cached = gpu_cached_tokens(x)
+    hit = hit_prefill(x) if bool(np.any(cached > 0)) else miss  # the hit's own time, whatever the hit rate
     shape = np.broadcast_shapes(np.shape(miss.time_s), np.shape(hit.time_s), np.shape(cached), np.shape(x.gpu_hit_rate))
     return {
         "ttft_s": np.broadcast_to(expected(x, hit.time_s, miss.time_s), shape),

@@ -236,6 +236,18 @@ def prefix_cache_summary(r: SimResult) -> dict[str, float]:
     )
 
 
+def simulated_gpu_hit(r: SimResult, prompt_tokens: float, hit_tokens: float) -> float | None:
+    """The GPUs' prefix-cache hit rate (``gpu_hit``) this run's cache measured, as the engine's headline reads
+    it (``engine.prefix_reuse``): the share of prompt tokens found (vLLM's ``prefix_cache_hits /
+    prefix_cache_queries``) × P / X_hit, the share of requests finding the scenario's X_hit cached tokens
+    that reads as many of its P-token prompts; at most 1.  None when no token of the prompt can be cached
+    (X_hit = 0) or no prompt was looked up."""
+    rate = float(r.summary.get("prefix_cache_hit_rate_tokens", float("nan")))
+    if hit_tokens <= 0 or not np.isfinite(rate):
+        return None
+    return float(min(1.0, rate * prompt_tokens / hit_tokens))
+
+
 # ------------------------------------------------------------------ views
 
 
@@ -282,9 +294,9 @@ def cdf_points(
 
 
 def cdf_frame(r: SimResult) -> pd.DataFrame:
-    """The TTFT (per request) and ITL (per token) CDF curves, long form: metric, value_s, share."""
+    """The TTFT and TPOT (per request) and ITL (per token) CDF curves, long form: metric, value_s, share."""
     parts = []
-    for metric, values, weights in (("ttft", r.ttft_s, None), ("itl", r.itl_s, r.itl_weight)):
+    for metric, values, weights in (("ttft", r.ttft_s, None), ("tpot", r.tpot_s, None), ("itl", r.itl_s, r.itl_weight)):
         x, p = cdf_points(values, weights)
         parts.append(pd.DataFrame({"metric": metric, "value_s": x, "share": p}))
     return pd.concat(parts, ignore_index=True)

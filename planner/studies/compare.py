@@ -35,9 +35,13 @@ METRIC_COLUMNS = (
     "max_concurrent_sequences",
     "ttft_s",
     "tpot_s",
-    "decode_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_gpu",
     "cost_per_million_output_tokens_usd",
+    "decode_tokens_per_s_per_gpu",
+    "decode_cost_per_million_output_tokens_usd",
 )
+#: Costs: empty on a GPU without a price.
+COST_COLUMNS = ("cost_per_million_output_tokens_usd", "decode_cost_per_million_output_tokens_usd")
 
 
 def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
@@ -69,7 +73,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     def metric(name: str) -> list[float | None]:
         """The metric where the GPU runs (and, for the cost, is priced); empty otherwise."""
         v = np.asarray(out[name], dtype=float)
-        ok = runs & np.isfinite(v) & (priced if name == "cost_per_million_output_tokens_usd" else True)
+        ok = runs & np.isfinite(v) & (priced if name in COST_COLUMNS else True)
         return [float(v[i]) if ok[i] else None for i in range(len(keys))]
 
     frame = pd.DataFrame(
@@ -79,13 +83,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
             "fits": fits,
             "min_tp_that_fits": pd.array([int(t) if t > 0 else None for t in min_tp], dtype="Int64"),
             "tp_used": pd.array([int(t) if t > 0 else None for t in tp_used], dtype="Int64"),
-            "max_concurrent_sequences": pd.array(metric("max_concurrent_sequences"), dtype="Float64"),
-            "ttft_s": pd.array(metric("ttft_s"), dtype="Float64"),
-            "tpot_s": pd.array(metric("tpot_s"), dtype="Float64"),
-            "decode_tokens_per_s_per_gpu": pd.array(metric("decode_tokens_per_s_per_gpu"), dtype="Float64"),
-            "cost_per_million_output_tokens_usd": pd.array(
-                metric("cost_per_million_output_tokens_usd"), dtype="Float64"
-            ),
+            **{name: pd.array(metric(name), dtype="Float64") for name in METRIC_COLUMNS},
             "price_per_gpu_hour_usd": price,
         }
     )

@@ -14,7 +14,7 @@ from planner.engine.validity import valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
-from planner.studies.compare import METRIC_COLUMNS, compare_gpus
+from planner.studies.compare import COST_COLUMNS, METRIC_COLUMNS, compare_gpus
 
 CATALOG = load_catalog()
 COLUMNS = [
@@ -26,8 +26,10 @@ COLUMNS = [
     "max_concurrent_sequences",
     "ttft_s",
     "tpot_s",
-    "decode_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_gpu",
     "cost_per_million_output_tokens_usd",
+    "decode_tokens_per_s_per_gpu",
+    "decode_cost_per_million_output_tokens_usd",
     "price_per_gpu_hour_usd",
     "batch_fits_memory",
     "meets_slo",
@@ -56,9 +58,9 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
     # every metric where the GPU runs; the cost only where it is priced (a profile with no
     # published price, e.g. H20, says "not priced" and is never the cheapest)
     priced = df.price_per_gpu_hour_usd > 0
-    cost = "cost_per_million_output_tokens_usd"
-    assert df[runs][[c for c in METRIC_COLUMNS if c != cost]].notna().all().all()
-    assert df[runs & priced][cost].notna().all() and df[~priced][cost].isna().all()
+    assert df[runs][[c for c in METRIC_COLUMNS if c not in COST_COLUMNS]].notna().all().all()
+    for c in COST_COLUMNS:
+        assert df[runs & priced][c].notna().all() and df[~priced][c].isna().all()
     assert df[~priced & runs].note.str.contains("not priced").all()
     # SLO and the single cheapest row
     ok = (

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from planner.engine.evaluate import Result
+from planner.engine.metrics import label
 from planner.format import fmt_count, fmt_pct
 from planner.model.scenario import Scenario
 from planner.sim.slo import Slo, meets_single_request
@@ -155,7 +156,8 @@ def cheaper_gpu(ctx: Context) -> Finding | None:
         return None
     saving = 1.0 - best.after / now
     explanation = (
-        f"On {ctx.gpu.name} at tp={scenario.tp} output costs ${now:,.3f} per million tokens; "
+        f"On {ctx.gpu.name} at tp={scenario.tp} output costs ${now:,.3f} per million tokens (the GPU time of "
+        "each request's prefill included); "
         f"{best.action.removeprefix('Switch to ').rstrip('.')} serves the same batch for ${best.after:,.3f}"
         f"{_unlike_now(ctx)}."
     )
@@ -167,5 +169,5 @@ def cheaper_gpu(ctx: Context) -> Finding | None:
         explanation,
         metric,
         best,
-        f"${best.after:,.3f} per million output tokens instead of ${now:,.3f}.",
+        f"${best.after:,.3f} instead of ${now:,.3f} ({label(metric)}).",
     )

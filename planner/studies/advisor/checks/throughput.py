@@ -11,8 +11,9 @@ import numpy as np
 
 from planner.engine.chunked import chunked_prefill
 from planner.engine.evaluate import compute
+from planner.engine.metrics import label
 from planner.engine.speculative import speedup
-from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s
+from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, whole_sequences
 from planner.sim.slo import Slo
 from planner.studies.advisor.context import (
     MAX_BATCH,
@@ -46,7 +47,7 @@ def _regime(ctx: Context) -> tuple[str, int, str]:
     """(the sentence placing the batch against the ridge, the batch the ridge caps, the title)."""
     scenario = ctx.scenario
     ridge = float(ctx.metrics["ridge_batch"])
-    now = fmt_tokens_per_s(ctx.metrics["decode_tokens_per_s"])
+    now = f"{fmt_tokens_per_s(ctx.metrics['decode_tokens_per_s'])} ({label('decode_tokens_per_s')})"
     if math.isinf(ridge):
         where = (
             "Decode stays memory-bound at every batch (each sequence's KV reads at this context and its activation "
@@ -80,7 +81,7 @@ def _largest_good_batch(ctx: Context, cap: int) -> int | None:
 
 def _batch_limit(ctx: Context, target: int, ridge_cap: int) -> str:
     """Which limit stops the batch at ``target``."""
-    held = int(ctx.metrics["max_concurrent_sequences"])
+    held = int(whole_sequences(ctx.metrics["max_concurrent_sequences"]))
     if target == held:
         return f"the KV-cache limit of {fmt_count(held)} sequences"
     if target == ridge_cap and not math.isinf(ctx.metrics["ridge_batch"]):
@@ -96,7 +97,7 @@ def _no_larger_batch(ctx: Context, ridge_cap: int) -> str:
     scenario = ctx.scenario
     if scenario.batch >= ridge_cap and not math.isinf(ctx.metrics["ridge_batch"]):
         return "the batch is at or past the ridge, so a larger one adds latency, not throughput"
-    if scenario.batch >= int(ctx.metrics["max_concurrent_sequences"]):
+    if scenario.batch >= int(whole_sequences(ctx.metrics["max_concurrent_sequences"])):
         return "the KV cache holds no more sequences"
     slo = Slo.of(scenario)
     limit = fmt_seconds(_limit(slo.step_limit_s))
@@ -111,7 +112,9 @@ def decode_regime(ctx: Context) -> Finding | None:
     where, ridge_cap, regime_title = _regime(ctx)
     now = float(metrics["decode_tokens_per_s"])
     metric = "decode_tokens_per_s"
-    target = _largest_good_batch(ctx, min(int(metrics["max_concurrent_sequences"]), MAX_BATCH, ridge_cap))
+    target = _largest_good_batch(
+        ctx, min(int(whole_sequences(metrics["max_concurrent_sequences"])), MAX_BATCH, ridge_cap)
+    )
     got = ctx.option("", {"batch": target}, metric) if target is not None else None
     if target is None or got is None:
         return ctx.finding(
@@ -121,7 +124,7 @@ def decode_regime(ctx: Context) -> Finding | None:
             f"{where}.",
             metric,
             None,
-            f"Throughput stays at {fmt_tokens_per_s(now)}.",
+            f"Throughput stays at {fmt_tokens_per_s(now)} ({label('decode_tokens_per_s')}).",
             no_change=f"No change: {_no_larger_batch(ctx, ridge_cap)}.",
         )
     option, result = got
@@ -132,7 +135,7 @@ def decode_regime(ctx: Context) -> Finding | None:
     action = f"Raise the batch to {fmt_count(target)} (limited by {_batch_limit(ctx, target, ridge_cap)})."
     option = Option(action, option.changed_keys, metric, option.after)
     tpot = fmt_seconds(result.metrics["tpot_s"])
-    effect = f"{fmt_tokens_per_s(option.after)} ({gain:.2f}× now) at a TPOT of {tpot}."
+    effect = f"{fmt_tokens_per_s(option.after)} {label(metric)} ({gain:.2f}× now) at a TPOT of {tpot}."
     title = f"{gain:.1f}× decode throughput left on the table" if severity != "info" else regime_title
     return ctx.finding("decode-regime", severity, title, f"{where}.", metric, option, effect)
 
@@ -349,7 +352,9 @@ def tp_comm(ctx: Context) -> Finding | None:
     if switch:
         options.append(switch)
     now = fmt_tokens_per_s(metrics[metric])
-    effect = "; ".join(f"{o.action.rstrip('.')}: {fmt_tokens_per_s(o.after)} per GPU (now {now})" for o in options)
+    effect = "; ".join(
+        f"{o.action.rstrip('.')}: {fmt_tokens_per_s(o.after)} {label(metric)} (now {now})" for o in options
+    )
     return ctx.finding(
         "tp-communication",
         "medium" if share > COMM_MEDIUM_FRAC else "low",
