@@ -112,3 +112,17 @@ def test_the_single_request_check():
     ok = meets_single_request(slo, np.array([0.5, 0.5, 2.0]), np.array([0.02, 0.04, 0.02]))
     assert list(ok) == [True, False, False]  # the step is held to the tighter of TPOT and ITL
     assert meets_single_request(Slo(ttft_s=None, itl_s=None), np.array([9.0]), np.array([9.0])).all()
+
+
+def test_the_simulated_hit_rate_reads_as_the_headlines(catalog):
+    """Every fixed-length request shares the 1,024-token prefix: all but the first find it (64 whole blocks)."""
+    from planner.engine.evaluate import evaluate
+    from planner.sim.results import simulated_gpu_hit
+    from planner.sim.simulate import simulate_scenario
+
+    s = Scenario(hit=1.0, prefix=1024, dist="fixed", rate=1.0, sim_requests=50)
+    r = simulate_scenario(s, catalog)
+    hit_tokens = evaluate(s, catalog).metrics["gpu_cached_tokens"]
+    assert hit_tokens == 1024.0
+    assert simulated_gpu_hit(r, s.prompt, hit_tokens) == pytest.approx(49 / 50)
+    assert simulated_gpu_hit(r, s.prompt, 0.0) is None
