@@ -191,8 +191,8 @@ class GpuProfileFile(BaseModel):
     )
     memory_capacity_gb: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
     memory_capacity_gib: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
-    memory_type: str = Field(
-        default="", max_length=40, description="the memory as the datasheet names it: HBM3, HBM3e, GDDR6 …"
+    memory_type: str | None = Field(
+        default=None, max_length=40, description="the memory as the datasheet names it: HBM3, HBM3e, GDDR6 …"
     )
     memory_reported_gib: float | None = Field(
         default=None,
@@ -269,7 +269,7 @@ class GpuProfileFile(BaseModel):
             if self.memory_capacity_gb is not None
             else f"{self.memory_capacity_gib:g} GiB"
         )
-        return f"{size} {self.memory_type}".strip()
+        return f"{size} {self.memory_type or ''}".strip()
 
     def to_gpu(self, key: str) -> GPU:
         mem = (

@@ -17,7 +17,7 @@ ISSUE_LINK = "model=llama-3.1-70b&tp=4&prompt=4000&output=500&prefix=3000"
 
 
 def _result(catalog, query: str):
-    s, issues = from_query(query, set(catalog.gpus), set(catalog.models), set(catalog.engines))
+    s, issues = from_query(query, set(catalog.gpus), set(catalog.models), catalog.engine_aliases())
     assert not [i for i in issues if i.fatal]
     return evaluate(s, catalog)
 
