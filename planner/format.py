@@ -11,6 +11,8 @@ Rules
             whole numbers as integers ("4", not "4.000000")
   bytes     binary units (KiB, MiB, GiB, TiB): 131072 → "128 KiB"
   seconds   µs below 1 ms, ms below 1 s, then s
+  sequences whole sequences, rounded down: the KV cache's 101.6 ("Maximum concurrency" in vLLM's log) runs
+            101 at once — the headline, the findings, the tables and the CLI all say 101
   money     "$" + 3 significant digits, cents from $100
   fractions percent with one decimal ("61.8%")
 Non-finite values read "n/a" (``inf`` where it means "never", see ``fmt_num``).
@@ -61,6 +63,17 @@ def fmt_count(v: float, noun: str | None = None) -> str:
     if noun is None:
         return text
     return f"{text} {noun}" + ("" if n == 1 else "s")
+
+
+def whole_sequences(v: float) -> float:
+    """Sequences that run at once: ⌊v⌋ (a hair below a whole number counts whole); non-finite stays."""
+    v = float(v)
+    return float(math.floor(v + 1e-9)) if math.isfinite(v) else v
+
+
+def fmt_sequences(v: float, noun: str | None = "sequence") -> str:
+    """A concurrency in whole sequences (module doc): 101.6 → "101 sequences"."""
+    return fmt_count(whole_sequences(v), noun)
 
 
 def fmt_bytes(b: float) -> str:

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, cast, get_args
+from typing import Annotated, Any, Literal, cast, get_args, get_origin
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pydantic import TypeAdapter, ValidationError
@@ -27,6 +27,10 @@ from planner.model.specs import KEY_RULE
 
 LINK_VERSION = "1"
 VERSION_KEY = "v"
+#: The value that unsets an optional field whose default is set (``slo_ttft_s=none``).
+NONE_VALUE = "none"
+#: Links before the TPOT target existed held ``slo_tpot_s`` as the ITL target (``planner.sim.slo``).
+LEGACY_TPOT, ITL_KEY = "slo_tpot_s", "slo_itl_s"
 MAX_VALUE_CHARS = 200
 MAX_QUERY_CHARS = 20_000
 #: Keys named when a long link is cut (the rest are counted).
@@ -43,6 +47,8 @@ _ADAPTERS: dict[str, TypeAdapter[Any]] = {
 
 
 def _format_value(v: Any) -> str:
+    if v is None:
+        return NONE_VALUE
     if isinstance(v, bool):
         return "1" if v else "0"
     if isinstance(v, float):
@@ -64,12 +70,13 @@ class LinkIssue:
 
 
 def to_query(s: Scenario) -> dict[str, str]:
-    """Non-default fields as strings, after the version key."""
+    """Non-default fields as strings, after the version key.  A TPOT target always travels with
+    ``slo_itl_s`` (its value, or ``none``), so the link is not read as an old one (``from_query``)."""
     q = {VERSION_KEY: LINK_VERSION}
     for name in FIELDS:
         v = getattr(s, name)
         default = default_prefix(s.prompt) if name == "prefix" else getattr(DEFAULTS, name)
-        if v != default:
+        if v != default or (name == ITL_KEY and s.slo_tpot_s is not None):
             q[name] = _format_value(v)
     return q
 
@@ -92,6 +99,7 @@ PATTERN_RULES = {
     "(≤ 2000 chars)",
     "timing": "calibrated efficiency parameters: a letter and a number per parameter joined by '-', as the "
     "Cross-check tab writes them",
+    "slo_pct": "mean, or a percentile in [50.0, 99.9]",
 }
 
 
@@ -124,7 +132,8 @@ def allowed_range(name: str) -> str:
         return kind
     left = "(" if lo_strict else "["
     right = ")" if hi_strict else "]"
-    return f"{kind} in {left}{lo}, {hi}{right}"
+    unset = f", or {NONE_VALUE} (unset)" if type(None) in get_args(ann) and getattr(DEFAULTS, name) is not None else ""
+    return f"{kind} in {left}{lo}, {hi}{right}{unset}"
 
 
 def max_value_chars(name: str) -> int:
@@ -134,17 +143,41 @@ def max_value_chars(name: str) -> int:
     return max([MAX_VALUE_CHARS, *lengths])
 
 
+def _kinds(annotation: Any) -> tuple[set[Any], set[str], bool]:
+    """(the plain types, the literal strings, whether None is allowed) of a field's annotation."""
+    types: set[Any] = set()
+    words: set[str] = set()
+    optional = False
+    for arg in get_args(annotation) or (annotation,):
+        if arg is type(None):
+            optional = True
+        elif get_origin(arg) is Literal:
+            words |= {a for a in get_args(arg) if isinstance(a, str)}
+        elif get_origin(arg) is Annotated:
+            types.add(get_args(arg)[0])
+        else:
+            types.add(arg)
+    if get_origin(annotation) is Literal:
+        words, types = {a for a in get_args(annotation) if isinstance(a, str)}, set()
+    return types, words, optional
+
+
 def _coerce(name: str, raw: str) -> Any:
     """Parse one raw query value for field ``name``; raises ValueError with the reason.
 
     Numbers are plain ASCII (``32``, ``0.5``, ``1e-3``): Python's int() and float() would also
-    take other scripts' digits (``１２``) and underscores (``1_000``); a link does not."""
+    take other scripts' digits (``１２``) and underscores (``1_000``); a link does not.  ``none`` unsets a
+    field that may be unset (an SLO target); a word a number field also takes (``slo_pct=mean``) is itself."""
     info = FIELDS[name]
-    types = {a for a in (get_args(info.annotation) or (info.annotation,)) if a is not type(None)}
+    types, words, optional = _kinds(info.annotation)
     if raw == "":
         raise ValueError("empty value")
     if len(raw) > max_value_chars(name):
         raise ValueError(f"value longer than {max_value_chars(name)} characters")
+    if optional and raw.lower() == NONE_VALUE and str not in types:
+        return None
+    if raw in words and types:
+        return raw
     if bool in types:
         low = raw.lower()
         if low in ("1", "true", "yes", "on"):
@@ -308,6 +341,22 @@ def _validated(good: dict[str, Any]) -> tuple[Scenario, list[LinkIssue]]:
             return DEFAULTS, issues + [LinkIssue("", "link: could not be read; defaults loaded", True)]
 
 
+def _legacy_tpot(good: dict[str, Any]) -> LinkIssue:
+    """A link with ``slo_tpot_s`` and no ``slo_itl_s`` was written before the TPOT target existed: its value
+    is the ITL target (the percentile of every inter-token gap), as it was then.  The notice says how to
+    ask for a per-request TPOT target instead."""
+    value = good.pop(LEGACY_TPOT)
+    if value is not None:
+        good[ITL_KEY] = value
+    return LinkIssue(
+        LEGACY_TPOT,
+        f"{LEGACY_TPOT}={_format_value(value)} without {ITL_KEY}: read as the inter-token latency target "
+        f"({ITL_KEY}), what links before the per-request TPOT target meant; to hold per-request TPOT give "
+        f"{ITL_KEY} too ({ITL_KEY}={NONE_VALUE} for no ITL target)",
+        False,
+    )
+
+
 def from_query(
     query: str | Mapping[str, str | list[str]],
     gpus: set[str] | None = None,
@@ -328,6 +377,8 @@ def from_query(
                 good[key] = value
             else:
                 issues.append(issue)
+    if LEGACY_TPOT in good and ITL_KEY not in values:
+        issues.append(_legacy_tpot(good))
     if unknown:
         names = ", ".join(_show(k) for k in unknown[:MAX_DROPPED_NAMED])
         rest = f" and {len(unknown) - MAX_DROPPED_NAMED:,} more" if len(unknown) > MAX_DROPPED_NAMED else ""

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from planner.export import frame_to_csv, present_frame
-from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_usd
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_sequences, fmt_usd
 from planner.units import MS_PER_S
 
 # CommonMark lets a backslash escape any ASCII punctuation, so escaping more than
@@ -151,6 +151,7 @@ def _plain_ms(v: float) -> str:
 #: in a table reads like the same quantity anywhere else ("4", not "4.000000"; "$0.0166"; "61.8%").
 CELL_FORMATS: dict[str, Callable[[Any], str]] = {
     "count": fmt_count,
+    "sequences": lambda v: fmt_sequences(v, None),
     "num": fmt_num,
     "usd": fmt_usd,
     "pct": fmt_pct,

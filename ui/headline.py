@@ -28,7 +28,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from planner.engine.evaluate import Result
-from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
+from planner.engine.metrics import label
+from planner.format import (
+    fmt_bytes,
+    fmt_count,
+    fmt_num,
+    fmt_pct,
+    fmt_seconds,
+    fmt_sequences,
+    fmt_tokens_per_s,
+    fmt_usd,
+    whole_sequences,
+)
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
 from planner.prompts.layout_report import LayoutReport
@@ -106,8 +117,9 @@ def _vs_mha(result: Result, mha: Result | None, key: str, inverse: bool) -> dict
     if not (math.isfinite(v) and math.isfinite(b)):
         return dict(delta_description="vs MHA: n/a")
     if key == "max_concurrent_sequences":
-        more = ("+" if v >= b else "") + fmt_count(v - b)
-        return dict(delta=more, delta_color=color, delta_description=f"vs MHA ({fmt_count(b)})")
+        diff = whole_sequences(v) - whole_sequences(b)
+        more = ("+" if diff >= 0 else "") + fmt_count(diff)
+        return dict(delta=more, delta_color=color, delta_description=f"vs MHA ({fmt_sequences(b, None)})")
     return dict(delta=fmt_pct(_rel(v, b), signed=True), delta_color=color, delta_description="vs MHA")
 
 
@@ -133,6 +145,18 @@ def ttft_text(seconds: float) -> str:
     return "never" if math.isinf(float(seconds)) else fmt_seconds(seconds)
 
 
+def _prefix_cache_words(m) -> str:
+    """How the GPUs' prefix cache enters the TTFT (and the tokens/s and cost), or '' when it saves nothing."""
+    if not (m["gpu_cache_hit_rate"] > 0 and m["gpu_cached_tokens"] > 0):
+        return " No prefix-cache hit (hit rate 0 or no whole block of prefix): every prompt is prefilled whole."
+    return (
+        f" Both are expected over the GPUs' prefix cache: {fmt_pct(m['gpu_cache_hit_rate'])} of requests find "
+        f"{fmt_count(m['gpu_cached_tokens'])} cached tokens (whole KV blocks, vLLM/SGLang) and prefill the rest, "
+        f"saving {fmt_seconds(m['prefill_saved_per_request_s'])} of prefill a request on average; a whole prompt "
+        f"takes {fmt_seconds(m['ttft_nocache_s'])} idle. The tokens/s and GPU cost count the same prefill time."
+    )
+
+
 def _ttft_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
     m, s = result.metrics, result.resolved.scenario
     idle = f"idle {fmt_seconds(m['nochunk_ttft_s'])}"
@@ -141,6 +165,7 @@ def _ttft_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> H
         f"Time to first token of a {fmt_count(s.prompt)}-token prompt arriving beside {fmt_count(s.batch)} running "
         f"streams, prefilled in {fmt_count(s.chunk)}-token steps (the Chunked prefill tab); on an idle replica "
         f"without chunking it is {fmt_seconds(m['nochunk_ttft_s'])} ({s.engine} engine profile)."
+        + _prefix_cache_words(m)
         + (
             f" Never: the {fmt_count(s.batch)} running decodes fill the {fmt_count(s.chunk)}-token step budget, "
             "so a newcomer's prefill gets no tokens (raise the chunk or lower the batch)."
@@ -188,8 +213,9 @@ def headline_items(
         ),
         Headline(
             "Max concurrency",
-            f"{fmt_num(m['max_concurrent_sequences'])} seqs" if fits else no_fit,
-            help=f"Sequences of {sequence_tokens} tokens (prompt + output) the paged KV cache holds per replica.",
+            fmt_sequences(m["max_concurrent_sequences"], "seq") if fits else no_fit,
+            help=f"Whole sequences of {sequence_tokens} tokens (prompt + output) the paged KV cache holds per replica "
+            f"(vLLM's 'Maximum concurrency': {fmt_num(m['max_concurrent_sequences'])}x).",
             key="concurrency",
             **(_vs_mha(result, mha, "max_concurrent_sequences", inverse=False) if fits else {}),
         ),
@@ -203,11 +229,12 @@ def headline_items(
             **(_vs_mha(result, mha, "tpot_s", inverse=True) if fits else {}),
         ),
         Headline(
-            "Tokens/s per GPU",
+            TOKENS_LABEL,
             fmt_tokens_per_s(m["output_tokens_per_s_per_gpu"]) if fits else no_fit,
-            help=f"Output tokens/s of the replica, the GPU time of each request's prefill included "
-            f"(B · O / (B · TTFT + O · TPOT)), divided by its {tp} GPU(s); decode alone: "
-            f"{fmt_tokens_per_s(m['decode_tokens_per_s_per_gpu'])}.",
+            help=f"{label('output_tokens_per_s_per_gpu', capital=True)}: output tokens/s of the replica, the GPU time "
+            "of each request's prefill included "
+            f"(B · O / (B · TTFT + O · TPOT), TTFT with the GPUs' prefix cache), divided by its {tp} GPU(s); "
+            f"{label('decode_tokens_per_s_per_gpu')}: {fmt_tokens_per_s(m['decode_tokens_per_s_per_gpu'])}.",
             key="tokens",
             **(_vs_mha(result, mha, "output_tokens_per_s_per_gpu", inverse=False) if fits else {}),
         ),
@@ -243,6 +270,9 @@ def _items_at_feasible(
 
 
 COST_LABEL = "GPU $ / M output tokens"
+#: The headline's throughput: the first words of its one name (``planner.engine.metrics.label``: what fits a
+#: card); its help starts with the whole name.
+TOKENS_LABEL = "Output tok/s per GPU"
 
 
 def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:
@@ -258,8 +288,10 @@ def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> H
         COST_LABEL,
         fmt_usd(m["cost_per_million_output_tokens_usd"]) if fits else no_fit,
         help=f"GPU cost model: the rental of the replica's GPUs ({fmt_usd(m['price_per_replica_hour_usd'])}/h) over "
-        "the output tokens it serves per hour, × 10⁶, the prefill's GPU time included. Not an API price "
-        "(the prompt-cache card is).",
+        f"the output tokens it serves per hour, × 10⁶: computed from the {label('output_tokens_per_s_per_gpu')} "
+        f"beside it. Per million input tokens (the prefill's share) {fmt_usd(m['cost_per_million_input_tokens_usd'])}, "
+        f"per million tokens {fmt_usd(m['cost_per_million_tokens_usd'])}, per request "
+        f"{fmt_usd(m['cost_per_request_usd'])}. Not an API price (the prompt-cache card is).",
         key="cost",
         **(_vs_mha(result, mha, "cost_per_million_output_tokens_usd", inverse=True) if fits else {}),
     )
@@ -399,7 +431,7 @@ def notices(result: Result) -> list[Notice]:
     if not m["fits"]:
         out.append(_does_not_fit(result))
     elif not m["batch_fits_memory"]:
-        limit = fmt_num(m["max_concurrent_sequences"])
+        limit = fmt_sequences(m["max_concurrent_sequences"], None)
         feasible = fmt_count(m["feasible_batch"])
         out.append(
             Notice(

@@ -160,7 +160,22 @@ def simulate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
         out.write(json.dumps(record, indent=2, default=str) + "\n")
     else:
         out.write(summary_text(result) + (fleet_text(fleet) if scenario.replicas > 1 else ""))
+        hit = _simulated_hit(scenario, catalog, result)
+        if hit is not None:
+            out.write(
+                f"{'on your GPUs':<26}gpu_hit={hit:.4g} — this run's prefix-cache hits as the headline reads them "
+                "(add it to the link: TTFT, tokens/s and GPU cost of `kvplan evaluate`)\n"
+            )
     return 0
+
+
+def _simulated_hit(scenario: Scenario, catalog: Catalog, result: Any) -> float | None:
+    """The GPUs' hit rate the run measured (``results.simulated_gpu_hit``) for the scenario's prompt and prefix."""
+    from planner.engine.evaluate import evaluate
+    from planner.sim.results import simulated_gpu_hit
+
+    cached = float(evaluate(scenario, catalog).metrics["gpu_cached_tokens"])
+    return simulated_gpu_hit(result, scenario.prompt, cached)
 
 
 def _with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from planner.engine.evaluate import Result, evaluate
+from planner.engine.metrics import label
 from planner.export import present_metrics, present_value
-from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
+from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_sequences, fmt_tokens_per_s, fmt_usd
 from planner.links import FIELDS, to_query
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
@@ -59,8 +60,9 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
                 (
                     f"max concurrency at {fmt_num(ctx)} tokens",
                     lambda m: (
-                        f"{fmt_count(m['max_concurrent_sequences'], 'sequence')} (paged), "
-                        f"{fmt_count(m['max_concurrent_sequences_contiguous'])} (contiguous)"
+                        f"{fmt_sequences(m['max_concurrent_sequences'])} (paged; vLLM's 'Maximum concurrency' "
+                        f"{fmt_num(m['max_concurrent_sequences'])}x), "
+                        f"{fmt_sequences(m['max_concurrent_sequences_contiguous'], None)} (contiguous)"
                     ),
                 ),
             ],
@@ -70,7 +72,7 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             [
                 (
                     f"TTFT, {fmt_num(s.prompt)}-token prompt, idle",
-                    lambda m: f"{fmt_seconds(m['ttft_s'])} ({_bound(m['prefill_compute_bound'])})",
+                    lambda m: f"{fmt_seconds(m['ttft_s'])} ({_bound(m['prefill_compute_bound'])}{_cached(m)})",
                 ),
                 (
                     f"TTFT under batch {fmt_num(s.batch)}, chunk {fmt_num(s.chunk)}",
@@ -85,11 +87,24 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ],
         ),
         (
-            "Throughput and GPU cost",
+            "Throughput and GPU cost (each cost beside the throughput it comes from)",
             [
-                ("decode throughput per GPU", lambda m: fmt_tokens_per_s(m["decode_tokens_per_s_per_gpu"])),
+                _line("output_tokens_per_s_per_gpu", fmt_tokens_per_s),
+                _line("cost_per_million_output_tokens_usd", fmt_usd, "  "),
+                _line("decode_tokens_per_s_per_gpu", fmt_tokens_per_s),
+                _line("decode_cost_per_million_output_tokens_usd", fmt_usd, "  "),
+                _line("cost_per_million_input_tokens_usd", fmt_usd),
+                _line("cost_per_million_tokens_usd", fmt_usd),
+                _line("cost_per_request_usd", fmt_usd),
                 ("GPU price per replica-hour", lambda m: fmt_usd(m["price_per_replica_hour_usd"])),
-                ("GPU cost per million output tokens", lambda m: fmt_usd(m["cost_per_million_output_tokens_usd"])),
+            ],
+        ),
+        (
+            "Prompt caching on your GPUs (vLLM/SGLang prefix cache)",
+            [
+                ("hit rate", lambda m: fmt_pct(m["gpu_cache_hit_rate"])),
+                ("tokens a hit reads", lambda m: fmt_count(m["gpu_cached_tokens"], "token") + " (whole KV blocks)"),
+                ("prefill time saved per request", lambda m: fmt_seconds(m["prefill_saved_per_request_s"])),
             ],
         ),
         (
@@ -108,7 +123,7 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ],
         ),
         (
-            "Prompt caching, API prices",
+            "Prompt caching, API billing (write 1.25×/2×, read 0.1×)",
             [
                 (
                     "hit rate",
@@ -139,12 +154,24 @@ def _ridge(m: Metrics) -> str:
     return "never compute-bound: each sequence's KV reads outgrow its arithmetic"
 
 
+def _line(name: str, fmt: Callable[[float], str], indent: str = "") -> Line:
+    """A figure under its one name (``metrics.label``)."""
+    return indent + label(name), lambda m: fmt(m[name])
+
+
+def _cached(m: Metrics) -> str:
+    """'; 297 ms without a prefix-cache hit' where the GPUs' prefix cache saves something."""
+    if m["ttft_s"] >= m["ttft_nocache_s"]:
+        return ""
+    return f"; {fmt_seconds(m['ttft_nocache_s'])} without a prefix-cache hit"
+
+
 def _tp(m: Metrics) -> str:
     return fmt_num(m["min_tp_that_fits"]) if m["min_tp_that_fits"] else "none up to 64"
 
 
-#: Sections whose figures need the model to fit on the GPUs (latency, throughput, speculative decoding).
-GPU_SECTIONS = (1, 2, 3)
+#: Sections whose figures need the model to fit on the GPUs (latency, throughput, GPU prefix cache, speculative).
+GPU_SECTIONS = (1, 2, 3, 4)
 
 
 def scenario_text(result: Result) -> str:

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.deploy.fleet import Fleet, Pool
+from planner.sim.slo import Slo
 from planner.units import MS_PER_S
 
 #: Words before a server's own arguments: the container's command (the rest are its args).
@@ -137,12 +138,26 @@ def _ms(seconds: float) -> str:
     return f"{seconds * MS_PER_S:g}"
 
 
+def goodput_items(slo: Slo) -> list[str]:
+    """The benchmark's per-request goodput targets (``vllm bench serve --goodput``: ttft, tpot, e2el in ms), the
+    SLO's (``planner.sim.slo``: the TPOT target, else the ITL target, as its goodput holds them)."""
+    targets = (("ttft", slo.ttft_s), ("tpot", slo.goodput_tpot_s), ("e2el", slo.e2e_s))
+    return [f"{name}:{_ms(t)}" for name, t in targets if t is not None]
+
+
+def _pct(slo: Slo) -> str:
+    """The percentile the benchmark reports beside the median: the SLO's (p99 where it holds means: the
+    benchmark reports the means anyway)."""
+    return "99" if slo.is_mean else f"{slo.q:g}"
+
+
 def bench_argv(fleet: Fleet, base_url: str, result_path: str) -> list[str]:
     """The benchmark of the deployed endpoint at the plan's rate and lengths (module doc); the result file
     ``kvplan calibrate`` reads is written to ``result_path`` (a directory/name.json or .jsonl)."""
     s = fleet.serving
     model = served_model(fleet)
-    goodput = ["--goodput", f"ttft:{_ms(s.slo_ttft_s)}", f"tpot:{_ms(s.slo_tpot_s)}"]
+    slo = Slo.of(s)
+    goodput = ["--goodput", *goodput_items(slo)] if goodput_items(slo) else []
     lengths = ["--random-input-len", str(s.prompt), "--random-output-len", str(s.output)]
     load = ["--num-prompts", str(s.sim_requests), "--request-rate", repr(s.rate), "--seed", str(s.seed)]
     if fleet.engine == "vllm":
@@ -150,7 +165,7 @@ def bench_argv(fleet: Fleet, base_url: str, result_path: str) -> list[str]:
         return [
             *("vllm", "bench", "serve", "--backend", "vllm", "--base-url", base_url, "--model", model),
             *("--dataset-name", "random", *lengths, "--random-range-ratio", "0", "--ignore-eos", *load),
-            *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", f"50,{s.slo_pct:g}", *goodput),
+            *("--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", f"50,{_pct(slo)}", *goodput),
             *("--save-result", "--result-dir", folder or ".", "--result-filename", name),
         ]
     return [

@@ -15,6 +15,10 @@ running ITL     = the largest mixed step: t_step(B decodes + min(c, P) prefill t
                   (B ≥ C: the plain decode step)
 no chunking     : the prompt runs as one prefill step; TTFT = t_prefill(P) and each
                   running stream waits t_prefill(P) + t_decode(B) for its next token.
+prefix cache    : a newcomer whose prefix the GPUs' cache holds chunks in only its P − X_hit new
+                  tokens, after X_hit cached (``prefix_reuse``); both TTFTs are expected over the hit
+                  rate h: h · TTFT(hit) + (1 − h) · TTFT(whole prompt).  The step counts and the
+                  running streams' gaps are a whole prompt's (a miss: the worst a stream sees).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue
+from planner.engine.prefix_reuse import any_hit, expected, gpu_cached_tokens, hit_prefill
 from planner.engine.roofline import StepCost, decode, decode_context_tokens, prefill, step_cost
 
 
@@ -38,13 +43,16 @@ class ChunkSteps(NamedTuple):
     biggest: StepCost  # B decodes + min(c, P) prefill tokens after max(P − c, 0) cached (the worst ITL)
 
 
-def chunk_steps(x: EngineInputs, chunk_tokens=None) -> ChunkSteps:
-    """The full, last and biggest chunk steps for ``chunk_tokens`` (default: the scenario's chunk)."""
+def chunk_steps(x: EngineInputs, chunk_tokens=None, cached_tokens=None) -> ChunkSteps:
+    """The full, last and biggest chunk steps for ``chunk_tokens`` (default: the scenario's chunk) of a
+    prompt whose first ``cached_tokens`` (default none) the prefix cache holds: its P − cached new tokens
+    are chunked in after them."""
     budget = x.chunk_tokens if chunk_tokens is None else np.asarray(chunk_tokens, dtype=float)
     c = np.maximum(budget - x.batch, 0.0)
     admits = c > 0
     safe = np.where(admits, c, 1.0)
-    p = x.prompt_tokens
+    start = 0.0 if cached_tokens is None else cached_tokens
+    p = x.prompt_tokens - start
     ctx = decode_context_tokens(x)
     n_full = np.where(admits, np.floor(p / safe), np.inf)
     n_done = np.where(admits, n_full, 0.0)  # finite stand-in where no chunk ever runs
@@ -54,27 +62,40 @@ def chunk_steps(x: EngineInputs, chunk_tokens=None) -> ChunkSteps:
         prefill_tokens=c,
         full_chunks=n_full,
         rest_tokens=rest,
-        full=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=np.maximum(n_done - 1.0, 0.0) * c / 2.0),
-        last=step_cost(x, seqs=x.batch, ctx=ctx, n=rest, past=n_done * c),
-        biggest=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=np.maximum(p - c, 0.0)),
+        full=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=start + np.maximum(n_done - 1.0, 0.0) * c / 2.0),
+        last=step_cost(x, seqs=x.batch, ctx=ctx, n=rest, past=start + n_done * c),
+        biggest=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=start + np.maximum(p - c, 0.0)),
     )
 
 
-def chunked_prefill(x: EngineInputs, chunk_tokens=None, prefill_s=None, decode_s=None) -> dict[str, MetricValue]:
-    """The chunked and unchunked newcomer TTFT and running ITL (module doc).  ``prefill_s`` and
-    ``decode_s``: the plain prefill and decode step times when already computed."""
-    chunks = chunk_steps(x, chunk_tokens)
+def _newcomer_ttft_s(chunks: ChunkSteps) -> Array:
+    """Σ of a newcomer's chunk steps (module doc); ∞ when no prefill token fits a step."""
     admits = chunks.prefill_tokens > 0
     n_done = np.where(admits, chunks.full_chunks, 0.0)
     ttft = n_done * chunks.full.time_s + np.where(chunks.rest_tokens > 0, chunks.last.time_s, 0.0)
+    return np.where(admits, ttft, np.inf)
+
+
+def chunked_prefill(x: EngineInputs, chunk_tokens=None, prefill_s=None, decode_s=None) -> dict[str, MetricValue]:
+    """The chunked and unchunked newcomer TTFT (expected over the prefix cache's hits) and the running
+    ITL (module doc).  ``prefill_s`` and ``decode_s``: the whole prompt's prefill and the decode step
+    times when already computed."""
+    chunks = chunk_steps(x, chunk_tokens)
+    admits = chunks.prefill_tokens > 0
+    ttft = _newcomer_ttft_s(chunks)
     steps = np.where(admits, np.ceil(x.prompt_tokens / np.where(admits, chunks.prefill_tokens, 1.0)), np.inf)
     plain_prefill = prefill(x).time_s if prefill_s is None else prefill_s
     plain_decode = decode(x).time_s if decode_s is None else decode_s
+    if any_hit(x):
+        ttft_hit = _newcomer_ttft_s(chunk_steps(x, chunk_tokens, gpu_cached_tokens(x)))
+        idle = expected(x, hit_prefill(x).time_s, plain_prefill)
+    else:
+        ttft_hit, idle = ttft, plain_prefill
     return {
         "chunked_steps": steps,
-        "chunked_ttft_s": np.where(admits, ttft, np.inf),
+        "chunked_ttft_s": np.where(admits, expected(x, ttft_hit, ttft), np.inf),
         "chunked_max_itl_s": np.where(admits, chunks.biggest.time_s, plain_decode),
         "chunked_mean_itl_s": np.where(admits, ttft / np.where(admits, steps, 1.0), plain_decode),
-        "nochunk_ttft_s": plain_prefill,
+        "nochunk_ttft_s": idle,
         "nochunk_max_itl_s": plain_prefill + plain_decode,
     }

@@ -17,6 +17,7 @@ from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
 from planner.engine.inputs import EngineInputs, MetricValue, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
+from planner.engine.prefix_reuse import prefix_cache_metrics
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
 from planner.engine.speculative import speculative
@@ -117,10 +118,10 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
     out["kv_bytes_per_token_mha"] = kv_bytes_per_token_for_heads(x, x.heads)
     out["kv_bytes_per_token_mqa"] = kv_bytes_per_token_for_heads(x, 1.0)
 
-    pre = prefill(x)
+    pre = prefill(x)  # the whole prompt (a prefix-cache miss): the roofline's prefill point
     ttft = pre.time_s
+    out.update(prefix_cache_metrics(x, pre))
     out.update(
-        ttft_s=ttft,
         prefill_compute_bound=pre.compute_bound,
         prefill_flop=pre.flop,
         prefill_bytes=pre.bytes,
@@ -144,8 +145,8 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
     spec = speculative(x, plain_step_s=plain_tpot)
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
-    out.update(_rates(x, ttft, tpot))
-    out.update(prompt_cache(x, prefill_s=ttft))
+    out.update(_rates(x, out["ttft_s"], tpot))
+    out.update(prompt_cache(x))
     out.update(
         decode_overhead_s=dec.overhead_s,  # the efficiency terms in force (docs/model.md §4)
         prefill_overhead_s=pre.overhead_s,
@@ -171,7 +172,8 @@ def _layout_metrics(x: EngineInputs, dec, out: dict[str, MetricValue]) -> dict[s
 
 
 def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
-    """Throughput, cost and latency (docs/model.md §10).
+    """Throughput, cost and latency (docs/model.md §10); ``ttft``: the idle prefill expected over the GPUs'
+    prefix-cache hits (``prefix_reuse``), the time each request's prefill holds the replica.
 
     decode only          B / TPOT                                   (tokens/s while every stream decodes)
     serving (per replica) B·O / (B · TTFT + O · TPOT)               (each request's prefill takes the
@@ -179,6 +181,13 @@ def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
                                                                     O decode steps with B − 1 others;
                                                                     pp stages and dp ranks hold a prompt
                                                                     for TTFT · u / (pp · dp))
+    replica time per request  t_req = t_pre + O · TPOT / B          (= O / serving rate; t_pre the prefill's)
+    GPU cost                  per request = price per replica-second · t_req; per million output tokens
+                              = that / O (prefill included: beside the serving rate); per million input
+                              tokens = price · t_pre / P (the prefill's share); decode-only per million
+                              output tokens = price · TPOT / B (beside the decode-only rate; the two shares
+                              add up: P · input + O · decode-only = per request); per million tokens
+                              = per request / (P + O)
     static batch          B·O / (t_prefill(B prompts together) + (O − 1) · TPOT) / GPUs (tp · dp · pp)
     request latency       TTFT + (O − 1) · TPOT                     (the first token comes from the prefill)
     """
@@ -187,22 +196,26 @@ def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     gpus = x.tp if plain else parallel.gpus_per_instance(x)
     # a prompt holds the instance for TTFT; pipelined stages and dp ranks prefill several at once
     held = ttft if plain else ttft * parallel.layer_imbalance(x) / (x.pp * x.dp)
-    serving_rate = x.batch * x.output_tokens / (x.batch * held + x.output_tokens * tpot)
+    decode_share_s = x.output_tokens * tpot / x.batch
+    serving_rate = x.output_tokens / (held + decode_share_s)
     static_s = batched_prefill(x).time_s + (x.output_tokens - 1.0) * tpot
+    per_s = x.price_per_gpu_hour_usd * gpus / S_PER_HOUR
+    per_request = per_s * (held + decode_share_s)
     return dict(
         tpot_s=tpot,
         decode_tokens_per_s=decode_rate,
         decode_tokens_per_s_per_gpu=decode_rate / gpus,
         output_tokens_per_s=serving_rate,
         output_tokens_per_s_per_gpu=serving_rate / gpus,
+        prefill_time_per_request_s=held,
         static_batch_latency_s=static_s,
         static_batch_output_tokens_per_s_per_gpu=x.batch * x.output_tokens / static_s / gpus,
         price_per_replica_hour_usd=x.price_per_gpu_hour_usd * gpus,
-        cost_per_million_output_tokens_usd=x.price_per_gpu_hour_usd
-        * gpus
-        / S_PER_HOUR
-        / serving_rate
-        * TOKENS_PER_MTOK,
+        cost_per_million_output_tokens_usd=per_request / x.output_tokens * TOKENS_PER_MTOK,
+        decode_cost_per_million_output_tokens_usd=per_s * tpot / x.batch * TOKENS_PER_MTOK,
+        cost_per_million_input_tokens_usd=per_s * held / x.prompt_tokens * TOKENS_PER_MTOK,
+        cost_per_million_tokens_usd=per_request / (x.prompt_tokens + x.output_tokens) * TOKENS_PER_MTOK,
+        cost_per_request_usd=per_request,
         request_latency_s=ttft + (x.output_tokens - 1.0) * tpot,
     )
 

@@ -144,6 +144,7 @@ class EngineInputs:
     draft_activation_elements_per_token_per_layer: Array
     # prompt caching
     cache_hit_rate: Array
+    gpu_hit_rate: Array  # share of requests whose prefix the GPUs' prefix cache holds (engine/prefix_reuse.py)
     prefix_tokens: Array
     min_cacheable_tokens: Array
     requests_per_min_per_prefix: Array
@@ -380,6 +381,13 @@ def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> Res
     return resolve_timing(engine or EngineTiming(), gpu, s.timing)
 
 
+def gpu_hit_rate(s: Scenario) -> float:
+    """The GPUs' prefix-cache hit rate: ``gpu_hit``, else ``hit``; 0 with the prefix cache off."""
+    if s.prefix_cache == "off":
+        return 0.0
+    return s.gpu_hit if s.gpu_hit is not None else s.hit
+
+
 def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming) -> tuple[float, float]:
     """(MFU, MBU) in force: the scenario's override, else the profile's fitted plateau for the
     compute dtype (8-bit rate for fp8/int8/fp4 tensor cores); 1 on a calibrated profile."""
@@ -458,6 +466,7 @@ def from_specs(
         draft_attention_dim=attention_dims(d)[1],
         draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
         cache_hit_rate=s.hit,
+        gpu_hit_rate=gpu_hit_rate(s),
         prefix_tokens=s.prefix,
         min_cacheable_tokens=min_cache,
         requests_per_min_per_prefix=s.rpm,

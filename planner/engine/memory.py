@@ -464,7 +464,7 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     concurrency = x.dp * blocks * bb / kv_allocated_bytes_per_sequence(x, ctx, None, groups, stage=st)
     outside = np.where(x.graphs_in_budget > 0, 0.0, graphs)
     outside = outside + np.where(x.mem_rule == 1, act + non_torch, 0.0)
-    usable = budget + weights + reserve
+    usable = raw + weights + reserve  # the budget the engine asks for, even where the model does not fit
     headroom = x.memory_reported_bytes - baseline - usable - outside
     return {
         "kv_bytes_per_token": kv_bytes_per_token(x),

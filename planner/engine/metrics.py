@@ -31,6 +31,29 @@ def _m(unit: str, meaning: str, export: ExportRule = "number") -> Metric:
     return Metric(unit, meaning, export)
 
 
+#: The name people read for each throughput and GPU cost, saying what it includes — the headline, the
+#: findings, the tables and the CLI all print these (one name per quantity; ``label``).
+LABELS: dict[str, str] = {
+    "output_tokens_per_s": "output tok/s per replica, prefill included",
+    "output_tokens_per_s_per_gpu": "output tok/s per GPU, prefill included",
+    "decode_tokens_per_s": "decode-only tok/s per replica",
+    "decode_tokens_per_s_per_gpu": "decode-only tok/s per GPU",
+    "static_batch_output_tokens_per_s_per_gpu": "static-batch output tok/s per GPU",
+    "cost_per_million_output_tokens_usd": "GPU $ per million output tokens, prefill included",
+    "decode_cost_per_million_output_tokens_usd": "GPU $ per million output tokens, decode only",
+    "cost_per_million_input_tokens_usd": "GPU $ per million input tokens (the prefill's share)",
+    "cost_per_million_tokens_usd": "GPU $ per million tokens, input and output",
+    "cost_per_request_usd": "GPU $ per request",
+}
+
+
+def label(name: str, capital: bool = False) -> str:
+    """The name people read for metric ``name`` (``LABELS``; else the metric's key), with a capital first
+    letter for the start of a sentence (``capital``; the rest as written: 'GPU' stays)."""
+    text = LABELS.get(name, name)
+    return text[:1].upper() + text[1:] if capital else text
+
+
 METRICS: dict[str, Metric] = {
     # memory (engine/memory.py)
     "kv_bytes_per_token": _m("B", "KV cache one token adds, all layers, all GPUs of a replica"),
@@ -41,7 +64,11 @@ METRICS: dict[str, Metric] = {
     "reserve_bytes_per_gpu": _m(
         "B", "what the engine's budget sets aside besides weights and KV (activation peak, non-torch)"
     ),
-    "usable_bytes_per_gpu": _m("B", "the engine's budget per GPU: weights + reserve + KV (vLLM: ⌈total × mem_util⌉)"),
+    "usable_bytes_per_gpu": _m(
+        "B",
+        "the engine's budget per GPU: weights + reserve + KV (vLLM: ⌈total × mem_util⌉), also where the model "
+        "does not fit in it",
+    ),
     "kv_budget_bytes_per_gpu": _m("B", "the KV cache memory per GPU (vLLM's 'Available KV cache memory'), at least 0"),
     "fits": _m(
         "bool", "the engine starts: one prompt + output sequence fits and the memory outside the budget too", "flag"
@@ -75,7 +102,19 @@ METRICS: dict[str, Metric] = {
     "kv_bytes_per_token_mha": _m("B", "KV per token if every query head had its own K/V (MHA)"),
     "kv_bytes_per_token_mqa": _m("B", "KV per token with one shared K/V head (MQA)"),
     # prefill (engine/roofline.py)
-    "ttft_s": _m("s", "time to first token: one prompt's prefill on an idle replica"),
+    # prefill and the GPUs' prefix cache (engine/prefix_reuse.py)
+    "ttft_s": _m(
+        "s", "time to first token on an idle replica: the prefill, expected over the GPUs' prefix-cache hit rate"
+    ),
+    "ttft_nocache_s": _m("s", "idle TTFT of the whole prompt (a prefix-cache miss, or no prefix cache)"),
+    "ttft_hit_s": _m("s", "idle TTFT on a prefix-cache hit: the P − X_hit new tokens after the X_hit cached"),
+    "gpu_cache_hit_rate": _m(
+        "1", "share of requests whose prefix the GPUs' prefix cache holds (gpu_hit, else hit; 0 with it off)"
+    ),
+    "gpu_cached_tokens": _m("tokens", "prompt tokens a prefix-cache hit reads: whole blocks of the prefix, ≤ P − 1"),
+    "prefill_saved_per_request_s": _m(
+        "s", "prefill time the GPUs' prefix cache saves per request: hit rate × (whole prompt − hit)"
+    ),
     "prefill_compute_bound": _m("bool", "the prefill step's arithmetic time is at least its memory time", "bound"),
     "prefill_flop": _m("FLOP", "prefill FLOP per GPU"),
     "prefill_bytes": _m("B", "prefill bytes moved per GPU"),
@@ -94,12 +133,15 @@ METRICS: dict[str, Metric] = {
     # chunked prefill (engine/chunked.py)
     "chunked_steps": _m("1", "mixed steps a newcomer's prompt takes (C − B tokens each)", "never_if_inf"),
     "chunked_ttft_s": _m(
-        "s", "newcomer's time to first token with chunked prefill under the batch (never when B ≥ C)", "never_if_inf"
+        "s",
+        "newcomer's time to first token with chunked prefill under the batch, expected over the prefix-cache "
+        "hits (never when B ≥ C)",
+        "never_if_inf",
     ),
-    "chunked_max_itl_s": _m("s", "running streams' largest inter-token gap with chunked prefill"),
-    "chunked_mean_itl_s": _m("s", "running streams' mean inter-token gap while the prompt is chunked in"),
-    "nochunk_ttft_s": _m("s", "newcomer's time to first token without chunking"),
-    "nochunk_max_itl_s": _m("s", "running streams' largest gap without chunking"),
+    "chunked_max_itl_s": _m("s", "running streams' largest inter-token gap with chunked prefill (a whole prompt)"),
+    "chunked_mean_itl_s": _m("s", "running streams' mean inter-token gap while a whole prompt is chunked in"),
+    "nochunk_ttft_s": _m("s", "newcomer's time to first token without chunking (expected over the prefix-cache hits)"),
+    "nochunk_max_itl_s": _m("s", "running streams' largest gap without chunking (a whole prompt)"),
     # speculative decoding (engine/speculative.py)
     "spec_expected_tokens_per_step": _m("tokens", "E(α, γ): tokens one verification pass yields"),
     "spec_step_s": _m("s", "γ draft steps + one verification pass"),
@@ -113,21 +155,31 @@ METRICS: dict[str, Metric] = {
     "decode_tokens_per_s_per_gpu": _m("tokens/s", "decode-only throughput per GPU (÷ tp × dp × pp)"),
     "output_tokens_per_s": _m("tokens/s", "output tokens/s of one replica, prefill GPU time included"),
     "output_tokens_per_s_per_gpu": _m("tokens/s", "output tokens/s per GPU, prefill GPU time included"),
+    "prefill_time_per_request_s": _m(
+        "s", "replica time one request's prefill holds (idle TTFT with the prefix cache; ÷ pp·dp for layouts)"
+    ),
     "static_batch_latency_s": _m("s", "B prompts prefilled together, then O − 1 decode steps"),
     "static_batch_output_tokens_per_s_per_gpu": _m(
         "tokens/s", "B · O / static-batch latency / GPUs (TensorRT-LLM and LMDeploy benchmarks)"
     ),
     "price_per_replica_hour_usd": _m("USD/h", "price of one replica's GPUs per hour"),
-    "cost_per_million_output_tokens_usd": _m("USD", "GPU cost of a million output tokens, prefill time included"),
+    "cost_per_million_output_tokens_usd": _m(
+        "USD", "GPU cost of a million output tokens, prefill time included (from output_tokens_per_s_per_gpu)"
+    ),
+    "decode_cost_per_million_output_tokens_usd": _m(
+        "USD", "the decode share of the GPU cost per million output tokens (from decode_tokens_per_s_per_gpu)"
+    ),
+    "cost_per_million_input_tokens_usd": _m("USD", "the prefill share of the GPU cost per million input tokens"),
+    "cost_per_million_tokens_usd": _m("USD", "GPU cost per million tokens, input and output together"),
+    "cost_per_request_usd": _m("USD", "GPU cost of one request: its prefill and its share of the decode steps"),
     "request_latency_s": _m("s", "TTFT + (output − 1) × TPOT"),
-    # prompt caching (engine/prompt_cache.py)
+    # API prompt caching (engine/prompt_cache.py)
     "cache_applies": _m("bool", "the prefix is at least the model's minimum cacheable length", "flag"),
     "cache_hit_rate": _m("1", "hit rate used: the input, or the TTL-implied one from requests/min"),
     "cache_cost_per_request_usd": _m("USD", "API cost of one request with prompt caching"),
     "nocache_cost_per_request_usd": _m("USD", "API cost of one request without caching"),
     "cache_saving_frac": _m("1", "1 − cost with cache ÷ cost without (negative: a surcharge)"),
     "cache_break_even_hit_rate": _m("1", "hit rate above which caching pays"),
-    "cached_ttft_s": _m("s", "expected TTFT with the prefix cache"),
     # efficiency model in force (planner/model/engine_timing.py)
     "decode_overhead_s": _m("s", "fixed cost of a decode step: t_step + layers × t_layer (CUDA-graph replay)"),
     "prefill_overhead_s": _m("s", "fixed cost of a prefill step: t_step + layers × t_layer (eager launches)"),

@@ -1,4 +1,4 @@
-"""Prompt-caching cost per request (API pricing) and its effect on TTFT.
+"""Prompt-caching cost per request as an API bills it (the GPUs' own prefix cache: ``prefix_reuse``).
 
 Prices per token: input p, output o; cache write w·p (w = 1.25 for a 5-minute
 TTL, 2 for 1 hour), cache read r·p (r = 0.1) — Anthropic prompt-caching docs.
@@ -7,7 +7,6 @@ A prefix shorter than the model's minimum is not cached (silently: no write, no 
 cost with cache  = (h·r + (1−h)·w)·X·p + (P − X)·p + O·o        X = cacheable prefix
 cost without     = P·p + O·o
 break-even h*    = (w − 1) / (w − r)           (caching pays when h > h*)
-TTFT with cache  = h · t_prefill(P − X after X cached) + (1 − h) · t_prefill(P)
 Hit rate from traffic (optional, λ = requests/min per prefix ÷ 60):
   arrivals   requests on one prefix arrive independently (Poisson, λ per second); every
              request, hit or miss, writes or refreshes the entry, so a request hits when
@@ -25,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue
-from planner.engine.roofline import StepCost, prefill
 from planner.units import S_PER_MINUTE
 
 
@@ -70,21 +68,12 @@ def effective_hit_rate(x: EngineInputs) -> Array:
     return np.where(x.requests_per_min_per_prefix > 0, implied, x.cache_hit_rate)
 
 
-def cache_hit_prefill(x: EngineInputs) -> StepCost:
-    """Prefill on a cache hit: the P − X new tokens after the X cached ones (at least one new token)."""
-    cached = cacheable_prefix_tokens(x)
-    return prefill(x, tokens=np.maximum(x.prompt_tokens - cached, 1.0), past=np.minimum(cached, x.prompt_tokens - 1.0))
-
-
-def prompt_cache(x: EngineInputs, prefill_s=None) -> dict[str, MetricValue]:
-    """API cost with and without the prompt cache, its hit rate, and the TTFT with a prefix
-    cache on this GPU.  ``prefill_s``: the plain prefill time when already computed."""
+def prompt_cache(x: EngineInputs) -> dict[str, MetricValue]:
+    """API cost with and without the prompt cache, and its hit rate."""
     h = effective_hit_rate(x)
     cached = cacheable_prefix_tokens(x)
     with_cache = request_cost_usd(x, h)
     without = nocache_cost_usd(x)
-    ttft_hit = cache_hit_prefill(x).time_s
-    ttft_miss = prefill(x).time_s if prefill_s is None else prefill_s
     return {
         "cache_applies": cached > 0,
         "cache_hit_rate": h,
@@ -92,5 +81,4 @@ def prompt_cache(x: EngineInputs, prefill_s=None) -> dict[str, MetricValue]:
         "nocache_cost_per_request_usd": without,
         "cache_saving_frac": np.where(without > 0, 1.0 - with_cache / np.where(without > 0, without, 1.0), 0.0),
         "cache_break_even_hit_rate": break_even_hit_rate(x.cache_write_multiplier, x.cache_read_multiplier),
-        "cached_ttft_s": h * ttft_hit + (1.0 - h) * ttft_miss,
     }

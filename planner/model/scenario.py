@@ -7,7 +7,7 @@ another scenario from this one (validated; the GPU-price rule in one place).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
@@ -50,6 +50,9 @@ NO_PREFILL_POOL: dict[str, Any] = {
     "prefill_ep": None,
     "prefill_chunk": None,
 }
+#: The SLO's percentile (``slo_pct``), or the mean: ``planner.sim.slo``.
+SloPct = Annotated[float, Field(ge=50.0, le=99.9)]
+SloStat: TypeAlias = float | Literal["mean"]
 
 #: The serving knobs the sizing search may tune (``planner.search.knob_search``); the layout (tp) always is.
 SEARCH_AXES = ("batch", "chunk", "kvdtype", "wdtype", "spec", "disagg")
@@ -113,7 +116,19 @@ class Scenario(BaseModel):
     prompt: int = Field(default=2048, ge=1, le=10_000_000, description="prompt tokens")
     output: int = Field(default=256, ge=1, le=1_000_000, description="output tokens")
     chunk: int = Field(default=2048, ge=16, le=10_000_000, description="prefill tokens per step")
-    hit: float = Field(default=0.5, ge=0.0, le=1.0, description="prompt-cache hit rate")
+    hit: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="prompt-cache hit rate: the API's, the share of simulated requests sharing the prefix, "
+        "and the GPUs' prefix-cache hit rate unless gpu_hit is set",
+    )
+    gpu_hit: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="share of requests whose prefix the GPUs' prefix cache holds (vLLM/SGLang); None = hit",
+    )
     prefix: int = Field(default=1024, ge=0, le=10_000_000, description="cacheable prefix tokens")
     rpm: float = Field(
         default=0.0, ge=0.0, le=1e6, description="requests/min sharing one prefix; >0 derives the hit rate from the TTL"
@@ -142,9 +157,20 @@ class Scenario(BaseModel):
     )
     mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
     block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
-    slo_ttft_s: float = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
-    slo_tpot_s: float = Field(
-        default=0.05, gt=0.0, le=60.0, description="time-per-output-token (p99 inter-token) target, seconds"
+    # the SLO (planner/sim/slo.py): each target may be unset (None); slo_pct below is their statistic
+    slo_ttft_s: float | None = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
+    slo_tpot_s: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=60.0,
+        description="per-request TPOT target, seconds: (E2EL − TTFT) / (output − 1) as vllm bench serve reports it "
+        "(a link giving it without slo_itl_s means the ITL target, as links did before)",
+    )
+    slo_itl_s: float | None = Field(
+        default=0.05, gt=0.0, le=60.0, description="inter-token latency target, seconds: every gap, over tokens"
+    )
+    slo_e2e_s: float | None = Field(
+        default=None, gt=0.0, le=36_000.0, description="end-to-end latency (E2EL) target, seconds"
     )
     rate: float = Field(default=2.0, gt=0.0, le=100_000.0, description="simulated arrivals, requests/s (Poisson)")
     dist: LengthDist = Field(default="lognormal", description="prompt/output length distribution")
@@ -221,11 +247,10 @@ class Scenario(BaseModel):
     )
 
     # the SLO's percentile and goodput share, the sizing search's knobs, the pinned baseline (issue 17)
-    slo_pct: float = Field(
+    slo_pct: SloPct | Literal["mean"] = Field(
         default=99.0,
-        ge=50.0,
-        le=99.9,
-        description="percentile of TTFT (over requests) and inter-token latency (over tokens) held to the targets",
+        description="the statistic every target holds: mean, or a percentile in [50, 99.9] (TTFT, TPOT and E2EL "
+        "over requests, ITL over tokens)",
     )
     slo_goodput: float = Field(
         default=0.0,

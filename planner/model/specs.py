@@ -12,6 +12,7 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.format import fmt_bytes
 from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, TiB
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
@@ -81,6 +82,9 @@ class GPU(BaseModel):
     vendor: str = Field(min_length=1, max_length=40)
     generation: str = Field(default="", max_length=40, description="architecture generation (Hopper, CDNA 3 …)")
     memory_bytes: float = Field(gt=0, le=10 * TiB, description="HBM/GDDR capacity (datasheet)")
+    memory_datasheet: str = Field(
+        default="", max_length=80, description="the capacity as the datasheet prints it: '80 GB HBM3'"
+    )
     memory_reported_bytes: float | None = Field(
         default=None, gt=0, le=10 * TiB, description="total memory the driver reports (what engines size from)"
     )
@@ -118,6 +122,15 @@ class GPU(BaseModel):
         le=1 / MS_PER_S,
         description="fixed cost per inter-node collective",
     )
+
+    @property
+    def memory_words(self) -> str:
+        """'80 GB HBM3 · 79.2 GiB visible to the driver': the datasheet's capacity as printed and what the
+        driver reports (what a serving engine sizes from)."""
+        printed = self.memory_datasheet or fmt_bytes(self.memory_bytes)
+        if self.memory_reported_bytes is None:
+            return printed
+        return f"{printed} · {fmt_bytes(self.memory_reported_bytes)} visible to the driver"
 
     @property
     def group(self) -> str:
@@ -178,6 +191,9 @@ class GpuProfileFile(BaseModel):
     )
     memory_capacity_gb: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
     memory_capacity_gib: float | None = Field(default=None, ge=MIN_MEMORY_GB, le=10_000)
+    memory_type: str | None = Field(
+        default=None, max_length=40, description="the memory as the datasheet names it: HBM3, HBM3e, GDDR6 …"
+    )
     memory_reported_gib: float | None = Field(
         default=None,
         gt=0,
@@ -245,6 +261,16 @@ class GpuProfileFile(BaseModel):
             raise ValueError("give exactly one of memory_capacity_gb or memory_capacity_gib")
         return self
 
+    @property
+    def memory_datasheet(self) -> str:
+        """'80 GB HBM3': the capacity in the unit the file gives it, and the memory's name."""
+        size = (
+            f"{self.memory_capacity_gb:g} GB"
+            if self.memory_capacity_gb is not None
+            else f"{self.memory_capacity_gib:g} GiB"
+        )
+        return f"{size} {self.memory_type or ''}".strip()
+
     def to_gpu(self, key: str) -> GPU:
         mem = (
             self.memory_capacity_gb * GB if self.memory_capacity_gb is not None else self.memory_capacity_gib * GiB  # type: ignore[operator]
@@ -264,6 +290,7 @@ class GpuProfileFile(BaseModel):
             vendor=self.vendor,
             generation=self.generation or KNOWN_GENERATIONS.get(key, ""),
             memory_bytes=mem,
+            memory_datasheet=self.memory_datasheet,
             memory_reported_bytes=None if self.memory_reported_gib is None else self.memory_reported_gib * GiB,
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_tb_per_s * TERA,
             peak_flop_per_s=peaks,

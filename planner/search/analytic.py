@@ -27,6 +27,8 @@ requests arriving per scheduler step (everything below grows with x, so each SLO
                       mean wait W = λ·E[S²] / (2(1 − ρ)) (Pollaczek–Khinchine, M/G/1), its tail
                       P(wait > w) ≈ ρ·exp(−w·ρ/W), so W_p = (W/ρ)·ln(ρ / (1 − p/100)) when ρ > 1 − p/100
   TTFT percentile     W + S(Pu) + τ/2 + √((W_p − W)² + (S(Pu_p) − S(Pu))²)   (independent tails in quadrature)
+  the SLO's statistic the percentiles above are p's; a mean holds W + S(Pu) + τ/2 (TTFT) and τ/E (ITL), and
+                      the per-request TPOT and E2EL are ``screen_stats``' (each term only for a target set)
   compute             ρ ≤ ``slo.COMPUTE_BUSY_MAX``
   batch cap           N_hi + x·k (prefilling) ≤ max_num_seqs
   KV memory           N_hi·(P − cached + O/2 + block/2) + x·k·Pu/2 + the shared prefix once ≤ KV tokens
@@ -41,7 +43,7 @@ counted in TTFT):
   prefill replica     prefill-only steps of C tokens: ρ = λ·Pu·t(0, C)/C, S(P) as above with
                       t₁ = t(0, 1) (a step reads every weight); TTFT, compute and its KV
                       (λ·S·P in flight) as above, λ by bisection
-  decode replica      decode-only steps: τ = t(N, 0), λ = x/τ; ITL by bisection, batch cap (N_hi) and
+  decode replica      decode-only steps: τ = t(N, 0), λ = x/τ; ITL and TPOT by bisection, batch cap (N_hi) and
                       KV (N_hi·(P + O/2 + block/2)) in closed form
 """
 
@@ -50,13 +52,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from statistics import NormalDist
 
 import numpy as np
 
 from planner.engine.inputs import Array
+from planner.search.screen_stats import Latencies, decode_pool_values, z_of
 from planner.search.step_grid import ReplicaGrid, TrafficStats
-from planner.sim.slo import BATCH, COMPUTE, COMPUTE_BUSY_MAX, CONSTRAINTS, GOODPUT, ITL, KV, TTFT, Slo
+from planner.sim.slo import (
+    BATCH,
+    COMPUTE,
+    COMPUTE_BUSY_MAX,
+    CONSTRAINTS,
+    GOODPUT,
+    ITL,
+    KV,
+    TPOT,
+    TTFT,
+    LatencyName,
+    Slo,
+)
 
 #: Bisection steps in log x between x_max·1e-6 and x_max: the capacity to a factor 10^(6/2¹³) ≈ 1.002.
 BISECTIONS = 13
@@ -68,7 +82,7 @@ ITL_BISECTIONS = 12
 
 
 def _z(slo: Slo) -> float:
-    return NormalDist().inv_cdf(slo.pct / 100.0)
+    return z_of(slo.q)
 
 
 def _tail_s(mean_wait, rho, miss):
@@ -262,14 +276,20 @@ class ColocatedState:
 
     rate_per_s: Array
     mean_step_s: Array
-    ttft_q_s: Array
     prefill_busy: Array
     steps: MixedSteps
-    fails: dict[str, Array]  # the TTFT, ITL, compute (and goodput) terms
+    fails: dict[str, Array]  # the latency, compute (and goodput) terms
+    latencies: Latencies
+
+    def value(self, name: LatencyName, slo: Slo, accept: list[tuple[float, Array]]) -> Array:
+        """``slo``'s statistic of latency ``name`` at this load (``screen_stats``)."""
+        if name == "itl" and not slo.is_mean:
+            return self.steps.quantile(slo.q, accept)
+        return self.latencies.value(name, slo)
 
 
 def colocated_state(g: ReplicaGrid, t: TrafficStats, slo: Slo, x) -> ColocatedState:
-    """The TTFT, ITL and compute terms of the colocated model at arrivals per step ``x`` (module doc)."""
+    """The latency, compute (and goodput) terms of the colocated model at arrivals per step ``x`` (module doc)."""
     n = _decodes(g, t, x)
     n_hi = n + _z(slo) * np.sqrt(n)
     budget_hi = g.chunk - n_hi * g.q
@@ -297,19 +317,18 @@ def colocated_state(g: ReplicaGrid, t: TrafficStats, slo: Slo, x) -> ColocatedSt
     def ttft(miss: float, tail_tokens: float) -> Array:
         return np.where(stable, _quadrature(base, _tail_s(wait, rho, miss) - wait, own(tail_tokens) - s_mean), np.inf)
 
-    ttft_q = ttft(slo.miss_frac, t.uncached_q_tokens)
     t_dec_hi = g.step_s(n_hi, ctx, draft=draft_hi)
     t_full_hi = g.step_s(n_hi, ctx, pos_hi, past, draft_hi)
-    steps = MixedSteps(t_dec_hi, t_dec_hi + extra, t_full_hi, pos_hi, f, x, np.minimum(rho, 1.0), t.nodes)
-    fails = {
-        ITL: steps.share_over(slo.itl_s, g.acceptance()) > slo.miss_frac + 1e-12,
-        TTFT: ~(ttft_q <= slo.ttft_s),
-        COMPUTE: (rho > COMPUTE_BUSY_MAX) | (budget_hi < 1.0),
-    }
-    if slo.goodput_frac > 0:
-        g_ttft = ttft(1.0 - slo.goodput_frac, t.uncached_goodput_tokens)
-        fails[GOODPUT] = ~(g_ttft <= slo.ttft_s) | (tau / g.tokens_per_step > slo.itl_s)
-    return ColocatedState(rate, tau, ttft_q, rho, steps, fails)
+    busy = np.minimum(rho, 1.0)
+    steps = MixedSteps(t_dec_hi, t_dec_hi + extra, t_full_hi, pos_hi, f, x, busy, t.nodes)
+    lat = Latencies(
+        t, g.tokens_per_step, g.accept_var, tau, f, t_dec, t_mix, t_dec_hi, t_full_hi, busy,
+        np.where(stable, base, np.inf), ttft,
+    )  # fmt: skip
+    fails = {COMPUTE: (rho > COMPUTE_BUSY_MAX) | (budget_hi < 1.0)} | lat.fails(slo)
+    if slo.itl_s is not None and not slo.is_mean:
+        fails[ITL] = steps.share_over(slo.itl_s, g.acceptance()) > slo.miss_frac + 1e-12
+    return ColocatedState(rate, tau, rho, steps, fails, lat)
 
 
 def colocated_screen(
@@ -412,14 +431,22 @@ class PrefillModel:
         c = self.g.chunk
         return np.ceil(tokens / c) * self.t_one + tokens / c * (self.t_full - self.t_one)
 
-    def ttft_s(self, rate, miss: float, tail_tokens: float) -> Array:
-        """The TTFT percentile at ``rate`` requests/s, its own-prefill tail at ``tail_tokens``."""
+    def ttft_s(self, rate, miss: float | None, tail_tokens: float = 0.0) -> Array:
+        """The TTFT percentile at ``rate`` requests/s, its own-prefill tail at ``tail_tokens``; its mean
+        W + S(Pu) when ``miss`` is None."""
         s_mean = self.own_s(self.t.uncached_mean_tokens)
         es2 = s_mean**2 * self.t.uncached_sq_mean_tokens / self.t.uncached_mean_tokens**2
         rho = rate / self.capacity_per_s
         wait = rate * es2 / (2.0 * np.maximum(1.0 - rho, 1e-12))
-        value = _quadrature(wait + s_mean, _tail_s(wait, rho, miss) - wait, self.own_s(tail_tokens) - s_mean)
+        if miss is None:
+            value = wait + s_mean
+        else:
+            value = _quadrature(wait + s_mean, _tail_s(wait, rho, miss) - wait, self.own_s(tail_tokens) - s_mean)
         return np.where(rho < 1.0, value, np.inf)
+
+    def ttft_stat(self, rate, slo: Slo) -> Array:
+        """``slo``'s statistic of the TTFT at ``rate``."""
+        return self.ttft_s(rate, None if slo.is_mean else slo.miss_frac, self.t.uncached_q_tokens)
 
 
 def prefill_screen(m: PrefillModel, slo: Slo, shape: tuple[int, ...]) -> Screen:
@@ -429,12 +456,13 @@ def prefill_screen(m: PrefillModel, slo: Slo, shape: tuple[int, ...]) -> Screen:
 
     def at(rate):
         fails = {
-            TTFT: ~(m.ttft_s(rate, slo.miss_frac, t.uncached_q_tokens) <= slo.ttft_s),
             KV: rate * s_mean * (t.prompt_mean_tokens + g.block) > g.kv_tokens,
             COMPUTE: rate / m.capacity_per_s > COMPUTE_BUSY_MAX,
         }
-        if slo.goodput_frac > 0:
-            fails[GOODPUT] = ~(m.ttft_s(rate, 1.0 - slo.goodput_frac, t.uncached_goodput_tokens) <= slo.ttft_s)
+        if slo.ttft_s is not None:
+            fails[TTFT] = ~(m.ttft_stat(rate, slo) <= slo.ttft_s)
+            if slo.goodput_frac > 0:
+                fails[GOODPUT] = ~(m.ttft_s(rate, 1.0 - slo.goodput_frac, t.uncached_goodput_tokens) <= slo.ttft_s)
         return fails, rate
 
     return _bisect(at, m.capacity_per_s, shape)
@@ -452,10 +480,7 @@ def decode_screen(
     def at(x):
         n = x * per_request
         tau = g.step_s(n, ctx)
-        fails = {ITL: share_over(slo.itl_s, g.step_s(n + z * np.sqrt(n), ctx), accept) > slo.miss_frac + 1e-12}
-        if slo.goodput_frac > 0:
-            fails[GOODPUT] = tau / g.tokens_per_step > slo.itl_s
-        return fails, x / tau
+        return decode_fails(g, t, slo, tau, g.step_s(n + z * np.sqrt(n), ctx), accept), x / tau
 
     top = float(np.max(batch)) / per_request
     a = _bisect(at, np.broadcast_to(top, np.broadcast_shapes(shape_a, np.shape(top))), shape_a)
@@ -469,15 +494,35 @@ def decode_screen(
     return _combine(a, limits, shape, lambda x: x / g.step_s(x * per_request, ctx))
 
 
-def decode_itl_q(g: ReplicaGrid, t: TrafficStats, slo: Slo, rate_per_s: Array) -> tuple[Array, Array]:
-    """(ITL percentile, mean step) of a decode replica receiving ``rate_per_s``."""
+def decode_fails(g: ReplicaGrid, t: TrafficStats, slo: Slo, tau: Array, tau_hi: Array, accept) -> dict[str, np.ndarray]:
+    """A decode replica's ITL and TPOT terms (mean step ``tau``, the step at the percentile's concurrency
+    ``tau_hi``), and the goodput's: the mean TPOT within the goodput's TPOT target."""
+    fails: dict[str, np.ndarray] = {}
+    values = decode_pool_values(slo, g.tokens_per_step, g.accept_var, tau, tau_hi, t.gaps_inv_mean)
+    if slo.itl_s is not None:
+        if slo.is_mean:
+            fails[ITL] = values["itl"] > slo.itl_s
+        else:
+            fails[ITL] = share_over(slo.itl_s, tau_hi, accept) > slo.miss_frac + 1e-12
+    if slo.tpot_s is not None:
+        fails[TPOT] = values["tpot"] > slo.tpot_s
+    if slo.goodput_frac > 0 and slo.goodput_tpot_s is not None:
+        fails[GOODPUT] = tau / g.tokens_per_step > slo.goodput_tpot_s
+    return fails
+
+
+def decode_stats(g: ReplicaGrid, t: TrafficStats, slo: Slo, rate_per_s: Array) -> tuple[dict[str, Array], Array]:
+    """(``slo``'s statistic of the ITL and the TPOT, mean step) of a decode replica receiving ``rate_per_s``."""
     z = _z(slo)
     per_request = max(t.output_mean_tokens - 1.0, 1e-9) / g.tokens_per_step
     ctx = t.decode_context_tokens
     x = operating_x(lambda x: g.step_s(x * per_request, ctx), rate_per_s, rate_per_s * g.step_s(1.0, ctx))
     n = x * per_request
-    step = g.step_s(n + z * np.sqrt(n), ctx)
-    return itl_quantile(slo.pct, step, g.acceptance()), g.step_s(n, ctx)
+    tau, step = g.step_s(n, ctx), g.step_s(n + z * np.sqrt(n), ctx)
+    values = decode_pool_values(slo, g.tokens_per_step, g.accept_var, tau, step, t.gaps_inv_mean)
+    if not slo.is_mean:
+        values["itl"] = itl_quantile(slo.q, step, g.acceptance())
+    return values, tau
 
 
 def ceil_replicas(rate_per_s: float, capacity_per_s: Array) -> Array:

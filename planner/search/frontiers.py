@@ -30,7 +30,7 @@ class Frontier:
 FRONTIERS = (
     Frontier(
         "throughput_frontier",
-        "Tokens/s per GPU vs tokens/s per user",
+        "Output tok/s per GPU (prefill included) vs tok/s per user",
         "output_tokens_per_s_per_user",
         "output_tokens_per_s_per_gpu",
         True,

@@ -49,8 +49,8 @@ from planner.search.analytic import (
     ceil_replicas,
     colocated_screen,
     colocated_state,
-    decode_itl_q,
     decode_screen,
+    decode_stats,
     mean_step_s,
     operating_x,
     prefill_screen,
@@ -60,7 +60,7 @@ from planner.search.kv_plan import kv_plan
 from planner.search.layouts import MAX_BATCH, grid_layouts, sizing_layouts
 from planner.search.replicas import accepted_tps
 from planner.search.step_grid import ReplicaGrid, TrafficStats
-from planner.sim.slo import CONSTRAINTS, Slo
+from planner.sim.slo import CONSTRAINTS, LATENCIES, Slo
 from planner.units import DTYPE_BYTES, S_PER_HOUR, TOKENS_PER_MTOK
 
 LAYOUT_TPS = (1, 2, 4, 8)
@@ -186,7 +186,7 @@ MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES = (
     "meets the SLO",
     "does not fit in memory",
     "the engine refuses it",
-    "prefill pool plus KV transfer misses the TTFT target at every layout",
+    "prefill pool plus KV transfer misses the TTFT (or E2EL) target at every layout",
 )
 STATUSES = (MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES) + tuple(
     f"misses the SLO even at low load: {c}" for c in CONSTRAINTS
@@ -265,8 +265,8 @@ def _colocated(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats
 def _operating(
     g: ReplicaGrid, shape_a: tuple[int, ...], ok: np.ndarray, replicas: Array, t: TrafficStats, slo: Slo
 ) -> dict[str, Array]:
-    """TTFT and ITL percentiles, mean TPOT and tokens/s per user at each feasible point's own load
-    (rate / replicas), computed once per distinct (base, chunk, replicas)."""
+    """The SLO's statistic of TTFT, TPOT, ITL and E2EL, the mean TPOT and tokens/s per user at each feasible
+    point's own load (rate / replicas), computed once per distinct (base, chunk, replicas)."""
     where = np.nonzero(ok)
     r = replicas[where].astype(np.int64)
     top = int(r.max()) + 1 if r.size else 1
@@ -276,11 +276,8 @@ def _operating(
     lam = t.rate_per_s / r_u
     x_op = operating_x(lambda v: mean_step_s(sub, t, v)[0], lam, lam * sub.step_s(1.0, t.decode_context_tokens))
     st = colocated_state(sub, t, slo, x_op)
-    values = dict(
-        ttft_q=st.ttft_q_s,
-        itl_q=st.steps.quantile(slo.pct, sub.acceptance()),
-        tpot=st.mean_step_s / sub.tokens_per_step,
-    )
+    accept = sub.acceptance()
+    values = {f"{n}_q": st.value(n, slo, accept) for n in LATENCIES} | dict(tpot=st.mean_step_s / sub.tokens_per_step)
     out = {}
     for name, v in values.items():
         full = np.full(ok.shape, np.nan)
@@ -309,7 +306,7 @@ def _prefill_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSt
         ok=ok,
         replicas=replicas,
         binding=screen.binding,
-        ttft_q=m.ttft_s(rate, slo.miss_frac, t.uncached_q_tokens),
+        ttft_q=m.ttft_stat(rate, slo),
         chunk=np.broadcast_to(c, shape),
     )
 
@@ -329,7 +326,7 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
     screen = screen_where(decode_screen, g, t, slo, (rows.size, 1), b, kv_tokens, valid & fits)
     ok = valid & fits & screen.low_ok
     replicas = ceil_replicas(t.rate_per_s, np.where(ok, screen.capacity_per_s, 0.0))
-    itl_q, step = decode_itl_q(g, t, slo, t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0))
+    stats, step = decode_stats(g, t, slo, t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0))
     return dict(
         base=np.broadcast_to(rows[:, None], shape),
         valid=valid,
@@ -338,7 +335,8 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
         ok=ok,
         replicas=replicas,
         binding=screen.binding,
-        itl_q=np.broadcast_to(itl_q, shape),
+        itl_q=np.broadcast_to(stats["itl"], shape),
+        tpot_q=np.broadcast_to(stats["tpot"], shape),
         per_user=np.broadcast_to(g.tokens_per_step / step, shape),
         batch=np.broadcast_to(b, shape),
         chunk=np.broadcast_to(x.chunk_tokens, shape),
@@ -387,8 +385,7 @@ def _colocated_columns(base_list: list[Base], d: dict[str, Array], t: TrafficSta
         binding=_cat(d["binding"][keep], CONSTRAINTS),
         meets_slo=ok,
         status=_cat(status, STATUSES),
-        ttft_q_s=np.where(ok, d["ttft_q"][keep], np.nan),
-        itl_q_s=np.where(ok, d["itl_q"][keep], np.nan),
+        **{f"{n}_q_s": np.where(ok, d[f"{n}_q"][keep], np.nan) for n in LATENCIES},
         output_tokens_per_s_per_user=np.where(ok, d["per_user"][keep], np.nan),
         request_latency_s=np.where(ok, d["ttft_q"][keep] + (t.output_mean_tokens - 1.0) * d["tpot"][keep], np.nan),
         decode_comm_frac=d["comm"][keep],
@@ -449,7 +446,12 @@ def _disaggregated_columns(
     pairs, back = np.unique(np.stack([sender, np.asarray(base, dtype=np.int64)]), axis=1, return_inverse=True)
     per_pair = parallel.kv_transfer_s(_rows(xb, pairs[0]), _rows(xb, pairs[1]), transfer_prompt_tokens(t))
     kv_s = np.where(found, np.asarray(per_pair)[back.ravel()], np.nan)
-    reaches = found & (p[:, 1] + np.nan_to_num(kv_s, nan=np.inf) <= slo.ttft_s)
+    ttft = p[:, 1] + np.nan_to_num(kv_s, nan=np.inf)
+    tpot_mean = 1.0 / dec["per_user"][keep]
+    # E2EL: the prefill pool's TTFT, the transfer and the decode pool's O − 1 gaps (its TPOT statistic)
+    e2e = ttft + max(t.output_mean_tokens - 1.0, 0.0) * (dec["tpot_q"][keep])
+    reaches = found & (ttft <= (np.inf if slo.ttft_s is None else slo.ttft_s))
+    reaches = reaches & (e2e <= (np.inf if slo.e2e_s is None else slo.e2e_s))
     ok = dec["fits"][keep] & dec["low_ok"][keep] & reaches
     replicas_d = np.where(ok, dec["replicas"][keep], np.nan)
     gpus = np.where(ok, replicas_d * cols["gpus_per_replica"] + p[:, 0], np.nan)
@@ -472,9 +474,11 @@ def _disaggregated_columns(
         meets_slo=ok,
         status=_cat(status, STATUSES),
         ttft_q_s=np.where(ok, p[:, 1] + kv_s, np.nan),
+        tpot_q_s=np.where(ok, dec["tpot_q"][keep], np.nan),
         itl_q_s=np.where(ok, dec["itl_q"][keep], np.nan),
+        e2e_q_s=np.where(ok, e2e, np.nan),
         output_tokens_per_s_per_user=np.where(ok, dec["per_user"][keep], np.nan),
-        request_latency_s=np.where(ok, p[:, 1] + kv_s + (t.output_mean_tokens - 1.0) / dec["per_user"][keep], np.nan),
+        request_latency_s=np.where(ok, p[:, 1] + kv_s + (t.output_mean_tokens - 1.0) * tpot_mean, np.nan),
         kv_transfer_s=kv_s,
         decode_comm_frac=dec["comm"][keep],
         prefill_base=pre_base,

@@ -36,10 +36,11 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import NO_PREFILL_POOL, Scenario
 from planner.search.frontiers import FRONTIERS, frontier_points, with_frontiers
 from planner.search.grid import COLOCATED, DISAGGREGATED, PREFILL_POOL_BATCH, Base, score
+from planner.search.latency_text import LATENCY_WIDTH, latency_cells, latency_columns, latency_header
 from planner.search.pools import PoolSizing, size_pool
 from planner.search.step_grid import TrafficStats
 from planner.sim.simulate import sim_inputs
-from planner.sim.slo import Slo
+from planner.sim.slo import LATENCIES, Slo
 from planner.sim.workload import Workload, scenario_workload
 from planner.units import MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -211,16 +212,20 @@ def confirm(
     prefill_s, decode_s = s.with_changes(**c.prefill_changes), s.with_changes(**c.changes)
     kv_s = transfer_s(prefill_s, decode_s, catalog, trace, slo)
     # the prefill pool's TTFT plus the transfer must meet the target: the pool is held to what is left of it
-    pre_slo = replace(slo, ttft_s=max(slo.ttft_s - kv_s, 0.0))
+    ttft = None if slo.ttft_s is None else max(slo.ttft_s - kv_s, 0.0)
+    pre_slo = replace(slo, ttft_s=ttft, tpot_s=None, itl_s=None, e2e_s=None)
     pre = size_pool(prefill_s, catalog, trace, "prefill", c.prefill_guess, n, seeds, pre_slo)
-    dec = size_pool(decode_s, catalog, trace, "decode", c.guess, n, seeds, slo)
+    dec_slo = slo
+    if slo.e2e_s is not None and pre.at is not None:  # the E2EL left after the prefill pool and the transfer
+        dec_slo = replace(slo, e2e_s=max(slo.e2e_s - pre.at.worst.ttft_q_s - kv_s, 0.0))
+    dec = size_pool(decode_s, catalog, trace, "decode", c.guess, n, seeds, dec_slo)
     return Confirmation(c.point, (pre, dec), kv_s)
 
 
 def transfer_s(prefill: Scenario, decode: Scenario, catalog: Catalog, trace: Workload | None, slo: Slo) -> float:
     """The KV transfer of the prompt at the SLO's percentile (the scenario's prompt, or the trace's
     percentile prompt) from a prefill instance to a decode instance (``parallel.kv_transfer_s``)."""
-    prompt = float(prefill.prompt) if trace is None else float(np.percentile(trace.prompt_tokens, slo.pct))
+    prompt = float(prefill.prompt) if trace is None else float(np.percentile(trace.prompt_tokens, slo.q))
     _, xp = sim_inputs(prefill, catalog)
     _, xd = sim_inputs(decode, catalog)
     return float(np.asarray(parallel.kv_transfer_s(xp, xd, prompt)))
@@ -312,12 +317,15 @@ def _confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: fl
         gpus = p.replicas * int(row["gpus_per_replica"])
         at = p.at.worst
         out |= dict(replicas=p.replicas, binding=_binding(p))
-        ttft, itl, goodput = at.ttft_q_s, at.itl_q_s, at.goodput_frac
+        lat = {n: at.value(n) for n in LATENCIES}
+        goodput = at.goodput_frac
     else:
         pre, dec = conf.pools
         assert pre.at is not None and dec.at is not None and pre.replicas and dec.replicas
         gpus = pre.replicas * int(row["prefill_gpus_per_replica"]) + dec.replicas * int(row["gpus_per_replica"])
-        ttft, itl = pre.at.worst.ttft_q_s + conf.kv_transfer_s, dec.at.worst.itl_q_s
+        first = pre.at.worst.ttft_q_s + conf.kv_transfer_s
+        lat = {n: dec.at.worst.value(n) for n in LATENCIES} | {"ttft": first}
+        lat["e2e"] = first + dec.at.worst.e2e_q_s  # the decode pool's E2EL starts at its first token
         goodput = min(pre.at.worst.goodput_frac, dec.at.worst.goodput_frac)
         out |= dict(
             replicas=dec.replicas,
@@ -333,8 +341,7 @@ def _confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: fl
         gpus=gpus,
         cost_per_hour_usd=cost,
         cost_per_million_output_tokens_usd=cost / per_hour * TOKENS_PER_MTOK if per_hour > 0 else float("nan"),
-        ttft_q_s=ttft,
-        itl_q_s=itl,
+        **{f"{n}_q_s": v for n, v in lat.items()},
         goodput_frac=goodput,
         output_tokens_per_s_per_gpu=rate * mean_out / gpus,
     )
@@ -374,7 +381,9 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
     "cost_per_million_output_tokens_usd",
     "ttft_q_s",
     "kv_transfer_s",
+    "tpot_q_s",
     "itl_q_s",
+    "e2e_q_s",
     "goodput_frac",
     "output_tokens_per_s_per_gpu",
     "binding",
@@ -511,7 +520,7 @@ def _width(values, title: str) -> int:
 def search_text(z: SearchResult) -> str:
     """The answer and the confirmed table for a terminal: GPU, layout, nodes, mode and the other knobs (text
     columns as wide as their content), then the fleet, the latencies and the decode step's communication share."""
-    q = z.slo.pct_label
+    names = latency_columns(z.slo)
     knobs = [describe(row, layout=False) for _, row in z.table.iterrows()]
     gw, lw = _width(z.table["gpu"], "GPU"), _width(z.table["layout"], "layout")
     mw, cw = _width(z.table["mode"], "mode"), _width(knobs, "configuration")
@@ -519,17 +528,17 @@ def search_text(z: SearchResult) -> str:
         z.reason,
         "",
         f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}  {'mode':<{mw}}{'configuration':<{cw}}{'GPUs':>6}{'$/h':>10}"
-        f"{'$/Mtok':>8}{q + ' TTFT':>11}{q + ' ITL':>10}{'comm':>6}  binding / status",
+        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'comm':>6}  binding / status",
     ]
     for (_, row), text in zip(z.table.iterrows(), knobs, strict=True):
         comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
         if row["status"] == MEETS:
             nums = (
                 f"{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}{row['cost_per_million_output_tokens_usd']:>8.3g}"
-                f"{row['ttft_q_s'] * MS_PER_S:>9.0f}ms{row['itl_q_s'] * MS_PER_S:>8.1f}ms{comm}  {row['binding']}"
+                f"{latency_cells(row, names)}{comm}  {row['binding']}"
             )
         else:
-            nums = " " * 43 + f"{comm}  {row['status']}"
+            nums = " " * (24 + LATENCY_WIDTH * len(names)) + f"{comm}  {row['status']}"
         mark = "  ← best" if row["best"] else ""
         where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "
         lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}{mark}")
@@ -579,7 +588,7 @@ def pareto_text(points: pd.DataFrame, slo: Slo) -> str:
         lines += ["", f"{f.title} ({len(on)} points on the frontier):"]
         lines.append(
             f"{'GPU':<14}{'mode':<14}{'configuration':<44}{'GPUs':>6}{'tok/s/GPU':>10}{'tok/s/user':>11}"
-            f"{'$/Mtok':>8}{slo.pct_label + ' TTFT':>11}"
+            f"{'$/Mtok':>8}{slo.ttft_label:>11}"
         )
         for _, row in on.iterrows():
             lines.append(

@@ -12,8 +12,8 @@ or one pool of a disaggregated (prefill/decode) deployment.
                  prompt's cache without a forward pass; its token budget admits every prompt at once
                  (one token each in vLLM), while the batch cap and the KV blocks still bound admission,
                  so its ITL and KV occupancy are the decode pool's
-A replica count passes when every seed's run meets the SLO (``slo.verdict``): several sample paths
-instead of one, so the answer does not turn on one seed's tail.
+A replica count passes when every seed's run meets the SLO (``slo.verdict``: each set target's
+statistic): several sample paths instead of one, so the answer does not turn on one seed's tail.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ def size_pool(
         cfg, timer = _setup(s, catalog, kind)
     except ValueError as exc:
         return PoolSizing(None, None, None, 0, str(exc))
+    cfg = replace(cfg, slo=slo)  # the early stop holds the targets the verdict does
     runs: dict[int, PoolRun] = {}
     count = [0]
 

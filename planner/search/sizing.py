@@ -5,7 +5,7 @@ Colocated (every replica prefills and decodes, as simulated):
   (``engine.validity``), and where needed the multi-node and expert-parallel layouts below — whose
   memory plan fits, replicas r is the
   smallest count for which one replica, fed rate / r (Poisson thinning; a trace is split
-  round-robin), meets p99 TTFT ≤ slo_ttft_s and p99 ITL ≤ slo_tpot_s in ``simulate``;
+  round-robin), meets the SLO in ``simulate`` (``slo.verdict``: each set target's statistic);
   with a load-aware ``router`` (least_tokens, prefix_affinity) the whole fleet of r
   replicas is simulated (``fleet.simulate_fleet``) on the first r × n requests instead.
   Search: from the analytic guess r₀ = ⌈rate / capacity⌉, capacity = 1 / (O·t_dec(B)/B +
@@ -25,7 +25,7 @@ Layouts (``sizing_layouts``, from ``engine.parallel.valid_layouts``: only layout
   MoE exchange and stage sends ÷ the step at the row's batch).
 
 Disaggregated estimate (prefill and decode pools, DistServe-style, each with its own layout):
-  decode:  streams per replica B* = the largest batch with t_dec(B)/E ≤ slo_tpot and
+  decode:  streams per replica B* = the largest batch with t_dec(B)/E ≤ the TPOT and ITL targets and
            B ≤ KV concurrency (paged); concurrent streams = rate·O·t_dec(B*)/E (Little's law);
            decode GPUs = ⌈streams / B*⌉ · GPUs per instance; the layout needing the fewest GPUs.
   KV transfer: each prompt's KV moves from the prefill to the decode instance over the network after
@@ -33,9 +33,10 @@ Disaggregated estimate (prefill and decode pools, DistServe-style, each with its
            the decode GPU's KV/token) / scale-out (``engine.parallel.kv_transfer_s``); it adds to TTFT
            but not to the prefill GPUs' busy time (the NICs move it while the next prompt computes).
   prefill: one prompt takes S = t_prefill(P − cached); an instance serves c = dp · pp / u prompts at
-           once (its dp ranks and pipelined stages); as c M/M/1 queues its p99 time in system is
-           ln(100)/(μ − λ/c), μ = 1/S, so with the transfer an instance takes at most
-           λ_p = c · (1/S − ln(100)/(slo_ttft − t_kv)) requests/s (its prompt tokens/s at the TTFT
+           once (its dp ranks and pipelined stages); as c M/M/1 queues its time in system is
+           k/(μ − λ/c), μ = 1/S, k = ln(1/(1 − p/100)) at percentile p (1 for the mean), so with the
+           transfer an instance takes at most λ_p = c · (1/S − k/(slo_ttft − t_kv)) requests/s
+           (c/S without a TTFT target; its prompt tokens/s at the TTFT
            target is λ_p·P); prefill GPUs = ⌈rate / λ_p⌉ · GPUs per instance; the layout needing the
            fewest, given the decode pool's layout (vLLM needs the decode tp to be a multiple of the
            prefill tp for grouped-query heads: "Local tensor parallel size … is not divisible by remote
@@ -58,10 +59,12 @@ from planner.engine.roofline import decode
 from planner.engine.speculative import expected_tokens_per_step
 from planner.engine.step_time import RooflineStepTime
 from planner.errors import ScenarioError
+from planner.format import fmt_seconds
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.search.knob_search import SearchResult, search_fleet, search_text
+from planner.search.latency_text import LATENCY_WIDTH, latency_cells, latency_columns, latency_header
 from planner.search.layouts import on_layout, sizing_layouts
 from planner.search.replicas import TP_OPTIONS, accepted_tps, fewest_passing
 from planner.sim.budget import SimulationBudgetError
@@ -69,6 +72,7 @@ from planner.sim.config import P99_MISS_FRAC, SimConfig
 from planner.sim.fleet import simulate_fleet
 from planner.sim.results import SimResult
 from planner.sim.simulate import sim_inputs, simulate
+from planner.sim.slo import LATENCIES, Slo
 from planner.sim.workload import Workload, scenario_workload, split_round_robin
 from planner.units import MEGA, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -91,6 +95,7 @@ class Sizing:
     mean_output_tokens: float
     requests_per_simulation: int
     search: SearchResult | None = None  # the knob search behind the table (``size_fleet(search=True)``)
+    slo: Slo = Slo()  # what the table's latency columns hold (``*_q_s``: each latency's statistic)
 
 
 def _capacity_per_s(timer: RooflineStepTime, s: Scenario, concurrency: int, cached_tokens: float) -> float:
@@ -124,9 +129,10 @@ def _simulated(
     (``fleet``; the low-load check needs no router: at 1 % load no queue forms)."""
     if not fleet or s.router == "round_robin" or replicas == 1:
         w = _replica_workload(s, trace, replicas, n)
-        return simulate(w, cfg, timer, stop_on_slo_miss=True, detail=False)
+        return simulate(w, cfg, timer, stop_on_slo_miss=cfg.slo.early_stop_valid, detail=False)
     w = _fleet_workload(s, trace, replicas, n)
-    return simulate_fleet(w, cfg, timer, replicas, s.router, stop_on_slo_miss=True, detail=False).combined
+    stop = cfg.slo.early_stop_valid
+    return simulate_fleet(w, cfg, timer, replicas, s.router, stop_on_slo_miss=stop, detail=False).combined
 
 
 def _layout_row(s: Scenario, gpus_per_node: int) -> dict:
@@ -181,9 +187,9 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
                 "(rejected requests count as TTFT misses: more than the 1 % a p99 allows)"
             )
         else:
-            why = (
-                f"misses the SLOs even at low load (p99 TTFT {sm['ttft_p99_s']:.3g} s, p99 ITL {sm['itl_p99_s']:.3g} s)"
-            )
+            slo = cfg.slo
+            said = ", ".join(f"{slo.label(n)} {fmt_seconds(sm[f'{n}_slo_stat_s'])}" for n in slo.targets)
+            why = f"misses the SLOs even at low load ({said or 'no request served'})"
         return row | dict(fits=True, status=why, simulations=len(results))
     guess = max(1, math.ceil(rate / capacity)) if math.isfinite(rate) else 1
     coarse = fewest_passing(passes(min(n_full, COARSE_REQUESTS)), min(guess, idle), idle)
@@ -195,8 +201,7 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
         fits=True,
         status="meets SLOs",
         replicas=best,
-        ttft_p99_s=res.summary["ttft_p99_s"],
-        itl_p99_s=res.summary["itl_p99_s"],
+        **{f"{n}_q_s": res.summary[f"{n}_slo_stat_s"] for n in LATENCIES},
         goodput_frac=res.summary["goodput_frac"],
         kv_used_mean_frac=res.summary["kv_used_mean_frac"],
         simulations=len(results),
@@ -219,8 +224,10 @@ COLUMNS = (
     "gpus",
     "cost_per_hour_usd",
     "cost_per_million_output_tokens_usd",
-    "ttft_p99_s",
-    "itl_p99_s",
+    "ttft_q_s",
+    "tpot_q_s",
+    "itl_q_s",
+    "e2e_q_s",
     "goodput_frac",
     "kv_used_mean_frac",
     "decode_comm_frac",
@@ -275,9 +282,9 @@ def size_fleet(
     table["cost_per_million_output_tokens_usd"] = (
         table["cost_per_hour_usd"] / tokens_per_hour * TOKENS_PER_MTOK if tokens_per_hour > 0 else np.nan
     )
-    table = table.sort_values(
-        ["cost_per_hour_usd", "gpus", "ttft_p99_s"], na_position="last", kind="stable"
-    ).reset_index(drop=True)
+    table = table.sort_values(["cost_per_hour_usd", "gpus", "ttft_q_s"], na_position="last", kind="stable").reset_index(
+        drop=True
+    )
     ok = table.index[table["status"] == "meets SLOs"]
     table["best"] = False
     best = int(ok[0]) if len(ok) else None
@@ -292,6 +299,7 @@ def size_fleet(
         rate_per_s=rate,
         mean_output_tokens=mean_out,
         requests_per_simulation=min(s.sim_requests, max_requests),
+        slo=Slo.of(s),
     )
 
 
@@ -305,8 +313,7 @@ def searched_sizing(
     """``size_fleet`` through the knob search: its confirmed table (with this table's columns and the
     configuration's), its answer, and the disaggregated estimate beside it."""
     z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
-    names = {"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s"}
-    table = z.table.rename(columns=names).assign(fits=True)
+    table = z.table.assign(fits=True)
     keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
     plans: dict[str, list[Layout]] = {g: [] for g in keys}  # the layouts the search tried on each GPU
     for b in z.bases:
@@ -321,6 +328,7 @@ def searched_sizing(
         mean_output_tokens=z.mean_output_tokens,
         requests_per_simulation=z.requests_per_simulation,
         search=z,
+        slo=z.slo,
     )
 
 
@@ -335,10 +343,7 @@ def _describe(row: pd.Series) -> str:
 
 def best_reason(table: pd.DataFrame, best: int | None, s: Scenario, rate: float) -> str:
     """One sentence: the cheapest configuration meeting the targets, and how much more the next one costs."""
-    targets = (
-        f"p99 TTFT ≤ {s.slo_ttft_s:g} s and p99 inter-token latency ≤ {s.slo_tpot_s * MS_PER_S:g} ms "
-        f"at {rate:.3g} requests/s"
-    )
+    targets = f"{Slo.of(s).text()} at {rate:.3g} requests/s"
     if best is None:
         return f"No configuration meets {targets}."
     row = table.iloc[best]  # the index is 0 … n − 1: best is a position and a label
@@ -364,7 +369,8 @@ def _decode_streams(timer: RooflineStepTime, s: Scenario, kv_limit: int) -> tupl
     mid_context = np.array([s.prompt + s.output / 2.0])
     # every batch size in one call: the roofline broadcasts seqs as an array (StepTime annotates the scalar use)
     tpot = np.asarray(timer.decode_steps_s(batches, mid_context), dtype=np.float64) / e  # type: ignore[arg-type]
-    ok = np.flatnonzero(tpot <= s.slo_tpot_s)
+    limit = Slo.of(s).step_limit_s
+    ok = np.flatnonzero(tpot <= (np.inf if limit is None else limit))
     if ok.size == 0:
         return 0, float("nan")
     return int(batches[ok[-1]]), float(tpot[ok[-1]])
@@ -451,6 +457,8 @@ def _best_pools(
         return bool(ready), None, None
     target = ready[decode_best.layout][0]
     cached = s.hit * s.prefix
+    slo = Slo.of(s)
+    k = 1.0 if slo.is_mean else math.log(1.0 / slo.miss_frac)
     prefill_best: Pool | None = None
     for lay, (x, _) in ready.items():
         if float(np.asarray(x.kv_sharded)) > 0 and decode_best.layout.tp % lay.tp:
@@ -459,8 +467,8 @@ def _best_pools(
         timer = RooflineStepTime.from_inputs(x)
         service_s = timer.step_s(0, 0.0, [max(s.prompt - cached, 1.0)], [min(cached, s.prompt - 1.0)])
         servers = lay.dp * lay.pp / float(np.asarray(parallel.layer_imbalance(x)))
-        room = s.slo_ttft_s - kv_s
-        per_replica = servers * (1.0 / service_s - math.log(100.0) / room) if room > 0 else 0.0
+        room = (math.inf if slo.ttft_s is None else slo.ttft_s) - kv_s
+        per_replica = servers * (1.0 / service_s - k / room) if room > 0 else 0.0
         if per_replica > 0:
             n_gpus = math.ceil(rate / per_replica) * lay.gpus
             if prefill_best is None or n_gpus < prefill_best.gpus:
@@ -474,7 +482,9 @@ def _pool_status(fits: bool, decode: bool) -> str:
     if not fits:
         return "does not fit at any layout"
     return (
-        "prefill misses the TTFT target at every layout" if decode else "decode misses the ITL target at every layout"
+        "prefill misses the TTFT target at every layout"
+        if decode
+        else "decode misses the TPOT / ITL target at every layout"
     )
 
 
@@ -490,21 +500,21 @@ def sizing_text(z: Sizing) -> str:
         return search_text(z.search)
     gw = _text_width([*z.table.get("gpu", []), *z.disaggregated.get("gpu", [])], "GPU")
     lw = _text_width(z.table.get("layout", []), "layout")
+    names = latency_columns(z.slo)
     lines = [
         z.reason,
         "",
         f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}{'replicas':>9}{'GPUs':>6}{'$/h':>10}{'$/Mtok':>9}"
-        f"{'p99 TTFT':>10}{'p99 ITL':>9}{'comm':>6}  status",
+        f"{latency_header(z.slo, names)}{'comm':>6}  status",
     ]
     for _, row in z.table.iterrows():
         if row["status"] == "meets SLOs":
             nums = (
                 f"{int(row['replicas']):>9}{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}"
-                f"{row['cost_per_million_output_tokens_usd']:>9.3g}"
-                f"{row['ttft_p99_s'] * MS_PER_S:>8.0f}ms{row['itl_p99_s'] * MS_PER_S:>7.1f}ms"
+                f"{row['cost_per_million_output_tokens_usd']:>9.3g}{latency_cells(row, names)}"
             )
         else:
-            nums = " " * (9 + 6 + 10 + 9 + 10 + 9)
+            nums = " " * (9 + 6 + 10 + 9 + LATENCY_WIDTH * len(names))
         comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
         nodes = f"{int(row['nodes']):>5}" if np.isfinite(row["nodes"]) else " " * 5
         best = "  ← best" if row["best"] else ""

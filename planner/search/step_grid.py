@@ -43,6 +43,9 @@ class TrafficStats:
     cached_mean_tokens: float
     shared_prefix_tokens: float  # the longest prefix requests share (held once in the KV cache)
     nodes: tuple[float, ...] = ()  # Pu at the midpoints of ``NODES`` equal-probability bins
+    output_q_tokens: float = 0.0  # the output length at the SLO's percentile (E2EL)
+    output_goodput_tokens: float = 0.0  # … at the goodput share's
+    gaps_inv_mean: float = 0.0  # E[1 / (O − 1)] over outputs of more than one token (a request's TPOT spread)
 
     @classmethod
     def of(cls, w: Workload, slo: Slo, rate_per_s: float, prefix_cache: str = "pool") -> TrafficStats:
@@ -51,8 +54,11 @@ class TrafficStats:
         prompt = w.prompt_tokens.astype(float)
         cached = np.zeros_like(prompt) if prefix_cache == "off" else w.reusable_prefix_tokens().astype(float)
         uncached = np.maximum(prompt - cached, 1.0)
-        g = slo.goodput_frac * 100.0 if slo.goodput_frac > 0 else slo.pct
-        q, qg = np.quantile(uncached, [slo.pct / 100.0, g / 100.0], method="inverted_cdf")
+        g = slo.goodput_frac * 100.0 if slo.goodput_frac > 0 else slo.q
+        q, qg = np.quantile(uncached, [slo.q / 100.0, g / 100.0], method="inverted_cdf")
+        out = w.output_tokens.astype(float)
+        oq, og = np.quantile(out, [slo.q / 100.0, g / 100.0], method="inverted_cdf")
+        gaps = out[out > 1] - 1.0
         return cls(
             rate_per_s=float(rate_per_s),
             prompt_mean_tokens=float(prompt.mean()),
@@ -64,6 +70,9 @@ class TrafficStats:
             cached_mean_tokens=float(cached.mean()),
             shared_prefix_tokens=float(cached.max()) if cached.size else 0.0,
             nodes=tuple(float(v) for v in np.quantile(uncached, (np.arange(NODES) + 0.5) / NODES)),
+            output_q_tokens=float(oq),
+            output_goodput_tokens=float(og),
+            gaps_inv_mean=float(np.mean(1.0 / gaps)) if gaps.size else 0.0,
         )
 
     def prefill_steps(self, budget) -> Array:
@@ -461,6 +470,14 @@ class ReplicaGrid:
         """A scheduler step: the target's pass (q tokens per decode) plus γ draft steps when decoding
         (``draft_s(seqs, ctx)``, computed here unless given)."""
         return self.step.time_s(seqs, self.q, ctx, n, past) + (self.draft_s(seqs, ctx) if draft is None else draft)
+
+    @cached_property
+    def accept_var(self) -> Array:
+        """Var(a) of the tokens a step emits: E·Σ share_j·j − E² (shares of tokens, ``acceptance``)."""
+        if not self.speculates:
+            return np.zeros(())
+        e = self.tokens_per_step
+        return np.maximum(e * sum(share * j for j, share in self._acceptance) - e * e, 0.0)
 
     def acceptance(self) -> list[tuple[float, Array]]:
         """(j, share of tokens emitted j at a time) for j = 1 … γ_max + 1: P(a = j)·j / E."""

@@ -12,6 +12,7 @@ from planner.engine.inputs import EngineInputs
 from planner.engine.memory import memory_plan
 from planner.model.scenario import PrefixCacheMode, Scenario
 from planner.sim.blocks import BlockPool, unit_weights, window_cap_blocks
+from planner.sim.slo import Slo
 
 #: Share of requests (TTFT) or tokens (ITL) over the target that certainly misses the p99.
 P99_MISS_FRAC = 0.01
@@ -29,8 +30,7 @@ class SimConfig:
     gamma: int  # draft tokens per step; 0 = no speculative decoding
     alpha: float
     seed: int
-    slo_ttft_s: float
-    slo_tpot_s: float
+    slo: Slo = Slo()  # the targets the verdict and the early stop hold (``planner.sim.slo``)
     full_attention_layers: int = 1
     window_layers: int = 0  # sliding-window layers (window_tokens each); 0 = none
     window_tokens: int = 0
@@ -51,8 +51,7 @@ class SimConfig:
             gamma=s.gamma if s.spec else 0,
             alpha=s.alpha,
             seed=s.seed,
-            slo_ttft_s=s.slo_ttft_s,
-            slo_tpot_s=s.slo_tpot_s,
+            slo=Slo.of(s),
             full_attention_layers=int(np.asarray(x.full_attention_layers).reshape(())),
             window_layers=window_layers,
             window_tokens=int(np.asarray(x.window_tokens).reshape(())) if window_layers else 0,

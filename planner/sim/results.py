@@ -1,24 +1,17 @@
 """What a simulation returns, and the views of it: summary, tables, CDFs, timeline, text.
 
 Per request (arrival order): TTFT = first token − arrival; e2e = last token − arrival;
-TPOT = (e2e − TTFT) / (output − 1); its median and largest inter-token latency (ITL).
-It meets the SLOs when served with TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s (DistServe's
-per-request attainment, Zhong et al. OSDI 2024).  The ITL sample is stored as (value,
-weight in tokens): a speculative step that emits a tokens at once gives a samples of
-step / a, stored as one value of weight a.
-
-Percentiles are the inverse empirical CDF (numpy ``inverted_cdf``): the smallest value
-with at least that share of the samples (weights) at or below it.  Throughput is output
-tokens / (last completion − first arrival).  The replica meets the SLOs when p99 TTFT ≤
-slo_ttft_s, p99 ITL ≤ slo_tpot_s, at least one request was served, none was rejected for
-KV capacity and the run was not stopped early.  The queue/KV timeline keeps ≤
-``MAX_TIMELINE_POINTS`` points, each the first time and the largest value of a run of
-records (spikes survive).  Pure: numpy and pandas only.
+TPOT = (e2e − TTFT) / (output − 1); its median and largest inter-token latency (ITL).  The ITL
+sample is stored as (value, weight in tokens): a speculative step that emits a tokens at once gives
+a samples of step / a, stored as one value of weight a.  Each latency's statistics, the goodput and
+the verdict against the run's SLO are ``planner.sim.slo``'s (one definition): percentiles are the
+inverse empirical CDF.  Throughput is output tokens / (last completion − first arrival).  The
+queue/KV timeline keeps ≤ ``MAX_TIMELINE_POINTS`` points, each the first time and the largest value
+of a run of records (spikes survive).  Pure: numpy and pandas only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -26,6 +19,18 @@ import pandas as pd
 
 from planner.format import fmt_count, fmt_pct, fmt_seconds, fmt_sig, fmt_tokens_per_s
 from planner.sim.config import SimConfig
+from planner.sim.slo import LATENCIES, good_requests, goodput_targets, percentiles, statistic, verdict
+from planner.sim.status import NOT_RUN, REJECTED_CONTEXT, REJECTED_KV, SERVED, STATUS_NAMES
+
+__all__ = [
+    "NOT_RUN",
+    "REJECTED_CONTEXT",
+    "REJECTED_KV",
+    "SERVED",
+    "STATUS_NAMES",
+    "SimResult",
+    "percentiles",
+]
 
 MAX_TIMELINE_POINTS = 2000
 PERCENTILES = (50, 90, 99)
@@ -33,14 +38,6 @@ PERCENTILES = (50, 90, 99)
 CDF_POINTS = 400
 #: The time-weighted mean needs a positive span; a run whose records share one instant divides by this instead.
 _TINY_SPAN_S = 1e-300
-
-SERVED, REJECTED_CONTEXT, REJECTED_KV, NOT_RUN = 0, 1, 2, 3
-STATUS_NAMES = {
-    SERVED: "served",
-    REJECTED_CONTEXT: "rejected: longer than the context window",
-    REJECTED_KV: "rejected: larger than the KV cache",
-    NOT_RUN: "not run (stopped early)",
-}
 
 
 @dataclass(frozen=True)
@@ -85,18 +82,8 @@ class SimResult:
 
     @property
     def meets_slo(self) -> np.ndarray:
-        """Served with TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s (one-token outputs have no TPOT)."""
-        ok_tpot = (self.output_tokens <= 1) | (self.tpot_s <= self.config.slo_tpot_s)
-        return (self.status == SERVED) & (self.ttft_s <= self.config.slo_ttft_s) & ok_tpot
-
-
-def percentiles(
-    values: np.ndarray, pcts: Sequence[float] = PERCENTILES, weights: np.ndarray | None = None
-) -> list[float]:
-    """Inverse-CDF percentiles: the smallest values with at least pct % of the weight at or below them."""
-    if values.size == 0:
-        return [float("nan")] * len(pcts)
-    return np.quantile(values, np.asarray(pcts) / 100.0, method="inverted_cdf", weights=weights).tolist()
+        """Per request: within the goodput's targets (``slo.good_requests``)."""
+        return good_requests(self, self.config.slo)
 
 
 # ------------------------------------------------------------------ assembling a result
@@ -186,16 +173,14 @@ def downsample_timeline(times_s: np.ndarray, *series: np.ndarray) -> tuple[np.nd
 
 
 def with_summary(r: SimResult) -> SimResult:
-    """``r`` with its summary: p50/p90/p99 of TTFT, ITL and e2e, throughput, goodput, KV and queue use."""
+    """``r`` with its summary: mean, p50/p90/p99 of TTFT, TPOT, ITL and e2e over what was served, the
+    statistic its SLO holds, throughput, goodput, the verdict, KV and queue use."""
     served = r.status == SERVED
     out: dict[str, float | bool] = {}
-    for name, values, weights in (
-        ("ttft", r.ttft_s[served], None),
-        ("itl", r.itl_s, r.itl_weight),
-        ("e2e", r.e2e_s[served], None),
-    ):
-        for pct, v in zip(PERCENTILES, percentiles(values, PERCENTILES, weights), strict=True):
-            out[f"{name}_p{pct}_s"] = v
+    for name in LATENCIES:
+        for pct in PERCENTILES:
+            out[f"{name}_p{pct}_s"] = statistic(r, name, pct, rejected_as_inf=False)
+        out[f"{name}_mean_s"] = statistic(r, name, "mean", rejected_as_inf=False)
     n_served = int(served.sum())
     span_s = float(np.nanmax(r.arrival_s + r.e2e_s) - r.arrival_s[0]) if n_served else float("nan")
     tokens = float(r.output_tokens[served].sum())
@@ -210,7 +195,6 @@ def with_summary(r: SimResult) -> SimResult:
         requests_per_s=n_served / span_s if span_s > 0 else float("nan"),
         goodput_frac=float(good.mean()) if good.size else float("nan"),
         goodput_requests_per_s=float(good.sum()) / span_s if span_s > 0 else float("nan"),
-        mean_tpot_s=float(np.nanmean(r.tpot_s[served])) if np.isfinite(r.tpot_s[served]).any() else float("nan"),
         preemptions=float(r.preemptions.sum()),
         kv_capacity_blocks=float(r.config.kv_capacity_blocks),
         kv_used_mean_frac=r.kv_used_time_mean_frac,
@@ -220,16 +204,11 @@ def with_summary(r: SimResult) -> SimResult:
     )
     out.update(prefix_cache_summary(r))
     # a rejected request never gets its first token: for the verdict its TTFT is infinite
-    ran = r.status != NOT_RUN
-    ttft_all = np.where(served, r.ttft_s, np.inf)[ran]
-    out["ttft_p99_with_rejected_s"] = percentiles(ttft_all, (99,))[0]
-    out["slo_met"] = bool(
-        not r.stopped_early
-        and out["rejected_kv"] == 0
-        and n_served > 0
-        and out["ttft_p99_with_rejected_s"] <= r.config.slo_ttft_s
-        and (r.itl_s.size == 0 or out["itl_p99_s"] <= r.config.slo_tpot_s)
-    )
+    out["ttft_p99_with_rejected_s"] = statistic(r, "ttft", 99)
+    v = verdict(r, r.config.slo)
+    for name in LATENCIES:
+        out[f"{name}_slo_stat_s"] = v.value(name)
+    out["slo_met"] = v.met
     return replace(r, summary=out)
 
 
@@ -255,6 +234,18 @@ def prefix_cache_summary(r: SimResult) -> dict[str, float]:
         prefix_cache_max_blocks=r.prefix_cache_max_blocks,
         prefix_reuse_ceiling_frac=r.prefix_reuse_ceiling_frac,
     )
+
+
+def simulated_gpu_hit(r: SimResult, prompt_tokens: float, hit_tokens: float) -> float | None:
+    """The GPUs' prefix-cache hit rate (``gpu_hit``) this run's cache measured, as the engine's headline reads
+    it (``engine.prefix_reuse``): the share of prompt tokens found (vLLM's ``prefix_cache_hits /
+    prefix_cache_queries``) × P / X_hit, the share of requests finding the scenario's X_hit cached tokens
+    that reads as many of its P-token prompts; at most 1.  None when no token of the prompt can be cached
+    (X_hit = 0) or no prompt was looked up."""
+    rate = float(r.summary.get("prefix_cache_hit_rate_tokens", float("nan")))
+    if hit_tokens <= 0 or not np.isfinite(rate):
+        return None
+    return float(min(1.0, rate * prompt_tokens / hit_tokens))
 
 
 # ------------------------------------------------------------------ views
@@ -303,9 +294,9 @@ def cdf_points(
 
 
 def cdf_frame(r: SimResult) -> pd.DataFrame:
-    """The TTFT (per request) and ITL (per token) CDF curves, long form: metric, value_s, share."""
+    """The TTFT and TPOT (per request) and ITL (per token) CDF curves, long form: metric, value_s, share."""
     parts = []
-    for metric, values, weights in (("ttft", r.ttft_s, None), ("itl", r.itl_s, r.itl_weight)):
+    for metric, values, weights in (("ttft", r.ttft_s, None), ("tpot", r.tpot_s, None), ("itl", r.itl_s, r.itl_weight)):
         x, p = cdf_points(values, weights)
         parts.append(pd.DataFrame({"metric": metric, "value_s": x, "share": p}))
     return pd.concat(parts, ignore_index=True)
@@ -326,9 +317,17 @@ def summary_text(r: SimResult) -> str:
             f"{fmt_count(sm['rejected_kv'])} over the KV cache)"
         )
     rows = [("requests", served)]
-    for name, label in (("ttft", "TTFT"), ("itl", "inter-token latency"), ("e2e", "end-to-end latency")):
-        rows.append((label, "  ".join(f"p{p} {fmt_seconds(sm[f'{name}_p{p}_s'])}" for p in PERCENTILES)))
-    targets = f"TTFT ≤ {fmt_seconds(r.config.slo_ttft_s)} and TPOT ≤ {fmt_seconds(r.config.slo_tpot_s)}"
+    for name, label in (
+        ("ttft", "TTFT"),
+        ("tpot", "TPOT (per request)"),
+        ("itl", "inter-token latency"),
+        ("e2e", "end-to-end latency"),
+    ):
+        stats = [f"mean {fmt_seconds(sm[f'{name}_mean_s'])}"]
+        stats += [f"p{p} {fmt_seconds(sm[f'{name}_p{p}_s'])}" for p in PERCENTILES]
+        rows.append((label, "  ".join(stats)))
+    slo = r.config.slo
+    targets = goodput_targets(slo)
     kv_blocks = fmt_count(sm["kv_capacity_blocks"], "block")
     rows += [
         (
@@ -336,7 +335,7 @@ def summary_text(r: SimResult) -> str:
             f"{fmt_tokens_per_s(sm['output_tokens_per_s'])} output, {fmt_sig(sm['requests_per_s'])} requests/s",
         ),
         ("goodput", f"{fmt_pct(sm['goodput_frac'])} of requests meet {targets}"),
-        ("p99 SLOs met", _verdict(sm)),
+        ("SLO met", f"{_verdict(sm)}: {slo.text()}"),
         (
             "KV cache used",
             f"mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])} of {kv_blocks}",
@@ -351,7 +350,8 @@ def _verdict(sm: dict[str, float | bool]) -> str:
     """yes / no, and the rejections that count against the TTFT target."""
     rejected = sm["rejected_context"] + sm["rejected_kv"]
     if sm["slo_met"]:
-        return "yes" + (f" ({fmt_count(rejected)} rejected requests within the 1 % the p99 allows)" if rejected else "")
+        within = f" ({fmt_count(rejected)} rejected requests within what the statistic allows)"
+        return "yes" + (within if rejected else "")
     return "no" + (f" ({fmt_count(rejected)} of {fmt_count(sm['requests'])} requests rejected)" if rejected else "")
 
 

@@ -18,7 +18,7 @@ from planner.sim.acceptance import AcceptanceDraws
 from planner.sim.config import P99_MISS_FRAC, SimConfig
 from planner.sim.decode_set import DecodeSet
 from planner.sim.prefix_cache import PrefixCache
-from planner.sim.results import REJECTED_CONTEXT, REJECTED_KV, SERVED
+from planner.sim.status import REJECTED_CONTEXT, REJECTED_KV, SERVED
 from planner.sim.workload import Workload
 
 #: A token position no prefill reaches (no prefix block left to cache).
@@ -42,10 +42,12 @@ class RunState:
         lifetime = cfg.lifetime_units(w.prompt_tokens + w.output_tokens + self.step_tokens)
         self.status[(self.status == SERVED) & (lifetime > cfg.capacity_units)] = REJECTED_KV
         servable = self.status == SERVED
-        # rejected requests never get a token: they count as TTFT misses out of all requests
+        # the early stop's targets (∞: not counted; planner.sim.slo); a rejected request never gets a
+        # token: it counts as a TTFT miss out of all requests
+        self.stop_ttft_s, self.stop_itl_s = cfg.slo.stop_ttft_s, cfg.slo.stop_itl_s
         self.ttft_miss_limit = P99_MISS_FRAC * n
         self.itl_miss_limit = P99_MISS_FRAC * float(np.maximum(w.output_tokens[servable] - 1, 0).sum())
-        self.ttft_misses = int((~servable).sum())
+        self.ttft_misses = int((~servable).sum()) if self.stop_ttft_s < float("inf") else 0
         self.itl_miss_tokens = 0.0
 
         self.arrival_s: list[float] = w.arrival_s.tolist()

@@ -131,7 +131,7 @@ def book_decodes(
 
     ``accepted``: tokens each request emits per step (speculative decoding; None = 1 each),
     each step's ITL being its duration / the tokens it emitted."""
-    slo_itl_s = run.cfg.slo_tpot_s
+    slo_itl_s = run.stop_itl_s
     if accepted is None:  # the decode set's tick carries the contexts and tokens
         rep.add_itl_piece(durations_s, len(decoding))
         run.itl_miss_tokens += len(decoding) * int(np.count_nonzero(durations_s > slo_itl_s))
@@ -176,7 +176,7 @@ def mixed_step(
     if decodes:
         if ds is not None:
             rep.add_itl(duration_s, decodes)
-            if duration_s > run.cfg.slo_tpot_s:
+            if duration_s > run.stop_itl_s:
                 run.itl_miss_tokens += decodes
             ds.tick += 1
             finished = ds.pop_finished()
@@ -204,11 +204,11 @@ def emit_prefill_token(run: RunState, rep: Replica, i: int) -> None:
     run.generated_tokens[i] += 1
     if run.ttft_s[i] != run.ttft_s[i]:  # NaN: the first token
         run.ttft_s[i] = now_s - run.arrival_s[i]
-        run.ttft_misses += run.ttft_s[i] > run.cfg.slo_ttft_s
+        run.ttft_misses += run.ttft_s[i] > run.stop_ttft_s
     else:
         gap_s = now_s - run.last_token_s[i]
         rep.add_itl(gap_s, 1)
-        run.itl_miss_tokens += gap_s > run.cfg.slo_tpot_s
+        run.itl_miss_tokens += gap_s > run.stop_itl_s
         if run.detail:
             if run.speculative:
                 run.itl_parts[i].append(np.array([gap_s]))

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from planner.engine.evaluate import Result
+from planner.engine.metrics import label
 from planner.links import FIELDS, from_query, to_query
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
@@ -56,7 +57,7 @@ COMPARED = (
     Compared("max_concurrent_sequences", "Max concurrency", "sequences", True, True),
     Compared("ttft_s", "TTFT", "s", True, False),
     Compared("tpot_s", "TPOT", "s", True, False),
-    Compared("output_tokens_per_s_per_gpu", "Tokens/s per GPU", "tokens/s", True, True),
+    Compared("output_tokens_per_s_per_gpu", label("output_tokens_per_s_per_gpu", capital=True), "tokens/s", True, True),
     Compared("cost_per_million_output_tokens_usd", "Cost per M output tokens", "USD", True, False),
     Compared("spec_speedup", "Speculative speedup", "×", True, True),
     Compared("cache_saving_frac", "Prompt-cache saving", "share", False, True),

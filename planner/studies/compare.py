@@ -8,8 +8,10 @@ tp where it would run (its pp and dp kept; expert parallelism, when on, spanning
 the engine would refuse is no row's answer).  A GPU that fits at no tp ≤ 64 keeps empty metrics and a
 ``note``; no cell is NaN or inf.
 
-meets_slo            = ttft_s ≤ slo_ttft_s and tpot_s ≤ slo_tpot_s, and memory holds the batch
-                       (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
+meets_slo            = one request's figures within the set targets (``slo.meets_single_request``:
+                       idle TTFT ≤ slo_ttft_s, the decode step ≤ slo_tpot_s and slo_itl_s, the
+                       request latency ≤ slo_e2e_s; no queue, so no statistic), and memory holds the
+                       batch (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
                        one the GPU can deliver)
 cheapest_meeting_slo = the lowest $/M output tokens among the priced rows meeting the SLO
 Price: each profile's own $/GPU-hour; the scenario's ``gpu_price`` override applies
@@ -27,14 +29,19 @@ from planner.engine.evaluate import compute, resolve
 from planner.engine.inputs import from_specs, stack_inputs
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.sim.slo import Slo, meets_single_request
 
 METRIC_COLUMNS = (
     "max_concurrent_sequences",
     "ttft_s",
     "tpot_s",
-    "decode_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_gpu",
     "cost_per_million_output_tokens_usd",
+    "decode_tokens_per_s_per_gpu",
+    "decode_cost_per_million_output_tokens_usd",
 )
+#: Costs: empty on a GPU without a price.
+COST_COLUMNS = ("cost_per_million_output_tokens_usd", "decode_cost_per_million_output_tokens_usd")
 
 
 def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
@@ -66,7 +73,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     def metric(name: str) -> list[float | None]:
         """The metric where the GPU runs (and, for the cost, is priced); empty otherwise."""
         v = np.asarray(out[name], dtype=float)
-        ok = runs & np.isfinite(v) & (priced if name == "cost_per_million_output_tokens_usd" else True)
+        ok = runs & np.isfinite(v) & (priced if name in COST_COLUMNS else True)
         return [float(v[i]) if ok[i] else None for i in range(len(keys))]
 
     frame = pd.DataFrame(
@@ -76,22 +83,14 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
             "fits": fits,
             "min_tp_that_fits": pd.array([int(t) if t > 0 else None for t in min_tp], dtype="Int64"),
             "tp_used": pd.array([int(t) if t > 0 else None for t in tp_used], dtype="Int64"),
-            "max_concurrent_sequences": pd.array(metric("max_concurrent_sequences"), dtype="Float64"),
-            "ttft_s": pd.array(metric("ttft_s"), dtype="Float64"),
-            "tpot_s": pd.array(metric("tpot_s"), dtype="Float64"),
-            "decode_tokens_per_s_per_gpu": pd.array(metric("decode_tokens_per_s_per_gpu"), dtype="Float64"),
-            "cost_per_million_output_tokens_usd": pd.array(
-                metric("cost_per_million_output_tokens_usd"), dtype="Float64"
-            ),
+            **{name: pd.array(metric(name), dtype="Float64") for name in METRIC_COLUMNS},
             "price_per_gpu_hour_usd": price,
         }
     )
     batch_fits = runs & np.asarray(out["batch_fits_memory"], dtype=bool)
     frame["batch_fits_memory"] = batch_fits
-    meets = (
-        batch_fits
-        & (np.asarray(out["ttft_s"]) <= scenario.slo_ttft_s)
-        & (np.asarray(out["tpot_s"]) <= scenario.slo_tpot_s)
+    meets = batch_fits & meets_single_request(
+        Slo.of(scenario), np.asarray(out["ttft_s"]), np.asarray(out["tpot_s"]), np.asarray(out["request_latency_s"])
     )
     frame["meets_slo"] = meets
     cheapest = np.zeros(len(keys), dtype=bool)

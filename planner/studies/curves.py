@@ -79,8 +79,9 @@ def memory_breakdown(result: Result) -> pd.DataFrame:
     batch needs past the budget and any memory the plan needs past the total.
 
     kv_in_use = min(batch · allocated KV per sequence, budget); kv_free = budget − kv_in_use;
-    unallocated = max(headroom, 0), over_capacity = max(−headroom, 0).  The first eight
-    components sum to the total the driver reports (``memory_total_bytes_per_gpu``) plus
+    placed = every component on the device; unallocated = max(total − placed, 0), over_capacity =
+    max(placed − total, 0) (where the model fits, total − placed is the start-up headroom).  The first
+    eight components sum to the total the driver reports (``memory_total_bytes_per_gpu``) plus
     ``over_capacity``.
     """
     x = result.inputs.as_arrays()
@@ -88,7 +89,18 @@ def memory_breakdown(result: Result) -> pd.DataFrame:
     budget = m["kv_budget_bytes_per_gpu"]
     demand = _f(x.batch * kv_allocated_bytes_per_sequence(x, context_tokens(x)))
     in_use = min(demand, budget)
-    headroom = m["memory_headroom_bytes_per_gpu"]
+    placed = sum(
+        m[k]
+        for k in (
+            "startup_baseline_bytes_per_gpu",
+            "weight_bytes_per_gpu",
+            "activation_bytes_per_gpu",
+            "non_torch_bytes_per_gpu",
+            "kv_budget_bytes_per_gpu",
+            "cuda_graph_bytes_per_gpu",
+        )
+    )
+    headroom = m["memory_total_bytes_per_gpu"] - placed
     rows = {
         "startup_baseline": m["startup_baseline_bytes_per_gpu"],
         "weights": m["weight_bytes_per_gpu"],
@@ -180,7 +192,7 @@ def roofline(result: Result) -> pd.DataFrame:
     peak, bw = _f(x.peak_flop_per_s), _f(x.bandwidth_bytes_per_s)
     peak_eff, bw_eff = peak * _f(x.mfu), bw * _f(x.mbu)
     points = {
-        "prefill": (m["prefill_flop"], m["prefill_bytes"], m["ttft_s"]),
+        "prefill": (m["prefill_flop"], m["prefill_bytes"], m["ttft_nocache_s"]),
         "decode": (m["decode_flop"], m["decode_bytes"], m["plain_tpot_s"]),
     }
     point_ai = np.array([f / b for f, b, _ in points.values()])
@@ -372,6 +384,19 @@ def cache_cost_curves(result: Result) -> pd.DataFrame:
             "below_minimum": prefix_below_minimum(result),
         }
     )
+
+
+def gpu_cache_curves(result: Result) -> pd.DataFrame:
+    """The GPUs' own prefix cache (``engine.prefix_reuse``) vs its hit rate (0 … 1 step 0.01, one ``compute``):
+    idle TTFT, the newcomer's TTFT beside the batch, output tokens/s per GPU (prefill included) and the GPU
+    cost per million output tokens computed from it; the newcomer's column is left out where it never starts
+    (the batch takes the whole step budget) and the cost where the GPU has no price."""
+    out = compute(result.inputs.as_arrays().with_(gpu_hit_rate=HIT_RATE_GRID))
+    n = HIT_RATE_GRID.size
+    names = ("ttft_s", "chunked_ttft_s", "output_tokens_per_s_per_gpu", "cost_per_million_output_tokens_usd")
+    columns = {k: np.broadcast_to(np.asarray(out[k], dtype=float), n) for k in names}
+    kept = {k: v for k, v in columns.items() if np.isfinite(v).all() and (k != names[3] or v.any())}
+    return pd.DataFrame({"gpu_cache_hit_rate": HIT_RATE_GRID, **kept})
 
 
 def cache_break_even(result: Result) -> pd.DataFrame:

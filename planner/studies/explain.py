@@ -12,7 +12,8 @@ check it).  Formulas and sources: ``docs/model.md``; this module: ``docs/dashboa
 from __future__ import annotations
 
 from planner.engine.evaluate import Result
-from planner.engine.prompt_cache import cache_hit_prefill, cacheable_prefix_tokens
+from planner.engine.prefix_reuse import hit_prefill
+from planner.engine.prompt_cache import cacheable_prefix_tokens
 from planner.engine.roofline import decode, prefill
 from planner.engine.speculative import draft_step_s, verify_step_s
 from planner.studies.explain_memory import memory_items
@@ -69,10 +70,10 @@ def _step_items(s: Scalars) -> list[ExplainItem]:
             _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
-            "Time to first token (TTFT)",
+            "Prefill of the whole prompt (TTFT without a prefix-cache hit)",
             f"{s.step_time_formula};  {COMM}",
             step_time(s, prefill(xa), s.P, 1.0, s.P),
-            _seconds_value(m["ttft_s"], bool(m["prefill_compute_bound"])),
+            _seconds_value(m["ttft_nocache_s"], bool(m["prefill_compute_bound"])),
         ),
         ExplainItem(
             "Decode FLOP per GPU",
@@ -125,10 +126,10 @@ def _layout_step_items(s: Scalars) -> list[ExplainItem]:
             _bytes_value(m["prefill_bytes"]),
         ),
         ExplainItem(
-            "Time to first token (TTFT)",
+            "Prefill of the whole prompt (TTFT without a prefix-cache hit)",
             f"{s.step_time_formula};  {COMM}",
             step_time(s, pre, s.P, 1.0, s.P, dict(n=s.P)),
-            _seconds_value(m["ttft_s"], bool(m["prefill_compute_bound"])),
+            _seconds_value(m["ttft_nocache_s"], bool(m["prefill_compute_bound"])),
         ),
         ExplainItem(
             "Decode FLOP per GPU",
@@ -225,7 +226,6 @@ def _cache_items(s: Scalars) -> list[ExplainItem]:
         f"{num(f(xa.min_cacheable_tokens))}-token minimum: X = 0)"
     )
     without = m["nocache_cost_per_request_usd"]
-    ttft_hit = f(cache_hit_prefill(xa).time_s)
     return [
         hit,
         ExplainItem(
@@ -250,11 +250,34 @@ def _cache_items(s: Scalars) -> list[ExplainItem]:
             f"({num(w)} - 1) / ({num(w)} - {num(r)})",
             num(m["cache_break_even_hit_rate"]),
         ),
+    ]
+
+
+def _gpu_cache_items(s: Scalars) -> list[ExplainItem]:
+    """The GPUs' own prefix cache (``engine.prefix_reuse``): what a hit reads and the TTFT it gives."""
+    m, xa = s.m, s.x.as_arrays()
+    h, hit = m["gpu_cache_hit_rate"], m["gpu_cached_tokens"]
+    P, X, block = num(s.P), num(_scalar(xa.prefix_tokens)), num(_scalar(xa.block_tokens))
+    return [
         ExplainItem(
-            "TTFT with prompt cache",
-            "h · t_prefill(P − X new tokens after X cached) + (1 − h) · t_prefill(P)",
-            f"{num(h)} · {num(ttft_hit)} + (1 - {num(h)}) · {num(m['ttft_s'])}",
-            _seconds_value(m["cached_ttft_s"]),
+            "Tokens a prefix-cache hit reads",
+            "X_hit = block · ⌊min(X, P − 1) / block⌋  (whole KV blocks, the last prompt token recomputed: vLLM "
+            "get_computed_blocks)",
+            f"{block} · ⌊min({X}, {P} - 1) / {block}⌋",
+            _value(hit, "tokens"),
+        ),
+        ExplainItem(
+            "TTFT on a prefix-cache hit",
+            f"{s.step_time_formula} for the P − X_hit new tokens after X_hit cached;  {COMM}",
+            step_time(s, hit_prefill(xa), s.P - hit, 1.0, s.P - hit, dict(n=s.P - hit, past=hit)),
+            _seconds_value(m["ttft_hit_s"]),
+        ),
+        ExplainItem(
+            "Time to first token (TTFT)",
+            "h · t_prefill(hit) + (1 − h) · t_prefill(whole prompt)  (on an idle replica; h: the GPUs' prefix-cache "
+            "hit rate)",
+            f"{num(h)} · {num(m['ttft_hit_s'])} + (1 - {num(h)}) · {num(m['ttft_nocache_s'])}",
+            _seconds_value(m["ttft_s"]),
         ),
     ]
 
@@ -263,4 +286,12 @@ def explain(result: Result) -> list[ExplainItem]:
     """Every headline figure of ``result`` with its formula and substituted numbers."""
     s = Scalars(result)
     layout = [] if s.plain else layout_items(s)
-    return _memory_items(s) + _roofline_items(s) + _chunked_items(s) + _speculative_items(s) + _cache_items(s) + layout
+    return (
+        _memory_items(s)
+        + _roofline_items(s)
+        + _gpu_cache_items(s)
+        + _chunked_items(s)
+        + _speculative_items(s)
+        + _cache_items(s)
+        + layout
+    )

@@ -244,8 +244,9 @@ def _budget_items(s: Scalars) -> list[ExplainItem]:
         ),
         ExplainItem(
             "Engine budget per GPU",
-            "KV budget + weights + reserve  (" + RULE_NAMES[rule] + ")",
-            f"{exact(m['kv_budget_bytes_per_gpu'])} + {w} + {reserve}",
+            "KV budget (before its floor at 0: what the engine asks for, whether or not the model fits) + weights "
+            "+ reserve  (" + RULE_NAMES[rule] + ")",
+            f"{kv.removeprefix('max(').removesuffix(', 0)')} + {w} + {reserve}",
             _bytes_value(m["usable_bytes_per_gpu"]),
         ),
         ExplainItem("KV budget per GPU", kv_formula, kv, _bytes_value(m["kv_budget_bytes_per_gpu"])),

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.units import MS_PER_S, GiB, KiB, MiB
+from planner.format import fmt_bytes
+from planner.units import MS_PER_S, KiB
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ def _value(v: float, unit: str, human: str = "") -> str:
 
 
 def _bytes_value(v: float) -> str:
-    human = f"{_human(v / GiB)} GiB" if v >= GiB else f"{_human(v / MiB)} MiB" if v >= MiB else f"{_human(v / KiB)} KiB"
-    return _value(v, "B", human)
+    """The exact bytes, and the human figure by the one rule (``planner.format.fmt_bytes``)."""
+    return _value(v, "B", fmt_bytes(v) if v >= KiB else "")
 
 
 def _seconds_value(v: float, bound: bool | None = None) -> str:

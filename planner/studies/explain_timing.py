@@ -135,6 +135,12 @@ def _efficiency_items(s: Scalars) -> list[ExplainItem]:
     ]
 
 
+def _newcomer(chunks, p: str, c: str, b: str) -> str:
+    """⌊P / (C − B)⌋ · t_full + t_last with this prompt's numbers (``p``: its new tokens)."""
+    t_last = num(float(chunks.last.time_s)) if float(chunks.rest_tokens) > 0 else "0"
+    return f"⌊{p} / ({c} - {b})⌋ · {num(float(chunks.full.time_s))} + {t_last}"
+
+
 def _chunked_items(s: Scalars) -> list[ExplainItem]:
     m = s.m
     xa = s.x.as_arrays()
@@ -142,8 +148,11 @@ def _chunked_items(s: Scalars) -> list[ExplainItem]:
     chunks = chunk_steps(xa)
     c = _scalar(chunks.prefill_tokens)
     if c > 0:
-        t_last = num(float(chunks.last.time_s)) if float(chunks.rest_tokens) > 0 else "0"
-        newcomer = f"⌊{num(P)} / ({num(C)} - {num(B)})⌋ · {num(float(chunks.full.time_s))} + {t_last}"
+        newcomer = _newcomer(chunks, num(P), num(C), num(B))
+        h, hit = m["gpu_cache_hit_rate"], m["gpu_cached_tokens"]
+        if h > 0 and hit > 0:
+            on_hit = _newcomer(chunk_steps(xa, cached_tokens=hit), f"({num(P)} - {num(hit)})", num(C), num(B))
+            newcomer = f"{num(h)} · ({on_hit}) + (1 - {num(h)}) · ({newcomer})"
         value = _seconds_value(m["chunked_ttft_s"])
     else:
         newcomer = f"{num(P)} / max({num(C)} - {num(B)}, 0)"
@@ -153,7 +162,8 @@ def _chunked_items(s: Scalars) -> list[ExplainItem]:
         ExplainItem(
             "Chunked prefill: newcomer TTFT",
             "⌊P/c⌋ · t_step(B decodes + c prefill tokens, mean past) + t_step(B decodes + remainder r = P − ⌊P/c⌋·c)"
-            ",  c = C − B: the step budget C covers the B decodes first (none left when B ≥ C: never)",
+            ",  c = C − B: the step budget C covers the B decodes first (none left when B ≥ C: never); with the "
+            "GPUs' prefix cache h · (the same for the P − X_hit new tokens after X_hit) + (1 − h) · (the whole prompt)",
             newcomer,
             value,
         ),
@@ -174,7 +184,7 @@ def _chunked_items(s: Scalars) -> list[ExplainItem]:
         ExplainItem(
             "No chunking: running streams' max inter-token latency",
             "t_prefill(P) + t_decode(B)",
-            f"{num(m['ttft_s'])} + {num(m['plain_tpot_s'])}",
+            f"{num(m['ttft_nocache_s'])} + {num(m['plain_tpot_s'])}",
             _seconds_value(m["nochunk_max_itl_s"]),
         ),
     ]

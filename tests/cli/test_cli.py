@@ -112,7 +112,13 @@ def test_text_output_is_for_people():
         == "Llama-3.1-70B on 2 × NVIDIA H200 SXM · weights bf16, KV cache bf16 · vLLM 0.19.0 (engine=vllm@0.19)"
     )
     assert lines[1] == "inputs: gpu=h200, tp=2, model=llama-3.1-70b"  # only what was given
-    for section in ("Memory, per GPU", "Latency", "Throughput and GPU cost", "Prompt caching, API prices"):
+    for section in (
+        "Memory, per GPU",
+        "Latency",
+        "Throughput and GPU cost (each cost beside the throughput it comes from)",
+        "Prompt caching on your GPUs (vLLM/SGLang prefix cache)",
+        "Prompt caching, API billing (write 1.25×/2×, read 0.1×)",
+    ):
         assert section in lines
     body = "\n".join(lines)
     assert " GiB" in body and " ms" in body and " tok/s" in body and "$" in body

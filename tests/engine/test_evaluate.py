@@ -383,7 +383,7 @@ def test_cache_costs_at_extremes(catalog):
     assert miss["nocache_cost_per_request_usd"] == pytest.approx(nocache)
     assert miss["cache_cost_per_request_usd"] == pytest.approx(nocache + 8000 * 0.25 * 5e-6)  # 25 % surcharge
     assert hit["cache_cost_per_request_usd"] == pytest.approx(nocache - 8000 * 0.9 * 5e-6)
-    assert hit["cached_ttft_s"] < hit["ttft_s"]
+    assert hit["ttft_s"] == hit["ttft_hit_s"] < hit["ttft_nocache_s"] == miss["ttft_s"]
 
 
 def test_prefix_below_minimum_is_a_silent_no_op(catalog):

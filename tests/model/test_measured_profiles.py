@@ -64,7 +64,7 @@ def test_a_link_can_plan_on_a_measured_machine(catalog):
 
 def test_compare_shows_the_measured_machine_unpriced_and_never_cheapest(catalog):
     key = COMMITTED[-1]
-    s = Scenario(gpu=key, model="qwen2.5-0.5b", slo_tpot_s=10.0, slo_ttft_s=100.0)
+    s = Scenario(gpu=key, model="qwen2.5-0.5b", slo_itl_s=10.0, slo_ttft_s=100.0)
     frame = compare_gpus(s, catalog)
     assert list(frame.gpu) == [*sorted(catalog.gpus), key]
     row = frame[frame.gpu == key].iloc[0]

@@ -40,7 +40,7 @@ from planner.sim.simulate import sim_inputs, simulate
 from planner.sim.slo import CONSTRAINTS, KV, Slo, verdict
 from planner.sim.workload import scenario_workload
 
-EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_tpot_s=0.05)
+EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_itl_s=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +289,7 @@ def test_the_decode_pool_pays_no_prefill_and_the_prefill_pool_emits_one_token(ca
 
 
 def test_the_verdict_is_the_simulators_at_p99_and_follows_the_percentile(catalog):
-    s = Scenario(rate=20.0, sim_requests=400, slo_ttft_s=0.3, slo_tpot_s=0.02)
+    s = Scenario(rate=20.0, sim_requests=400, slo_ttft_s=0.3, slo_itl_s=0.02)
     r, x = sim_inputs(s, catalog)
     from planner.engine.step_time import RooflineStepTime
     from planner.sim.config import SimConfig
@@ -299,9 +299,9 @@ def test_the_verdict_is_the_simulators_at_p99_and_follows_the_percentile(catalog
     assert v.met == res.summary["slo_met"]
     assert v.ttft_q_s == pytest.approx(res.summary["ttft_p99_with_rejected_s"])
     assert v.itl_q_s == pytest.approx(res.summary["itl_p99_s"])
-    lax = verdict(res, Slo(s.slo_ttft_s, s.slo_tpot_s, pct=50.0))
+    lax = verdict(res, Slo(s.slo_ttft_s, s.slo_itl_s, pct=50.0))
     assert lax.ttft_q_s <= v.ttft_q_s and lax.itl_q_s <= v.itl_q_s
-    strict = verdict(res, Slo(s.slo_ttft_s, s.slo_tpot_s, goodput_frac=1.0))
+    strict = verdict(res, Slo(s.slo_ttft_s, s.slo_itl_s, goodput_frac=1.0))
     assert strict.met == (v.met and v.goodput_frac >= 1.0)
 
 
@@ -330,6 +330,6 @@ def test_sizing_hooks_the_search_in(catalog):
     s = Scenario(model="llama-3.2-1b", rate=20.0, sim_requests=200, search="batch")
     z = size_fleet(s, catalog, gpus=["l4", "h100-sxm"], search=True)
     assert z.search is not None and z.best is not None
-    assert {"batch", "chunk", "binding", "ttft_p99_s", "replicas", "gpus"} <= set(z.table.columns)
+    assert {"batch", "chunk", "binding", "ttft_q_s", "replicas", "gpus"} <= set(z.table.columns)
     assert z.table.loc[z.best, "status"] == "meets SLOs" and z.reason.startswith("Cheapest way to meet")
     assert len(z.disaggregated) == 2

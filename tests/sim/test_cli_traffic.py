@@ -72,6 +72,8 @@ def test_a_fleet_lists_its_replicas():
     assert sum(r["requests"] for r in record["per_replica"]) == 300
     code, text, _ = run("simulate", "rate=6&sim_requests=300", "--replicas", "2")
     assert "2 replicas, router round_robin" in text and "prefix cache hit rate" in text
+    assert "gpu_hit=" in text  # the measured hits, ready for the headline (issue 26)
+    assert "SLO met                   " in text and "p99 TTFT ≤ 2.00 s and p99 ITL ≤ 50.0 ms" in text
 
 
 def test_size_takes_the_same_trace_options():

@@ -7,7 +7,9 @@ shape included), the step count and ``stopped_early``.  The fingerprints in
 blocks / results / simulate, and rewritten once, on purpose, for issue 16 (the prefix
 cache decides hits, shared blocks are counted once, sliding-window layers hold their
 window, rejections count against the TTFT target, a recomputation's ITL runs from the
-last token; docs/simulator.md lists what changed per case).  To rewrite them after an
+last token; docs/simulator.md lists what changed per case); issue 26 added the summary's means, TPOT
+percentiles and SLO statistics (every value before it unchanged; ``mean_tpot_s`` is ``tpot_mean_s``).  To
+rewrite them after an
 intended change of results (never for a refactor): ``python -m tests.sim.test_golden``.
 """
 

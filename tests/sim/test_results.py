@@ -73,7 +73,7 @@ def test_downsampling_keeps_the_first_time_and_the_peak_of_each_run():
 
 def test_cdf_and_timeline_frames(result):
     frame = cdf_frame(result)
-    assert set(frame["metric"]) == {"ttft", "itl"} and frame["share"].between(0, 1).all()
+    assert set(frame["metric"]) == {"ttft", "tpot", "itl"} and frame["share"].between(0, 1).all()
     assert frame.groupby("metric")["value_s"].apply(lambda v: v.is_monotonic_increasing).all()
     timeline = timeline_frame(result)
     assert timeline["time_s"].is_monotonic_increasing and (timeline["kv_used_frac"] <= 1).all()

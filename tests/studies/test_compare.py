@@ -14,7 +14,7 @@ from planner.engine.validity import valid_tps
 from planner.errors import ScenarioError
 from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
-from planner.studies.compare import METRIC_COLUMNS, compare_gpus
+from planner.studies.compare import COST_COLUMNS, METRIC_COLUMNS, compare_gpus
 
 CATALOG = load_catalog()
 COLUMNS = [
@@ -26,8 +26,10 @@ COLUMNS = [
     "max_concurrent_sequences",
     "ttft_s",
     "tpot_s",
-    "decode_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_gpu",
     "cost_per_million_output_tokens_usd",
+    "decode_tokens_per_s_per_gpu",
+    "decode_cost_per_million_output_tokens_usd",
     "price_per_gpu_hour_usd",
     "batch_fits_memory",
     "meets_slo",
@@ -56,16 +58,16 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
     # every metric where the GPU runs; the cost only where it is priced (a profile with no
     # published price, e.g. H20, says "not priced" and is never the cheapest)
     priced = df.price_per_gpu_hour_usd > 0
-    cost = "cost_per_million_output_tokens_usd"
-    assert df[runs][[c for c in METRIC_COLUMNS if c != cost]].notna().all().all()
-    assert df[runs & priced][cost].notna().all() and df[~priced][cost].isna().all()
+    assert df[runs][[c for c in METRIC_COLUMNS if c not in COST_COLUMNS]].notna().all().all()
+    for c in COST_COLUMNS:
+        assert df[runs & priced][c].notna().all() and df[~priced][c].isna().all()
     assert df[~priced & runs].note.str.contains("not priced").all()
     # SLO and the single cheapest row
     ok = (
         runs
         & df.batch_fits_memory
         & (df.ttft_s <= s.slo_ttft_s).fillna(False)
-        & (df.tpot_s <= s.slo_tpot_s).fillna(False)
+        & (df.tpot_s <= s.slo_itl_s).fillna(False)
     )
     assert (df.meets_slo == ok).all()
     assert df.cheapest_meeting_slo.sum() == (1 if (df.meets_slo & priced).any() else 0)
@@ -86,13 +88,13 @@ def test_invariants_for_every_model_preset(model):
     model=st.sampled_from(sorted(CATALOG.models)),
     tp=st.sampled_from([1, 2, 8]),
     batch=st.integers(1, 1024),
-    slo_tpot_s=st.floats(0.005, 0.5),
+    slo_itl_s=st.floats(0.005, 0.5),
     slo_ttft_s=st.floats(0.05, 5.0),
     spec=st.booleans(),
 )
-def test_invariants_hold_across_scenarios(model, tp, batch, slo_tpot_s, slo_ttft_s, spec):
+def test_invariants_hold_across_scenarios(model, tp, batch, slo_itl_s, slo_ttft_s, spec):
     tp = max(t for t in valid_tps(CATALOG.models[model]) if t <= tp)  # a tp vLLM accepts for the model
-    s = Scenario(model=model, tp=tp, batch=batch, slo_tpot_s=slo_tpot_s, slo_ttft_s=slo_ttft_s, spec=spec)
+    s = Scenario(model=model, tp=tp, batch=batch, slo_itl_s=slo_itl_s, slo_ttft_s=slo_ttft_s, spec=spec)
     check_invariants(s, compare_gpus(s, CATALOG))
 
 
@@ -128,7 +130,7 @@ def test_price_override_applies_to_the_scenarios_gpu_only():
 
 
 def test_batch_beyond_memory_does_not_meet_the_slo():
-    s = Scenario(model="llama-3.1-8b", gpu="l4", batch=512, slo_tpot_s=10.0, slo_ttft_s=100.0)
+    s = Scenario(model="llama-3.1-8b", gpu="l4", batch=512, slo_itl_s=10.0, slo_ttft_s=100.0)
     df = compare_gpus(s, CATALOG).set_index("gpu")
     assert not df.loc["l4", "batch_fits_memory"] and not df.loc["l4", "meets_slo"]
     assert "exceeds" in df.loc["l4", "note"]

@@ -40,6 +40,9 @@ METRIC = {
     "Max concurrent sequences (contiguous)": "max_concurrent_sequences_contiguous",
     "Prefill FLOP per GPU": "prefill_flop",
     "Prefill bytes per GPU": "prefill_bytes",
+    "Prefill of the whole prompt (TTFT without a prefix-cache hit)": "ttft_nocache_s",
+    "Tokens a prefix-cache hit reads": "gpu_cached_tokens",
+    "TTFT on a prefix-cache hit": "ttft_hit_s",
     "Time to first token (TTFT)": "ttft_s",
     "Decode FLOP per GPU": "decode_flop",
     "Decode bytes per GPU": "decode_bytes",
@@ -67,7 +70,6 @@ METRIC = {
     "No cache: cost per request": "nocache_cost_per_request_usd",
     "Prompt cache saving": "cache_saving_frac",
     "Prompt cache break-even hit rate": "cache_break_even_hit_rate",
-    "TTFT with prompt cache": "cached_ttft_s",
     # the parallel layout (planner/studies/explain_parallel.py)
     "GPUs per instance": "gpus_per_instance",
     "Pipeline stage of the memory plan": "memory_stage_layers",
@@ -246,7 +248,7 @@ def test_worked_example_default_scenario():
     assert kv.substituted == "2 · 32 · 8 · 128 · 2" and kv.value == "131,072 B (128 KiB)"
     paged = items["Max concurrent sequences (paged)"]
     assert paged.substituted == "28,541 / (1 · ⌈(2,048 + 256) / 16⌉)" and paged.value == "198.201 sequences"
-    assert "compute-bound" in items["Time to first token (TTFT)"].value
+    assert "compute-bound" in items["Prefill of the whole prompt (TTFT without a prefix-cache hit)"].value
     # the whole decode step (KV reads included) never turns compute-bound at a 2k context
     assert items["Compute-bound turn (ridge batch)"].value.startswith("never")
     assert items["Fixed cost of a decode step"].substituted.count("·") == 1  # t_step + L · t_layer

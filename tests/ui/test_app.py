@@ -22,6 +22,7 @@ from planner.format import fmt_bytes, fmt_pct, fmt_seconds, fmt_tokens_per_s, fm
 from planner.links import FIELDS, from_query, to_query, to_query_string
 from planner.model.custom_model import decode_model, encode_model
 from planner.model.scenario import Scenario
+from planner.sim.slo import Slo
 from planner.studies.compare import compare_gpus
 from planner.studies.explain import explain
 from planner.studies.sweep import scenario_frame
@@ -142,7 +143,7 @@ def test_every_gpu_and_model_through_the_page_functions(catalog):
     for model in sorted(catalog.models):
         frame = compare_gpus(Scenario(model=model), catalog)
         assert len(compare.compare_display_frame(frame)) == len(catalog.gpus)
-        assert compare.cheapest_sentence(frame, 2.0, 0.05)
+        assert compare.cheapest_sentence(frame, Slo())
 
 
 # --- AppTest ---------------------------------------------------------------------------------
@@ -203,6 +204,9 @@ LINK_SCENARIO = Scenario(
     block=32,
     slo_ttft_s=1.5,
     slo_tpot_s=0.0125,
+    slo_itl_s=0.04,
+    slo_e2e_s=30.0,
+    slo_pct="mean",
     rate=3.5,
     seed=7,
 )
@@ -231,6 +235,9 @@ def test_link_restores_every_widget_exactly(catalog):
         "alpha",
         "gpu_price",
         "slo_tpot_s",
+        "slo_itl_s",
+        "slo_e2e_s",
+        "slo_pct",
     } <= widgets.keys()
     assert link_of(at) == page_link(LINK_SCENARIO, catalog)
     assert shown_metrics(at) == expected_metrics(LINK_SCENARIO, catalog)

@@ -106,7 +106,7 @@ def test_edge_scenarios_build_and_stay_finite(kw):
 def test_tabs_and_chart_list():
     r = evaluate(Scenario(), CATALOG)
     assert TABS == ("Memory", "Latency & throughput", "Chunked prefill", "Speculative decoding", "Prompt caching")
-    assert [len(tab_charts(t, r)) for t in TABS] == [3, 4, 1, 2, 2]
+    assert [len(tab_charts(t, r)) for t in TABS] == [3, 4, 1, 2, 3]
     with pytest.raises(ValueError, match="unknown tab"):
         tab_charts("Compare GPUs", r)
 
@@ -180,7 +180,10 @@ def test_speedup_colorscale_switches_at_one():
 
 def test_prefix_below_minimum_warns_and_drops_break_even_marks():
     r = evaluate(Scenario(prompt=4096, prefix=500), CATALOG)
-    cost, be = tab_charts("Prompt caching", r)
+    gpus, cost, be = tab_charts("Prompt caching", r)
+    # the two worlds, labelled: the GPUs' own prefix cache, and the API's bill
+    assert gpus.title.startswith("Your GPUs (vLLM/SGLang prefix cache)")
+    assert cost.title.startswith("API billing (write 1.25×/2×, read 0.1×)") and be.title.startswith("API billing")
     assert cost.caption.startswith("Warning: the 500-token prefix is below the model's 1,024-token minimum")
     assert cost.frame["below_minimum"].all()
     assert "break-even" not in _annotations(cost)

@@ -46,7 +46,7 @@ def test_the_frontier_draws_every_point_and_a_point_becomes_the_scenario():
 def test_the_knobs_and_the_slo_are_link_keys_and_the_search_confirms_by_simulation():
     at = app("ui.tabs.frontier", SMALL)
     at.checkbox(key="_fr_w_kvdtype").check()
-    at.number_input(key="_fr_w_slo_pct").set_value(95.0)
+    at.selectbox(key="_fr_w_slo_pct").set_value(95.0)
     press(at, "Search and confirm by simulation")
     assert not at.exception, [e.message for e in at.exception]
     s = scenario_of(at)
@@ -70,7 +70,7 @@ def test_pinning_a_baseline_compares_every_headline_metric():
     assert not at.exception, [e.message for e in at.exception]
     table = at.dataframe[0].value
     assert list(table.columns) == ["metric", "pinned", "current", "change", "better"]
-    assert "Tokens/s per GPU" in set(table["metric"]) and len(table) == 11
+    assert "Output tok/s per GPU, prefill included" in set(table["metric"]) and len(table) == 11
     assert any("batch 32 → 64" in m.value for m in at.markdown)
     press(at, "Unpin")
     assert scenario_of(at).base == ""
@@ -91,7 +91,7 @@ def test_sizing_tunes_the_knobs_and_a_row_can_be_simulated():
     s = scenario_of(at)
     best = table.iloc[0]
     assert (s.batch, s.chunk, s.replicas) == (best["batch"], best["chunk"], best["replicas"])
-    assert [m.label for m in at.metric][:2] == ["p99 TTFT", "p99 inter-token"]
+    assert [m.label for m in at.metric][:2] == ["p99 TTFT", "p99 ITL"]
 
 
 def test_the_search_and_a_point_run_in_the_workers_with_the_busy_rule(monkeypatch):

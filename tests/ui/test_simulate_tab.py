@@ -38,15 +38,37 @@ def test_simulate_applies_changed_inputs_to_the_scenario_and_shows_results():
     assert (s.rate, s.dist) == (4.0, "uniform")
     assert [m.label for m in at.metric] == [
         "p99 TTFT",
-        "p99 inter-token",
+        "p99 ITL",
         "Output tokens/s",
         "Goodput",
         "Prefix-cache hits",
     ]
-    assert charts(at) == 3  # two CDFs and the timeline
+    assert charts(at) == 4  # three CDFs (TTFT, TPOT, ITL) and the timeline
     # the same scenario again: served from the cache, still shown
     at.run()
-    assert charts(at) == 3
+    assert charts(at) == 4
+    verdict = plain(" ".join(x.value for x in [*at.success, *at.warning]))
+    assert "p99 TTFT ≤ 2.00 s and p99 ITL ≤ 50.0 ms at this load" in verdict
+
+
+def test_the_slo_statistic_and_targets_are_the_forms_and_the_hit_rate_can_feed_the_headline():
+    at = app(Scenario(sim_requests=200))
+    at.selectbox(key="_sim_w_slo_pct").set_value("mean")
+    at.number_input(key="_sim_w_slo_tpot_s").set_value(0.05)
+    at.number_input(key="_sim_w_slo_itl_s").set_value(None)
+    press(at, "Simulate")
+    assert not at.exception, [e.message for e in at.exception]
+    s = Scenario.model_validate_json(at.session_state["scenario"])
+    assert (s.slo_pct, s.slo_tpot_s, s.slo_itl_s) == ("mean", 0.05, None)
+    assert [m.label for m in at.metric][:2] == ["mean TTFT", "mean TPOT"]
+    verdict = plain(" ".join(x.value for x in [*at.success, *at.warning]))
+    assert "mean TTFT ≤ 2.00 s and mean per-request TPOT ≤ 50.0 ms" in verdict
+    use = next(b for b in at.button if b.key == "_sim_w_use_hit")
+    assert "Use the simulated hit rate" in use.label
+    use.click().run()
+    s = Scenario.model_validate_json(at.session_state["scenario"])
+    # 200 Poisson requests, each sharing the 1,024-token prefix with probability 0.5, nearly all found
+    assert s.gpu_hit is not None and abs(s.gpu_hit - s.hit) < 0.1
 
 
 def test_a_bundled_trace_is_previewed_then_replayed_with_its_prefix_cache_hits():
@@ -58,7 +80,7 @@ def test_a_bundled_trace_is_previewed_then_replayed_with_its_prefix_cache_hits()
     s = Scenario.model_validate_json(at.session_state["scenario"])
     assert (s.trace, s.trace_duration_s) == ("mooncake-synthetic", 120.0)
     assert any("requests over" in c.value and "repeat an earlier prompt" in c.value for c in at.caption)
-    assert charts(at) == 2 + 3  # arrival rate and lengths, then two CDFs and the timeline
+    assert charts(at) == 2 + 4  # arrival rate and lengths, then three CDFs and the timeline
     hits = next(m for m in at.metric if m.label == "Prefix-cache hits")
     assert hits.value != "0%" and "%" in hits.value
 
@@ -68,7 +90,7 @@ def test_a_fleet_shows_each_replica():
     press(at, "Simulate")
     assert not at.exception, [e.message for e in at.exception]
     assert "3 replicas" in at.subheader[0].value
-    assert len(at.dataframe) == 1 and charts(at) == 4  # CDFs, timeline, per-replica load
+    assert len(at.dataframe) == 1 and charts(at) == 5  # CDFs, timeline, per-replica load
 
 
 def test_a_layout_that_does_not_fit_gives_a_message_not_empty_charts():

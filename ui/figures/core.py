@@ -513,6 +513,42 @@ def cache_cost_figure(frame: pd.DataFrame, cache_hit_rate: float, break_even: Ma
     )
 
 
+def gpu_cache_figure(frame: pd.DataFrame, hit_rate: float) -> go.Figure:
+    """Your GPUs' prefix cache: idle and under-load TTFT (ms, left) and GPU $ per million output tokens (right)
+    vs its hit rate; the scenario's hit rate marked."""
+    h = frame["gpu_cache_hit_rate"].to_numpy()
+    series = [
+        ("ttft_s", "TTFT, idle (ms)", COLORS["prefill"], "y", MS_PER_S),
+        ("chunked_ttft_s", "TTFT beside the batch (ms)", COLORS["decode"], "y", MS_PER_S),
+        ("cost_per_million_output_tokens_usd", "GPU $ / M output tokens", COLORS["black"], "y2", 1.0),
+    ]
+    series = [row for row in series if row[0] in frame]  # a newcomer that never starts has no chunked line
+    data = [
+        dict(
+            type="scatter",
+            mode="lines",
+            name=name,
+            x=h,
+            y=frame[col].to_numpy() * scale,
+            yaxis=yaxis,
+            line=dict(color=color, dash="dot" if yaxis == "y2" else "solid"),
+            hovertemplate=f"{name}, hit rate %{{x:.2f}}: %{{y:,.4g}}"
+            + ("" if yaxis == "y2" else " ms")
+            + "<extra></extra>",
+        )
+        for col, name, color, yaxis, scale in series
+    ]
+    s, n = vline(hit_rate, f"this scenario {fmt_num(hit_rate)}", False, y_text=0.2, span=(0.0, 1.0))
+    return figure(
+        data,
+        shapes=[s],
+        annotations=[n],
+        xaxis=axis("prefix-cache hit rate on your GPUs", range=[0, 1]),
+        yaxis=axis("time to first token, ms", rangemode="tozero"),
+        yaxis2=axis("GPU $ per million output tokens", overlaying="y", side="right", rangemode="tozero"),
+    )
+
+
 def break_even_figure(frame: pd.DataFrame, cache_hit_rate: float) -> go.Figure:
     """Break-even hit rate per write policy (bars green when this scenario's hit rate beats it)."""
     data = [

@@ -153,11 +153,17 @@ def _title(column: str, slo: Slo) -> str:
 
 
 def _slo_line(frontier: Frontier, slo: Slo) -> tuple[list[dict], list[dict]]:
-    """The SLO on the x axis: the ITL target as tokens/s per user (a mean ITL above the target misses
-    it), or the TTFT target."""
+    """The SLO on the x axis: the tighter of the TPOT and ITL targets as tokens/s per user (a mean gap above
+    it misses it), or the TTFT target; none where that target is unset."""
     if frontier.x == "output_tokens_per_s_per_user":
-        x, text = 1.0 / slo.itl_s, f"{slo.itl_label} target {fmt_seconds(slo.itl_s)} = {fmt_num(1.0 / slo.itl_s)}/s"
+        limit = slo.step_limit_s
+        if limit is None:
+            return [], []
+        x = 1.0 / limit
+        text = f"{slo.pct_label} {slo.step_limit_words} target {fmt_seconds(limit)} = {fmt_num(x)}/s"
     else:
+        if slo.ttft_s is None:
+            return [], []
         x, text = slo.ttft_s * MS_PER_S, f"{slo.ttft_label} target {fmt_seconds(slo.ttft_s)}"
     shape, note = vline(x, text, log_x=True, color=COLORS["lose"])
     return [shape], [note]

@@ -18,30 +18,41 @@ from ui.figures.theme import COLORS, axis, figure, hline_paper, vline
 from ui.format import plot_text
 
 
-def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: float) -> go.Figure:
-    """One latency CDF (log x, ms) with the SLO target and the p99 line."""
+def latency_cdf_figure(
+    frame: pd.DataFrame, metric: str, title: str, slo_s: float | None, pct: float | str = 99.0
+) -> go.Figure:
+    """One latency CDF (log x, ms) with the SLO target (none where unset) and the statistic's percentile line
+    (none for the mean)."""
     part = frame[frame["metric"] == metric]
     x_ms = part["value_s"].to_numpy() * MS_PER_S
     positive = x_ms[np.isfinite(x_ms) & (x_ms > 0)]
-    target_ms = slo_s * MS_PER_S
-    lo = float(min(positive.min(), target_ms)) if positive.size else target_ms
-    hi = float(max(positive.max(), target_ms)) if positive.size else target_ms
+    target_ms = slo_s * MS_PER_S if slo_s is not None else None
+    ends = [float(positive.min()), float(positive.max())] if positive.size else [1.0]
+    lo, hi = min(ends + ([target_ms] if target_ms else [])), max(ends + ([target_ms] if target_ms else []))
     if hi <= lo * 1.5:  # one value (or nearly): widen so the axis has room and plain labels
         lo, hi = lo / 2, hi * 2
-    target, label = vline(
-        target_ms, f"target {fmt_seconds(slo_s)}", log_x=True, color=COLORS["lose"], y_text=0.5, span=(lo, hi)
-    )
-    p99_label = dict(
-        xref="paper",
-        yref="y",
-        x=0.0,
-        y=0.99,
-        text="p99",
-        showarrow=False,
-        xanchor="left",
-        yanchor="bottom",
-        font=dict(size=11),
-    )
+    shapes, notes = [], []
+    if target_ms is not None and slo_s is not None:
+        target, label = vline(
+            target_ms, f"target {fmt_seconds(slo_s)}", log_x=True, color=COLORS["lose"], y_text=0.5, span=(lo, hi)
+        )
+        shapes, notes = [target], [label]
+    if pct != "mean":
+        share = float(pct) / 100.0
+        shapes.append(hline_paper(share, COLORS["mark"], width=1, dash="dot"))
+        notes.append(
+            dict(
+                xref="paper",
+                yref="y",
+                x=0.0,
+                y=share,
+                text=f"p{float(pct):g}",
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+                font=dict(size=11),
+            )
+        )
     line = dict(
         type="scatter",
         mode="lines",
@@ -57,9 +68,9 @@ def latency_cdf_figure(frame: pd.DataFrame, metric: str, title: str, slo_s: floa
         xaxis=axis(
             f"{title} (ms, log scale)", log=True, values=[lo, hi], range=[math.log10(lo) - 0.05, math.log10(hi) + 0.05]
         ),
-        yaxis=axis("share of " + ("requests" if metric == "ttft" else "tokens"), tickformat=".0%", range=[0, 1.02]),
-        shapes=[target, hline_paper(0.99, COLORS["mark"], width=1, dash="dot")],
-        annotations=[label, p99_label],
+        yaxis=axis("share of " + ("tokens" if metric == "itl" else "requests"), tickformat=".0%", range=[0, 1.02]),
+        shapes=shapes,
+        annotations=notes,
         showlegend=False,
         height=320,
     )

@@ -16,6 +16,7 @@ from ui.sidebar.rules import (
     profile_fracs,
 )
 from ui.sidebar.widgets import float_input, int_input, slider
+from ui.slo_inputs import stat_input, target_inputs
 
 
 def prompt_cache_section(st: Any, base: ModelSpec | None) -> None:
@@ -153,13 +154,8 @@ def advanced_section(st: Any, catalog: Catalog) -> None:
             value=None,
             placeholder=f"profile: {fmt_usd(gpu.price_per_gpu_hour_usd)}" if gpu else "profile",
         )
-        c1, c2 = st.columns(2)
-        with c1:
-            float_input(st, "slo_ttft_s", "TTFT target", "Time-to-first-token SLO; seconds.", step=0.1, floor=0.001)
-        with c2:
-            float_input(
-                st, "slo_tpot_s", "TPOT target", "Time-per-output-token SLO; seconds.", step=0.005, floor=0.0001
-            )
+        stat_input(st, "slo_pct", ss.get("slo_pct", DEFAULTS.slo_pct))
+        target_inputs(st, "")
 
 
 def clear_calibration(st: Any) -> None:

@@ -71,7 +71,7 @@ def gpu_label(catalog: Catalog, key: str) -> str:
     if gpu is None:
         return key
     name = gpu.name.removeprefix(f"{gpu.vendor} ") if not gpu.calibrated else gpu.name  # the group names the vendor
-    return f"{gpu.group} — {name} · {fmt_bytes(gpu.memory_bytes)}"
+    return f"{gpu.group} — {name} · {gpu.memory_datasheet or fmt_bytes(gpu.memory_bytes)}"
 
 
 def engine_options(catalog: Catalog) -> list[str]:
@@ -107,7 +107,7 @@ def gpu_facts(gpu: Any) -> str:
     """The chosen profile's key facts, one line."""
     price = "not priced" if gpu.price_per_gpu_hour_usd <= 0 else f"{fmt_usd(gpu.price_per_gpu_hour_usd)}/GPU-h"
     return (
-        f"{fmt_bytes(gpu.memory_bytes)} · {fmt_num(gpu.memory_bandwidth_bytes_per_s / TERA)} TB/s · "
+        f"{gpu.memory_words} · {fmt_num(gpu.memory_bandwidth_bytes_per_s / TERA)} TB/s · "
         f"{fmt_num(gpu.peak_flop_per_s['bf16'] / TERA)} TFLOP/s bf16 · {price}"
     )
 

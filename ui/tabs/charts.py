@@ -17,7 +17,17 @@ from typing import Any
 import pandas as pd
 
 from planner.engine.evaluate import Result
-from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_seconds, fmt_usd
+from planner.engine.metrics import label
+from planner.format import (
+    fmt_bytes,
+    fmt_count,
+    fmt_num,
+    fmt_pct,
+    fmt_seconds,
+    fmt_sequences,
+    fmt_tokens_per_s,
+    fmt_usd,
+)
 from planner.studies import curves
 from planner.studies.ridge import fmt_turn
 from planner.units import MEGA
@@ -52,9 +62,14 @@ def _memory_caption(r: Result, parts: dict[str, float]) -> str:
         return f"At tp={int(x.tp)} {why}; " + (
             f"the smallest tp {engine} accepts that fits is {min_tp}." if min_tp else "no tp up to 64 fits."
         )
+    visible = (
+        gpu.memory_words
+        if r.resolved.scenario.cal_total_gib is None
+        else f"{gpu.memory_datasheet or fmt_bytes(float(x.memory_bytes))} · {total} in the start-up log"
+    )
     head = (
-        f"{engine} sizes from the {total} the driver reports (the datasheet says "
-        f"{fmt_bytes(float(x.memory_bytes))}): weights {fmt_bytes(parts['weights'])}, peak activation "
+        f"{gpu.name}: {visible}, what {engine} sizes from: weights "
+        f"{fmt_bytes(parts['weights'])}, peak activation "
         f"{fmt_bytes(parts['activation'])}, non-torch {fmt_bytes(parts['non_torch'])}, KV cache "
         f"{fmt_bytes(m['kv_budget_bytes_per_gpu'])}"
     )
@@ -106,9 +121,10 @@ def memory_charts(r: Result) -> list[Chart]:
             conc,
             figures.concurrency_figure(conc, window, ctx),
             f"At {fmt_num(ctx)} tokens per sequence the paged KV blocks hold "
-            f"{fmt_num(m['max_concurrent_sequences'])} requests at once (vLLM's 'Maximum concurrency': "
-            f"{fmt_count(m['kv_blocks'])} blocks ÷ {fmt_count(m['kv_blocks_per_request'])} per request) and "
-            f"contiguous allocation {fmt_count(m['max_concurrent_sequences_contiguous'])}; "
+            f"{fmt_sequences(m['max_concurrent_sequences'])} at once (vLLM's 'Maximum concurrency' "
+            f"{fmt_num(m['max_concurrent_sequences'])}x: {fmt_count(m['kv_blocks'])} blocks ÷ "
+            f"{fmt_count(m['kv_blocks_per_request'])} per request) and contiguous allocation "
+            f"{fmt_sequences(m['max_concurrent_sequences_contiguous'], None)}; "
             f"the model's advertised window is {fmt_num(window)} tokens.",
         ),
         Chart(
@@ -184,12 +200,23 @@ def latency_charts(r: Result) -> list[Chart]:
             "TTFT vs prompt length",
             ttft,
             figures.ttft_prompt_figure(ttft, float(x.prompt_tokens), float(x.context_window_tokens)),
-            f"On an idle replica, unchunked, a {fmt_num(float(x.prompt_tokens))}-token prompt reaches its first token "
-            f"in {fmt_seconds(m['ttft_s'])} ({_bound(m['prefill_compute_bound'])}); beside the batch's running "
-            f"streams, in {fmt_num(float(x.chunk_tokens))}-token chunks, it takes {ttft_text(m['chunked_ttft_s'])} "
-            "(the headline's TTFT, the Chunked prefill tab).",
+            f"On an idle replica, unchunked, a whole {fmt_num(float(x.prompt_tokens))}-token prompt reaches its "
+            f"first token in {fmt_seconds(m['ttft_nocache_s'])} ({_bound(m['prefill_compute_bound'])})"
+            + _cache_words(m)
+            + f"; beside the batch's running streams, in {fmt_num(float(x.chunk_tokens))}-token chunks, it takes "
+            f"{ttft_text(m['chunked_ttft_s'])} (the headline's TTFT, the Chunked prefill tab).",
         ),
     ]
+
+
+def _cache_words(m) -> str:
+    """', 52.1 ms with the GPUs' prefix cache (50% of requests find 1,024 cached tokens)', or ''."""
+    if not (m["gpu_cache_hit_rate"] > 0 and m["gpu_cached_tokens"] > 0):
+        return ""
+    return (
+        f", {fmt_seconds(m['ttft_s'])} with the GPUs' prefix cache ({fmt_pct(m['gpu_cache_hit_rate'])} of requests "
+        f"find {fmt_count(m['gpu_cached_tokens'])} cached tokens)"
+    )
 
 
 # ---------------------------------------------------------------- chunked prefill
@@ -256,6 +283,36 @@ def speculative_charts(r: Result) -> list[Chart]:
 # ---------------------------------------------------------------- prompt caching
 
 
+#: The two worlds of prompt caching, as the tab labels them (docs/model.md §9).
+GPU_WORLD = "Your GPUs (vLLM/SGLang prefix cache)"
+API_WORLD = "API billing (write 1.25×/2×, read 0.1×)"
+
+
+def _gpu_cache_chart(r: Result) -> Chart:
+    """The GPUs' own prefix cache: TTFT and the GPU cost vs its hit rate (``engine.prefix_reuse``)."""
+    m = r.metrics
+    frame = curves.gpu_cache_curves(r)
+    h = float(m["gpu_cache_hit_rate"])
+    if m["gpu_cached_tokens"] > 0:
+        said = (
+            f"A hit reads {fmt_count(m['gpu_cached_tokens'])} cached tokens (the prefix's whole KV blocks, never the "
+            f"last prompt token: vLLM get_computed_blocks) and prefills the rest: at a {fmt_num(h)} hit rate the idle "
+            f"TTFT is {fmt_seconds(m['ttft_s'])} instead of {fmt_seconds(m['ttft_nocache_s'])}, and the "
+            f"{label('output_tokens_per_s_per_gpu')} {fmt_tokens_per_s(m['output_tokens_per_s_per_gpu'])} at "
+            f"{fmt_usd(m['cost_per_million_output_tokens_usd'])} per million output tokens."
+        )
+    else:
+        said = "The prefix holds no whole KV block here, so a hit saves nothing."
+    return Chart(
+        "prompt-cache-gpus",
+        f"{GPU_WORLD}: TTFT and GPU cost vs hit rate",
+        frame,
+        figures.gpu_cache_figure(frame, h),
+        said + " The hit rate is gpu_hit (else the hit rate above; the Simulate tab can set it from its measured "
+        "cache). The API's bill below is another model: its own hit rate, TTL and prices.",
+    )
+
+
 def cache_charts(r: Result) -> list[Chart]:
     m, x = r.metrics, r.inputs
     s = r.resolved.scenario
@@ -271,9 +328,10 @@ def cache_charts(r: Result) -> list[Chart]:
     be_map = dict(zip(be["write_policy"], be["break_even_hit_rate"], strict=True))
     with_cache, without = m["cache_cost_per_request_usd"], m["nocache_cost_per_request_usd"]
     return [
+        _gpu_cache_chart(r),
         Chart(
             "prompt-cache-cost",
-            "Prompt caching: cost vs hit rate",
+            f"{API_WORLD}: cost vs hit rate",
             cost,
             figures.cache_cost_figure(cost, h, {} if warn else be_map),
             warn + f"At a {fmt_num(h)} hit rate a request costs {fmt_usd(with_cache)} with {s.ttl} writes vs "
@@ -282,7 +340,7 @@ def cache_charts(r: Result) -> list[Chart]:
         ),
         Chart(
             "prompt-cache-break-even",
-            "Prompt caching: break-even hit rate",
+            f"{API_WORLD}: break-even hit rate",
             be,
             figures.break_even_figure(be, h),
             warn + f"5-minute writes pay off above a {fmt_num(be_map['5m'])} hit rate and 1-hour writes above "

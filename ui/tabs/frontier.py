@@ -25,6 +25,7 @@ from planner.links import DEFAULTS
 from planner.model.scenario import SEARCH_AXES, Scenario
 from planner.search.frontiers import FRONTIERS, frontier_points
 from planner.search.knob_search import MEETS, Screened, SearchResult, describe, screen_points
+from planner.search.latency_text import latency_columns
 from planner.sim.fleet import FleetResult
 from planner.sim.slo import Slo, verdict
 from planner.sim.traces import scenario_traffic
@@ -32,10 +33,11 @@ from ui.figures.frontier import frontier_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
 from ui.jobs import RESULTS, WORKERS, Busy, Job
+from ui.slo_inputs import stat_input
 from ui.state import PageContext
 from ui.tabs.runs import session_id
 from ui.tabs.runs import wait as wait_for_job
-from ui.tabs.sizing_view import COMM_HEADER, CONFIG_DISPLAY, CONFIG_KINDS
+from ui.tabs.sizing_view import COMM_HEADER, CONFIG_DISPLAY, CONFIG_KINDS, latency_display
 
 KNOB_LABELS = {
     "batch": "batch cap (max_num_seqs)",
@@ -55,8 +57,6 @@ _SIMULATED = "_fr_simulated"  # (scenario JSON, "point" or "row", the point's ch
 SEARCH_JOB, SIMULATE_POINT_JOB = "search", "simulate_point"  # ui/jobs.py kinds
 UPDATE, SEARCH = "update", "search"
 TABLE_DISPLAY = CONFIG_DISPLAY | {
-    "ttft_q_s": "TTFT (ms)",
-    "itl_q_s": "ITL (ms)",
     "decode_comm_frac": COMM_HEADER,
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
@@ -124,17 +124,10 @@ def _form(st: Any) -> tuple[str | None, dict[str, Any]]:
         for k, axis in enumerate(SEARCH_AXES):
             cols[k % 3].checkbox(KNOB_LABELS[axis], key=_W + axis)
         c1, c2 = st.columns(2)
-        c1.number_input(
-            "SLO percentile (TTFT over requests, ITL over tokens)",
-            min_value=50.0,
-            max_value=99.9,
-            step=0.5,
-            format="%g",
-            key=_W + "slo_pct",
-            help="The targets themselves are the sidebar's TTFT and ITL targets.",
-        )
+        with c1:
+            stat_input(st, _W + "slo_pct", st.session_state[_W + "slo_pct"], " The targets are the sidebar's.")
         c2.number_input(
-            "Goodput: share of requests meeting both targets (0 = no requirement)",
+            "Goodput: share of requests meeting their targets (0 = no requirement)",
             min_value=0.0,
             max_value=1.0,
             step=0.05,
@@ -275,13 +268,15 @@ def _simulate_point(ctx: PageContext, changes: dict[str, Any], where: str, press
     fleet: FleetResult | None = RESULTS.get(key)
     if fleet is None:
         return
-    v = verdict(fleet.combined, Slo.of(s))
-    m = st.columns(4)
-    m[0].metric(Slo.of(s).ttft_label, fmt_seconds(v.ttft_q_s))
-    m[1].metric(Slo.of(s).itl_label, fmt_seconds(v.itl_q_s))
-    m[2].metric("Goodput", fmt_pct(v.goodput_frac))
-    m[3].metric("Replicas", fmt_count(s.replicas))
-    text = f"{s.replicas} replicas ({s.router} router) {'meet' if v.met else 'miss'} {Slo.of(s).text()}"
+    slo = Slo.of(s)
+    v = verdict(fleet.combined, slo)
+    names = latency_columns(slo)
+    m = st.columns(len(names) + 2)
+    for k, n in enumerate(names):
+        m[k].metric(slo.label(n), fmt_seconds(v.value(n)))
+    m[-2].metric("Goodput", fmt_pct(v.goodput_frac))
+    m[-1].metric("Replicas", fmt_count(s.replicas))
+    text = f"{s.replicas} replicas ({s.router} router) {'meet' if v.met else 'miss'} {slo.text()}"
     (st.success if v.met else st.warning)(md_text(text + ("" if v.met else f": {v.binding_text()}") + "."))
 
 
@@ -314,9 +309,11 @@ def _confirmed(ctx: PageContext, z: SearchResult) -> None:
     st = ctx.st
     (st.success if z.best is not None else st.warning)(md_escape(z.reason))
     flags = z.table["best"].astype(bool).tolist()
-    shown = display_frame(z.table, TABLE_DISPLAY, ("ttft_q_s", "itl_q_s"))
-    shown = shown.rename(columns={"TTFT (ms)": f"{z.slo.ttft_label} (ms)", "ITL (ms)": f"{z.slo.itl_label} (ms)"})
-    kinds = TABLE_KINDS | {f"{z.slo.ttft_label} (ms)": "ms", f"{z.slo.itl_label} (ms)": "ms"}
+    lat, lat_kinds = latency_display(z.slo)
+    items = list(TABLE_DISPLAY.items())
+    at = list(TABLE_DISPLAY).index("decode_comm_frac")
+    shown = display_frame(z.table, dict(items[:at] + list(lat.items()) + items[at:]), tuple(lat))
+    kinds = TABLE_KINDS | lat_kinds
     st.dataframe(table(shown, kinds, flags), hide_index=True)
     st.caption(
         md_text(

@@ -12,7 +12,7 @@ import pandas as pd
 
 from planner.engine.evaluate import evaluate
 from planner.errors import ScenarioError
-from planner.format import fmt_bytes, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, fmt_usd
+from planner.format import fmt_bytes, fmt_num, fmt_pct, fmt_seconds, fmt_sequences, fmt_tokens_per_s, fmt_usd
 from planner.studies.baseline import compare_frame, differing_keys, pin_query, pinned_scenario
 from ui.format import download_csv, md_escape, md_list, md_text
 from ui.state import PageContext
@@ -25,7 +25,7 @@ _FORMATS = {
     "USD/h": lambda v: fmt_usd(v) + "/h",
     "share": fmt_pct,
     "×": lambda v: fmt_num(v) + "×",
-    "sequences": fmt_num,
+    "sequences": fmt_sequences,
 }
 
 

@@ -23,9 +23,11 @@ from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
+from planner.search.latency_text import latency_columns
 from planner.search.sizing import Sizing
 from planner.sim.fleet import FleetResult, replica_frame
-from planner.sim.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
+from planner.sim.results import SimResult, cdf_frame, requests_frame, simulated_gpu_hit, summary_frame, timeline_frame
+from planner.sim.slo import Slo, goodput_targets
 from planner.sim.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
 from planner.sim.traffic import arrival_rate_frame, length_frame, traffic_summary
 from planner.sim.workload import Workload
@@ -41,6 +43,7 @@ from ui.figures.serving import (
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, table
 from ui.jobs import RESULTS, WORKERS, Busy
+from ui.slo_inputs import stat_input, target_inputs
 from ui.state import PageContext
 from ui.tabs.runs import session_id, wait
 from ui.tabs.sizing_view import show_sizing, simulate_row
@@ -51,8 +54,11 @@ FORM_FIELDS = (
     "spread",
     "sim_requests",
     "seed",
+    "slo_pct",
     "slo_ttft_s",
     "slo_tpot_s",
+    "slo_itl_s",
+    "slo_e2e_s",
     "trace",
     "trace_scale",
     "trace_start_s",
@@ -221,24 +227,9 @@ def _workload_inputs(st: Any, s: Scenario) -> None:
     c2.number_input(
         "Seed", min_value=0, max_value=2**31 - 1, step=1, key=_W + "seed", help="Same seed, same requests and result."
     )
-    c1.number_input(
-        "p99 TTFT target (s)",
-        min_value=min(0.001, s.slo_ttft_s),
-        max_value=_upper("slo_ttft_s"),
-        step=0.1,
-        format="%g",
-        key=_W + "slo_ttft_s",
-        help="Time-to-first-token SLO, 99th percentile; rejected requests count as misses; seconds.",
-    )
-    c2.number_input(
-        "p99 inter-token target (s)",
-        min_value=min(0.0001, s.slo_tpot_s),
-        max_value=_upper("slo_tpot_s"),
-        step=0.005,
-        format="%g",
-        key=_W + "slo_tpot_s",
-        help="Inter-token latency SLO, 99th percentile over tokens; seconds.",
-    )
+    with c3:
+        stat_input(st, _W + "slo_pct", s.slo_pct)
+    target_inputs(st, _W, columns=4)
 
 
 def _form(st: Any, s: Scenario) -> tuple[str | None, dict[str, Any]]:
@@ -410,35 +401,30 @@ def render(ctx: PageContext) -> None:
             "the cheapest fleet meeting the targets."
         )
     if fleet is not None:
-        _show_simulation(st, fleet, s, name)
+        _show_simulation(ctx, fleet, s, name)
     if sizing is not None:
         show_sizing(st, sizing)
         simulate_row(ctx, sizing, _W, lambda: st.session_state.__setitem__(_PENDING, SIMULATE))
 
 
-def _metrics(st: Any, sm: dict[str, Any]) -> None:
-    m = st.columns(5)
-    m[0].metric(
-        "p99 TTFT",
-        fmt_seconds(sm["ttft_p99_s"]),
-        help=f"p50 {fmt_seconds(sm['ttft_p50_s'])}, p90 {fmt_seconds(sm['ttft_p90_s'])} (served requests)",
-    )
-    m[1].metric(
-        "p99 inter-token",
-        fmt_seconds(sm["itl_p99_s"]),
-        help=f"p50 {fmt_seconds(sm['itl_p50_s'])}, p90 {fmt_seconds(sm['itl_p90_s'])}; over tokens",
-    )
-    m[2].metric(
+def _metrics(st: Any, sm: dict[str, Any], slo: Slo) -> None:
+    names = latency_columns(slo)
+    m = st.columns(len(names) + 3)
+    over = {"ttft": "served requests", "tpot": "per request", "itl": "over tokens", "e2e": "served requests"}
+    for k, n in enumerate(names):
+        stats = ", ".join(f"{p} {fmt_seconds(sm[f'{n}_{p}_s'])}" for p in ("mean", "p50", "p90", "p99"))
+        m[k].metric(slo.label(n), fmt_seconds(sm[f"{n}_slo_stat_s"]), help=f"{stats} ({over[n]})")
+    m[-3].metric(
         "Output tokens/s", fmt_num(sm["output_tokens_per_s"]), help=f"{fmt_num(sm['requests_per_s'])} requests/s"
     )
-    m[3].metric(
+    m[-2].metric(
         "Goodput",
         fmt_pct(sm["goodput_frac"]),
-        help="Share of all requests (rejected ones included) with TTFT and mean time per output token within the "
-        f"targets. KV cache used: mean {fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])}; "
+        help=f"Share of all requests (rejected ones included) with {goodput_targets(slo)}. KV cache used: mean "
+        f"{fmt_pct(sm['kv_used_mean_frac'])}, max {fmt_pct(sm['kv_used_max_frac'])}; "
         f"{fmt_count(sm['preemptions'], 'preemption')}.",
     )
-    m[4].metric(
+    m[-1].metric(
         "Prefix-cache hits",
         fmt_pct(sm["prefix_cache_hit_rate_tokens"]),
         help=f"Of prompt tokens; {fmt_pct(sm['prefix_cache_hit_rate_blocks'])} of prefix blocks, "
@@ -457,10 +443,28 @@ def _verdict(st: Any, sm: dict[str, Any], s: Scenario) -> None:
     )
     where = "This replica" if s.replicas == 1 else "This fleet"
     verdict = "meets" if sm["slo_met"] else "misses"
-    (st.success if sm["slo_met"] else st.warning)(md_escape(f"{where} {verdict} the p99 targets at this load.{note}"))
+    text = f"{where} {verdict} {Slo.of(s).text()} at this load.{note}"
+    (st.success if sm["slo_met"] else st.warning)(md_escape(text))
 
 
-def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
+def _use_hit_rate(ctx: PageContext, r: SimResult) -> None:
+    """'Use the simulated hit rate': the run's measured prefix-cache hits in the headline (``gpu_hit``)."""
+    s, m = ctx.scenario, ctx.result.metrics if ctx.result is not None else {}
+    h = simulated_gpu_hit(r, s.prompt, float(m.get("gpu_cached_tokens", 0.0)))
+    if h is None:
+        return
+    label = f"Use the simulated hit rate ({fmt_pct(h)}) on your GPUs"
+    helptext = (
+        "Sets the GPUs' prefix-cache hit rate (gpu_hit) the headline's TTFT, tokens/s and GPU cost use to what this "
+        "run's cache found (its share of prompt tokens × prompt / the prefix's cached blocks); the API bill keeps "
+        "the hit rate of the sidebar."
+    )
+    if ctx.st.button(label, key=_W + "use_hit", help=helptext, icon=":material/input:"):
+        ctx.update_scenario(gpu_hit=round(h, 4))
+
+
+def _show_simulation(ctx: PageContext, f: FleetResult, s: Scenario, name: str) -> None:
+    st = ctx.st
     r: SimResult = f.combined
     sm = r.summary
     st.subheader("One replica" if s.replicas == 1 else f"{s.replicas} replicas, {ROUTER_LABELS[f.router]} router")
@@ -475,16 +479,20 @@ def _show_simulation(st: Any, f: FleetResult, s: Scenario, name: str) -> None:
             )
         )
         return
-    _metrics(st, sm)
+    slo = Slo.of(s)
+    _metrics(st, sm, slo)
     _verdict(st, sm, s)
+    _use_hit_rate(ctx, r)
     cdf = cdf_frame(r)
-    left, right = st.columns(2)
-    left.plotly_chart(
-        latency_cdf_figure(cdf, "ttft", "Time to first token", s.slo_ttft_s), key="sim-cdf-ttft", config=PLOTLY_CONFIG
-    )
-    right.plotly_chart(
-        latency_cdf_figure(cdf, "itl", "Inter-token latency", s.slo_tpot_s), key="sim-cdf-itl", config=PLOTLY_CONFIG
-    )
+    cols = st.columns(3)
+    for col, (n, title) in zip(
+        cols,
+        (("ttft", "Time to first token"), ("tpot", "TPOT per request"), ("itl", "Inter-token latency")),
+        strict=True,
+    ):
+        col.plotly_chart(
+            latency_cdf_figure(cdf, n, title, slo.target(n), slo.pct), key=f"sim-cdf-{n}", config=PLOTLY_CONFIG
+        )
     st.plotly_chart(timeline_figure(timeline_frame(r)), key="sim-timeline", config=PLOTLY_CONFIG)
     if s.replicas > 1:
         frame = replica_frame(f)

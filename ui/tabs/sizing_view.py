@@ -11,8 +11,10 @@ import pandas as pd
 from planner.format import fmt_count, fmt_num
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.search.latency_text import latency_columns
 from planner.search.layouts import on_layout
 from planner.search.sizing import SIZING_MAX_REQUESTS, Sizing
+from planner.sim.slo import Slo
 from ui.figures.serving import sizing_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_text, table
@@ -49,14 +51,21 @@ CONFIG_KINDS = {
     COMM_HEADER: "pct",
 }
 SIZING_DISPLAY = CONFIG_DISPLAY | {
-    "ttft_p99_s": "p99 TTFT (ms)",
-    "itl_p99_s": "p99 ITL (ms)",
     "goodput_frac": "goodput",
     "binding": "binding",
     "decode_comm_frac": COMM_HEADER,
     "status": "status",
 }
-SIZING_KINDS = CONFIG_KINDS | {"p99 TTFT (ms)": "ms", "p99 ITL (ms)": "ms", "goodput": "pct"}
+SIZING_KINDS = CONFIG_KINDS | {"goodput": "pct"}
+
+
+def latency_display(slo: Slo) -> tuple[dict[str, str], dict[str, str]]:
+    """The latency columns a table shows for ``slo`` (one per target: ``latency_text.latency_columns``), each
+    headed by its statistic — 'p99 TTFT (ms)', 'mean TPOT (ms)' — and their cell formats."""
+    display = {f"{n}_q_s": f"{slo.label(n)} (ms)" for n in latency_columns(slo)}
+    return display, {h: "ms" for h in display.values()}
+
+
 DISAGGREGATED_DISPLAY = {
     "name": "GPU",
     "prefill_layout": "prefill layout",
@@ -77,15 +86,20 @@ DISAGGREGATED_KINDS = {
 }
 
 
-def sizing_display_frame(table: pd.DataFrame) -> pd.DataFrame:
-    return display_frame(table, SIZING_DISPLAY, ("ttft_p99_s", "itl_p99_s"))
+def sizing_display_frame(table: pd.DataFrame, slo: Slo) -> pd.DataFrame:
+    lat, _ = latency_display(slo)
+    shown = dict(SIZING_DISPLAY)
+    at = list(shown).index("goodput_frac")
+    items = list(shown.items())
+    return display_frame(table, dict(items[:at] + list(lat.items()) + items[at:]), tuple(lat))
 
 
 def show_sizing(st: Any, z: Sizing) -> None:
     st.subheader("Fleet sizing")
     (st.success if z.best is not None else st.warning)(md_escape(z.reason))
     flags = z.table["best"].astype(bool).tolist()
-    st.dataframe(table(sizing_display_frame(z.table), SIZING_KINDS, flags), hide_index=True)
+    kinds = SIZING_KINDS | latency_display(z.slo)[1]
+    st.dataframe(table(sizing_display_frame(z.table, z.slo), kinds, flags), hide_index=True)
     if z.search is not None:
         st.caption(
             md_text(
@@ -98,7 +112,7 @@ def show_sizing(st: Any, z: Sizing) -> None:
         )
     st.caption(
         md_escape(
-            "Fewest replicas per GPU profile and layout meeting both p99 targets at "
+            f"Fewest replicas per GPU profile and layout meeting {z.slo.text()} at "
             f"{fmt_num(z.rate_per_s)} requests/s: "
             f"with round-robin each replica gets its share, with a load-aware router the whole fleet is simulated; "
             f"each search run simulates {fmt_count(z.requests_per_simulation)} requests per replica (at most "
@@ -111,8 +125,9 @@ def show_sizing(st: Any, z: Sizing) -> None:
     shown = display_frame(z.disaggregated, DISAGGREGATED_DISPLAY, ("kv_transfer_s",))
     st.dataframe(table(shown, DISAGGREGATED_KINDS), hide_index=True)
     st.caption(
-        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1 p99); decode GPUs from concurrent streams "
-        "(rate × output × TPOT) over streams per GPU within the inter-token target and KV memory; each prompt's KV "
+        "Prefill GPUs from prompt throughput at the TTFT target (M/M/1, at the SLO's statistic); decode GPUs from "
+        "concurrent streams (rate × output × TPOT) over streams per GPU within the TPOT / ITL target and KV memory; "
+        "each prompt's KV "
         "moves from the prefill to the decode pool over the network (kv_transfer_s, seconds) before its first token."
     )
     c1, c2 = st.columns(2)

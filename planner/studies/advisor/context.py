@@ -25,6 +25,7 @@ from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
+from planner.sim.slo import Slo, meets_single_request
 
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITY_RANK: dict[str, int] = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -105,8 +106,16 @@ def fits(metrics: Mapping[str, Any]) -> bool:
 
 
 def meets_slos(metrics: Mapping[str, Any], scenario: Scenario) -> bool:
-    """TTFT of a prompt arriving under load (chunked) and mean TPOT within the targets."""
-    return metrics["chunked_ttft_s"] <= scenario.slo_ttft_s and metrics["tpot_s"] <= scenario.slo_tpot_s
+    """TTFT of a prompt arriving under load (chunked), the decode step and the request latency within the
+    set targets (``slo.meets_single_request``)."""
+    return bool(
+        meets_single_request(
+            Slo.of(scenario),
+            np.asarray(metrics["chunked_ttft_s"]),
+            np.asarray(metrics["tpot_s"]),
+            np.asarray(metrics["request_latency_s"]),
+        )
+    )
 
 
 def _grid_cell(v: Any, row: int, rows: int) -> float | bool:

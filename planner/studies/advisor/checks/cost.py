@@ -12,8 +12,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from planner.engine.evaluate import Result
+from planner.engine.metrics import label
 from planner.format import fmt_count, fmt_pct
 from planner.model.scenario import Scenario
+from planner.sim.slo import Slo, meets_single_request
 from planner.studies.advisor.context import Context, Finding, Option, Severity, fits, meets_slos
 
 #: Another GPU is reported when it is at least this much cheaper per output token (medium from the second).
@@ -125,8 +127,7 @@ def _serves(grid: Mapping[str, np.ndarray], scenario: Scenario) -> np.ndarray:
     return (
         grid["fits"]
         & grid["batch_fits_memory"]
-        & (grid["chunked_ttft_s"] <= scenario.slo_ttft_s)
-        & (grid["tpot_s"] <= scenario.slo_tpot_s)
+        & meets_single_request(Slo.of(scenario), grid["chunked_ttft_s"], grid["tpot_s"], grid["request_latency_s"])
     )
 
 
@@ -135,8 +136,8 @@ def _unlike_now(ctx: Context) -> str:
     if fits(ctx.metrics) and meets_slos(ctx.metrics, ctx.scenario):
         return ""
     if not fits(ctx.metrics):
-        return " (and, unlike the current setup, holds the whole batch and meets the TTFT and TPOT targets)"
-    return " (and, unlike the current setup, meets the TTFT and TPOT targets)"
+        return " (and, unlike the current setup, holds the whole batch and meets the latency targets)"
+    return " (and, unlike the current setup, meets the latency targets)"
 
 
 def cheaper_gpu(ctx: Context) -> Finding | None:
@@ -155,7 +156,8 @@ def cheaper_gpu(ctx: Context) -> Finding | None:
         return None
     saving = 1.0 - best.after / now
     explanation = (
-        f"On {ctx.gpu.name} at tp={scenario.tp} output costs ${now:,.3f} per million tokens; "
+        f"On {ctx.gpu.name} at tp={scenario.tp} output costs ${now:,.3f} per million tokens (the GPU time of "
+        "each request's prefill included); "
         f"{best.action.removeprefix('Switch to ').rstrip('.')} serves the same batch for ${best.after:,.3f}"
         f"{_unlike_now(ctx)}."
     )
@@ -167,5 +169,5 @@ def cheaper_gpu(ctx: Context) -> Finding | None:
         explanation,
         metric,
         best,
-        f"${best.after:,.3f} per million output tokens instead of ${now:,.3f}.",
+        f"${best.after:,.3f} instead of ${now:,.3f} ({label(metric)}).",
     )

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from planner.engine.memory import kv_bytes_per_sequence, memory_plan, paged_context_tokens
-from planner.format import fmt_bytes, fmt_count, fmt_pct
+from planner.format import fmt_bytes, fmt_count, fmt_pct, whole_sequences
 from planner.model.scenario import Scenario
 from planner.studies.advisor.context import MAX_TP, Context, Finding, Option, metric_value
 
@@ -109,7 +109,7 @@ def _concurrency_tries(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
 def kv_concurrency(ctx: Context) -> Finding | None:
     """``kv-caps-concurrency``: the KV cache holds fewer sequences than the batch."""
     metrics, scenario = ctx.metrics, ctx.scenario
-    held = int(metrics["max_concurrent_sequences"])
+    held = int(whole_sequences(metrics["max_concurrent_sequences"]))
     if not metrics["fits"] or held >= scenario.batch:
         return None
     per_sequence_bytes = float(kv_bytes_per_sequence(ctx.inputs, paged_context_tokens(ctx.inputs)))

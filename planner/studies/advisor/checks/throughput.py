@@ -11,8 +11,10 @@ import numpy as np
 
 from planner.engine.chunked import chunked_prefill
 from planner.engine.evaluate import compute
+from planner.engine.metrics import label
 from planner.engine.speculative import speedup
-from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s
+from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds, fmt_tokens_per_s, whole_sequences
+from planner.sim.slo import Slo
 from planner.studies.advisor.context import (
     MAX_BATCH,
     MIN_CHUNK,
@@ -45,7 +47,7 @@ def _regime(ctx: Context) -> tuple[str, int, str]:
     """(the sentence placing the batch against the ridge, the batch the ridge caps, the title)."""
     scenario = ctx.scenario
     ridge = float(ctx.metrics["ridge_batch"])
-    now = fmt_tokens_per_s(ctx.metrics["decode_tokens_per_s"])
+    now = f"{fmt_tokens_per_s(ctx.metrics['decode_tokens_per_s'])} ({label('decode_tokens_per_s')})"
     if math.isinf(ridge):
         where = (
             "Decode stays memory-bound at every batch (each sequence's KV reads at this context and its activation "
@@ -61,6 +63,11 @@ def _regime(ctx: Context) -> tuple[str, int, str]:
     return where, max(math.floor(ridge), 0), title
 
 
+def _limit(target: float | None) -> float:
+    """A target, or ∞ where it is unset (nothing to meet)."""
+    return float("inf") if target is None else target
+
+
 def _largest_good_batch(ctx: Context, cap: int) -> int | None:
     """Largest batch in (batch, cap] that fits memory and meets the TPOT target (one vectorised call)."""
     scenario = ctx.scenario
@@ -68,20 +75,21 @@ def _largest_good_batch(ctx: Context, cap: int) -> int | None:
         return None
     grid = np.arange(scenario.batch + 1, cap + 1, dtype=float)
     metrics = compute(ctx.inputs.with_(batch=grid))
-    ok = metrics["batch_fits_memory"] & (metrics["tpot_s"] <= scenario.slo_tpot_s)
+    ok = metrics["batch_fits_memory"] & (metrics["tpot_s"] <= _limit(Slo.of(scenario).step_limit_s))
     return int(grid[ok].max()) if ok.any() else None
 
 
 def _batch_limit(ctx: Context, target: int, ridge_cap: int) -> str:
     """Which limit stops the batch at ``target``."""
-    held = int(ctx.metrics["max_concurrent_sequences"])
+    held = int(whole_sequences(ctx.metrics["max_concurrent_sequences"]))
     if target == held:
         return f"the KV-cache limit of {fmt_count(held)} sequences"
     if target == ridge_cap and not math.isinf(ctx.metrics["ridge_batch"]):
         return "the ridge"
     if target == MAX_BATCH:
         return "the largest batch a scenario allows"
-    return f"the {fmt_seconds(ctx.scenario.slo_tpot_s)} TPOT target"
+    slo = Slo.of(ctx.scenario)
+    return f"the {fmt_seconds(_limit(slo.step_limit_s))} {slo.step_limit_words} target"
 
 
 def _no_larger_batch(ctx: Context, ridge_cap: int) -> str:
@@ -89,9 +97,11 @@ def _no_larger_batch(ctx: Context, ridge_cap: int) -> str:
     scenario = ctx.scenario
     if scenario.batch >= ridge_cap and not math.isinf(ctx.metrics["ridge_batch"]):
         return "the batch is at or past the ridge, so a larger one adds latency, not throughput"
-    if scenario.batch >= int(ctx.metrics["max_concurrent_sequences"]):
+    if scenario.batch >= int(whole_sequences(ctx.metrics["max_concurrent_sequences"])):
         return "the KV cache holds no more sequences"
-    return f"a larger batch would push TPOT past the {fmt_seconds(scenario.slo_tpot_s)} target"
+    slo = Slo.of(scenario)
+    limit = fmt_seconds(_limit(slo.step_limit_s))
+    return f"a larger batch would push TPOT past the {limit} {slo.step_limit_words} target"
 
 
 def decode_regime(ctx: Context) -> Finding | None:
@@ -102,7 +112,9 @@ def decode_regime(ctx: Context) -> Finding | None:
     where, ridge_cap, regime_title = _regime(ctx)
     now = float(metrics["decode_tokens_per_s"])
     metric = "decode_tokens_per_s"
-    target = _largest_good_batch(ctx, min(int(metrics["max_concurrent_sequences"]), MAX_BATCH, ridge_cap))
+    target = _largest_good_batch(
+        ctx, min(int(whole_sequences(metrics["max_concurrent_sequences"])), MAX_BATCH, ridge_cap)
+    )
     got = ctx.option("", {"batch": target}, metric) if target is not None else None
     if target is None or got is None:
         return ctx.finding(
@@ -112,7 +124,7 @@ def decode_regime(ctx: Context) -> Finding | None:
             f"{where}.",
             metric,
             None,
-            f"Throughput stays at {fmt_tokens_per_s(now)}.",
+            f"Throughput stays at {fmt_tokens_per_s(now)} ({label('decode_tokens_per_s')}).",
             no_change=f"No change: {_no_larger_batch(ctx, ridge_cap)}.",
         )
     option, result = got
@@ -123,7 +135,7 @@ def decode_regime(ctx: Context) -> Finding | None:
     action = f"Raise the batch to {fmt_count(target)} (limited by {_batch_limit(ctx, target, ridge_cap)})."
     option = Option(action, option.changed_keys, metric, option.after)
     tpot = fmt_seconds(result.metrics["tpot_s"])
-    effect = f"{fmt_tokens_per_s(option.after)} ({gain:.2f}× now) at a TPOT of {tpot}."
+    effect = f"{fmt_tokens_per_s(option.after)} {label(metric)} ({gain:.2f}× now) at a TPOT of {tpot}."
     title = f"{gain:.1f}× decode throughput left on the table" if severity != "info" else regime_title
     return ctx.finding("decode-regime", severity, title, f"{where}.", metric, option, effect)
 
@@ -145,19 +157,22 @@ def _balanced_chunk(ctx: Context) -> tuple[int, str, Severity] | None:
     metrics, scenario = ctx.metrics, ctx.scenario
     grid = chunk_grid(scenario.prompt)
     swept = chunked_prefill(ctx.inputs, chunk_tokens=grid)
-    ttft_ratio = swept["chunked_ttft_s"] / scenario.slo_ttft_s
-    itl_ratio = swept["chunked_max_itl_s"] / scenario.slo_tpot_s
+    slo = Slo.of(scenario)
+    ttft_ratio = swept["chunked_ttft_s"] / _limit(slo.ttft_s)
+    itl_ratio = swept["chunked_max_itl_s"] / _limit(slo.gap_limit_s)
     feasible = (ttft_ratio <= 1) & (itl_ratio <= 1)
     if feasible.any():
         distance = np.where(feasible, np.abs(np.log(grid / scenario.chunk)), np.inf)
         return int(grid[np.argmin(distance)]), "meets both targets", "medium"
     # Only when each target is reachable alone (plain decode meets TPOT, an idle prefill
     # meets TTFT): otherwise the chunk size is not the lever.
-    if metrics["tpot_s"] > scenario.slo_tpot_s or metrics["ttft_s"] > scenario.slo_ttft_s:
+    if metrics["tpot_s"] > _limit(slo.step_limit_s) or metrics["ttft_s"] > _limit(slo.ttft_s):
         return None
     worst = np.maximum(ttft_ratio, itl_ratio)
     best = int(np.argmin(worst))
-    worst_now = max(metrics["chunked_ttft_s"] / scenario.slo_ttft_s, metrics["chunked_max_itl_s"] / scenario.slo_tpot_s)
+    worst_now = max(
+        metrics["chunked_ttft_s"] / _limit(slo.ttft_s), metrics["chunked_max_itl_s"] / _limit(slo.gap_limit_s)
+    )
     if worst[best] >= (1.0 - CHUNK_MIN_IMPROVEMENT_FRAC) * worst_now:
         return None
     return int(grid[best]), "no chunk size meets both targets; this one comes closest", "low"
@@ -167,7 +182,10 @@ def _chunk_explanation(ctx: Context, itl_side: bool) -> str:
     """Which target the current chunk misses, with both latencies against their targets."""
     metrics, scenario = ctx.metrics, ctx.scenario
     ttft, itl = fmt_seconds(metrics["chunked_ttft_s"]), fmt_seconds(metrics["chunked_max_itl_s"])
-    slo_ttft, slo_tpot = fmt_seconds(scenario.slo_ttft_s), fmt_seconds(scenario.slo_tpot_s)
+    slo = Slo.of(scenario)
+    slo_ttft = f"{fmt_seconds(slo.ttft_s)} TTFT" if slo.ttft_s is not None else "(unset) TTFT"
+    gap = slo.gap_limit_s
+    slo_tpot = f"{fmt_seconds(gap)} {slo.gap_limit_words}" if gap is not None else "(unset) ITL"
     if math.isinf(metrics["chunked_ttft_s"]):
         return (
             f"The {fmt_count(scenario.batch)} running streams take the whole {fmt_count(scenario.chunk)}-token step "
@@ -176,21 +194,22 @@ def _chunk_explanation(ctx: Context, itl_side: bool) -> str:
     if itl_side:
         return (
             f"Chunks of {fmt_count(min(scenario.chunk, scenario.prompt))} prompt tokens stall the "
-            f"{fmt_count(scenario.batch)} running streams for up to {itl} per step, above the {slo_tpot} TPOT "
+            f"{fmt_count(scenario.batch)} running streams for up to {itl} per step, above the {slo_tpot} "
             f"target, while a newcomer's TTFT is {ttft} of the {slo_ttft} target."
         )
     return (
         f"{fmt_count(metrics['chunked_steps'])} chunks of {fmt_count(scenario.chunk)} tokens take {ttft} to admit a "
-        f"{fmt_count(scenario.prompt)}-token prompt, above the {slo_ttft} TTFT target, while steps take at most "
-        f"{itl} of the {slo_tpot} TPOT target."
+        f"{fmt_count(scenario.prompt)}-token prompt, above the {slo_ttft} target, while steps take at most "
+        f"{itl} of the {slo_tpot} target."
     )
 
 
 def chunk_balance(ctx: Context) -> Finding | None:
     """``chunk-imbalance``: the prefill chunk makes the newcomer's TTFT or the running streams' ITL miss."""
     metrics, scenario = ctx.metrics, ctx.scenario
-    ttft_ratio = metrics["chunked_ttft_s"] / scenario.slo_ttft_s
-    itl_ratio = metrics["chunked_max_itl_s"] / scenario.slo_tpot_s
+    slo = Slo.of(scenario)
+    ttft_ratio = metrics["chunked_ttft_s"] / _limit(slo.ttft_s)
+    itl_ratio = metrics["chunked_max_itl_s"] / _limit(slo.gap_limit_s)
     if not metrics["fits"] or (ttft_ratio <= 1 and itl_ratio <= 1):
         return None
     balanced = _balanced_chunk(ctx)
@@ -199,7 +218,11 @@ def chunk_balance(ctx: Context) -> Finding | None:
     chunk, how, severity = balanced
     itl_side = itl_ratio >= ttft_ratio
     metric = "chunked_max_itl_s" if itl_side else "chunked_ttft_s"
-    got = ctx.option(f"Set the prefill chunk to {fmt_count(chunk)} tokens ({how}).", {"chunk": chunk}, metric)
+    # the chunks were swept at the batch in force: keep it where the engine lowered the default to fit the chunk
+    batch = int(ctx.result.resolved.scenario.batch)
+    changes = {"chunk": chunk} | ({"batch": batch} if batch != scenario.batch else {})
+    said = f" at batch {fmt_count(batch)}" if "batch" in changes else ""
+    got = ctx.option(f"Set the prefill chunk to {fmt_count(chunk)} tokens{said} ({how}).", changes, metric)
     if got is None:
         return None
     option, result = got
@@ -329,7 +352,9 @@ def tp_comm(ctx: Context) -> Finding | None:
     if switch:
         options.append(switch)
     now = fmt_tokens_per_s(metrics[metric])
-    effect = "; ".join(f"{o.action.rstrip('.')}: {fmt_tokens_per_s(o.after)} per GPU (now {now})" for o in options)
+    effect = "; ".join(
+        f"{o.action.rstrip('.')}: {fmt_tokens_per_s(o.after)} {label(metric)} (now {now})" for o in options
+    )
     return ctx.finding(
         "tp-communication",
         "medium" if share > COMM_MEDIUM_FRAC else "low",
