@@ -51,12 +51,12 @@ FAMILY_OF_KEY: dict[str, Family] = {
     "mi325x": "cdna3",
     "mi355x": "cdna3",  # CDNA 4: no published serving rows to fit; CDNA 3's values, the nearest architecture
 }
-_FAMILY_BY_NAME: tuple[tuple[str, Family], ...] = (
-    (r"\bGH200\b|\bH(100|200|800|20)\b", "hopper"),
-    (r"\bA(100|800|10|30|40)\b", "ampere"),
-    (r"\bL(40S?|4|20)\b|RTX (6000|4090)", "ada"),
-    (r"\bG?B(100|200|300)\b", "blackwell"),
-    (r"\bMI3\d\d", "cdna3"),
+_FAMILY_BY_NAME: tuple[tuple[re.Pattern[str], Family], ...] = (
+    (re.compile(r"\bGH200\b|\bH(100|200|800|20)\b"), "hopper"),
+    (re.compile(r"\bA(100|800|10|30|40)\b"), "ampere"),
+    (re.compile(r"\bL(40S?|4|20)\b|RTX (6000|4090)"), "ada"),
+    (re.compile(r"\bG?B(100|200|300)\b"), "blackwell"),
+    (re.compile(r"\bMI3\d\d"), "cdna3"),
 )
 #: One-way links at or below this are PCIe-class (PCIe Gen6 x16: 128 GB/s one way).
 PCIE_MAX_BYTES_PER_S = 128 * GB
@@ -139,7 +139,7 @@ def gpu_family(gpu: GPU) -> Family:
     if gpu.key in FAMILY_OF_KEY:
         return FAMILY_OF_KEY[gpu.key]
     for pattern, fam in _FAMILY_BY_NAME:
-        if re.search(pattern, gpu.name):
+        if pattern.search(gpu.name):
             return fam
     return "other"
 
@@ -198,6 +198,8 @@ FRACTION_FIELDS = frozenset(
     }
 )
 OVERRIDE_PATTERN = r"^$|^[a-z][0-9.]+(-[a-z][0-9.]+)*$"
+_OVERRIDE_RE = re.compile(OVERRIDE_PATTERN)
+_LETTERS = re.compile(r"^[a-z]|-[a-z]")
 _ITEM = re.compile(r"([a-z])([0-9.]+)")
 #: Upper bounds of the non-fraction overrides (SI), as in ``EngineTiming``.
 _MAX = {
@@ -216,7 +218,7 @@ def parse_overrides(text: str) -> dict[str, float]:
     Raises ValueError naming each bad item (unknown letter, not a number, out of bounds)."""
     if not text:
         return {}
-    if not re.fullmatch(OVERRIDE_PATTERN, text):
+    if not _OVERRIDE_RE.fullmatch(text):
         raise ValueError("expected letter-number items joined by '-', e.g. s35-l4.2-b0.81")
     out: dict[str, float] = {}
     problems = []
@@ -252,7 +254,7 @@ def format_overrides(values: dict[str, float]) -> str:
         if name in values:
             parts.append(f"{letter}{values[name] / scale:.4g}")
     text = "-".join(parts)
-    if "e" in re.sub(r"^[a-z]|-[a-z]", "", text):  # 4 significant digits never need an exponent in these ranges
+    if "e" in _LETTERS.sub("", text):  # 4 significant digits never need an exponent in these ranges
         raise ValueError(f"cannot write {values} in the link form")
     return text
 
