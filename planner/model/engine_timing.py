@@ -22,10 +22,12 @@ constants MFU 0.5 / MBU 0.7 (no overheads, no small-GEMM penalty).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.model.specs import GPU
@@ -212,6 +214,20 @@ _MAX = {
 }
 
 
+_SCALE = {name: scale for name, scale in OVERRIDE_LETTERS.values()}
+
+
+def override_problem(name: str, value: float) -> str | None:
+    """Why ``value`` (SI) is outside what parameter ``name`` may be — fractions in (0, 1], the rest in
+    [0, ``_MAX``] — in the link form's units; None when it is inside (the one rule for both)."""
+    if name in FRACTION_FIELDS:
+        return None if 0.0 < value <= 1.0 else f"{name} must be in (0, 1]"
+    scale = _SCALE[name]
+    if 0.0 <= value <= _MAX[name]:
+        return None
+    return f"{name} must be in [0, {_MAX[name] / scale:g}] ({'µs' if scale < 1 else 'tokens'})"
+
+
 def parse_overrides(text: str) -> dict[str, float]:
     """``"s35-l4.2-b0.81"`` → {step_overhead_s: 3.5e-5, layer_overhead_s: 4.2e-6, bandwidth_frac: 0.81}.
 
@@ -234,12 +250,9 @@ def parse_overrides(text: str) -> dict[str, float]:
         except ValueError:
             problems.append(f"{item!r}: not a number")
             continue
-        if name in FRACTION_FIELDS and not 0.0 < v <= 1.0:
-            problems.append(f"{item!r}: {name} must be in (0, 1]")
-        elif name not in FRACTION_FIELDS and not 0.0 <= v <= _MAX[name]:
-            problems.append(
-                f"{item!r}: {name} must be in [0, {_MAX[name] / scale:g}] ({'µs' if scale < 1 else 'tokens'})"
-            )
+        problem = override_problem(name, v)
+        if problem:
+            problems.append(f"{item!r}: {problem}")
         else:
             out[name] = v
     if problems:
@@ -248,15 +261,18 @@ def parse_overrides(text: str) -> dict[str, float]:
 
 
 def format_overrides(values: dict[str, float]) -> str:
-    """The link form of ``values`` (SI), four significant digits per item, in letter order."""
+    """The link form of ``values`` (SI), four significant digits per item, in letter order, never an exponent
+    (``1.234e-06`` is written ``0.000001234``).  ValueError naming a value that is not a finite number."""
+    bad = [name for name, v in values.items() if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: not a finite number, which the link form cannot hold")
     parts = []
     for letter, (name, scale) in OVERRIDE_LETTERS.items():
         if name in values:
-            parts.append(f"{letter}{values[name] / scale:.4g}")
-    text = "-".join(parts)
-    if "e" in _LETTERS.sub("", text):  # 4 significant digits never need an exponent in these ranges
-        raise ValueError(f"cannot write {values} in the link form")
-    return text
+            parts.append(
+                letter + np.format_float_positional(values[name] / scale, precision=4, fractional=False, trim="-")
+            )
+    return "-".join(parts)
 
 
 def resolve_timing(timing: EngineTiming, gpu: GPU, overrides: str = "") -> ResolvedTiming:
