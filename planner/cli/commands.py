@@ -297,14 +297,15 @@ def _read_log(path: str) -> str:
 def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.cli.render import log_check_text
     from planner.links import to_query_string
-    from planner.logs.check import calibrated_scenario
+    from planner.logs.check import calibrated_scenario, calibration_problems
     from planner.logs.check import check_log as run_check
     from planner.logs.vllm_log import parse_vllm_log
 
     scenario = scenario_from_link(args.link, catalog, err)
     log = parse_vllm_log(_read_log(args.log))
     check = run_check(scenario, log, catalog)
-    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate else None
+    refused = calibration_problems(check, log) if args.calibrate else []
+    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate and not refused else None
     if args.format == "json":
         rows = [
             {"term": r.term, "unit": r.unit, "predicted": r.predicted, "logged": r.logged, "error": r.error_frac}
@@ -314,10 +315,12 @@ def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
         if link is not None:
             payload["calibrated_link"] = link
         out.write(json.dumps(payload, indent=2) + "\n")
-        return 0
-    out.write(log_check_text(check))
-    if link is not None:
-        out.write(f"calibrated link: ?{link}\n")
+    else:
+        out.write(log_check_text(check))
+        if link is not None:
+            out.write(f"calibrated link: ?{link}\n")
+    if refused:
+        raise BadInput(refused)
     return 0
 
 
