@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TextIO
 
+from planner import outfile
 from planner.errors import BadInput, ProblemsError, TraceError
 from planner.links import from_query
 from planner.model.catalog import Catalog
@@ -74,9 +75,11 @@ def sweep(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) 
             problems.extend(exc.problems)
     if problems:
         raise BadInput(problems)
+    if args.out:
+        outfile.checked(args.out, args.force)
     chunks = sweep_chunks(scenario, axes, catalog)  # checks the budget and every combination first
     first = next(chunks)
-    with open(args.out, "w", encoding="utf-8") if args.out else nullcontext(out) as sink:
+    with outfile.writing(args.out, args.force) if args.out else nullcontext(out) as sink:
         rows = 0
         for k, chunk in enumerate(itertools.chain([first], chunks)):
             sink.write(frame_to_csv(present_frame(chunk), header=k == 0))
@@ -224,14 +227,15 @@ def pareto(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
     from planner.export import frame_to_csv, present_frame
     from planner.search.knob_search import pareto_text, screen_points
 
+    if args.out:
+        outfile.checked(args.out, args.force)
     scenario, trace = _scenario_and_trace(args, catalog, err)
     scenario = _with_search(scenario, args)
     screened = screen_points(scenario, catalog, trace)
     points = screened.export_frame()
     csv = frame_to_csv(present_frame(points))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(csv)
+        outfile.write_text(args.out, csv, args.force)
         print(f"wrote {len(points):,} points to {args.out}", file=err)
     if args.format == "csv" and not args.out:
         out.write(csv)
@@ -390,6 +394,8 @@ def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
     from planner.links import to_query_string
 
     scenario = scenario_from_link(args.link, catalog, err)
+    if args.out:
+        outfile.checked(args.out, args.force)
     files = []
     for name in args.files:
         path = Path(name)
@@ -407,7 +413,7 @@ def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
         gpu, engine = catalog.profile(scenario.gpu), catalog.engine(scenario.engine)
         assert gpu is not None and engine is not None  # resolved by the fit
         text = calibrated_profile_toml(engine, gpu, cal, ", ".join(args.files))
-        Path(args.out).write_text(text, encoding="utf-8")
+        outfile.write_text(args.out, text, args.force)
         print(f"wrote the calibrated engine profile to {args.out}", file=err)
     rows = calibration_rows(cal)
     if args.format == "json":
