@@ -117,7 +117,7 @@ def simulate_fleet(
     """Simulate ``w`` on ``replicas`` replicas behind ``router`` (module doc).  Pure and seeded."""
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: one of {', '.join(ROUTERS)}")
-    check_work_budget(w, cfg)
+    check_work_budget(w, cfg, step_time.step_s(1, 1.0, (), ()), replicas)
     n = len(w)
     run = RunState(w, cfg, step_time, detail)
     reps = [Replica(k, cfg, n) for k in range(replicas)]
