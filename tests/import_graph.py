@@ -130,6 +130,7 @@ BASE_MODULES = {
     "planner.tomlfile",
     "planner.jsonfile",
     "planner.outfile",
+    "planner.lifetime",
 }
 
 
