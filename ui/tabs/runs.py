@@ -13,6 +13,7 @@ from typing import Any
 from planner.units import MiB
 from ui.cache import BoundedCache
 from ui.jobs import UPLOAD_RESULTS, UPLOADS, Busy, Job
+from ui.timing import mark_waited
 
 #: The problems of refused uploads, by job key (small: sentences).
 UPLOAD_PROBLEMS = BoundedCache("refused uploads", max_bytes=4 * MiB, max_entries=256)
@@ -31,6 +32,7 @@ def wait(slot: Any, job: Job, text: str) -> None:
     """Wait for ``job`` in the script thread (the work is in a worker), a progress bar in ``slot`` once it
     has taken a second.  A rerun meanwhile interrupts only the waiting: the run goes on, and its result
     shows on any later rerun."""
+    mark_waited()
     while not job.done.wait(WAIT_POLL_S):
         if job.elapsed_s > PROGRESS_AFTER_S:
             where = "waiting for a free worker" if job.state == "queued" else f"{job.elapsed_s:.0f} s"
