@@ -37,6 +37,11 @@ UNTRUSTED = (
     "planner.model.custom_model",
     "planner.model.engine_timing",
     "planner.model.specs",
+    "planner.model.catalog",
+    "planner.model.engine_versions",
+    "planner.deploy.fleet",
+    "planner.deploy.images",
+    "planner.deploy.shell",
     "ui.format",
     "ui.sidebar.model_inputs",
 )
