@@ -33,7 +33,7 @@ from planner.studies.compare import compare_gpus
 from planner.studies.explain import ExplainItem, explain
 from planner.studies.sweep import scenario_frame
 from planner.units import MiB
-from ui import headline, link_size, sidebar
+from ui import headline, link_size, sidebar, timing
 from ui import state as link_state
 from ui.cache import BoundedCache
 from ui.chart import Chart
@@ -202,6 +202,11 @@ def tabs(ctx: PageContext) -> None:
 
 
 def main() -> None:
+    """The page, timed into ``$KVPLAN_TIMING_LOG`` when the load test sets it (``ui.timing``)."""
+    timing.timed(page)
+
+
+def page() -> None:
     st.set_page_config(page_title="kvplan: LLM inference capacity planner", page_icon="🧮", layout="wide")
     cat = catalog()
     pending_problems = link_state.start_run(st, cat)

@@ -43,6 +43,8 @@ from planner.units import MS_PER_S
 # CommonMark lets a backslash escape any ASCII punctuation, so escaping more than
 # Markdown needs never changes what is shown; & " ' = ^ keep entities and directives inert.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&\"'=^@/%;?])")
+#: Runs of backticks (a code span's fence is one longer than the longest run in it).
+_BACKTICKS = re.compile(r"`+")
 #: C0/C1 controls (tab and newline kept), bidirectional overrides and isolates, line/paragraph separators.
 _INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
 #: What GFM's autolink-literal pass turns into a link: a scheme, ``www.``, an e-mail address.
@@ -73,7 +75,7 @@ def md_escape(text: object) -> str:
 def md_code(text: object) -> str:
     """A short datum as an inline code span (literal; one line; a fence longer than any backtick run)."""
     body = _visible(str(text)).replace("\n", " ").replace("\t", " ")
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", body)), default=0) + 1)
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(body)), default=0) + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
     return f"{fence}{pad}{body}{pad}{fence}"
 

@@ -19,23 +19,35 @@ other visitor's rerun waits) and its memory would stay in the server process.  S
 * a finished job's value goes into ``RESULTS`` (a byte-bounded cache, ``ui.cache``), where
   the tab finds it on any later rerun — also after the visitor moved on while it ran.
 
+Two pools: ``WORKERS`` for the heavy runs and ``UPLOADS`` (one process, ``UPLOAD_TIME_LIMIT_S``) for every
+parse, fit and audit of a visitor's file — a log, benchmark results, a usage log, a trace — so a hostile
+file costs a worker's time and memory, never the server's, and never waits behind a sizing
+(``ui.job_kinds`` says what each kind runs).
+
+Workers die with the server (issue 31 F12): each worker is the leader of its own process group (its
+search pool's children stay in it), it dies with its parent (``planner.lifetime``: Linux's parent-death
+signal and a watch thread) and kills its group when it does; a stopped job, the server's exit
+(``atexit``) and a replaced worker kill the group too.  A lost connection — the server gone, or a job
+it stopped — ends the worker quietly, and the server logs a dead worker in one line, never a traceback.
+
 The tab waits on ``Job.done`` and draws ``Job.progress`` (``ui.tabs.simulate``).  No
 streamlit here; the worker side imports only the planner.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import logging
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -43,6 +55,7 @@ from typing import Any
 
 from planner.units import GiB, MiB
 from ui.cache import BoundedCache
+from ui.job_kinds import default_processes
 
 LOG = logging.getLogger("kvplan.jobs")
 
@@ -59,11 +72,12 @@ WORKER_NICE = 10
 #: Seconds between two progress messages from a worker.
 PROGRESS_EVERY_S = 0.2
 RESULTS = BoundedCache("simulation results", max_bytes=192 * MiB, max_entries=32)
-
-
-def default_processes() -> int:
-    """Half the cores, at least one, at most four: the other half serves the page."""
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+#: The uploads' pool: one process, a shorter limit (a 50 MiB usage log audits in seconds).
+UPLOAD_PROCESSES = 1
+UPLOAD_TIME_LIMIT_S = 60.0
+UPLOAD_RESULTS = BoundedCache("upload results", max_bytes=160 * MiB, max_entries=48)
+#: Seconds a worker is given to exit after its connection closes before its group is killed.
+STOP_GRACE_S = 5.0
 
 
 class Busy(Exception):
@@ -84,6 +98,7 @@ class Job:
     note: str = ""  # the run's own words for its progress (the search's stage), when it has them
     state: str = "queued"  # queued | running | done | problems | failed
     problems: tuple[str, ...] = ()
+    value: Any = None  # the result, also when ``results`` could not keep it (larger than the cache)
     done: threading.Event = field(default_factory=threading.Event)
     id: int = field(default_factory=lambda: next(_IDS))
 
@@ -110,39 +125,19 @@ def _limit_resources(memory_limit_bytes: int) -> None:
         pass
 
 
-def _run_job(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
-    """The work itself, in the worker (planner only).  ``search`` and ``simulate_point`` (the Search &
-    frontier tab) take the scenario's own traffic (``scenario_traffic``: its Poisson arrivals or its
-    bundled trace; ``workload`` is None); the search confirms in a pool of ``default_processes()``."""
-    from planner.model.catalog import load_catalog
-    from planner.model.scenario import Scenario
-
-    catalog = _CATALOG.get("catalog") or _CATALOG.setdefault("catalog", load_catalog())
-    scenario_json, workload = payload
-    s = Scenario.model_validate_json(scenario_json)
-    if kind == "simulate":
-        from planner.sim.fleet import simulate_fleet_scenario
-
-        return simulate_fleet_scenario(s, catalog, workload=workload, progress=progress)
-    if kind == "size":
-        from planner.search.sizing import size_fleet
-
-        return size_fleet(s, catalog, trace=workload, progress=progress, search=True)
-    if kind in ("search", "simulate_point"):
-        from planner.sim.traces import scenario_traffic
-
-        traffic = scenario_traffic(s)
-        if kind == "simulate_point":
-            from planner.sim.fleet import simulate_fleet_scenario
-
-            return simulate_fleet_scenario(s, catalog, workload=traffic, progress=progress)
-        from planner.search.knob_search import search_fleet
-
-        return search_fleet(s, catalog, traffic, workers=default_processes(), progress=progress)
-    raise ValueError(f"unknown job kind {kind!r}")
+class _ServerGone(BaseException):
+    """The connection to the server is lost (it exited, or stopped this job): the worker ends.  A
+    BaseException, so that no ``except Exception`` in the work swallows it."""
 
 
-_CATALOG: dict[str, Any] = {}
+_LOST = (BrokenPipeError, ConnectionError, EOFError, OSError)
+
+
+def _send(conn: Any, message: tuple[str, Any]) -> None:
+    try:
+        conn.send(message)
+    except _LOST:
+        raise _ServerGone from None
 
 
 class _Reporter:
@@ -155,40 +150,50 @@ class _Reporter:
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            self.conn.send(("progress", (float(frac), str(note))))
+            _send(self.conn, ("progress", (float(frac), str(note))))
+
+
+def _outcome(kind: str, payload: Any, conn: Any, memory_limit_bytes: int) -> tuple[str, Any]:
+    """("done", value), ("problems", sentences) or ("failed", the exception's type) of one job."""
+    from planner.errors import ProblemsError
+    from ui.job_kinds import run_job
+
+    try:
+        return "done", run_job(kind, payload, _Reporter(conn))
+    except ProblemsError as exc:
+        return "problems", list(exc.problems)
+    except MemoryError:
+        return "problems", [f"the run needed more than {memory_limit_bytes / GiB:g} GiB, the limit for one run"]
+    except Exception as exc:  # noqa: BLE001 — reported by type to the visitor, in full to the log
+        logging.getLogger("kvplan.jobs.worker").exception("job %s failed", kind)
+        return "failed", type(exc).__name__
 
 
 def _serve(conn: Any, memory_limit_bytes: int) -> None:
-    """A worker's loop: receive (kind, payload), send progress, then the value or the problems."""
+    """A worker's loop: receive (kind, payload), send progress, then the value or the problems; ends quietly
+    when the connection is lost."""
     _limit_resources(memory_limit_bytes)
-    from planner.errors import ProblemsError
-
     logging.basicConfig(level=logging.WARNING, format="kvplan worker %(process)d: %(levelname)s %(message)s")
-
-    while True:
-        try:
-            kind, payload = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            message: tuple[str, Any] = ("done", _run_job(kind, payload, _Reporter(conn)))
-        except ProblemsError as exc:
-            message = ("problems", list(exc.problems))
-        except MemoryError:
-            message = (
-                "problems",
-                [f"the run needed more than {memory_limit_bytes / GiB:g} GiB, the limit for one run"],
-            )
-        except Exception as exc:  # noqa: BLE001 — reported by type to the visitor, in full to the log
-            logging.getLogger("kvplan.jobs.worker").exception("job %s failed", kind)
-            message = ("failed", type(exc).__name__)
-        try:
-            conn.send(message)
-        except MemoryError:
-            conn.send(("problems", ["the result was too large to return"]))
+    try:
+        while True:
+            try:
+                kind, payload = conn.recv()
+            except _LOST:
+                return
+            message = _outcome(kind, payload, conn, memory_limit_bytes)
+            try:
+                _send(conn, message)
+            except MemoryError:
+                _send(conn, ("problems", ["the result was too large to return"]))
+    except _ServerGone:
+        return
 
 
 # --------------------------------------------------------------------------- the server side
+
+
+class _WorkerDied(Exception):
+    """The worker process exited while running a job."""
 
 
 class _Slot:
@@ -206,19 +211,30 @@ class _Slot:
         env = {**os.environ, **{v: "1" for v in _THREAD_VARS}}
         env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ui.jobs", str(theirs.fileno()), str(self.pool.memory_limit_bytes)],
+            [
+                sys.executable,
+                "-m",
+                "ui.jobs",
+                str(theirs.fileno()),
+                str(self.pool.memory_limit_bytes),
+                str(os.getpid()),
+            ],
             pass_fds=(theirs.fileno(),),
             env=env,
             cwd=str(_ROOT),
             stdin=subprocess.DEVNULL,
+            process_group=0,  # its own group: stopping it stops its search pool too
         )
         theirs.close()
         self.conn = Connection(ours.detach())
 
     def _stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=5)
+        """Kill the worker's whole process group (it and the pool it started), then close the connection."""
+        if self.process is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=STOP_GRACE_S)
         if self.conn is not None:
             self.conn.close()
         self.process = self.conn = None
@@ -234,7 +250,12 @@ class _Slot:
                 return
             try:
                 self._run(job)
-            except Exception:  # noqa: BLE001 — a broken pipe or a dead worker: this job fails, the slot lives on
+            except _LOST + (_WorkerDied,) as exc:  # a lost pipe or a dead worker: one line, no traceback
+                code = self.process.poll() if self.process is not None else None
+                LOG.warning("worker %s lost job %s (%s; exit code %s)", self.index, job.kind, type(exc).__name__, code)
+                self._stop()
+                self.pool.finish(job, "failed", problems=("the worker stopped unexpectedly",))
+            except Exception:  # noqa: BLE001 — anything else: this job fails, the slot lives on
                 LOG.exception("worker %s lost job %s", self.index, job.kind)
                 self._stop()
                 self.pool.finish(job, "failed", problems=("the worker stopped unexpectedly",))
@@ -245,7 +266,13 @@ class _Slot:
             self._start()
         assert self.conn is not None
         job.state, job.started_at = "running", time.monotonic()
-        self.conn.send((job.kind, job.payload))
+        try:
+            self.conn.send((job.kind, job.payload))
+        except _LOST:  # the idle worker had died: one fresh start
+            self._stop()
+            self._start()
+            assert self.conn is not None
+            self.conn.send((job.kind, job.payload))
         deadline = job.started_at + self.pool.time_limit_s
         while True:
             left = deadline - time.monotonic()
@@ -256,7 +283,7 @@ class _Slot:
                 return
             if not self.conn.poll(min(left, 1.0)):
                 if not self.alive():
-                    raise RuntimeError("worker died")
+                    raise _WorkerDied
                 continue
             tag, value = self.conn.recv()
             if tag == "progress":
@@ -328,7 +355,7 @@ class Workers:
         """Record a job's end: its value into ``results`` (state "done") or its problems; wake the waiters."""
         if state == "done":
             self.results.put(job.key, value)
-        job.state, job.problems, job.progress = state, problems, 1.0
+        job.state, job.problems, job.progress, job.value = state, problems, 1.0, value
         with self._lock:
             if self._active.get(job.key) is job:
                 del self._active[job.key]
@@ -351,12 +378,39 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
-_WORDS = {"simulate": "simulation", "size": "fleet sizing", "search": "search", "simulate_point": "simulation"}
+_WORDS = {
+    "simulate": "simulation",
+    "size": "fleet sizing",
+    "search": "search",
+    "simulate_point": "simulation",
+    "check_log": "log check",
+    "calibrate": "calibration",
+    "bench_results": "results check",
+    "audit_usage": "usage-log audit",
+    "parse_trace": "trace check",
+}
 WORKERS = Workers()
+UPLOADS = Workers(processes=UPLOAD_PROCESSES, time_limit_s=UPLOAD_TIME_LIMIT_S, results=UPLOAD_RESULTS)
+
+
+def stop_all() -> None:
+    """Kill every worker's process group (the server is exiting)."""
+    for pool in (WORKERS, UPLOADS):
+        for slot in pool._slots:
+            with contextlib.suppress(Exception):
+                slot._stop()
+
+
+atexit.register(stop_all)
 
 
 def main(argv: list[str]) -> None:
-    """A worker process: ``python -m ui.jobs FD MEMORY_LIMIT_BYTES`` (started by ``_Slot``)."""
+    """A worker process: ``python -m ui.jobs FD MEMORY_LIMIT_BYTES PARENT_PID`` (started by ``_Slot``); it dies
+    with its parent, taking its process group along (``planner.lifetime``)."""
+    from planner.lifetime import die_with_parent
+
+    if len(argv) > 2:
+        die_with_parent(int(argv[2]))
     _serve(Connection(int(argv[0])), int(argv[1]))
 
 

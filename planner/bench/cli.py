@@ -2,10 +2,14 @@
 
     kvplan bench [--device cuda|cpu] [--backend auto|numpy|torch] [--quick] [--out DIR]
 
-Writes ``<device>-<backend>[-quick].{json,csv,toml}`` to ``--out`` (default
-``benchmarks/results``) and prints the measured peaks and the median |error|
-per phase.  Bad input (unknown device, torch or CUDA missing, unwritable
-folder): exit code 2 and one ``error:`` line each, never a traceback.
+Writes ``<device>-<backend>[-quick].{json,csv,toml}`` to ``--out`` and prints the measured peaks and the
+median |error| per phase.  Without ``--out``: the checkout's own ``benchmarks/results`` (with ``--quick``
+its ``quick/`` sub-folder, git-ignored) when kvplan runs from its checkout — an absolute path, wherever the
+command runs — and an error asking for ``--out`` when kvplan is installed (it writes nothing where the user
+did not ask).  The folder is created when its parent exists; files already there need ``--force``, and a
+link out of the folder is never written through (``planner.outfile``).  Everything is checked before the
+run.  Bad input (unknown device, torch or CUDA missing, unwritable folder): exit code 2 and one ``error:``
+line each, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from planner.errors import EXIT_BAD_INPUT
+from planner.errors import EXIT_BAD_INPUT, BadInput
 from planner.units import GB
 
 if TYPE_CHECKING:
@@ -23,10 +27,23 @@ if TYPE_CHECKING:
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
 
 
-#: default output folders: full runs are the committed results (the Cross-check tab and the
-#: measured profiles read this folder's top level); quick runs go below it, out of their way
+#: default output folders, in the checkout only: full runs are the committed results (the Cross-check tab
+#: and the measured profiles read this folder's top level); quick runs go below it, out of their way
 RESULTS_OUT = "benchmarks/results"
 QUICK_OUT = "benchmarks/results/quick"
+
+
+def checkout_results_dir() -> Path | None:
+    """The checkout's ``benchmarks/results`` (absolute) when kvplan runs from its checkout, else None."""
+    from planner.model.catalog import CHECKOUT, MEASURED_DIR
+
+    return MEASURED_DIR if (CHECKOUT / "pyproject.toml").is_file() and MEASURED_DIR.is_dir() else None
+
+
+def default_out_dir(quick: bool) -> Path | None:
+    """Where a run without ``--out`` writes (module doc); None when kvplan is installed."""
+    results = checkout_results_dir()
+    return None if results is None else results / "quick" if quick else results
 
 
 def add_bench_parser(sub) -> argparse.ArgumentParser:
@@ -44,9 +61,10 @@ def add_bench_parser(sub) -> argparse.ArgumentParser:
     b.add_argument(
         "--out",
         default=None,
-        help=f"folder for the JSON, CSV and calibrated TOML (default {RESULTS_OUT}; with --quick {QUICK_OUT}, "
-        "which the dashboard and the catalog do not read: quick numbers mean nothing)",
+        help=f"folder for the JSON, CSV and calibrated TOML (default, in kvplan's checkout only: its {RESULTS_OUT}; "
+        f"with --quick its {QUICK_OUT}, which the dashboard and the catalog do not read: quick numbers mean nothing)",
     )
+    b.add_argument("--force", action="store_true", help="overwrite this machine's files in the --out folder")
     return b
 
 
@@ -76,23 +94,48 @@ def resolve_target(device: Device | None, backend: str) -> tuple[Device, str, li
     return device, backend, problems
 
 
+def _existing(out_dir: Path, slug: str, force: bool) -> list[str]:
+    """The refusals ``planner.outfile`` gives the run's files in ``out_dir`` (an existing one without ``force``)."""
+    from planner import outfile
+    from planner.bench.run import RESULT_SUFFIXES
+
+    problems = []
+    for ext in RESULT_SUFFIXES:
+        try:
+            outfile.checked(str(out_dir / f"{slug}.{ext}"), force)
+        except BadInput as exc:
+            problems += exc.problems
+    return problems
+
+
 def cmd_bench(args, catalog: Catalog, out, err) -> int:
-    from planner.bench.run import ridge_text, run_bench, write_results
+    from planner.bench.run import planned_slug, ridge_text, run_bench, write_results
 
     device, backend, problems = resolve_target(args.device, args.backend)
-    out_dir = Path(args.out or (QUICK_OUT if args.quick else RESULTS_OUT))
-    try:
-        if not problems:  # a command that will not run creates nothing
-            out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        problems.append(f"--out {out_dir}: cannot create the folder ({exc.strerror})")
-    if problems:
+    out_dir = Path(args.out) if args.out else default_out_dir(args.quick)
+    if out_dir is None:
+        problems.append(
+            "--out DIR is required: kvplan is installed (not run from its checkout), and a run writes nothing where "
+            "you did not ask (e.g. --out ./bench-results)"
+        )
+    elif out_dir.exists() and not out_dir.is_dir():
+        problems.append(f"--out {out_dir}: not a folder")
+    elif not out_dir.exists() and not out_dir.parent.is_dir():
+        problems.append(f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first")
+    if not problems and out_dir is not None and out_dir.is_dir():  # a command that will not run creates nothing
+        problems += _existing(out_dir, planned_slug(device, backend, args.quick, catalog), args.force)
+    if not problems and out_dir is not None:
+        try:
+            out_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            problems.append(f"--out {out_dir}: cannot create the folder ({exc.strerror})")
+    if problems or out_dir is None:
         for line in problems:
             print(f"error: {line}", file=err)
         return EXIT_BAD_INPUT
 
     results = run_bench(device, backend, args.quick, catalog, log=lambda m: print(m, file=err, flush=True))
-    paths = write_results(results, out_dir)
+    paths = write_results(results, out_dir, args.force)
     r = results
     out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
     rounds = f"median of {len(r.rounds)} rounds"

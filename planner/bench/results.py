@@ -13,13 +13,12 @@ hardware profile as TOML in the ``hardware_profiles/`` schema (``GpuProfileFile`
 
 from __future__ import annotations
 
-import json
 from typing import Final, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planner import tomlfile
+from planner import jsonfile, tomlfile
 from planner.bench.plan import PHASES, Phase
 from planner.errors import format_validation_error
 from planner.export import frame_to_csv, present_frame
@@ -247,11 +246,9 @@ def parse_results(data: str | bytes) -> BenchResults:
         except UnicodeDecodeError:
             raise ValueError("not UTF-8 text; expected the JSON written by `python -m planner bench`") from None
     try:
-        raw = json.loads(data, parse_constant=_reject_constant)
-    except RecursionError:
-        raise ValueError("not a results file: JSON nested too deeply to read") from None
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ValueError(f"not valid JSON: {exc}") from None
+        raw = jsonfile.loads(data)
+    except jsonfile.JsonRefused as exc:
+        raise ValueError(f"not a results file: {exc}") from None
     if not isinstance(raw, dict):
         raise ValueError("expected a JSON object at the top level")
     found = raw.get("schema_version")
@@ -266,10 +263,6 @@ def parse_results(data: str | bytes) -> BenchResults:
         return BenchResults.model_validate(raw)
     except ValidationError as exc:
         raise ValueError(format_validation_error(exc)) from None
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not allowed (numbers must be finite)")
 
 
 def results_json(r: BenchResults) -> str:

@@ -33,6 +33,7 @@ from pathlib import Path
 from statistics import median
 from typing import Literal
 
+from planner import outfile
 from planner.bench import host
 from planner.bench.assemble import Measurement, assemble_results, profiles_used
 from planner.bench.backend import make_backend
@@ -383,7 +384,7 @@ def run_bench(
         f"{cal.attention_compute_frac:.2f} of peak / {cal.attention_bandwidth_frac:.2f} of bandwidth"
     )
 
-    slug = host.slug(dev.name, 40) + f"-{be.name}" + ("-quick" if quick else "")
+    slug = results_slug(dev.name, be.name, quick)
     datasheet = catalog.gpus.get(dev.profile_key) if dev.profile_key else None
     cal_file = calibrated_profile(dev, be, plan, cal, datasheet, link, when)
     cal_gpu = cal_file.to_gpu(slug)
@@ -413,13 +414,34 @@ def run_bench(
     )
 
 
-def write_results(r: BenchResults, out_dir: Path) -> list[Path]:
-    """``<slug>.json``, ``<slug>.csv`` and ``<slug>.toml`` (the calibrated profile) in ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+#: The files one run writes: ``<slug>.json``, ``.csv`` and ``.toml`` (the calibrated profile).
+RESULT_SUFFIXES = ("json", "csv", "toml")
+
+
+def results_slug(device_name: str, backend_name: str, quick: bool) -> str:
+    """The file stem of a run's results and its calibrated profile's key."""
+    return host.slug(device_name, 40) + f"-{backend_name}" + ("-quick" if quick else "")
+
+
+def planned_slug(device: Literal["cpu", "cuda"], backend: str, quick: bool, catalog: Catalog) -> str:
+    """The stem a run on this machine will write (``results_slug``), known before it measures anything."""
+    be = make_backend(backend, device, host.usable_cores())
+    try:
+        return results_slug(_device(be, device, catalog).name, be.name, quick)
+    finally:
+        be.release()
+
+
+def write_results(r: BenchResults, out_dir: Path, force: bool = False) -> list[Path]:
+    """``RESULT_SUFFIXES`` files in the existing folder ``out_dir`` (``planner.outfile``: never over a file
+    without ``force``, never through a link out of the folder)."""
+    texts = dict(
+        zip(RESULT_SUFFIXES, (results_json(r), results_csv(r), profile_toml(r.calibrated_profile)), strict=True)
+    )
     paths = []
-    for ext, text in (("json", results_json(r)), ("csv", results_csv(r)), ("toml", profile_toml(r.calibrated_profile))):
+    for ext, text in texts.items():
         path = out_dir / f"{r.device.slug}.{ext}"
-        path.write_text(text, encoding="utf-8")
+        outfile.write_text(str(path), text, force)
         paths.append(path)
     return paths
 

@@ -35,10 +35,17 @@ from planner.calibration.fit import Transform, from_u, levenberg_marquardt, to_u
 from planner.calibration.points import PARAMS, Point, PointSet
 from planner.calibration.serving_results import ServingRun
 from planner.engine.inputs import compute_dtype, timing_for
-from planner.errors import ScenarioError
+from planner.errors import ProblemsError, ScenarioError
+from planner.format import fmt_num, fmt_pct, fmt_seconds
 from planner.model.catalog import Catalog
 from planner.model.engine_profile import EngineProfile
-from planner.model.engine_timing import FamilyTiming, ResolvedTiming, format_overrides
+from planner.model.engine_timing import (
+    FRACTION_FIELDS,
+    FamilyTiming,
+    ResolvedTiming,
+    format_overrides,
+    override_problem,
+)
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU
 from planner.units import US_PER_S
@@ -54,6 +61,18 @@ FITTED: dict[str, tuple[Transform, float]] = {
 }
 MEASUREMENT_SD = 0.05  # log error of a benchmark's median
 MIN_OVERHEAD_S = 1e-7  # a zero overhead starts the log-space fit here
+#: A calibration is handed out only when it describes the runs: median |error| after the fit at most this
+#: (a good one is within a few percent; past it the runs were not measured on the link's deployment, or far
+#: past saturation) and every fitted efficiency at least ``MIN_FITTED_FRAC`` of the datasheet figure.
+MAX_FIT_ERROR_FRAC = 0.5
+MIN_FITTED_FRAC = 0.01
+_ADVICE = (
+    "check that the link is the benchmarked deployment (gpu, model, tp, dtypes) and that the runs are not saturated"
+)
+
+
+class CalibrationError(ProblemsError):
+    """A fit that is not handed out: it does not describe the runs, or a fitted value is not physical."""
 
 
 @dataclass(frozen=True)
@@ -82,14 +101,21 @@ def run_points(runs: Sequence[ServingRun], base: Scenario) -> list[Point]:
     out = []
     share = base.replicas  # the run's load is spread over the fleet's replicas (module doc)
     for r in runs:
-        s = base.with_changes(
-            prompt=max(round(r.mean_prompt_tokens), 1),
-            output=max(round(r.mean_output_tokens), 1),
-            batch=max(round(r.concurrency / share), 1),
-            prefix=0,
-            spec=False,
-            timing="",
-        )
+        try:
+            s = base.with_changes(
+                prompt=max(round(r.mean_prompt_tokens), 1),
+                output=max(round(r.mean_output_tokens), 1),
+                batch=max(round(r.concurrency / share), 1),
+                prefix=0,
+                spec=False,
+                timing="",
+            )
+        except ScenarioError as exc:  # a mean length or load past what a scenario may hold
+            raise ValueError(
+                f"{r.label}: its mean prompt ({fmt_num(r.mean_prompt_tokens)} tokens), output "
+                f"({fmt_num(r.mean_output_tokens)}) or concurrency ({fmt_num(r.concurrency)}) is outside what kvplan "
+                f"plans: {'; '.join(exc.problems)}"
+            ) from None
         load = f"{r.label}: N ≈ {r.concurrency / share:.3g}" + (f" per replica of {share}" if share > 1 else "")
         rate = r.request_throughput_per_s / share
         out.append(Point(s, "serving_ttft", r.median_ttft_s, f"{load}, median TTFT", rate))
@@ -136,18 +162,49 @@ def calibrate(runs: Sequence[ServingRun], base: Scenario, catalog: Catalog) -> C
         pred = points.predict(params(u))
         return np.concatenate([(np.log(np.maximum(pred, 1e-30)) - log_measured) / MEASUREMENT_SD, (u - u0) / sd])
 
-    res = levenberg_marquardt(residuals, u0)
-    fitted = params(res.u)
-    values = {n: fitted[n] for n in names}
+    with np.errstate(all="ignore"):  # a diverging trial step is rejected by the fit, then judged below
+        res = levenberg_marquardt(residuals, u0)
+        fitted = params(res.u)
+        before = points.predict({n: start[n] for n in PARAMS})
+        after = points.predict(fitted)
+    values = {n: float(fitted[n]) for n in names}
+    check_plausible(values, after, points.measured)
     return Calibration(
         values=values,
         overrides=format_overrides(values),
         labels=[p.label for p in points.points],
         kinds=[p.kind for p in points.points],
         measured=points.measured,
-        before=points.predict({n: start[n] for n in PARAMS}),
-        after=points.predict(fitted),
+        before=before,
+        after=after,
     )
+
+
+def _value_text(name: str, v: float) -> str:
+    return fmt_seconds(v) if name.endswith("_s") else fmt_num(v)
+
+
+def check_plausible(values: dict[str, float], after: np.ndarray, measured: np.ndarray) -> None:
+    """CalibrationError unless every fitted value is finite and physical (``override_problem``; efficiencies at
+    least ``MIN_FITTED_FRAC``) and the fit is within ``MAX_FIT_ERROR_FRAC`` of the runs (median |error|)."""
+    problems = []
+    for name, v in values.items():
+        problem = "not a finite number" if not np.isfinite(v) else override_problem(name, v)
+        if problem is None and name in FRACTION_FIELDS and v < MIN_FITTED_FRAC:
+            problem = (
+                f"an efficiency under {fmt_pct(MIN_FITTED_FRAC)} of the datasheet figure is not a serving engine's"
+            )
+        if problem:
+            problems.append(f"not calibrated: {problem}; the fit put it at {_value_text(name, v)}")
+    with np.errstate(all="ignore"):
+        error = float(np.median(np.abs(after / measured - 1.0)))
+    if not np.isfinite(error) or error > MAX_FIT_ERROR_FRAC:
+        problems.append(
+            f"not calibrated: the fitted profile is {fmt_pct(error) if np.isfinite(error) else 'infinitely far'} "
+            f"off the runs (median |error|; a calibration is at most {fmt_pct(MAX_FIT_ERROR_FRAC)} off)"
+        )
+    if problems:
+        raise CalibrationError([*problems[:-1], f"{problems[-1]}: {_ADVICE}"])
 
 
 def calibrated_profile_toml(engine: EngineProfile, gpu: GPU, cal: Calibration, what: str) -> str:
@@ -201,7 +258,7 @@ def calibration_rows(cal: Calibration) -> list[dict[str, Any]]:
 
 def read_runs(files: Sequence[tuple[str, bytes]]) -> list[ServingRun]:
     """Every run of every (name, content) file; ValueError naming each bad file."""
-    from planner.calibration.serving_results import parse_serving_results
+    from planner.calibration.serving_results import check_run_count, parse_serving_results
 
     runs: list[ServingRun] = []
     problems = []
@@ -212,4 +269,5 @@ def read_runs(files: Sequence[tuple[str, bytes]]) -> list[ServingRun]:
             problems.append(str(exc))
     if problems:
         raise ValueError("; ".join(problems))
+    check_run_count(len(runs), f"{len(files):,} files: " if len(files) > 1 else "")
     return runs

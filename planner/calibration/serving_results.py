@@ -23,17 +23,27 @@ ValueError naming the run and the field.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import format_validation_error
+from planner.format import fmt_seconds
+from planner.jsonfile import JsonRefused, loads
 from planner.units import MS_PER_S, KiB
 
 #: Largest result file read (a summary is ~2 KB; --save-detailed per-request arrays make it larger).
 MAX_RESULT_BYTES = 32 * 1024 * KiB
+#: Runs one calibration fits (a benchmark sweep is tens of runs): checked right after the JSON is read,
+#: before any run is validated or fitted.  The fit costs ≈ ``FIT_SECONDS_PER_RUN`` a run (2–4 ms on this
+#: 2-core machine, 100–2,000 runs; 60,000 runs took > 120 s and 3.4 GiB, issue 31 F3).
+MAX_RUNS = 1_000
+FIT_SECONDS_PER_RUN = 3e-3
+#: Latencies a serving engine can measure: no decode step is faster than ``MIN_LATENCY_S`` (0.1 ms:
+#: 10,000 tokens/s for one stream), no benchmark median longer than an hour.
+MIN_LATENCY_S = 1e-4
+MAX_LATENCY_S = 3600.0
 Tool = Literal["vllm", "sglang"]
 
 
@@ -52,9 +62,9 @@ class ServingRun(BaseModel):
     total_input_tokens: int = Field(ge=1)
     total_output_tokens: int = Field(ge=1)
     request_throughput_per_s: float = Field(gt=0)
-    median_ttft_s: float = Field(gt=0)
-    median_tpot_s: float = Field(gt=0)
-    mean_e2e_s: float | None = Field(default=None, gt=0)
+    median_ttft_s: float = Field(ge=MIN_LATENCY_S, le=MAX_LATENCY_S)
+    median_tpot_s: float = Field(ge=MIN_LATENCY_S, le=MAX_LATENCY_S)
+    mean_e2e_s: float | None = Field(default=None, ge=MIN_LATENCY_S, le=24 * MAX_LATENCY_S)
     max_concurrency: int | None = Field(default=None, ge=1)
     mean_concurrency: float | None = Field(default=None, gt=0, description="SGLang's measured mean concurrency")
     request_rate_per_s: float | None = Field(default=None, gt=0, description="None: all at once (inf)")
@@ -148,6 +158,30 @@ def _run(d: Any, label: str) -> ServingRun:
         raise ValueError(f"{label}: {format_validation_error(exc)}") from None
 
 
+def check_run_count(runs: int, what: str) -> None:
+    """ValueError when ``runs`` is more than one calibration fits (``MAX_RUNS``), with the fit's estimate."""
+    if runs > MAX_RUNS:
+        raise ValueError(
+            f"{what}{runs:,} runs (≈ {fmt_seconds(runs * FIT_SECONDS_PER_RUN)} of fitting); a calibration takes at "
+            f"most {MAX_RUNS:,} runs: calibrate on a benchmark sweep's summaries (one run per load point)"
+        )
+
+
+def _json_lines(text: str, name: str) -> list[Any]:
+    """One JSON document per non-empty line (SGLang's --output-file)."""
+    items = []
+    for k, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            items.append(loads(line, f"{name} line {k + 1}: ", constants=True))
+        except JsonRefused as exc:
+            if exc.syntax:
+                raise ValueError(f"{name}: neither JSON nor JSON lines ({exc})") from None
+            raise
+    return items
+
+
 def parse_serving_results(data: bytes, name: str = "file") -> list[ServingRun]:
     """Every run in one result file (module doc); ValueError names the run and the problem."""
     if len(data) > MAX_RESULT_BYTES:
@@ -157,13 +191,13 @@ def parse_serving_results(data: bytes, name: str = "file") -> list[ServingRun]:
     except UnicodeDecodeError:
         raise ValueError(f"{name}: not UTF-8 text") from None
     try:
-        parsed: Any = json.loads(text)
+        parsed: Any = loads(text, f"{name}: ", constants=True)
         items = parsed if isinstance(parsed, list) else [parsed]
-    except (json.JSONDecodeError, RecursionError):
-        try:
-            items = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ValueError(f"{name}: neither JSON nor JSON lines ({exc})") from None
+    except JsonRefused as exc:
+        if not exc.syntax:
+            raise
+        items = _json_lines(text, name)
     if not items:
         raise ValueError(f"{name}: no runs")
+    check_run_count(len(items), f"{name}: ")
     return [_run(d, f"{name} run {i + 1}" if len(items) > 1 else name) for i, d in enumerate(items)]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TextIO
 
+from planner import outfile
 from planner.errors import BadInput, ProblemsError, TraceError
 from planner.links import from_query
 from planner.model.catalog import Catalog
@@ -74,9 +75,11 @@ def sweep(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) 
             problems.extend(exc.problems)
     if problems:
         raise BadInput(problems)
+    if args.out:
+        outfile.checked(args.out, args.force)
     chunks = sweep_chunks(scenario, axes, catalog)  # checks the budget and every combination first
     first = next(chunks)
-    with open(args.out, "w", encoding="utf-8") if args.out else nullcontext(out) as sink:
+    with outfile.writing(args.out, args.force) if args.out else nullcontext(out) as sink:
         rows = 0
         for k, chunk in enumerate(itertools.chain([first], chunks)):
             sink.write(frame_to_csv(present_frame(chunk), header=k == 0))
@@ -239,14 +242,15 @@ def pareto(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
     from planner.export import frame_to_csv, present_frame
     from planner.search.knob_search import pareto_text, screen_points
 
+    if args.out:
+        outfile.checked(args.out, args.force)
     scenario, trace = _scenario_and_trace(args, catalog, err)
     scenario = _with_search(scenario, args)
     screened = screen_points(scenario, catalog, trace)
     points = screened.export_frame()
     csv = frame_to_csv(present_frame(points))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(csv)
+        outfile.write_text(args.out, csv, args.force)
         print(f"wrote {len(points):,} points to {args.out}", file=err)
     if args.format == "csv" and not args.out:
         out.write(csv)
@@ -312,14 +316,15 @@ def _read_log(path: str) -> str:
 def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.cli.render import log_check_text
     from planner.links import to_query_string
-    from planner.logs.check import calibrated_scenario
+    from planner.logs.check import calibrated_scenario, calibration_problems
     from planner.logs.check import check_log as run_check
     from planner.logs.vllm_log import parse_vllm_log
 
     scenario = scenario_from_link(args.link, catalog, err)
     log = parse_vllm_log(_read_log(args.log))
     check = run_check(scenario, log, catalog)
-    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate else None
+    refused = calibration_problems(check, log) if args.calibrate else []
+    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate and not refused else None
     if args.format == "json":
         rows = [
             {"term": r.term, "unit": r.unit, "predicted": r.predicted, "logged": r.logged, "error": r.error_frac}
@@ -329,10 +334,12 @@ def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
         if link is not None:
             payload["calibrated_link"] = link
         out.write(json.dumps(payload, indent=2) + "\n")
-        return 0
-    out.write(log_check_text(check))
-    if link is not None:
-        out.write(f"calibrated link: ?{link}\n")
+    else:
+        out.write(log_check_text(check))
+        if link is not None:
+            out.write(f"calibrated link: ?{link}\n")
+    if refused:
+        raise BadInput(refused)
     return 0
 
 
@@ -402,6 +409,8 @@ def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
     from planner.links import to_query_string
 
     scenario = scenario_from_link(args.link, catalog, err)
+    if args.out:
+        outfile.checked(args.out, args.force)
     files = []
     for name in args.files:
         path = Path(name)
@@ -419,7 +428,7 @@ def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
         gpu, engine = catalog.profile(scenario.gpu), catalog.engine(scenario.engine)
         assert gpu is not None and engine is not None  # resolved by the fit
         text = calibrated_profile_toml(engine, gpu, cal, ", ".join(args.files))
-        Path(args.out).write_text(text, encoding="utf-8")
+        outfile.write_text(args.out, text, args.force)
         print(f"wrote the calibrated engine profile to {args.out}", file=err)
     rows = calibration_rows(cal)
     if args.format == "json":

@@ -1,20 +1,23 @@
 """Command line over the same functions the dashboard calls.
 
   kvplan evaluate "<query string or link>" [--format text|json|csv]
-  kvplan sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE]
+  kvplan sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE [--force]]
   kvplan findings "<query string or link>" [--format text|json|csv]
   kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
                       [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
                       (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none])
-  kvplan pareto "<link>" [--search KNOBS] [--trace …] [--out points.csv]   (every scored configuration)
+  kvplan pareto "<link>" [--search KNOBS] [--trace …] [--out points.csv [--force]]   (every scored configuration)
   kvplan launch "<link>" [--engine vllm|sglang]             (the command that deploys it)
   kvplan deploy "<link>" --out DIR [--target kubernetes|compose|shell] [--engine …] [--force]
                                                              (the whole fleet's deployment files)
   kvplan check-log "<link>" --log FILE|- [--format text|json] [--calibrate]  (the plan vs a vLLM start-up log)
   kvplan gpus | models
   kvplan serve [--port N]                                    (the dashboard)
-  kvplan bench [--device cuda|cpu] [--quick] [--out DIR]    (planner/bench/cli.py)
-  kvplan calibrate RESULT.json… --link "<link>" [--format text|json] [--out PROFILE.toml]
+  kvplan bench [--device cuda|cpu] [--quick] [--out DIR [--force]]    (planner/bench/cli.py)
+  kvplan calibrate RESULT.json… --link "<link>" [--format text|json] [--out PROFILE.toml [--force]]
+
+``--out`` writes only the file named, never over one without ``--force``, never through a link out of
+its folder (planner/outfile.py).
 
 ``python -m planner …`` is the same command line.  Bad input: exit code 2 and one
 ``error:`` line per bad key on stderr, never a traceback.
@@ -70,6 +73,11 @@ def add_search_option(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def add_force_option(sp: argparse.ArgumentParser) -> None:
+    """``--force``: let ``--out`` replace an existing file (planner/outfile.py)."""
+    sp.add_argument("--force", action="store_true", help="overwrite the --out file if it exists")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvplan", description="kvplan: LLM inference capacity planning")
     sub = p.add_subparsers(dest="command", required=True)
@@ -80,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("link", nargs="?", default="", help="base scenario link")
     sw.add_argument("--set", action="append", metavar="KEY=VALUES", help="a,b,c | start:stop:step | start:stop:xFACTOR")
     sw.add_argument("--out", help="write the CSV here instead of stdout")
+    add_force_option(sw)
     fi = sub.add_parser("findings", help="ranked plain-language findings for one scenario")
     fi.add_argument("link", nargs="?", default="", help="query string or full link")
     fi.add_argument("--format", choices=FORMATS, default="text")
@@ -113,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_traffic_options(pa)
     add_search_option(pa)
     pa.add_argument("--out", help="write every point (CSV) here instead of stdout")
+    add_force_option(pa)
     pa.add_argument("--format", choices=("text", "csv"), default="text", help="stdout: the frontiers, or the CSV")
     la = sub.add_parser("launch", help="the vllm serve / SGLang command line that deploys the scenario")
     la.add_argument("link", nargs="?", default="", help="query string or full link")
@@ -144,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--link", default="", help="the deployment that was benchmarked: gpu, model, tp, dtypes, engine")
     ca.add_argument("--format", choices=("text", "json"), default="text")
     ca.add_argument("--out", help="also write the calibrated engine profile (TOML) here")
+    add_force_option(ca)
     return p
 
 

@@ -123,9 +123,12 @@ class Fleet:
         return f"{self.name}-{pool.role}"
 
 
+_NOT_DNS = re.compile(r"[^a-z0-9]+")
+
+
 def dns_name(text: str) -> str:
     """``text`` as a DNS-1123 label: lower case letters, digits and '-', starting and ending alphanumeric."""
-    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:MAX_NAME_CHARS].strip("-")
+    name = _NOT_DNS.sub("-", text.lower()).strip("-")[:MAX_NAME_CHARS].strip("-")
     return name or "kvplan"
 
 

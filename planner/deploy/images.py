@@ -39,7 +39,8 @@ VLLM_ROUTER_RELEASE = "0.1.17"
 #: AMD architecture generation → the SGLang ROCm image's GPU suffix (gfx942 = CDNA 3, gfx950 = CDNA 4).
 SGLANG_ROCM_SUFFIX = {"CDNA 3": "rocm700-mi30x", "CDNA 4": "rocm700-mi35x"}
 VENDORS = ("NVIDIA", "AMD")
-_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+#: X.Y.Z; the look-behind keeps a search linear on a long run of digits (each run is tried once, at its start).
+_RELEASE = re.compile(r"(?<![0-9])[0-9]+\.[0-9]+\.[0-9]+")
 
 
 class DeployError(ProblemsError):

@@ -21,6 +21,7 @@ from planner.deploy.kubernetes import bench_result_file
 from planner.deploy.placement import Placed, endpoints, hosts, leader_host, needs_router, place
 
 _VAR = re.compile(r"\$\{NODE[0-9]+_ADDR\}")
+_VAR_NUMBER = re.compile(r"\$\{NODE([0-9]+)_ADDR\}")
 
 
 def _var(host: int) -> str:
@@ -49,7 +50,7 @@ def command_text(argv: Sequence[str], prefix: str = "exec ") -> str:
 
 def _hosts_named(words: Sequence[str]) -> list[int]:
     """The hosts whose address variable the words use."""
-    return sorted({int(m.group(1)) for w in words for m in re.finditer(r"\$\{NODE([0-9]+)_ADDR\}", w)})
+    return sorted({int(m.group(1)) for w in words for m in _VAR_NUMBER.finditer(w)})
 
 
 def _header(fleet: Fleet, what: str, n_hosts: int, used: Sequence[int]) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.engine.evaluate import Result, evaluate
 from planner.engine.memory import max_concurrency
+from planner.format import fmt_bytes
 from planner.logs.vllm_log import TERM_LABELS, VllmStartup
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
@@ -166,6 +167,43 @@ def check_log(s: Scenario, log: VllmStartup, catalog: Catalog) -> LogCheck:
 def calibration(log: VllmStartup) -> dict[str, float]:
     """The link keys that make the plan use the log's own memory terms (only the terms it states)."""
     return {key: float(v) for term, key in CALIBRATION_KEYS.items() if (v := getattr(log, term)) is not None}
+
+
+#: How far a log's total device memory may exceed the plan's GPU's (the driver rounds; a profile's figure
+#: may be a little low), and the rounding of each GiB figure vLLM prints (0.01 GiB) summed over the terms.
+TOTAL_TOLERANCE_FRAC = 0.02
+PRINT_ROUNDING_GIB = 0.05
+
+
+def calibration_problems(check: LogCheck, log: VllmStartup) -> list[str]:
+    """Why the log's figures cannot calibrate the plan (physically impossible on the plan's GPU); [] when they
+    can.  The rules: the total is at most the GPU's (``TOTAL_TOLERANCE_FRAC``), weights are more than 0, each
+    term and the weights + activation + non-torch + KV sum fit in the total (``PRINT_ROUNDING_GIB``)."""
+    gpu = check.result.resolved.gpu
+    device_gib = float(check.result.metrics["memory_total_bytes_per_gpu"]) / GiB
+    problems = []
+    total = log.total_memory_gib  # the log's figures are quoted as it prints them (0.01 GiB): f"{v:g}"
+    if total is not None and total > device_gib * (1 + TOTAL_TOLERANCE_FRAC):
+        problems.append(
+            f"the log's total device memory ({total:g} GiB) is more than a {gpu.name} has "
+            f"({fmt_bytes(device_gib * GiB)}): the log is from another GPU (choose it in the plan) or was edited"
+        )
+        total = None
+    if log.weights_gib is not None and log.weights_gib <= 0:
+        problems.append("the log's weights are 0 GiB: a model that serves has weights (the load line was edited)")
+    room = total if total is not None else device_gib
+    terms = {t: v for t in ("weights_gib", "activation_gib", "non_torch_gib", "kv_cache_gib", "cuda_graph_gib")
+             if (v := getattr(log, t)) is not None}  # fmt: skip
+    for t, v in terms.items():
+        if v > room + PRINT_ROUNDING_GIB:
+            problems.append(f"the log's {TERM_LABELS[t]} ({v:g} GiB) is more than the device's {room:g} GiB")
+    together = sum(v for t, v in terms.items() if t != "cuda_graph_gib")
+    if len(terms) > 1 and together > room + PRINT_ROUNDING_GIB:
+        problems.append(
+            f"the log's weights, activation, non-torch memory and KV cache ({together:.2f} GiB together) are "
+            f"more than the device's {room:.2f} GiB"
+        )
+    return [f"not calibrated: {p}" for p in problems]
 
 
 def calibrated_scenario(s: Scenario, log: VllmStartup) -> Scenario:

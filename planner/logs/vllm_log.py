@@ -99,35 +99,67 @@ TERM_LABELS: dict[str, str] = {
 }
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
-_GIB_PATTERNS: dict[str, tuple[str, ...]] = {
-    "total_memory_gib": (r"total_memory=" + _NUM + r"\s*GiB", r"Free memory on device \([0-9.]+/" + _NUM + r" GiB\)"),
-    "requested_memory_gib": (r"worker requested memory: " + _NUM + r"\s*GiB", r"\(util\), " + _NUM + r" GiB"),
+
+
+class OnOneLine:
+    """``head.*?tail`` on one line, found in one pass over the text (``re`` would rescan the rest of a line
+    from every repetition of ``head``: quadratic on a line that repeats it).  ``search`` returns the tail's
+    match: the first line where ``tail`` follows ``head``.  A line whose first ``head`` has no ``tail`` after it
+    has none after a later ``head`` either, so each line is read at most twice."""
+
+    def __init__(self, head: re.Pattern[str], tail: re.Pattern[str]):
+        self.head, self.tail = head, tail
+
+    def search(self, text: str) -> re.Match[str] | None:
+        pos = 0
+        while (h := self.head.search(text, pos)) is not None:
+            end = text.find("\n", h.end())
+            end = len(text) if end < 0 else end
+            if (t := self.tail.search(text, h.end(), end)) is not None:
+                return t
+            pos = end + 1
+        return None
+
+
+_GIB_PATTERNS: dict[str, tuple[re.Pattern[str] | OnOneLine, ...]] = {
+    "total_memory_gib": (
+        re.compile(r"total_memory=" + _NUM + r"\s*GiB"),
+        re.compile(r"Free memory on device \([0-9.]+/" + _NUM + r" GiB\)"),
+    ),
+    "requested_memory_gib": (
+        re.compile(r"worker requested memory: " + _NUM + r"\s*GiB"),
+        re.compile(r"\(util\), " + _NUM + r" GiB"),
+    ),
     "weights_gib": (
-        r"Model loading took " + _NUM + r" GiB",
-        r"weights memory: " + _NUM + r"\s*GiB",
-        r"Loading model weights took " + _NUM + r" GB",
-        r"model weights take " + _NUM + r"\s*GiB",
+        re.compile(r"Model loading took " + _NUM + r" GiB"),
+        re.compile(r"weights memory: " + _NUM + r"\s*GiB"),
+        re.compile(r"Loading model weights took " + _NUM + r" GB"),
+        re.compile(r"model weights take " + _NUM + r"\s*GiB"),
     ),
     "activation_gib": (
-        r"torch peak memory increase: " + _NUM + r"\s*GiB",
-        r"GiB for weight, " + _NUM + r" GiB for peak activation",
-        r"PyTorch activation peak memory takes " + _NUM + r"\s*GiB",
+        re.compile(r"torch peak memory increase: " + _NUM + r"\s*GiB"),
+        re.compile(r"GiB for weight, " + _NUM + r" GiB for peak activation"),
+        re.compile(r"PyTorch activation peak memory takes " + _NUM + r"\s*GiB"),
     ),
     "non_torch_gib": (
-        r"non-torch forward increase memory: " + _NUM + r"\s*GiB",
-        r"GiB for peak activation, " + _NUM + r" GiB for non-torch memory",
-        r"non_torch_memory takes " + _NUM + r"\s*GiB",
+        re.compile(r"non-torch forward increase memory: " + _NUM + r"\s*GiB"),
+        re.compile(r"GiB for peak activation, " + _NUM + r" GiB for non-torch memory"),
+        re.compile(r"non_torch_memory takes " + _NUM + r"\s*GiB"),
     ),
-    "cuda_graph_gib": (r"Graph capturing finished in [0-9.]+ secs?, took " + _NUM + r" GiB",),
-    "cuda_graph_estimate_gib": (r"Estimated CUDA graph memory: " + _NUM + r" GiB total",),
-    "startup_baseline_gib": (r"worker init memory snapshot: .*?non_torch_memory=" + _NUM + r"\s*GiB",),
+    "cuda_graph_gib": (re.compile(r"Graph capturing finished in [0-9.]+ secs?, took " + _NUM + r" GiB"),),
+    "cuda_graph_estimate_gib": (re.compile(r"Estimated CUDA graph memory: " + _NUM + r" GiB total"),),
+    "startup_baseline_gib": (
+        OnOneLine(re.compile(r"worker init memory snapshot: "), re.compile(r"non_torch_memory=" + _NUM + r"\s*GiB")),
+    ),
 }
 _KV_GIB = (
-    r"Available KV cache memory: " + _NUM + r" GiB",
-    r"the rest of the memory reserved for KV Cache is " + _NUM + r"\s*GiB",
-    r"kv_cache_size=" + _NUM + r"\s*GiB",
+    re.compile(r"Available KV cache memory: " + _NUM + r" GiB"),
+    re.compile(r"the rest of the memory reserved for KV Cache is " + _NUM + r"\s*GiB"),
+    re.compile(r"kv_cache_size=" + _NUM + r"\s*GiB"),
 )
-_V0_PROFILE = re.compile(r"Memory profiling results: total_gpu_memory=" + _NUM + r"GiB.*?kv_cache_size=" + _NUM)
+_V0_PROFILE = OnOneLine(
+    re.compile(r"Memory profiling results: total_gpu_memory=" + _NUM + r"GiB"), re.compile(r"kv_cache_size=" + _NUM)
+)
 _V0_SHORT = re.compile(
     r"total_gpu_memory \(" + _NUM + r"GiB\) x gpu_memory_utilization \(" + _NUM + r"\)",
 )
@@ -144,14 +176,17 @@ _VERSION = (
     re.compile(r"Initializing an LLM engine \(v([0-9][^)\s]{0,40})\)"),
     re.compile(r"\bversion ([0-9]+\.[0-9]+\.[0-9][^\s]{0,30})"),
 )
-_ARGS = re.compile(r"non-default args: (\{.*\})")
-_ENGINE_CONFIG = re.compile(r"LLM engine \(v[^)]*\) with config: (.*)")
+#: ``non-default args: {`` — the dict runs to the line's last ``}`` (``_literal_args``: one pass, not ``\{.*\}``).
+_ARGS = re.compile(r"non-default args: (\{)")
+#: The version in ``LLM engine (v…)`` is at most 80 characters (a bounded repeat: linear).
+_ENGINE_CONFIG = re.compile(r"LLM engine \(v[^)\n]{0,80}\) with config: (.*)")
+_CONFIG_PAIR = re.compile(r"(?:^|, )(\w+)=('[^']*'|[^,{}\[\]()]*)")
 _DEFAULTING = re.compile(r"Defaulting (max_num_batched_tokens|max_num_seqs) to ([0-9]+)")
 _CHUNKED = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=([0-9]+)")
 _UTIL = re.compile(r"Requested memory: ([0-9.]+) \(util\)")
 _ERROR = re.compile(
     r"((?:ValueError|RuntimeError|AssertionError|NotImplementedError|torch\.OutOfMemoryError|"
-    r"torch\.cuda\.OutOfMemoryError|pydantic[\w.]*ValidationError|Value error)[:,].{0,300})"
+    r"torch\.cuda\.OutOfMemoryError|pydantic[\w.]{0,80}ValidationError|Value error)[:,].{0,300})"
 )
 _RANK_AVAIL = re.compile(r"^\((\w+) pid=\d+\).*Available KV cache memory", re.MULTILINE)
 
@@ -166,9 +201,9 @@ def _whole(text: str) -> int | float:
     return int(value) if math.isfinite(value) else value
 
 
-def _first(patterns: tuple[str, ...], text: str) -> float | None:
+def _first(patterns: tuple[re.Pattern[str] | OnOneLine, ...], text: str) -> float | None:
     for p in patterns:
-        m = re.search(p, text)
+        m = p.search(text)
         if m:
             return _number(m.group(1))
     return None
@@ -176,11 +211,19 @@ def _first(patterns: tuple[str, ...], text: str) -> float | None:
 
 def _literal_args(text: str) -> dict[str, Any]:
     """The ``non-default args`` dict (literals only: ``ast.literal_eval``, never ``eval``)."""
-    m = _ARGS.search(text)
-    if not m or len(m.group(1)) > MAX_ARGS_CHARS:
+    pos, body = 0, None
+    while (m := _ARGS.search(text, pos)) is not None:  # ``non-default args: (\{.*\})`` in one pass
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        close = text.rfind("}", m.start(1), end)
+        if close >= 0:
+            body = text[m.start(1) : close + 1]
+            break
+        pos = end + 1
+    if body is None or len(body) > MAX_ARGS_CHARS:
         return {}
     try:
-        value = ast.literal_eval(m.group(1))
+        value = ast.literal_eval(body)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -192,7 +235,7 @@ def _config_pairs(text: str) -> dict[str, str]:
     if not m:
         return {}
     out: dict[str, str] = {}
-    for key, value in re.findall(r"(?:^|, )(\w+)=('[^']*'|[^,{}\[\]()]*)", m.group(1)[:MAX_ARGS_CHARS]):
+    for key, value in _CONFIG_PAIR.findall(m.group(1)[:MAX_ARGS_CHARS]):
         out.setdefault(key, value.strip("'"))
     return out
 
@@ -239,7 +282,7 @@ def _settings(text: str) -> dict[str, Any]:
 def _v0_terms(text: str) -> dict[str, Any]:
     """The V0 engine's one-line memory summary (``Memory profiling results: …``)."""
     out: dict[str, Any] = {}
-    if _V0_PROFILE.search(text) or _V0_SHORT.search(text):
+    if _V0_PROFILE.search(text) is not None or _V0_SHORT.search(text):
         out["v0_engine"] = True
         total = _V0_TOTAL.search(text) or _V0_SHORT.search(text)
         if total:
@@ -258,7 +301,7 @@ def _v0_terms(text: str) -> dict[str, Any]:
 
 def _kv_cache_gib(text: str) -> tuple[float | None, int]:
     """The smallest "Available KV cache memory" over the ranks that print it, and how many do."""
-    values = [_number(v) for v in re.findall(_KV_GIB[0], text)]
+    values = [_number(v) for v in _KV_GIB[0].findall(text)]
     if values:
         ranks = len(set(_RANK_AVAIL.findall(text))) or 1
         return min(values), ranks

@@ -22,10 +22,12 @@ constants MFU 0.5 / MBU 0.7 (no overheads, no small-GEMM penalty).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.model.specs import GPU
@@ -51,12 +53,12 @@ FAMILY_OF_KEY: dict[str, Family] = {
     "mi325x": "cdna3",
     "mi355x": "cdna3",  # CDNA 4: no published serving rows to fit; CDNA 3's values, the nearest architecture
 }
-_FAMILY_BY_NAME: tuple[tuple[str, Family], ...] = (
-    (r"\bGH200\b|\bH(100|200|800|20)\b", "hopper"),
-    (r"\bA(100|800|10|30|40)\b", "ampere"),
-    (r"\bL(40S?|4|20)\b|RTX (6000|4090)", "ada"),
-    (r"\bG?B(100|200|300)\b", "blackwell"),
-    (r"\bMI3\d\d", "cdna3"),
+_FAMILY_BY_NAME: tuple[tuple[re.Pattern[str], Family], ...] = (
+    (re.compile(r"\bGH200\b|\bH(100|200|800|20)\b"), "hopper"),
+    (re.compile(r"\bA(100|800|10|30|40)\b"), "ampere"),
+    (re.compile(r"\bL(40S?|4|20)\b|RTX (6000|4090)"), "ada"),
+    (re.compile(r"\bG?B(100|200|300)\b"), "blackwell"),
+    (re.compile(r"\bMI3\d\d"), "cdna3"),
 )
 #: One-way links at or below this are PCIe-class (PCIe Gen6 x16: 128 GB/s one way).
 PCIE_MAX_BYTES_PER_S = 128 * GB
@@ -139,7 +141,7 @@ def gpu_family(gpu: GPU) -> Family:
     if gpu.key in FAMILY_OF_KEY:
         return FAMILY_OF_KEY[gpu.key]
     for pattern, fam in _FAMILY_BY_NAME:
-        if re.search(pattern, gpu.name):
+        if pattern.search(gpu.name):
             return fam
     return "other"
 
@@ -198,6 +200,8 @@ FRACTION_FIELDS = frozenset(
     }
 )
 OVERRIDE_PATTERN = r"^$|^[a-z][0-9.]+(-[a-z][0-9.]+)*$"
+_OVERRIDE_RE = re.compile(OVERRIDE_PATTERN)
+_LETTERS = re.compile(r"^[a-z]|-[a-z]")
 _ITEM = re.compile(r"([a-z])([0-9.]+)")
 #: Upper bounds of the non-fraction overrides (SI), as in ``EngineTiming``.
 _MAX = {
@@ -210,13 +214,27 @@ _MAX = {
 }
 
 
+_SCALE = {name: scale for name, scale in OVERRIDE_LETTERS.values()}
+
+
+def override_problem(name: str, value: float) -> str | None:
+    """Why ``value`` (SI) is outside what parameter ``name`` may be — fractions in (0, 1], the rest in
+    [0, ``_MAX``] — in the link form's units; None when it is inside (the one rule for both)."""
+    if name in FRACTION_FIELDS:
+        return None if 0.0 < value <= 1.0 else f"{name} must be in (0, 1]"
+    scale = _SCALE[name]
+    if 0.0 <= value <= _MAX[name]:
+        return None
+    return f"{name} must be in [0, {_MAX[name] / scale:g}] ({'µs' if scale < 1 else 'tokens'})"
+
+
 def parse_overrides(text: str) -> dict[str, float]:
     """``"s35-l4.2-b0.81"`` → {step_overhead_s: 3.5e-5, layer_overhead_s: 4.2e-6, bandwidth_frac: 0.81}.
 
     Raises ValueError naming each bad item (unknown letter, not a number, out of bounds)."""
     if not text:
         return {}
-    if not re.fullmatch(OVERRIDE_PATTERN, text):
+    if not _OVERRIDE_RE.fullmatch(text):
         raise ValueError("expected letter-number items joined by '-', e.g. s35-l4.2-b0.81")
     out: dict[str, float] = {}
     problems = []
@@ -232,12 +250,9 @@ def parse_overrides(text: str) -> dict[str, float]:
         except ValueError:
             problems.append(f"{item!r}: not a number")
             continue
-        if name in FRACTION_FIELDS and not 0.0 < v <= 1.0:
-            problems.append(f"{item!r}: {name} must be in (0, 1]")
-        elif name not in FRACTION_FIELDS and not 0.0 <= v <= _MAX[name]:
-            problems.append(
-                f"{item!r}: {name} must be in [0, {_MAX[name] / scale:g}] ({'µs' if scale < 1 else 'tokens'})"
-            )
+        problem = override_problem(name, v)
+        if problem:
+            problems.append(f"{item!r}: {problem}")
         else:
             out[name] = v
     if problems:
@@ -246,15 +261,18 @@ def parse_overrides(text: str) -> dict[str, float]:
 
 
 def format_overrides(values: dict[str, float]) -> str:
-    """The link form of ``values`` (SI), four significant digits per item, in letter order."""
+    """The link form of ``values`` (SI), four significant digits per item, in letter order, never an exponent
+    (``1.234e-06`` is written ``0.000001234``).  ValueError naming a value that is not a finite number."""
+    bad = [name for name, v in values.items() if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: not a finite number, which the link form cannot hold")
     parts = []
     for letter, (name, scale) in OVERRIDE_LETTERS.items():
         if name in values:
-            parts.append(f"{letter}{values[name] / scale:.4g}")
-    text = "-".join(parts)
-    if "e" in re.sub(r"^[a-z]|-[a-z]", "", text):  # 4 significant digits never need an exponent in these ranges
-        raise ValueError(f"cannot write {values} in the link form")
-    return text
+            parts.append(
+                letter + np.format_float_positional(values[name] / scale, precision=4, fractional=False, trim="-")
+            )
+    return "-".join(parts)
 
 
 def resolve_timing(timing: EngineTiming, gpu: GPU, overrides: str = "") -> ResolvedTiming:

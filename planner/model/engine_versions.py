@@ -24,6 +24,7 @@ from typing import Protocol, TypeVar
 ENGINE_KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}(@[0-9]+(\.[0-9]+){0,3})?$"
 VERSION_PATTERN = r"^[0-9]+(\.[0-9]+){0,3}$"
 VERSION_RE = re.compile(VERSION_PATTERN)
+_DOT = re.compile(r"[.]")
 VERSION_RULE = "numeric components separated by '.' (0.19, 0.5.23)"
 
 
@@ -51,7 +52,7 @@ def engine_name(key: str) -> str:
 
 def version_tuple(version: str) -> tuple[int, ...]:
     """(0, 19) of '0.19': the order of versions.  Non-numeric parts (a release like '0.19.0rc1') sort as 0."""
-    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.]", version) if p)
+    return tuple(int(p) if p.isdigit() else 0 for p in _DOT.split(version) if p)
 
 
 def _newest(profiles: list[P]) -> P | None:

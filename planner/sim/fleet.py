@@ -37,6 +37,7 @@ import pandas as pd
 
 from planner.engine.step_time import RooflineStepTime, StepTime
 from planner.errors import ScenarioError
+from planner.format import fmt_count, fmt_pct, fmt_seconds
 from planner.model.catalog import Catalog
 from planner.model.scenario import Router, Scenario
 from planner.sim.budget import check_work_budget
@@ -45,7 +46,6 @@ from planner.sim.results import REJECTED_KV, SERVED, SimResult
 from planner.sim.simulate import advance, assemble, fit_problems, per_request_itl, sim_inputs, simulate
 from planner.sim.state import Replica, RunState
 from planner.sim.workload import Workload, scenario_workload
-from planner.units import MS_PER_S
 
 ROUTERS: tuple[Router, ...] = get_args(Router)
 #: sgl-router CacheAwareConfig defaults (module doc).
@@ -117,7 +117,7 @@ def simulate_fleet(
     """Simulate ``w`` on ``replicas`` replicas behind ``router`` (module doc).  Pure and seeded."""
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: one of {', '.join(ROUTERS)}")
-    check_work_budget(w, cfg)
+    check_work_budget(w, cfg, step_time.step_s(1, 1.0, (), ()), replicas)
     n = len(w)
     run = RunState(w, cfg, step_time, detail)
     reps = [Replica(k, cfg, n) for k in range(replicas)]
@@ -195,17 +195,17 @@ def replica_frame(f: FleetResult) -> pd.DataFrame:
 
 
 def fleet_text(f: FleetResult) -> str:
-    """The per-replica table for a terminal (after the fleet's ``summary_text``)."""
+    """The per-replica table for a terminal (after the fleet's ``summary_text``; the same formatters)."""
     lines = [
         f"{len(f.replicas)} replicas, router {f.router}:",
-        f"{'replica':>7}{'requests':>10}{'tokens/s':>10}{'p99 TTFT':>11}{'p99 ITL':>10}{'KV used':>9}"
+        f"{'replica':>7}{'requests':>10}{'tokens/s':>10}{'p99 TTFT':>11}{'p99 ITL':>11}{'KV used':>9}"
         f"{'prefix hit':>12}",
     ]
     for row in replica_frame(f).to_dict("records"):
-        itl_ms = float(row["itl_p99_s"]) * MS_PER_S
         lines.append(
-            f"{row['replica']:>7}{row['requests']:>10,}{row['output_tokens_per_s']:>10,.0f}{row['ttft_p99_s']:>10.3g}s"
-            f"{itl_ms:>8.1f}ms{row['kv_used_mean_frac']:>9.0%}{row['prefix_cache_hit_rate_tokens']:>12.1%}"
+            f"{row['replica']:>7}{fmt_count(row['requests']):>10}{fmt_count(row['output_tokens_per_s']):>10}"
+            f"{fmt_seconds(row['ttft_p99_s']):>11}{fmt_seconds(row['itl_p99_s']):>11}"
+            f"{fmt_pct(row['kv_used_mean_frac']):>9}{fmt_pct(row['prefix_cache_hit_rate_tokens']):>12}"
         )
     return "\n".join(lines) + "\n"
 

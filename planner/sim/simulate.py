@@ -185,7 +185,7 @@ def simulate(
     ``detail=False`` skips the per-request ITL percentiles (sizing needs only the p99s).
     Raises ``SimulationBudgetError`` before any work when the run would exceed the work budget.
     """
-    check_work_budget(w, cfg)
+    check_work_budget(w, cfg, step_time.step_s(1, 1.0, (), ()))
     run = RunState(w, cfg, step_time, detail)
     rep = Replica(0, cfg, len(w))
     rep.feed = list(range(len(w)))

@@ -466,15 +466,23 @@ def test_committed_results_parse_and_their_profiles_load():
 
 
 def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    """Without --out a quick run writes to its checkout's benchmarks/results/quick/ (here a stand-in checkout),
+    wherever the command runs: nothing in the working folder, nothing in the committed folder's top level."""
+    from planner.bench import cli
+
+    results = tmp_path / "checkout" / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    monkeypatch.setattr(cli, "checkout_results_dir", lambda: results)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     err = io.StringIO()
     assert main(["bench", "--backend", "numpy", "--quick"], out=io.StringIO(), err=err) == 0, err.getvalue()
-    quick_dir = tmp_path / "benchmarks" / "results" / "quick"
-    assert sorted(p.suffix for p in quick_dir.iterdir()) == [".csv", ".json", ".toml"]
-    assert not list((tmp_path / "benchmarks" / "results").glob("*.toml"))  # the measured-profile folder's top level
+    assert sorted(p.suffix for p in (results / "quick").iterdir()) == [".csv", ".json", ".toml"]
+    assert not list(results.glob("*.toml")) and list(elsewhere.iterdir()) == []
     from planner.model.catalog import load_measured
 
-    assert load_measured(tmp_path / "benchmarks" / "results", set()) == ({}, [])
+    assert load_measured(results, set()) == ({}, [])
 
 
 def test_deeply_nested_results_json_is_reported_not_raised():

@@ -73,3 +73,35 @@ def test_cli_check_log_text_json_and_bad_input(tmp_path):
         err = io.StringIO()
         assert main(["check-log", "", *args], out=io.StringIO(), err=err) == 2
         assert err.getvalue().startswith("error: ") and "Traceback" not in err.getvalue()
+
+
+#: Issue 31 F7: a log claiming 9,999.99 GiB of device memory and 0.0 GiB of weights for an 80 GB H100
+#: (each line as vLLM prints it, the numbers edited) gave `cal_total_gib=9999.99&cal_weights_gib=0.0`.
+ABSURD_LOG = (
+    "DEBUG gpu_worker.py:284] worker init memory snapshot: torch_peak=0.0GiB, free_memory=9998.5GiB, "
+    "total_memory=9999.99GiB, cuda_memory=1.49GiB, torch_memory=0.0GiB, non_torch_memory=0.51GiB\n"
+    "INFO gpu_model_runner.py:4820] Model loading took 0.0 GiB memory and 14.43 seconds\n"
+    "INFO gpu_worker.py:436] Available KV cache memory: 58.11 GiB\n"
+)
+
+
+def test_f7_an_absurd_log_gets_no_calibrated_link(tmp_path):
+    path = tmp_path / "absurd.log"
+    path.write_text(ABSURD_LOG, encoding="utf-8")
+    for fmt in ("text", "json"):
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["check-log", "gpu=h100-sxm", "--log", str(path), "--calibrate", "--format", fmt], out, err)
+        assert code == 2, err.getvalue()
+        assert "cal_total_gib" not in out.getvalue() and "calibrated" not in out.getvalue()
+        problems = err.getvalue()
+        assert "error: not calibrated: the log's total device memory (9999.99 GiB) is more than" in problems
+        assert "error: not calibrated: the log's weights are 0 GiB" in problems
+        assert "Traceback" not in problems
+
+
+def test_a_real_logs_figures_are_plausible(catalog):
+    from planner.logs.check import calibration_problems
+
+    for name in ("llama31_8b_tp1.log", "qwen25_72b_tp2.log", "gemma2_9b.log"):
+        log = log_of(name)
+        assert calibration_problems(check_log(Scenario(gpu="h100-sxm"), log, catalog), log) == [], name

@@ -74,3 +74,18 @@ def test_prefix_affinity_follows_the_cache_until_the_load_is_unbalanced():
     assert (routed == routed[1]).sum() >= BALANCE_ABS_THRESHOLD
     assert set(routed.tolist()) == {0, 1}
     assert f.combined.summary["prefix_cache_hit_rate_requests"] > 0.9
+
+
+def test_the_fleet_table_reads_like_the_summary_above_it():
+    """Issue 31 F11: `kvplan simulate "replicas=3&rate=50&sim_requests=100&dist=fixed&output=1&prompt=1"` printed
+    `nanms` (no inter-token gap with one output token) and `0.00996s`; the table uses planner.format's rules."""
+    import io
+
+    from planner.cli.main import main
+
+    out = io.StringIO()
+    assert main(["simulate", "replicas=3&rate=50&sim_requests=100&dist=fixed&output=1&prompt=1"], out=out) == 0
+    table = out.getvalue().split("router round_robin:\n", 1)[1]
+    assert "nan" not in table and "0.00996s" not in table
+    rows = table.splitlines()[1:]
+    assert len(rows) == 3 and all("9.96 ms" in r and "n/a" in r and "0.0%" in r for r in rows), table

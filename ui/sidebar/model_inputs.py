@@ -45,6 +45,10 @@ def on_model_change(st: Any, catalog: Catalog) -> None:
             ss["custom"] = encode_model(resolve(previous, catalog).model)
 
 
+#: Characters a custom model's display name may not hold (``CUSTOM_NAME_PATTERN``'s complement).
+_NAME_OUTSIDE = re.compile(r"[^A-Za-z0-9 ._/+()-]")
+
+
 def custom_name_from(name_or_path: object, file_name: str | None) -> str:
     """The custom model's display name: config.json's ``_name_or_path``, else the uploaded file's name
     (unless it is plain ``config.json``); characters outside ``CUSTOM_NAME_PATTERN`` become '-', ≤ 100."""
@@ -52,7 +56,7 @@ def custom_name_from(name_or_path: object, file_name: str | None) -> str:
     if not text and file_name:
         stem = file_name.rsplit("/", 1)[-1].removesuffix(".json")
         text = "" if stem.lower() == "config" else stem
-    clean = re.sub(r"[^A-Za-z0-9 ._/+()-]", "-", text).strip()
+    clean = _NAME_OUTSIDE.sub("-", text).strip()
     return clean[:100]
 
 

@@ -11,7 +11,9 @@ Two kinds of measurement:
 * **Microbenchmark** (``python -m planner bench``), below.
 
 Source: a committed results file under ``benchmarks/results/`` or an upload
-(size-limited JSON).  Either is validated by ``planner.bench.results.parse_results``;
+(size-limited JSON).  Either is validated by ``planner.bench.results.parse_results``
+(an upload in the uploads' worker, ``ui.jobs.UPLOADS``; so are the serving runs' reading and
+their fit, which a 60,000-run file once ran for minutes in the server);
 a bad file gets a one-paragraph message, never a traceback, and nothing in it
 is executed.  "Apply calibration" sets the scenario's MFU/MBU (link keys) when
 the results were measured on the scenario's GPU; "Plan with this measured
@@ -40,16 +42,16 @@ from planner.bench.results import (
     steps_frame,
     summary_frame,
 )
-from planner.calibration.calibrate import calibrate, calibrated_profile_toml, calibration_rows, read_runs
+from planner.calibration.calibrate import calibrated_profile_toml, calibration_rows
 from planner.calibration.serving_results import MAX_RESULT_BYTES
-from planner.errors import ProblemsError
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.model.catalog import MEASURED_DIR
 from planner.units import GIGA, MS_PER_S, PERCENT, TERA, MiB
 from ui.figures.bench import decode_figure, prefill_figure
 from ui.figures.theme import PLOTLY_CONFIG
-from ui.format import md_escape, plot_text, visitor_text
+from ui.format import md_escape, md_list, plot_text, visitor_text
 from ui.state import PageContext
+from ui.tabs.runs import content_key, upload_job
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
 COMMITTED, UPLOAD = "Committed results", "Upload a file"
@@ -184,6 +186,10 @@ def _load(st: Any) -> BenchResults | None:
             )
             return None
         data, label = up.getvalue(), up.name
+        results, problems = upload_job(st, "bench_results", content_key(data), data, "Reading the results…")
+        if results is None:
+            st.error(f"**{md_escape(label)}**: {md_escape(visitor_text('; '.join(problems)))}")
+        return results
     try:
         return parse_results(data)
     except ValueError as exc:
@@ -320,21 +326,22 @@ def _serving(ctx: PageContext) -> None:
     ups = _serving_uploads(st)
     if not ups:
         return
-    try:
-        runs = read_runs(ups)
-        cal = calibrate(runs, s.with_changes(timing=""), ctx.catalog)
-    except (ValueError, ProblemsError) as exc:
-        st.error(md_escape(visitor_text(f"These files cannot be used: {exc}")))
+    scenario_json = s.model_dump_json()
+    key = content_key(scenario_json, *(part for name, data in ups for part in (name, data)))
+    found, problems = upload_job(st, "calibrate", key, (scenario_json, ups), "Fitting the profile to your runs…")
+    if found is None:
+        st.error(md_list(visitor_text(p) for p in problems))
         return
+    n_runs, cal = found
     st.success(
         md_escape(
             f"The {engine_text} engine profile is within {fmt_pct(cal.median_abs_error_before)} (median |error|) of "
-            f"your {fmt_count(len(runs))} measured run(s); calibrated to them, within "
+            f"your {fmt_count(n_runs)} measured run(s); calibrated to them, within "
             f"{fmt_pct(cal.median_abs_error_after)}."
         )
     )
     cols = st.columns(3)
-    cols[0].metric("Runs", fmt_count(len(runs)))
+    cols[0].metric("Runs", fmt_count(n_runs))
     cols[1].metric("Median |error|, profile", fmt_pct(cal.median_abs_error_before))
     cols[2].metric("Median |error|, calibrated", fmt_pct(cal.median_abs_error_after))
     frame = pd.DataFrame(calibration_rows(cal))

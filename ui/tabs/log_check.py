@@ -1,10 +1,13 @@
 """The "Check a log" tab: a pasted or uploaded vLLM start-up log beside the plan, term by term.
 
-The log is read by ``planner.logs.vllm_log.parse_vllm_log`` (size-limited; nothing in it is
-executed; foreign text gets a message naming the lines it looked for) and compared by
-``planner.logs.check.check_log`` at the log's own settings.  "Use this log's figures" puts the
-log's settings and its memory terms (``cal_*`` link keys) into the scenario, so the link carries
-the calibration.  Same figures as ``kvplan check-log LINK --log FILE``.
+The log is read by ``planner.logs.vllm_log.parse_vllm_log`` (size-limited; linear in its length;
+nothing in it is executed; foreign text gets a message naming the lines it looked for) and compared by
+``planner.logs.check.check_log`` at the log's own settings — both in the uploads' worker
+(``ui.jobs.UPLOADS``, kind ``check_log``), never in the server process, so one visitor's log cannot
+stall another's page.  "Use this log's figures" puts the log's settings and its memory terms
+(``cal_*`` link keys) into the scenario, so the link carries the calibration — offered only when the
+figures are physical on the plan's GPU (``calibration_problems``; else the reasons).  Same figures as
+``kvplan check-log LINK --log FILE [--calibrate]``.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from typing import Any
 
 import pandas as pd
 
-from planner.errors import ProblemsError, ScenarioError
-from planner.logs.check import LogCheck, calibration, check_log, log_scenario
-from planner.logs.vllm_log import MAX_LOG_CHARS, VllmStartup, parse_vllm_log
+from planner.logs.check import calibration, log_scenario
+from planner.logs.vllm_log import MAX_LOG_CHARS, VllmStartup
 from planner.units import MiB
-from ui.format import md_escape
+from ui.format import md_escape, md_list
+from ui.job_kinds import LogReport
 from ui.state import PageContext
+from ui.tabs.runs import content_key, upload_job
 
 TEXT_KEY = "_log_text"
 FILE_KEY = "_log_file"
@@ -27,7 +31,7 @@ MAX_UPLOAD_BYTES = 16 * MiB
 PASTE, UPLOAD = "Paste", "Upload a file"
 
 
-def rows_frame(check: LogCheck) -> pd.DataFrame:
+def rows_frame(check: LogReport) -> pd.DataFrame:
     """The comparison table: term, unit, predicted, logged, error (%)."""
     return pd.DataFrame(
         {
@@ -85,8 +89,8 @@ def _apply(ctx: PageContext, log: VllmStartup) -> None:
     ctx.update_scenario(**changes, **calibration(log))
 
 
-def _show(ctx: PageContext, log: VllmStartup, check: LogCheck) -> None:
-    st = ctx.st
+def _show(ctx: PageContext, check: LogReport) -> None:
+    st, log = ctx.st, check.log
     version = f"vLLM {log.engine_version}" if log.engine_version else "a vLLM log"
     st.markdown(f"**The plan at the log's settings** ({md_escape(version)}; terms the log does not print are blank)")
     st.dataframe(
@@ -101,7 +105,9 @@ def _show(ctx: PageContext, log: VllmStartup, check: LogCheck) -> None:
     for note in check.notes:
         st.caption(md_escape(note))
     cal = calibration(log)
-    if cal and st.button(
+    if cal and check.refused:
+        st.warning("The log's figures are not used for the plan:\n\n" + md_list(check.refused))
+    elif cal and st.button(
         "Use this log's figures",
         key="log_apply",
         type="primary",
@@ -125,13 +131,11 @@ def render(ctx: PageContext) -> None:
     if text is None:
         st.info("Paste or upload a log to compare it with the plan.")
         return
-    try:
-        log = parse_vllm_log(text)
-        check = check_log(ctx.scenario, log, ctx.catalog)
-    except ScenarioError as exc:
-        st.error("The log's settings do not fit the plan's model:\n\n" + md_escape("; ".join(exc.problems)))
+    scenario_json = ctx.scenario.model_dump_json()
+    report, problems = upload_job(
+        st, "check_log", content_key(scenario_json, text), (scenario_json, text), "Reading the log…"
+    )
+    if report is None:
+        st.error(md_escape("; ".join(problems)))
         return
-    except ProblemsError as exc:
-        st.error(md_escape("; ".join(exc.problems)))
-        return
-    _show(ctx, log, check)
+    _show(ctx, report)

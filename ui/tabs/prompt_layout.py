@@ -5,8 +5,9 @@ The layout lives in the link (``Scenario.layout``, compact encoding of
 ``ctx.update_scenario(layout=…)``, and then the headline's prompt-cache card shows this
 tab's verdict (``ui.prompt_source``: one source of truth).  Without a layout the tab starts
 from the sidebar's workload: its prompt, cacheable prefix and requests/min.  The audit runs
-on an uploaded log (or the committed example) and is kept in a shared byte-bounded cache
-keyed by the file's hash and the prices, so reruns do not parse it again.
+on an uploaded log (or the committed example) in the uploads' worker (``ui.jobs.UPLOADS``, kind
+``audit_usage``: never in the server process), and its report is kept in that pool's byte-bounded
+cache keyed by the file's hash and the prices, so reruns do not parse it again.
 """
 
 from __future__ import annotations
@@ -35,23 +36,16 @@ from planner.prompts.layout import (
 )
 from planner.prompts.layout_report import LayoutReport, analyse, traffic_for
 from planner.prompts.layout_suggest import suggest
-from planner.prompts.usage_audit import (
-    MAX_FILE_BYTES,
-    AuditReport,
-    audit,
-    parse_usage_log,
-)
+from planner.prompts.usage_audit import MAX_FILE_BYTES, AuditReport
 from planner.units import TOKENS_PER_MTOK, MiB
-from ui.cache import BoundedCache
 from ui.figures.prompts import audit_figure, layout_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import MAX_TABLE_ROWS, md_escape, md_list, table
 from ui.prompt_source import layout_source
 from ui.state import PageContext
+from ui.tabs.runs import content_key, upload_job
 
 EXAMPLE_LOG = DATA / "examples" / "usage_log_example.jsonl"
-#: Audit reports by (file hash, name, prices, TTL): shared by every session, bounded in bytes.
-AUDITS = BoundedCache("usage-log audits", max_bytes=64 * MiB, max_entries=16)
 EXAMPLE_STATE = "_pl_use_example"
 PROBLEMS_SHOWN = 200
 MAX_RPM = 1_000_000.0  # requests per minute the editor accepts
@@ -341,17 +335,18 @@ def _audit_section(st: Any, ctx: PageContext) -> None:
     else:
         return
     s = ctx.scenario
-    key = (hashlib.sha256(data).hexdigest(), name, s.price_in, s.price_out, s.ttl)
-    report = AUDITS.get_or_compute(
-        key,
-        lambda: audit(
-            parse_usage_log(data, name),
-            s.price_in / TOKENS_PER_MTOK,
-            s.price_out / TOKENS_PER_MTOK,
-            CACHE_WRITE_MULTIPLIER[s.ttl],
-            CACHE_READ_MULTIPLIER,
-        ),
+    payload = (
+        data,
+        name,
+        s.price_in / TOKENS_PER_MTOK,
+        s.price_out / TOKENS_PER_MTOK,
+        CACHE_WRITE_MULTIPLIER[s.ttl],
+        CACHE_READ_MULTIPLIER,
     )
+    report, problems = upload_job(st, "audit_usage", content_key(*payload), payload, "Auditing the usage log…")
+    if report is None:
+        st.error(md_list(problems))
+        return
     _audit_report(st, report, s.ttl)
 
 

@@ -28,11 +28,10 @@ from planner.search.sizing import Sizing
 from planner.sim.fleet import FleetResult, replica_frame
 from planner.sim.results import SimResult, cdf_frame, requests_frame, simulated_gpu_hit, summary_frame, timeline_frame
 from planner.sim.slo import Slo, goodput_targets
-from planner.sim.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
+from planner.sim.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, replay
 from planner.sim.traffic import arrival_rate_frame, length_frame, traffic_summary
 from planner.sim.workload import Workload
 from planner.units import MiB
-from ui.cache import BoundedCache
 from ui.figures.serving import (
     arrival_rate_figure,
     latency_cdf_figure,
@@ -45,7 +44,7 @@ from ui.format import display_frame, download_csv, md_escape, md_list, table
 from ui.jobs import RESULTS, WORKERS, Busy
 from ui.slo_inputs import stat_input, target_inputs
 from ui.state import PageContext
-from ui.tabs.runs import session_id, wait
+from ui.tabs.runs import session_id, upload_job, wait
 from ui.tabs.sizing_view import show_sizing, simulate_row
 
 FORM_FIELDS = (
@@ -110,13 +109,16 @@ REPLICA_KINDS = {
 }
 
 
-#: Parsed uploaded traces by (SHA-256, prefix tokens): shared, bounded in bytes (a 20 MB trace parses to ~10 MB).
-TRACES = BoundedCache("uploaded traces", max_bytes=96 * MiB, max_entries=8)
-
-
-def _parsed_upload(data: bytes, digest: str, prefix_tokens: int) -> Trace:
-    """The uploaded trace, validated once per content (TraceError is raised, never cached)."""
-    return TRACES.get_or_compute((digest, prefix_tokens), lambda: parse_trace(data, prefix_tokens))
+def _parsed_upload(st: Any, data: bytes, digest: str, prefix_tokens: int) -> Trace:
+    """The uploaded trace, read in the uploads' worker once per content (``ui.jobs.UPLOADS``, kind
+    ``parse_trace``: a 20 MB trace parses to ~10 MB, kept in that pool's byte-bounded cache); TraceError
+    with the reader's problems."""
+    trace, problems = upload_job(
+        st, "parse_trace", f"{digest}|{prefix_tokens}", (data, prefix_tokens), "Reading the trace…"
+    )
+    if trace is None:
+        raise TraceError(list(problems))
+    return trace
 
 
 def _upper(name: str) -> float:
@@ -270,7 +272,7 @@ def _traffic(st: Any, s: Scenario, data: bytes | None, digest: str) -> tuple[Wor
         if s.trace:
             trace, name = bundled_trace(s.trace, s.prefix), s.trace
         elif data is not None:
-            trace, name = _parsed_upload(data, digest, s.prefix), "the uploaded trace"
+            trace, name = _parsed_upload(st, data, digest, s.prefix), "the uploaded trace"
         else:
             return None, f"Poisson arrivals at {fmt_num(s.rate)}/s", []
         workload = replay(trace, s.trace_scale, s.trace_start_s, s.trace_duration_s or None)
