@@ -339,6 +339,8 @@ class Roofline:
         """Decode-only step time (module doc, no chunks); ``ctx`` and ``seqs`` broadcast as arrays."""
         if self.layout is not None:
             return self._layout_step_s(np.asarray(seqs, dtype=float), q, np.asarray(ctx, dtype=float), (), ())
+        if isinstance(seqs, int | float) and seqs > 0:
+            return self._decode_run_s(seqs, q, np.asarray(ctx, dtype=float))
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
         hit = 1.0 - self.expert_miss**tokens
@@ -361,6 +363,47 @@ class Roofline:
         )
         gpu = matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
         return np.where(runs, self.decode_overhead_s, 0.0) + gpu
+
+    def _decode_run_s(self, seqs: float, q: float, ctx: np.ndarray) -> np.ndarray:
+        """``decode_time_s`` for one batch size > 0 over an array of contexts (the simulator's jumps): the
+        batch's terms in Python floats, the context's in a few in-place array operations — every operation
+        and its order as in ``decode_time_s``, so the values are the same to the bit (an exact no-op, + 0 or
+        × 1, is skipped)."""
+        tokens = seqs * q
+        hit = 1.0 - self.expert_miss**tokens
+        pad = self.half_tokens
+        compute = (
+            self.body_s_per_token * (tokens + pad)
+            + self.head_s_per_token * (tokens + pad)
+            + self.expert_s_per_token * (self.experts_per_token * tokens + self.experts * hit * pad)
+        )
+        memory = self.dense_weight_s + self.expert_weight_s * hit + tokens * self.act_token_s
+        o = self.overlap
+        matmul = max(compute, memory) if o == 1.0 else max(compute, memory) + (1.0 - o) * min(compute, memory)
+        if self.window_layers:
+            keys = self._keys(ctx)
+        else:
+            keys = ctx * self.full_layers if self.full_layers != 1.0 else ctx.copy()
+        att_c = keys * (self.decode_attn_s * tokens)
+        att_m = keys
+        att_m *= self.kv_decode_layer_s * seqs
+        att_m += tokens * self.kv_token_s
+        if self.state_s:
+            att_m += seqs * self.state_s
+        if o == 1.0:
+            out = np.maximum(att_c, att_m, out=att_c)
+        else:
+            lo = np.minimum(att_c, att_m)
+            out = np.maximum(att_c, att_m, out=att_c)
+            out += (1.0 - o) * lo
+        out += matmul
+        if self.comm_fixed_s:
+            out += self.comm_fixed_s
+        comm = self.comm_s_per_token * tokens
+        if comm:
+            out += comm
+        out += self.decode_overhead_s
+        return out
 
     def scalar_time_s(
         self, seqs: float, q: float, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()

@@ -318,13 +318,13 @@ def most_steps_fitting(blocks_needed: Callable[[int], int], steps: int, free_blo
 
 
 def jump_durations_s(
-    run: RunState, rep: Replica, decodes: int, contexts: list[int], growth: np.ndarray, until_s: float
+    run: RunState, rep: Replica, decodes: int, mean_context: float, growth: np.ndarray, until_s: float
 ) -> np.ndarray:
-    """Durations of the jump's steps at mean context (Σ contexts) / decodes + growth[j].
+    """Durations of the jump's steps at mean context ``mean_context`` (Σ contexts / decodes) + growth[j].
 
     The jump stops after the step during which ``until_s`` falls (a fleet's next arrival), or the
     next request routed here arrives when it could be admitted."""
-    durations_s = np.asarray(run.step_time.decode_steps_s(decodes, sum(contexts) / decodes + growth), dtype=float)
+    durations_s = np.asarray(run.step_time.decode_steps_s(decodes, mean_context + growth), dtype=float)
     cfg = run.cfg
     horizon_s = until_s
     if rep.next_feed < len(rep.feed):
@@ -334,9 +334,10 @@ def jump_durations_s(
         if admissible:
             horizon_s = min(horizon_s, run.arrival_s[rep.feed[rep.next_feed]])
     if horizon_s < math.inf:
-        ends_s = np.cumsum(durations_s)
-        steps = min(int(np.searchsorted(ends_s, horizon_s - rep.now_s, side="left")) + 1, durations_s.shape[0])
-        durations_s = durations_s[:steps]
+        ends_s = durations_s.cumsum()
+        steps = int(ends_s.searchsorted(horizon_s - rep.now_s, side="left")) + 1
+        if steps < durations_s.shape[0]:
+            durations_s = durations_s[:steps]
     return durations_s
 
 
@@ -351,17 +352,23 @@ def decode_jump(run: RunState, rep: Replica, decoding: list[int], until_s: float
     accepted: np.ndarray | None = None
     if ds is not None:
         tick = ds.tick
-        offsets = ds.ctx_off
-        contexts = [offsets[i] + tick for i in decoding]
-        steps = plain_jump_steps(rep, decoding, contexts, min(ds.next_finish() - tick, MAX_JUMP_STEPS), step_tokens)
-        durations_s = jump_durations_s(run, rep, decodes, contexts, np.arange(steps, dtype=float), until_s)
+        steps = min(ds.next_finish() - tick, MAX_JUMP_STEPS)
+        if pool.windowed:
+            offsets = ds.ctx_off
+            contexts = [offsets[i] + tick for i in decoding]
+            steps = plain_jump_steps(rep, decoding, contexts, steps, step_tokens)
+        elif ds.blocks_needed(tick + steps - 1, pool) > pool.free_blocks:
+            steps = most_steps_fitting(lambda s: ds.blocks_needed(tick + s - 1, pool), steps, pool.free_blocks)
+        # Σ contexts = Σ ctx_off + decodes · tick exactly (integers): the same mean context as summing them
+        durations_s = jump_durations_s(run, rep, decodes, ds.mean_context(), np.arange(steps, dtype=float), until_s)
         steps = durations_s.shape[0]
         ds.jumped(steps, pool)
     else:
         contexts = [context[i] for i in decoding]
         remaining = np.array([output[i] - generated[i] for i in decoding])
         drawn, tokens_before = speculative_jump(run, rep, decoding, contexts, remaining)
-        durations_s = jump_durations_s(run, rep, decodes, contexts, tokens_before.sum(axis=0) / decodes, until_s)
+        mean_context = sum(contexts) / decodes
+        durations_s = jump_durations_s(run, rep, decodes, mean_context, tokens_before.sum(axis=0) / decodes, until_s)
         steps = durations_s.shape[0]
         before = tokens_before[:, steps - 1]
         accepted = drawn[:, :steps].copy()
