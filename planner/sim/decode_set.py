@@ -138,6 +138,12 @@ class DecodeSet:
         block = pool.block_tokens
         reach = last_tick + self.q + block - 1
         total = 0
+        if last_tick - self.tick >= block:  # a block's worth of steps or more: most members grow, pass over them
+            for i in self.members:
+                extra = (offsets[i] + reach) // block - held[i]
+                if extra > 0:
+                    total += extra
+            return total
         todo = [0] if heap and heap[0][0] <= last_tick else []
         size = len(heap)
         while todo:
@@ -157,10 +163,22 @@ class DecodeSet:
         held, block, offsets, epoch = pool.held_blocks, pool.block_tokens, self.ctx_off, self.epoch
         last = self.tick + steps - 1
         reach = last + self.q + block - 1
+        lead = 1 - self.q  # the growth tick is held·block − q − ctx_off + 1
+        if steps > block:  # most members grow: a pass over them, the heap rebuilt
+            free = pool.free_blocks
+            for i in self.members:
+                positions = (offsets[i] + reach) // block
+                if positions > held[i]:
+                    free -= pool.growth(held[i], positions)
+                    held[i] = positions
+            pool.free_blocks = free
+            self.tick += steps
+            self.grow_at = [(held[i] * block - offsets[i] + lead, i, epoch[i], held[i]) for i in self.members]
+            heapq.heapify(self.grow_at)
+            return
         heap = self.grow_at
         free = pool.free_blocks
         grown: list[tuple[int, int, int, int]] = []
-        lead = 1 - self.q  # the growth tick is held·block − q − ctx_off + 1
         while heap and heap[0][0] <= last:
             _, i, e, h = heapq.heappop(heap)
             if epoch[i] != e or held[i] != h:
