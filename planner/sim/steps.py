@@ -278,13 +278,14 @@ def speculative_jump(
     first request reaches its output length, or earlier if the free units run out.
     ``tokens_before[:, j]``: tokens gained before step j; its width is the jump's steps."""
     decodes = len(decoding)
-    drawn_steps = int(min(remaining.max(), MAX_SPEC_JUMP_STEPS))
+    drawn_steps = min(int(remaining.max()), MAX_SPEC_JUMP_STEPS)
     accepted = run.draws.take(decodes, drawn_steps)
     cumulative = accepted.cumsum(axis=1)
-    reached = cumulative >= remaining[:, None]
-    first = np.where(reached.any(axis=1), reached.argmax(axis=1), drawn_steps)
-    steps = int(min(first.min() + 1, drawn_steps))
-    tokens_before = np.concatenate([np.zeros((decodes, 1), dtype=np.int64), cumulative[:, : steps - 1]], axis=1)
+    # each row's first step reaching its output length = the steps before it (its cumulative sum grows)
+    first = (cumulative < remaining[:, None]).sum(axis=1)
+    steps = min(int(first.min()) + 1, drawn_steps)
+    tokens_before = np.zeros((decodes, steps), dtype=np.int64)
+    tokens_before[:, 1:] = cumulative[:, : steps - 1]
     pool = rep.pool
     block = pool.block_tokens
     reach = np.array(contexts) + run.step_tokens + block - 1
