@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from planner.sim.workload import Workload
 
 Command = Callable[[argparse.Namespace, Catalog, TextIO, TextIO], int]
+#: Exit code after Ctrl-C (128 + SIGINT, as a shell reports it); ``size`` still prints what it confirmed.
+EXIT_INTERRUPTED = 130
 
 
 def scenario_from_link(link: str, catalog: Catalog, err: TextIO) -> Scenario:
@@ -180,14 +182,33 @@ def _gpu_keys(text: str | None, catalog: Catalog) -> list[str] | None:
     return list(dict.fromkeys(keys))
 
 
+def executor_of(args: argparse.Namespace) -> Any:
+    """The executor ``--executor``, ``--address`` and ``--workers`` name (``planner.executors``)."""
+    from planner.executors import make_executor
+
+    if args.workers is not None and args.workers < 1:
+        raise BadInput([f"--workers {args.workers}: at least 1"])
+    return make_executor(args.executor, args.address, args.workers)
+
+
 def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    from planner.cli.progress import TerminalProgress
     from planner.export import frame_to_csv, present_frame
     from planner.search.sizing import size_fleet, sizing_text
 
     gpus = _gpu_keys(args.gpus, catalog)
     scenario, trace = _scenario_and_trace(args, catalog, err)
     scenario = _with_search(scenario, args)
-    sizing = size_fleet(scenario, catalog, trace=trace, gpus=gpus, search=True)
+    if not args.time_budget > 0:
+        raise BadInput([f"--time-budget {args.time_budget:g}: a number of seconds above 0"])
+    bar = TerminalProgress(err)
+    options: dict[str, Any] = {}
+    if scenario.search != "none":
+        options = dict(executor=executor_of(args), time_budget_s=args.time_budget, on_update=bar.screened)
+    try:
+        sizing = size_fleet(scenario, catalog, trace=trace, gpus=gpus, search=True, progress=bar, **options)
+    finally:
+        bar.clear()
     if args.format == "csv":
         out.write(frame_to_csv(present_frame(sizing.table)))
     elif args.format == "json":
@@ -204,12 +225,20 @@ def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -
                 "confirm_s": z.confirm_s,
                 "simulations": z.simulations,
                 "seeds": list(z.seeds),
+                "requests_per_simulation": z.requests_per_simulation,
+                "simulated_requests": z.simulated_requests,
+                "candidates": z.candidates,
+                "confirmed": z.confirmed,
+                "stopped": z.stopped or None,
+                "time_budget_s": z.time_budget_s,
+                "executor": z.executor,
+                "best_basis": z.best_basis or None,
                 "best_link": _link_of(scenario, z) if z.best is not None else None,
             }
         out.write(json.dumps(record, indent=2, default=str) + "\n")
     else:
         out.write(sizing_text(sizing))
-    return 0
+    return EXIT_INTERRUPTED if sizing.search is not None and sizing.search.stopped == "cancelled" else 0
 
 
 def _link_of(scenario: Scenario, z: Any) -> str:

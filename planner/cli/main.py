@@ -33,6 +33,7 @@ from planner.cli import commands
 from planner.cli.serve import DEFAULT_PORT
 from planner.errors import EXIT_BAD_INPUT, ProblemsError
 from planner.model.catalog import load_catalog
+from planner.search.limits import SEARCH_TIME_BUDGET_S
 
 #: Exit code when stdout is closed early (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
@@ -58,6 +59,22 @@ def add_traffic_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument(
         "--router", choices=("round_robin", "least_tokens", "prefix_affinity"), help="how requests reach the replicas"
     )
+
+
+def add_executor_options(sp: argparse.ArgumentParser) -> None:
+    """Where the parallel work runs (``planner.executors``): the local process pool, or a Ray cluster."""
+    sp.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help='local: a process pool on this machine (default); ray: a Ray cluster (pip install "kvplan[ray]")',
+    )
+    sp.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="the Ray cluster: auto (the cluster this machine is in), ray://HEAD:10001, or none for a local one",
+    )
+    sp.add_argument("--workers", type=int, metavar="N", help="processes (local) or tasks at once (ray); default: all")
 
 
 def add_search_option(sp: argparse.ArgumentParser) -> None:
@@ -107,6 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="KEY,KEY",
                 help="size only these GPU profiles (comma list of keys, see kvplan gpus); default: every priced one",
             )
+            sp.add_argument(
+                "--time-budget",
+                type=float,
+                default=SEARCH_TIME_BUDGET_S,
+                metavar="S",
+                help=f"seconds for the whole sizing (default {SEARCH_TIME_BUDGET_S:g}); what is not confirmed by "
+                "simulation in time is shown with the screening model's estimate",
+            )
+            add_executor_options(sp)
     pa = sub.add_parser("pareto", help="every configuration the search scores, and its Pareto frontiers")
     pa.add_argument("link", nargs="?", default="", help="query string or full link")
     pa.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate and size)")
@@ -167,6 +193,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         for line in exc.problems:
             print(f"error: {line}", file=err)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C before there is anything to print
+        print("interrupted", file=err)
+        return commands.EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (`kvplan gpus | head`): stop quietly, as cat does
         if out is sys.stdout:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -237,15 +238,17 @@ def size_fleet(
     gpus: Sequence[str] | None = None,
     tps: Sequence[int] = TP_OPTIONS,
     max_requests: int = SIZING_MAX_REQUESTS,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[..., None] | None = None,
     layouts: bool = True,
     search: bool = False,
+    **search_options: Any,
 ) -> Sizing:
     """The sizing table (module doc) for every GPU profile (or ``gpus``) × layout (``tps`` and, with
     ``layouts``, the multi-node and expert-parallel ones of ``sizing_layouts``); with ``search`` and a
-    scenario whose ``search`` key is not ``none``, the knob search's (``planner.search.knob_search``)."""
+    scenario whose ``search`` key is not ``none``, the knob search's (``planner.search.knob_search``;
+    ``search_options``: ``searched_sizing``'s)."""
     if search and s.search != "none":
-        return searched_sizing(s, catalog, trace, gpus, progress)
+        return searched_sizing(s, catalog, trace, gpus, progress, **search_options)
     # An unpriced profile (price 0: none published) would rank as free; it is sized only when asked for.
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     tps = accepted_tps(s, catalog, tps)
@@ -300,11 +303,29 @@ def searched_sizing(
     catalog: Catalog,
     trace: Workload | None = None,
     gpus: Sequence[str] | None = None,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[..., None] | None = None,
+    on_update: Callable[[Sizing], None] | None = None,
+    **options: Any,
 ) -> Sizing:
     """``size_fleet`` through the knob search: its confirmed table (with this table's columns and the
-    configuration's), its answer, and the disaggregated estimate beside it."""
-    z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
+    configuration's), its answer, and the disaggregated estimate beside it.  ``on_update`` gets the sizing
+    each time the search's table changes (the screened answer first); ``options`` go to ``search_fleet``
+    (``executor``, ``time_budget_s``, ``workers``)."""
+    disagg: dict[str, pd.DataFrame] = {}
+
+    def update(z: SearchResult) -> None:
+        assert on_update is not None
+        on_update(_sizing_of(s, catalog, z, disagg))
+
+    z = search_fleet(
+        s, catalog, trace, gpus, progress=progress, on_update=None if on_update is None else update, **options
+    )
+    return _sizing_of(s, catalog, z, {})
+
+
+def _sizing_of(s: Scenario, catalog: Catalog, z: SearchResult, disagg: dict[str, pd.DataFrame]) -> Sizing:
+    """The sizing of a (finished or running) search; ``disagg`` keeps the disaggregated estimate between the
+    updates of one run (it moves only with the colocated answers: recomputed when the run ends)."""
     names = {"ttft_q_s": "ttft_p99_s", "itl_q_s": "itl_p99_s"}
     table = z.table.rename(columns=names).assign(fits=True)
     keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
@@ -312,11 +333,13 @@ def searched_sizing(
     for b in z.bases:
         if b.layout not in plans.setdefault(b.gpu, []):
             plans[b.gpu].append(b.layout)
+    if "frame" not in disagg:
+        disagg["frame"] = disaggregated(s, catalog, keys, plans, table, z.rate_per_s, z.mean_output_tokens)
     return Sizing(
         table=table,
         best=z.best,
         reason=z.reason,
-        disaggregated=disaggregated(s, catalog, keys, plans, table, z.rate_per_s, z.mean_output_tokens),
+        disaggregated=disagg["frame"],
         rate_per_s=z.rate_per_s,
         mean_output_tokens=z.mean_output_tokens,
         requests_per_simulation=z.requests_per_simulation,
