@@ -17,9 +17,14 @@ other visitor's rerun waits) and its memory would stay in the server process.  S
 * a job that runs past ``TIME_LIMIT_S`` is stopped (its worker killed and replaced) and
   reported as such; an out-of-memory worker is reported the same way, never a traceback;
 * a finished job's value goes into ``RESULTS`` (a byte-bounded cache, ``ui.cache``), where
-  the tab finds it on any later rerun — also after the visitor moved on while it ran.
+  the tab finds it on any later rerun — also after the visitor moved on while it ran;
+* a sizing or search sends its answer as it improves (``Job.partial``: the screened answer within a
+  second, then the table as each candidate is confirmed; sent without the screened points, which only
+  the finished value carries); ``cancel`` asks the worker to stop — the run's progress callback raises
+  ``planner.errors.Cancelled`` there — and a sizing or search then finishes with what it has, the rest
+  screened.
 
-The tab waits on ``Job.done`` and draws ``Job.progress`` (``ui.tabs.simulate``).  No
+The tab waits on ``Job.done`` and draws ``Job.progress`` and ``Job.partial`` (``ui.tabs.runs``).  No
 streamlit here; the worker side imports only the planner.
 """
 
@@ -58,6 +63,8 @@ MAX_QUEUED = 8
 WORKER_NICE = 10
 #: Seconds between two progress messages from a worker.
 PROGRESS_EVERY_S = 0.2
+#: Seconds between two looks at a running job's messages and its cancel request.
+POLL_S = 0.25
 RESULTS = BoundedCache("simulation results", max_bytes=192 * MiB, max_entries=32)
 
 
@@ -82,6 +89,9 @@ class Job:
     started_at: float | None = None
     progress: float = 0.0
     note: str = ""  # the run's own words for its progress (the search's stage), when it has them
+    partial: Any = None  # the run's answer so far (a sizing or search), replaced as it improves
+    partial_count: int = 0  # partials received (a tab redraws when it moves)
+    cancel_requested: bool = False
     state: str = "queued"  # queued | running | done | problems | failed
     problems: tuple[str, ...] = ()
     done: threading.Event = field(default_factory=threading.Event)
@@ -127,7 +137,7 @@ def _run_job(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
     if kind == "size":
         from planner.search.sizing import size_fleet
 
-        return size_fleet(s, catalog, trace=workload, progress=progress, search=True)
+        return size_fleet(s, catalog, trace=workload, progress=progress, search=True, on_update=progress.partial)
     if kind in ("search", "simulate_point"):
         from planner.sim.traces import scenario_traffic
 
@@ -138,7 +148,9 @@ def _run_job(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
             return simulate_fleet_scenario(s, catalog, workload=traffic, progress=progress)
         from planner.search.knob_search import search_fleet
 
-        return search_fleet(s, catalog, traffic, workers=default_processes(), progress=progress)
+        return search_fleet(
+            s, catalog, traffic, workers=default_processes(), progress=progress, on_update=progress.partial
+        )
     raise ValueError(f"unknown job kind {kind!r}")
 
 
@@ -146,34 +158,64 @@ _CATALOG: dict[str, Any] = {}
 
 
 class _Reporter:
-    """The progress callback of one job: a message every ``PROGRESS_EVERY_S`` at most."""
+    """The progress callback of one job: a message every ``PROGRESS_EVERY_S`` at most; raises ``Cancelled``
+    once the server asked to cancel (it looks for the request at each call)."""
 
     def __init__(self, conn: Any) -> None:
         self.conn, self.last = conn, 0.0
 
     def __call__(self, frac: float, note: str = "") -> None:
+        from planner.errors import Cancelled
+
+        if self.conn.poll(0):
+            tag = self.conn.recv()
+            if tag == "cancel":
+                raise Cancelled
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
             self.conn.send(("progress", (float(frac), str(note))))
 
+    def partial(self, value: Any) -> None:
+        """The run's answer so far, without what only the finished value needs (``_light``)."""
+        self.conn.send(("partial", _light(value)))
+
+
+def _light(value: Any) -> Any:
+    """A sizing or search result without its screened points (tens of thousands of rows, sent once at the end)."""
+    from dataclasses import replace
+
+    from planner.search.knob_search import SearchResult
+    from planner.search.sizing import Sizing
+
+    if isinstance(value, SearchResult):
+        return replace(value, points=value.points.iloc[:0], bases=[])
+    if isinstance(value, Sizing) and value.search is not None:
+        return replace(value, search=_light(value.search))
+    return value
+
 
 def _serve(conn: Any, memory_limit_bytes: int) -> None:
     """A worker's loop: receive (kind, payload), send progress, then the value or the problems."""
     _limit_resources(memory_limit_bytes)
-    from planner.errors import ProblemsError
+    from planner.errors import Cancelled, ProblemsError
 
     logging.basicConfig(level=logging.WARNING, format="kvplan worker %(process)d: %(levelname)s %(message)s")
 
     while True:
         try:
-            kind, payload = conn.recv()
+            message_in = conn.recv()
         except (EOFError, OSError):
             return
+        if message_in == "cancel":  # a cancel that arrived after its job had finished
+            continue
+        kind, payload = message_in
         try:
             message: tuple[str, Any] = ("done", _run_job(kind, payload, _Reporter(conn)))
         except ProblemsError as exc:
             message = ("problems", list(exc.problems))
+        except Cancelled:
+            message = ("problems", ["cancelled"])
         except MemoryError:
             message = (
                 "problems",
@@ -240,6 +282,9 @@ class _Slot:
                 self.pool.finish(job, "failed", problems=("the worker stopped unexpectedly",))
 
     def _run(self, job: Job) -> None:
+        if job.cancel_requested:
+            self.pool.finish(job, "problems", problems=("cancelled before it started",))
+            return
         if not self.alive():
             self._stop()
             self._start()
@@ -247,6 +292,7 @@ class _Slot:
         job.state, job.started_at = "running", time.monotonic()
         self.conn.send((job.kind, job.payload))
         deadline = job.started_at + self.pool.time_limit_s
+        cancel_sent = False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -254,13 +300,19 @@ class _Slot:
                 limit = f"{self.pool.time_limit_s:g} s"
                 self.pool.finish(job, "problems", problems=(f"stopped after {limit}, the limit for one run",))
                 return
-            if not self.conn.poll(min(left, 1.0)):
+            if job.cancel_requested and not cancel_sent:
+                self.conn.send("cancel")  # the worker's progress callback raises Cancelled at its next call
+                cancel_sent = True
+            if not self.conn.poll(min(left, POLL_S)):
                 if not self.alive():
                     raise RuntimeError("worker died")
                 continue
             tag, value = self.conn.recv()
             if tag == "progress":
                 job.progress, job.note = value
+                continue
+            if tag == "partial":
+                job.partial, job.partial_count = value, job.partial_count + 1
                 continue
             if tag == "done":
                 self.pool.finish(job, "done", value=value)
@@ -333,6 +385,15 @@ class Workers:
             if self._active.get(job.key) is job:
                 del self._active[job.key]
         job.done.set()
+
+    def cancel(self, key: str) -> bool:
+        """Ask the job under ``key`` to stop (module doc); False when none is queued or running."""
+        with self._lock:
+            job = self._active.get(key)
+        if job is None:
+            return False
+        job.cancel_requested = True
+        return True
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

@@ -202,9 +202,9 @@ def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -
     if not args.time_budget > 0:
         raise BadInput([f"--time-budget {args.time_budget:g}: a number of seconds above 0"])
     bar = TerminalProgress(err)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = dict(time_budget_s=args.time_budget)
     if scenario.search != "none":
-        options = dict(executor=executor_of(args), time_budget_s=args.time_budget, on_update=bar.screened)
+        options |= dict(executor=executor_of(args), on_update=bar.screened)
     try:
         sizing = size_fleet(scenario, catalog, trace=trace, gpus=gpus, search=True, progress=bar, **options)
     finally:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.errors import ScenarioError
+from planner.errors import Cancelled, ScenarioError
 from planner.executors import Executor, make_executor
 from planner.format import fmt_count, fmt_seconds
 from planner.model.catalog import Catalog
@@ -91,11 +91,6 @@ SEARCH_MAX_REQUESTS = 20_000
 STATS_REQUESTS = 4000
 
 Progress = Callable[[float, str], None]
-
-
-class Cancelled(Exception):
-    """Raised by a progress callback to stop the search (the dashboard's Cancel); the search returns
-    what it has, the rest screened."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ Disaggregated estimate (prefill and decode pools, DistServe-style, each with its
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,8 @@ from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.search.knob_search import SearchResult, search_fleet, search_text
 from planner.search.layouts import on_layout, sizing_layouts
+from planner.search.limits import SEARCH_TIME_BUDGET_S
+from planner.search.pools import OutOfTime, deadline_check
 from planner.search.replicas import TP_OPTIONS, accepted_tps, fewest_passing
 from planner.sim.budget import SimulationBudgetError
 from planner.sim.config import P99_MISS_FRAC, SimConfig
@@ -119,15 +122,26 @@ def _fleet_workload(s: Scenario, trace: Workload | None, replicas: int, max_requ
 
 
 def _simulated(
-    s: Scenario, trace: Workload | None, replicas: int, n: int, cfg: SimConfig, timer: RooflineStepTime, fleet: bool
+    s: Scenario,
+    trace: Workload | None,
+    replicas: int,
+    n: int,
+    cfg: SimConfig,
+    timer: RooflineStepTime,
+    fleet: bool,
+    deadline: float | None = None,
 ) -> SimResult:
     """One sizing run: one replica's share (round-robin), or the whole fleet behind a load-aware router
-    (``fleet``; the low-load check needs no router: at 1 % load no queue forms)."""
+    (``fleet``; the low-load check needs no router: at 1 % load no queue forms).  ``OutOfTime`` once
+    ``deadline`` has passed (``pools.deadline_check``)."""
+    tick = deadline_check(deadline)
     if not fleet or s.router == "round_robin" or replicas == 1:
         w = _replica_workload(s, trace, replicas, n)
-        return simulate(w, cfg, timer, stop_on_slo_miss=True, detail=False)
+        return simulate(w, cfg, timer, stop_on_slo_miss=True, detail=False, progress=tick)
     w = _fleet_workload(s, trace, replicas, n)
-    return simulate_fleet(w, cfg, timer, replicas, s.router, stop_on_slo_miss=True, detail=False).combined
+    return simulate_fleet(
+        w, cfg, timer, replicas, s.router, stop_on_slo_miss=True, detail=False, progress=tick
+    ).combined
 
 
 def _layout_row(s: Scenario, gpus_per_node: int) -> dict:
@@ -142,7 +156,9 @@ def _comm_frac(x: EngineInputs, concurrency: int) -> float:
     return float(np.asarray(decode(x, batch=max(concurrency, 1)).comm_frac))
 
 
-def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
+def _size_one(
+    s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int, deadline: float | None = None
+) -> dict:
     """Fewest replicas for one GPU × layout (a row of the table, before pricing)."""
     r, x = sim_inputs(s, catalog)
     row = dict(gpu=s.gpu, name=r.gpu.name, price_per_gpu_hour_usd=float(np.asarray(x.price_per_gpu_hour_usd)))
@@ -162,7 +178,9 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
 
     def run(replicas: int, n: int, fleet: bool = True) -> SimResult:
         if (replicas, n) not in results:
-            results[replicas, n] = _simulated(s, trace, replicas, n, cfg, timer, fleet)
+            if deadline is not None and time.time() > deadline:
+                raise OutOfTime
+            results[replicas, n] = _simulated(s, trace, replicas, n, cfg, timer, fleet, deadline)
         return results[replicas, n]
 
     def passes(n: int) -> Callable[[int], bool]:
@@ -241,6 +259,7 @@ def size_fleet(
     progress: Callable[..., None] | None = None,
     layouts: bool = True,
     search: bool = False,
+    time_budget_s: float | None = SEARCH_TIME_BUDGET_S,
     **search_options: Any,
 ) -> Sizing:
     """The sizing table (module doc) for every GPU profile (or ``gpus``) × layout (``tps`` and, with
@@ -248,7 +267,8 @@ def size_fleet(
     scenario whose ``search`` key is not ``none``, the knob search's (``planner.search.knob_search``;
     ``search_options``: ``searched_sizing``'s)."""
     if search and s.search != "none":
-        return searched_sizing(s, catalog, trace, gpus, progress, **search_options)
+        return searched_sizing(s, catalog, trace, gpus, progress, time_budget_s=time_budget_s, **search_options)
+    deadline = time.time() + time_budget_s if time_budget_s is not None else None
     # An unpriced profile (price 0: none published) would rank as free; it is sized only when asked for.
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     tps = accepted_tps(s, catalog, tps)
@@ -260,7 +280,11 @@ def size_fleet(
     for k, (g, lay) in enumerate(combos):
         here = dict(gpu=g, **lay.changes(), layout=lay.label, gpus_per_instance=lay.gpus)
         try:
-            rows.append(_size_one(on_layout(s, g, lay), catalog, trace, max_requests))
+            if deadline is not None and time.time() > deadline:
+                raise OutOfTime
+            rows.append(_size_one(on_layout(s, g, lay), catalog, trace, max_requests, deadline))
+        except OutOfTime:
+            rows.append(here | dict(fits=True, status=f"not sized: the {time_budget_s:g} s time budget ran out"))
         except SimulationBudgetError as exc:
             rows.append(here | dict(fits=True, status="not simulated: " + "; ".join(exc.problems)))
         except ScenarioError as exc:

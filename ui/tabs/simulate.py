@@ -42,8 +42,8 @@ from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, table
 from ui.jobs import RESULTS, WORKERS, Busy
 from ui.state import PageContext
-from ui.tabs.runs import session_id, wait
-from ui.tabs.sizing_view import show_sizing, simulate_row
+from ui.tabs.runs import cancel_button, session_id, wait
+from ui.tabs.sizing_view import show_partial_sizing, show_sizing, simulate_row
 
 FORM_FIELDS = (
     "rate",
@@ -316,13 +316,16 @@ def _preview(st: Any, w: Workload, name: str, s: Scenario) -> None:
 def _words(action: str, s: Scenario) -> str:
     if action == SIZE:
         knobs = "" if s.search == "none" else f" × {s.search.replace(',', ' × ')}"
-        return f"Sizing: every GPU profile × tp{knobs}, the cheapest simulated…"
+        return f"Sizing: every GPU profile × tp{knobs} screened, the cheapest confirmed by simulation…"
     return "Simulating " + ("one replica" if s.replicas == 1 else f"{s.replicas} replicas") + "…"
 
 
-def _run(ctx: PageContext, slot: Any, action: str | None, key: str, workload: Workload | None) -> None:
+def _run(
+    ctx: PageContext, slot: Any, action: str | None, key: str, workload: Workload | None, holder: Any = None
+) -> None:
     """Start (or join) the run under ``key`` when asked — or when one is already running under it — and wait
-    for it; its problems as an error box."""
+    for it; its problems as an error box.  A sizing's answer so far is drawn in ``holder`` while it confirms
+    (screened at once, each row replaced as its simulation arrives), with a Cancel button."""
     st, s = ctx.st, ctx.scenario
     job = WORKERS.find(key)
     if job is None and action is None:
@@ -333,7 +336,17 @@ def _run(ctx: PageContext, slot: Any, action: str | None, key: str, workload: Wo
         except Busy as exc:
             st.warning(md_escape(f"Not started: {exc}."))
             return
-    wait(slot, job, _words(job.kind, s))
+    on_partial = None
+    if job.kind == SIZE and holder is not None:
+        cancel_button(st, job, _W + "cancel_size", "Cancel: keep what is confirmed")
+
+        def on_partial(z: Sizing) -> None:
+            with holder.container():
+                show_partial_sizing(st, z)
+
+    wait(slot, job, _words(job.kind, s), on_partial)
+    if holder is not None:
+        holder.empty()
     if job.state == "problems" and job.kind == SIMULATE:
         st.error("This run was not simulated:\n\n" + md_list(job.problems))
     elif job.state != "done":
@@ -374,6 +387,7 @@ def render(ctx: PageContext) -> None:
     _sync_form(ss, s)
     action, values = _form(st, s)
     slot = st.empty()  # the progress bar, right under the buttons
+    holder = st.empty()  # a sizing's answer while it confirms
     data, digest, problem = _upload(st)
     if problem:
         st.error(md_escape(problem))
@@ -399,7 +413,7 @@ def render(ctx: PageContext) -> None:
     if not problem and not problems:
         for a in (SIMULATE, SIZE):
             if (a == action or WORKERS.find(keys[a]) is not None) and keys[a] not in RESULTS:
-                _run(ctx, slot, a if a == action else None, keys[a], workload)
+                _run(ctx, slot, a if a == action else None, keys[a], workload, holder)
     fleet: FleetResult | None = RESULTS.get(keys[SIMULATE])
     sizing: Sizing | None = RESULTS.get(keys[SIZE])
     if fleet is None and sizing is None:
