@@ -165,6 +165,62 @@ def simulate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextI
     return 0
 
 
+#: The most requests ``kvplan replay --requests`` generates (10⁹: a week of 1,600 requests/s).
+MAX_REPLAY_REQUESTS = 1_000_000_000
+
+
+def replay(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    """A long trace (``--trace``) or ``--requests`` synthetic Poisson requests on the scenario's fleet, split
+    into parts through an executor and merged (``planner.sim.replay``)."""
+    from planner.cli.progress import TerminalProgress
+    from planner.export import present_metrics
+    from planner.sim.replay import TASK_REQUESTS, plan_replay, replay_text
+    from planner.sim.replay import replay as run_replay
+    from planner.sim.replay_sources import SyntheticSource, WorkloadSource
+
+    scenario, trace = _scenario_and_trace(args, catalog, err)
+    problems = []
+    if args.requests is not None and trace is not None:
+        problems.append("--requests generates Poisson traffic: give it or a trace (--trace, trace=), not both")
+    if args.requests is not None and not 1 <= args.requests <= MAX_REPLAY_REQUESTS:
+        problems.append(f"--requests {args.requests:,}: between 1 and {MAX_REPLAY_REQUESTS:,}")
+    if not 1000 <= args.task_requests <= TASK_REQUESTS:
+        problems.append(f"--task-requests {args.task_requests:,}: between 1,000 and {TASK_REQUESTS:,}")
+    if problems:
+        raise BadInput(problems)
+    if trace is not None:
+        source: Any = WorkloadSource(trace, trace.name or trace.source)
+    else:
+        source = SyntheticSource(scenario, args.requests or scenario.sim_requests)
+    executor = executor_of(args)
+    bar = TerminalProgress(err)
+    try:
+        plan = plan_replay(scenario, catalog, source, args.task_requests)
+        z = run_replay(scenario, catalog, source, executor, plan, progress=bar)
+    finally:
+        bar.clear()
+    if args.format == "json":
+        b = z.boundary
+        record = present_metrics(z.summary) | {
+            "traffic": z.source,
+            "router": scenario.router,
+            "replicas": scenario.replicas,
+            "parts": z.parts,
+            "windows": len(plan.edges) - 1,
+            "lead_s": plan.lead_s,
+            "executor": z.executor,
+            "boundaries": b.boundaries,
+            "boundaries_exact": b.exact,
+            "boundary_requests": b.requests,
+            "boundary_max_diff_s": b.max_diff_s,
+            "per_part": z.windows,
+        }
+        out.write(json.dumps(record, indent=2, default=str) + "\n")
+    else:
+        out.write(replay_text(z))
+    return 0
+
+
 def _with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """The scenario with ``--search`` applied (the link key ``search``)."""
     return scenario.with_changes(search=args.search) if args.search else scenario
@@ -467,6 +523,7 @@ COMMANDS: dict[str, Command] = {
     "findings": findings,
     "simulate": simulate,
     "size": size,
+    "replay": replay,
     "pareto": pareto,
     "launch": launch,
     "deploy": deploy,

@@ -5,8 +5,11 @@
   kvplan findings "<query string or link>" [--format text|json|csv]
   kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
                       [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
-                      (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none])
+                      (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none] [--time-budget S]
+                       [--executor local|ray] [--address ADDR] [--workers N])
   kvplan pareto "<link>" [--search KNOBS] [--trace …] [--out points.csv]   (every scored configuration)
+  kvplan replay "<link>" [--requests N | --trace …] [--replicas N] [--router R] [--executor local|ray]
+                [--address ADDR] [--workers N] [--task-requests M] [--format text|json]   (a long replay, in parts)
   kvplan launch "<link>" [--engine vllm|sglang]             (the command that deploys it)
   kvplan deploy "<link>" --out DIR [--target kubernetes|compose|shell] [--engine …] [--force]
                                                              (the whole fleet's deployment files)
@@ -34,6 +37,7 @@ from planner.cli.serve import DEFAULT_PORT
 from planner.errors import EXIT_BAD_INPUT, ProblemsError
 from planner.model.catalog import load_catalog
 from planner.search.limits import SEARCH_TIME_BUDGET_S
+from planner.sim.replay_sources import TASK_REQUESTS
 
 #: Exit code when stdout is closed early (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
@@ -133,6 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
                 "simulation in time is shown with the screening model's estimate",
             )
             add_executor_options(sp)
+    rp = sub.add_parser(
+        "replay", help="a long trace or many synthetic requests on a fleet, split into parts (local pool or Ray)"
+    )
+    rp.add_argument("link", nargs="?", default="", help="query string or full link (the fleet: replicas, router)")
+    rp.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate); default: Poisson")
+    rp.add_argument(
+        "--requests", type=int, metavar="N", help="Poisson requests of the link's traffic (default: sim_requests)"
+    )
+    rp.add_argument(
+        "--task-requests",
+        type=int,
+        default=TASK_REQUESTS,
+        metavar="M",
+        help=f"the most requests one part simulates (default {TASK_REQUESTS:,})",
+    )
+    rp.add_argument("--format", choices=("text", "json"), default="text")
+    add_traffic_options(rp)
+    add_executor_options(rp)
     pa = sub.add_parser("pareto", help="every configuration the search scores, and its Pareto frontiers")
     pa.add_argument("link", nargs="?", default="", help="query string or full link")
     pa.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate and size)")

@@ -71,6 +71,7 @@ class RunState:
         self.admitted = [False] * n
         # inter-token latencies per request (detail; the sample is each replica's ``itl_pieces``)
         self.itl_parts: list[list[np.ndarray]] = [[] for _ in range(n)] if detail and self.speculative else []
+        self.itl_part_weights: list[list[np.ndarray]] = [[] for _ in range(n)] if detail and self.speculative else []
         self.decode_from = [-1] * n  # replica step at which the request's current run of decodes began
         self.decode_runs: list[list[tuple[int, int]]] = [[] for _ in range(n)] if detail else []
         self.gaps: list[list[float]] = [[] for _ in range(n)] if detail else []

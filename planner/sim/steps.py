@@ -145,9 +145,10 @@ def book_decodes(
         context[i] += tokens
         generated[i] += tokens
     if run.detail:
-        itl_parts = run.itl_parts
+        itl_parts, itl_weights = run.itl_parts, run.itl_part_weights
         for row, i in enumerate(decoding):
             itl_parts[i].append(itl_s[row])
+            itl_weights[i].append(accepted[row])
 
 
 def mixed_step(
@@ -212,6 +213,7 @@ def emit_prefill_token(run: RunState, rep: Replica, i: int) -> None:
         if run.detail:
             if run.speculative:
                 run.itl_parts[i].append(np.array([gap_s]))
+                run.itl_part_weights[i].append(np.ones(1, dtype=np.int64))
             else:
                 run.gaps[i].append(gap_s)
     run.last_token_s[i] = now_s

@@ -39,3 +39,41 @@ def test_kvplan_size_runs_on_ray(local_ray):
     code = main(["size", link, "--search", "batch", "--gpus", "l4", "--executor", "ray"], out, err)
     assert code == 0, err.getvalue()
     assert "executor ray" in out.getvalue() and "← best" in out.getvalue()
+
+
+REPLAY = Scenario(
+    model="llama-3.2-1b", gpu="h100-sxm", prompt=200, output=16, rate=200.0, replicas=4, batch=64, chunk=2048
+)
+
+
+def _replayed(requests: int, executor, catalog, task_requests: int):
+    from planner.sim.replay import plan_replay, replay
+    from planner.sim.replay_sources import SyntheticSource
+
+    src = SyntheticSource(REPLAY, requests)
+    plan = plan_replay(REPLAY, catalog, src, task_requests=task_requests)
+    return replay(REPLAY, catalog, src, executor, plan)
+
+
+def _identical(a, b) -> None:
+    import numpy as np
+
+    assert a.counts == b.counts and a.summary == b.summary and a.windows == b.windows
+    assert all(np.array_equal(a.hists[k].counts, b.hists[k].counts) for k in a.hists)
+
+
+def test_a_50000_request_trace_replays_on_4_replicas_through_ray_as_on_the_local_pool(local_ray, catalog):
+    there = _replayed(50_000, local_ray, catalog, 12_500)
+    here = _replayed(50_000, LocalExecutor(2), catalog, 12_500)
+    assert there.executor == "ray" and here.executor == "local"
+    assert there.counts["requests"] == 50_000 and there.parts == 4  # one part per replica
+    _identical(there, here)
+
+
+@pytest.mark.slow
+def test_a_million_request_trace_replays_on_4_replicas_through_ray(local_ray, catalog):
+    there = _replayed(1_000_000, local_ray, catalog, 100_000)
+    assert there.counts["requests"] == 1_000_000 and there.parts >= 12
+    assert there.boundary.exact == there.boundary.boundaries  # every lead-in emptied the replica
+    here = _replayed(1_000_000, LocalExecutor(2), catalog, 100_000)
+    _identical(there, here)
