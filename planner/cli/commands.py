@@ -76,7 +76,8 @@ def sweep(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) 
             problems.extend(exc.problems)
     if problems:
         raise BadInput(problems)
-    chunks = sweep_chunks(scenario, axes, catalog)  # checks the budget and every combination first
+    executor = executor_of(args) if args.executor != "local" or args.workers else None
+    chunks = sweep_chunks(scenario, axes, catalog, executor=executor)  # checks the budget and every combination
     first = next(chunks)
     with open(args.out, "w", encoding="utf-8") if args.out else nullcontext(out) as sink:
         rows = 0

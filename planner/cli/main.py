@@ -1,7 +1,7 @@
 """Command line over the same functions the dashboard calls.
 
   kvplan evaluate "<query string or link>" [--format text|json|csv]
-  kvplan sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE]
+  kvplan sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE] [--executor local|ray …]
   kvplan findings "<query string or link>" [--format text|json|csv]
   kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
                       [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("link", nargs="?", default="", help="base scenario link")
     sw.add_argument("--set", action="append", metavar="KEY=VALUES", help="a,b,c | start:stop:step | start:stop:xFACTOR")
     sw.add_argument("--out", help="write the CSV here instead of stdout")
+    add_executor_options(sw)
     fi = sub.add_parser("findings", help="ranked plain-language findings for one scenario")
     fi.add_argument("link", nargs="?", default="", help="query string or full link")
     fi.add_argument("--format", choices=FORMATS, default="text")

@@ -42,3 +42,13 @@ def test_executors_are_chosen_by_name():
         make_executor("dask")
     with pytest.raises(ExecutorError, match="only for --executor ray"):
         make_executor("local", address="auto")
+
+
+def test_a_sweep_through_the_pool_is_the_in_process_sweep(catalog):
+    from planner.model.scenario import Scenario
+    from planner.studies.sweep import sweep_chunks
+
+    axes = {"batch": list(range(1, 400, 3)), "gpu": ["h100-sxm", "h200"], "prompt": [512, 2048, 8192]}
+    here = [c.to_csv() for c in sweep_chunks(Scenario(), axes, catalog, chunk_rows=97)]
+    pooled = [c.to_csv() for c in sweep_chunks(Scenario(), axes, catalog, chunk_rows=97, executor=LocalExecutor(2))]
+    assert len(here) > 4 and pooled == here

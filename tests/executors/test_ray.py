@@ -77,3 +77,10 @@ def test_a_million_request_trace_replays_on_4_replicas_through_ray(local_ray, ca
     assert there.boundary.exact == there.boundary.boundaries  # every lead-in emptied the replica
     here = _replayed(1_000_000, LocalExecutor(2), catalog, 100_000)
     _identical(there, here)
+
+
+def test_kvplan_sweep_on_ray_writes_the_local_csv(local_ray, tmp_path):
+    args = ["sweep", "model=llama-3.1-8b", "--set", "batch=1:256:x2", "--set", "gpu=h100-sxm,h200"]
+    assert main([*args, "--out", str(tmp_path / "here.csv")], io.StringIO(), io.StringIO()) == 0
+    assert main([*args, "--out", str(tmp_path / "ray.csv"), "--executor", "ray"], io.StringIO(), io.StringIO()) == 0
+    assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "here.csv").read_bytes()
