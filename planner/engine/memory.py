@@ -552,7 +552,7 @@ def min_tp_that_fits(x: EngineInputs) -> Array:
     left = np.arange(size)
     sub, sub_shape = x, shape
     for tp in TP_CANDIDATES:
-        ok = np.broadcast_to(_fits_at_tp(sub, float(tp)), sub_shape).reshape(-1)
+        ok = np.broadcast_to(np.asarray(_fits_at_tp(sub, float(tp)), dtype=bool), sub_shape).reshape(-1)
         out[left[ok]] = tp
         left = left[~ok]
         if not left.size:

@@ -22,31 +22,12 @@ and ``--address`` do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from planner.errors import ProblemsError
+from planner.executors.base import EXECUTORS, POLL_S, Executor, ExecutorError, Task
 
-EXECUTORS = ("local", "ray")
-#: Seconds between two ``None`` heartbeats while no piece finishes.
-POLL_S = 0.25
-
-Task = Callable[[Any, Any], Any]
-
-
-class ExecutorError(ProblemsError):
-    """An executor that cannot start (Ray missing, no cluster at the address)."""
-
-
-class Executor(Protocol):
-    """What the search, the sweep and the replay need of an executor (module doc)."""
-
-    name: str
-    workers: int
-
-    def run(
-        self, fn: Task, items: Sequence[Any], shared: Any = None, poll_s: float = POLL_S
-    ) -> Iterator[tuple[int, Any] | None]: ...
+__all__ = ["EXECUTORS", "POLL_S", "Executor", "ExecutorError", "Task", "make_executor", "run_all"]
 
 
 def make_executor(kind: str = "local", address: str | None = None, workers: int | None = None) -> Executor:

@@ -8,7 +8,7 @@ import signal
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from planner.executors import POLL_S, Task
+from planner.executors.base import POLL_S, Task
 
 _SHARED: dict[str, Any] = {}
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.executors import POLL_S, ExecutorError, Task
+from planner.executors.base import POLL_S, ExecutorError, Task
 
 _REMOTE: dict[str, Any] = {}
 
