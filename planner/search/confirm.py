@@ -7,7 +7,7 @@ scenario's Poisson arrivals at rate / r — exactly a random router's share (Poi
 burstier than a round-robin router's (every r-th arrival of a Poisson stream has Erlang-r gaps), so the
 count is an upper bound for round-robin — or every r-th request of a trace (round-robin exactly).  Its
 cost is the same at 10 or 2,000 requests/s: the fleet's size does not enter it.  The replica count is
-resolved to ``pools.REPLICA_TOLERANCE`` of itself (at least one replica).
+resolved to ``pools.REPLICA_TOLERANCE`` (4 %) of itself, at least one replica.
 
 **How many requests.**  ``DESIGN_EFFECT`` × ``confidence.requests_for(slo.pct)``: the empirical p99 of
 1,800 *independent* requests lies between the true p98.5 and p99.5 with 95 % confidence, but the requests

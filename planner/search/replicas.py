@@ -23,8 +23,8 @@ def fewest_passing(
 
     Tests the guess, then steps s, 2s, 4s … away from it, then bisects, s = max(1, ⌊tolerance · r⌋): the
     answer was tested to pass and r − s to fail (unless r = 1).  ``tolerance`` 0 resolves the count to one
-    replica; 0.02 to 2 % of it (a fleet of 1,000 to 20 replicas: a p99 from a finite sample cannot tell
-    980 from 1,000 apart, and the search's cost stays the same at any fleet size).  ``first_step``: the
+    replica; 0.04 to 4 % of it (a fleet of 1,000 to 40 replicas: a p99 from a finite sample cannot tell
+    960 from 1,000 apart, and the search's cost stays the same at any fleet size).  ``first_step``: the
     first step when the caller knows better than s (from how far the guess's run was from its target).
     """
 

@@ -134,7 +134,7 @@ def show_sizing(st: Any, z: Sizing) -> None:
             "fleet's size does not change the cost), with a load-aware router the whole fleet; "
             f"each run simulates {fmt_count(z.requests_per_simulation)} requests per replica"
             + ("" if z.search is not None else f" (at most {fmt_count(SIZING_MAX_REQUESTS)})")
-            + ", and the count below the answer was simulated to miss (resolved to 2 % of the count)."
+            + ", and the count below the answer was simulated to miss (resolved to 4 % of the count for large fleets)."
         )
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)
