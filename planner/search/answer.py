@@ -258,6 +258,6 @@ def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: fl
     if own is not None and own["meets_slo"] and int(own["point"]) != int(row["point"]):
         text += (
             f" With this scenario's own knobs (batch {fmt_count(s.batch)}, chunk {fmt_count(s.chunk)}) a "
-            f"{own['name']} fleet needs ≈ {fmt_count(own['gpus'])} GPUs (screening model, {own['layout']})."
+            f"{own['name']} fleet needs ≈ {fmt_count(own['gpus'], 'GPU')} (screening model, {own['layout']})."
         )
     return text
