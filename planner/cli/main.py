@@ -29,7 +29,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from planner.bench.cli import add_bench_parser
 from planner.cli import commands
@@ -91,6 +91,28 @@ def add_search_option(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def add_replay_parser(sub: Any) -> None:
+    """``kvplan replay``: a long trace or many synthetic requests on a fleet, in parts (``planner.sim.replay``)."""
+    rp = sub.add_parser(
+        "replay", help="a long trace or many synthetic requests on a fleet, split into parts (local pool or Ray)"
+    )
+    rp.add_argument("link", nargs="?", default="", help="query string or full link (the fleet: replicas, router)")
+    rp.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate); default: Poisson")
+    rp.add_argument(
+        "--requests", type=int, metavar="N", help="Poisson requests of the link's traffic (default: sim_requests)"
+    )
+    rp.add_argument(
+        "--task-requests",
+        type=int,
+        default=TASK_REQUESTS,
+        metavar="M",
+        help=f"the most requests one part simulates (default {TASK_REQUESTS:,})",
+    )
+    rp.add_argument("--format", choices=("text", "json"), default="text")
+    add_traffic_options(rp)
+    add_executor_options(rp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvplan", description="kvplan: LLM inference capacity planning")
     sub = p.add_subparsers(dest="command", required=True)
@@ -138,24 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "simulation in time is shown with the screening model's estimate",
             )
             add_executor_options(sp)
-    rp = sub.add_parser(
-        "replay", help="a long trace or many synthetic requests on a fleet, split into parts (local pool or Ray)"
-    )
-    rp.add_argument("link", nargs="?", default="", help="query string or full link (the fleet: replicas, router)")
-    rp.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate); default: Poisson")
-    rp.add_argument(
-        "--requests", type=int, metavar="N", help="Poisson requests of the link's traffic (default: sim_requests)"
-    )
-    rp.add_argument(
-        "--task-requests",
-        type=int,
-        default=TASK_REQUESTS,
-        metavar="M",
-        help=f"the most requests one part simulates (default {TASK_REQUESTS:,})",
-    )
-    rp.add_argument("--format", choices=("text", "json"), default="text")
-    add_traffic_options(rp)
-    add_executor_options(rp)
+    add_replay_parser(sub)
     pa = sub.add_parser("pareto", help="every configuration the search scores, and its Pareto frontiers")
     pa.add_argument("link", nargs="?", default="", help="query string or full link")
     pa.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate and size)")
