@@ -23,6 +23,10 @@ first requests meet an empty replica, and its p99 ran 30–40 % below the whole 
 search the wrong way).  One seed: one sample path, on which the counts compared are coupled (the same
 requests, time-scaled).
 
+**Which candidates get the whole sample.**  A GPU whose cheapest point costs more than ``CONFIRM_FAR`` (1.5)
+× the cheapest of all cannot win; its candidate is confirmed on the independent count alone (1,800 for
+p99: enough to place it, a replica either way does not change the answer) — ``Plan.far_requests``.
+
 **When.**  The candidates are confirmed cheapest first (every GPU's cheapest before any second point), so
 what the time budget leaves unconfirmed is the least likely to win; ``deadline`` (``time.time()``) stops
 every candidate still running, and those are reported with the screening model's numbers.
@@ -71,6 +75,7 @@ class Candidate:
     guess: int
     prefill_changes: dict[str, Any] = field(default_factory=dict)
     prefill_guess: int = 0
+    far: bool = False  # its GPU's cheapest point costs more than CONFIRM_FAR × the cheapest: it cannot win
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,10 @@ class Plan:
     seeds: tuple[int, ...]
     deadline: float | None = None
     tolerance: float = REPLICA_TOLERANCE
+    far_requests: int = 0  # a candidate that cannot win (``Candidate.far``): the independent count alone
+
+    def requests_of(self, c: Candidate) -> int:
+        return self.far_requests if c.far and self.far_requests else self.requests
 
     @classmethod
     def of(cls, s: Scenario, slo: Slo, deadline: float | None = None, max_requests: int | None = None) -> Plan:
@@ -99,7 +108,7 @@ class Plan:
         n = max(needed, s.sim_requests) if s.sim_requests >= DEFAULT_SIM_REQUESTS else s.sim_requests
         if max_requests:
             n = min(n, max_requests)
-        return cls(int(n), (s.seed,), deadline)
+        return cls(int(n), (s.seed,), deadline, far_requests=int(min(n, requests_for(slo.pct))))
 
 
 def point_changes(base_list: Sequence[Base], points: pd.DataFrame, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -142,6 +151,7 @@ def candidates(
     ok["cap"] = -ok["batch"]
     ok = ok.sort_values(["cost_per_hour_usd", "gpus", "slack", "cap"], kind="stable")
     firsts, further = [], []
+    far: set[Any] = set()
     cheapest = ok["cost_per_hour_usd"].min() if len(ok) else 0.0
     for _, sub in ok.groupby("gpu", sort=False, observed=True):
         first = sub["cost_per_hour_usd"].iloc[0]
@@ -150,15 +160,17 @@ def candidates(
         picked = list(near.drop_duplicates(["layout", "mode", "chunk"]).head(count).index)
         firsts += picked[:1]
         further += picked[1:]
+        if first > CONFIRM_FAR * cheapest:
+            far |= set(picked)
     picked = firsts + sorted(further, key=lambda i: (points.loc[i, "cost_per_hour_usd"], i))
     changes = point_changes(base_list, points, picked)
-    return [_candidate(points.loc[i], changes[int(points.loc[i, "point"])], base_list) for i in picked]
+    return [_candidate(points.loc[i], changes[int(points.loc[i, "point"])], base_list, i in far) for i in picked]
 
 
-def _candidate(row: pd.Series, c: dict[str, Any], base_list: Sequence[Base]) -> Candidate:
+def _candidate(row: pd.Series, c: dict[str, Any], base_list: Sequence[Base], far: bool) -> Candidate:
     c.pop("replicas", None)
     if row["mode"] != DISAGGREGATED:
-        return Candidate(int(row["point"]), row["gpu"], COLOCATED, c, int(row["replicas"]))
+        return Candidate(int(row["point"]), row["gpu"], COLOCATED, c, int(row["replicas"]), far=far)
     lay = base_list[int(row["prefill_base"])].layout
     pre = c | {
         **lay.changes(),
@@ -167,7 +179,14 @@ def _candidate(row: pd.Series, c: dict[str, Any], base_list: Sequence[Base]) -> 
         "spec": False,
     }
     return Candidate(
-        int(row["point"]), row["gpu"], DISAGGREGATED, c, int(row["decode_replicas"]), pre, int(row["prefill_replicas"])
+        int(row["point"]),
+        row["gpu"],
+        DISAGGREGATED,
+        c,
+        int(row["decode_replicas"]),
+        pre,
+        int(row["prefill_replicas"]),
+        far,
     )
 
 
@@ -182,7 +201,7 @@ def confirm(c: Candidate, s: Scenario, catalog: Catalog, trace: Workload | None,
             trace,
             kind,
             guess,
-            plan.requests,
+            plan.requests_of(c),
             plan.seeds,
             target,
             deadline=plan.deadline,

@@ -119,6 +119,7 @@ class SearchResult:
     time_budget_s: float = SEARCH_TIME_BUDGET_S
     executor: str = "local"
     simulated_requests: int = 0
+    far_requests: int = 0  # requests a run of a candidate that cannot win simulates (``confirm.Plan``)
 
     @property
     def complete(self) -> bool:
@@ -215,6 +216,7 @@ def search_fleet(
             time_budget_s=time_budget_s if time_budget_s is not None else float("inf"),
             executor=executor.name,
             simulated_requests=sum(p.requests for c in confs.values() for p in c.pools),
+            far_requests=plan.far_requests if any(c.far for c in cands) else 0,
         )
 
     def report() -> None:
@@ -265,7 +267,13 @@ def basis_text(z: SearchResult) -> str:
         f"screened {fmt_count(z.scored)} configurations ({fmt_count(z.valid)} the engine accepts) in "
         f"{fmt_seconds(z.screen_s)}; simulated {z.confirmed} of {z.candidates} candidates in "
         f"{fmt_seconds(z.confirm_s)} ({fmt_count(z.simulations)} runs of {fmt_count(z.requests_per_simulation)} "
-        f"requests on one replica, {fmt_count(z.simulated_requests)} simulated in all, executor {z.executor})"
+        "requests on one replica"
+        + (
+            f", {fmt_count(z.far_requests)} for a GPU that cannot win"
+            if z.far_requests and z.far_requests != z.requests_per_simulation
+            else ""
+        )
+        + f", {fmt_count(z.simulated_requests)} simulated in all, executor {z.executor})"
     )
     if z.stopped == "time budget":
         done += f"; the {z.time_budget_s:g} s time budget ran out: the rest are the screening model's estimates"
