@@ -224,10 +224,12 @@ def search_fleet(
             budget = (
                 f"; {max(deadline - time.time(), 0.0):.0f} s of the {time_budget_s:g} s budget left" if deadline else ""
             )
+            late = sum(c.timed_out for c in confs.values())
+            done = f"{len(confs) - late} of {len(cands)} candidates confirmed"
+            done += f", {late} out of time" if late else ""
             progress(
                 len(confs) / max(len(cands), 1),
-                f"Confirming by simulation: {len(confs)} of {len(cands)} candidates ({fmt_count(plan.requests)} "
-                f"requests per run{budget})",
+                f"Confirming by simulation: {done} ({fmt_count(plan.requests)} requests per run{budget})",
             )
 
     def tick() -> None:
