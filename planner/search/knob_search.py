@@ -171,10 +171,12 @@ def search_fleet(
     executor: Executor | None = None,
     time_budget_s: float | None = SEARCH_TIME_BUDGET_S,
     on_update: Callable[[SearchResult], None] | None = None,
+    confirm: bool = True,
 ) -> SearchResult:
     """Both stages of the module doc for every priced GPU profile (or ``gpus``); ScenarioError when the
     scenario's model cannot be resolved.  ``on_update`` gets the screened answer at once and the table
-    again as each candidate is confirmed; ``progress`` may raise ``Cancelled`` to stop."""
+    again as each candidate is confirmed; ``progress`` may raise ``Cancelled`` to stop.  ``confirm``
+    False: the screened answer alone (stage 1; every candidate's row screened, stopped 'running')."""
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     slo = Slo.of(s)
     start = time.perf_counter()
@@ -188,7 +190,7 @@ def search_fleet(
         raise ScenarioError(["no GPU profile to search"])
     cands = candidates(s, scored.bases, scored.points, per_gpu)
     plan = Plan.of(s, slo, deadline, max_requests)
-    executor = executor or make_executor("local", workers=workers)
+    executor = executor or make_executor("local", workers=workers if confirm else 1)
     confs: dict[int, Confirmation] = {}
 
     def result(stopped: str, left: str) -> SearchResult:
@@ -237,25 +239,35 @@ def search_fleet(
         if deadline is not None and time.time() > deadline + DEADLINE_GRACE_S:
             raise _OutOfTime
 
-    if on_update is not None:
-        on_update(result("running", PENDING))
-    report()
-    stopped = ""
-    try:
-        for conf in confirm_stream(cands, s, catalog, trace, plan, executor, tick):
-            confs[conf.point] = conf
-            report()
-            if on_update is not None:
-                on_update(result("running", PENDING))
-    except (Cancelled, KeyboardInterrupt):
-        stopped = "cancelled"
-    except _OutOfTime:
-        stopped = "time budget"
+    if not confirm:
+        return result("running", PENDING)
+
+    def update() -> None:
+        report()
+        if on_update is not None:
+            on_update(result("running", PENDING))
+
+    update()
+    stream = confirm_stream(cands, s, catalog, trace, plan, executor, tick)
+    stopped = _collect(stream, confs, update)
     if not stopped and any(c.timed_out for c in confs.values()):
         stopped = "time budget"
     for c in cands:
         confs.setdefault(c.point, timed_out(c))
     return result(stopped, UNCONFIRMED)
+
+
+def _collect(stream: Any, confs: dict[int, Confirmation], update: Callable[[], None]) -> str:
+    """Each confirmation into ``confs`` as it arrives; why the stream stopped early ('' when it did not)."""
+    try:
+        for conf in stream:
+            confs[conf.point] = conf
+            update()
+    except (Cancelled, KeyboardInterrupt):
+        return "cancelled"
+    except _OutOfTime:
+        return "time budget"
+    return ""
 
 
 def _width(values, title: str) -> int:

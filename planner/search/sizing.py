@@ -347,6 +347,15 @@ def searched_sizing(
     return _sizing_of(s, catalog, z, {})
 
 
+def screened_answer(
+    s: Scenario, catalog: Catalog, trace: Workload | None = None, gpus: Sequence[str] | None = None
+) -> Sizing:
+    """The search's screened answer alone (no simulation, no disaggregated estimate): what the dashboard
+    shows the moment *Size the fleet* is pressed, while its worker starts."""
+    z = search_fleet(s, catalog, trace, gpus, confirm=False)
+    return _sizing_of(s, catalog, z, {"frame": pd.DataFrame()})
+
+
 def _sizing_of(s: Scenario, catalog: Catalog, z: SearchResult, disagg: dict[str, pd.DataFrame]) -> Sizing:
     """The sizing of a (finished or running) search; ``disagg`` keeps the disaggregated estimate between the
     updates of one run (it moves only with the colocated answers: recomputed when the run ends)."""

@@ -61,3 +61,12 @@ def test_the_finished_sizing_says_each_rows_basis():
     table = at.dataframe[0].value
     assert set(table["basis"]) == {"simulated"}
     assert any("candidates in" in c.value and "simulated" in c.value for c in at.caption)
+
+
+def test_the_page_screens_in_process_while_the_worker_starts(catalog):
+    from planner.search.sizing import screened_answer
+
+    z = screened_answer(BIG, catalog)
+    assert z.search is not None and z.search.simulations == 0 and z.search.confirmed == 0
+    assert (z.table["basis"] == "screened").all() and z.best is not None and z.disaggregated.empty
+    assert plain(z.reason).startswith("Screening model (not confirmed by simulation yet)")

@@ -15,15 +15,16 @@ automatic prefix caching); the API prompt-cache pricing is the Prompt caching ta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import Any, get_args
 
-from planner.errors import TraceError
+from planner.errors import ScenarioError, TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
-from planner.search.sizing import Sizing
+from planner.search.sizing import Sizing, screened_answer
 from planner.sim.fleet import FleetResult, replica_frame
 from planner.sim.results import SimResult, cdf_frame, requests_frame, summary_frame, timeline_frame
 from planner.sim.traces import BUNDLED, MAX_TRACE_BYTES, MAX_TRACE_ROWS, Trace, bundled_trace, parse_trace, replay
@@ -343,6 +344,10 @@ def _run(
         def on_partial(z: Sizing) -> None:
             with holder.container():
                 show_partial_sizing(st, z)
+
+        if job.partial is None and s.search != "none":  # the worker is starting: the screen is a fraction of a second
+            with contextlib.suppress(ScenarioError):  # the worker reports it
+                on_partial(screened_answer(s, ctx.catalog, workload))
 
     wait(slot, job, _words(job.kind, s), on_partial)
     if holder is not None:
