@@ -61,6 +61,7 @@ def test_the_finished_sizing_says_each_rows_basis():
     table = at.dataframe[0].value
     assert set(table["basis"]) == {"simulated"}
     assert any("candidates in" in c.value and "simulated" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.label.startswith("Cancel")]  # gone with the run
 
 
 def test_the_page_screens_in_process_while_the_worker_starts(catalog):

@@ -244,8 +244,10 @@ def _start(
             return None
     text = "Searching…" if kind == SEARCH_JOB else f"Simulating {s.replicas} replicas…"
     on_partial = None
+    cancel = None
     if kind == SEARCH_JOB and holder is not None:
-        cancel_button(st, job, _W + "cancel_search", "Cancel: keep what is confirmed")
+        cancel = st.empty()  # emptied when the run ends: the finished view has no Cancel
+        cancel_button(cancel, job, _W + "cancel_search", "Cancel: keep what is confirmed")
 
         def on_partial(z: SearchResult) -> None:
             with holder.container():
@@ -254,6 +256,8 @@ def _start(
     wait_for_job(_NotedSlot(slot, job), job, text, on_partial)
     if holder is not None:
         holder.empty()
+        if cancel is not None:
+            cancel.empty()
     return job
 
 

@@ -338,8 +338,10 @@ def _run(
             st.warning(md_escape(f"Not started: {exc}."))
             return
     on_partial = None
+    cancel = None
     if job.kind == SIZE and holder is not None:
-        cancel_button(st, job, _W + "cancel_size", "Cancel: keep what is confirmed")
+        cancel = st.empty()  # emptied when the run ends: the finished view has no Cancel
+        cancel_button(cancel, job, _W + "cancel_size", "Cancel: keep what is confirmed")
 
         def on_partial(z: Sizing) -> None:
             with holder.container():
@@ -352,6 +354,8 @@ def _run(
     wait(slot, job, _words(job.kind, s), on_partial)
     if holder is not None:
         holder.empty()
+        if cancel is not None:
+            cancel.empty()
     if job.state == "problems" and job.kind == SIMULATE:
         st.error("This run was not simulated:\n\n" + md_list(job.problems))
     elif job.state != "done":
