@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -85,26 +84,6 @@ def loop_rate(loop_n: int) -> float:
     return loop_n / (time.perf_counter() - t0)
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def baseline_rev(requested: str | None) -> str:
-    if requested:
-        return requested
-    dirty = _git("status", "--porcelain", "--untracked-files=no", "planner")
-    return "HEAD" if dirty else "HEAD~1"
-
-
-def extract(rev: str, into: Path) -> None:
-    """``planner/`` at ``rev`` under ``into`` (git archive; nothing is checked out here)."""
-    data = subprocess.run(["git", "archive", rev, "planner"], cwd=ROOT, check=True, capture_output=True).stdout
-    archive = into / "planner.tar"
-    archive.write_bytes(data)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into, filter="data")
-
-
 def child_rate(root: Path, n: int) -> float:
     """The vectorised rate of the engine under ``root``, in a fresh single-threaded process."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -130,8 +109,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per engine (best is kept)")
     ap.add_argument("--loop", type=int, default=2_000, help="scenarios in the one-by-one loop")
     args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))  # the parent only: a child imports the tree it measures
+    from benchmarks.previous import baseline_rev, extract, git
+
     rev = baseline_rev(args.baseline)
-    label = _git("rev-parse", "--short", rev)
+    label = git("rev-parse", "--short", rev)
     with tempfile.TemporaryDirectory() as tmp:
         previous_root = Path(tmp)
         extract(rev, previous_root)
@@ -139,7 +121,6 @@ def main() -> None:
         for _ in range(args.rounds):
             now.append(child_rate(ROOT, args.n))
             before.append(child_rate(previous_root, args.n))
-    sys.path.insert(0, str(ROOT))
     loop = loop_rate(args.loop)
     best_now, best_before = max(now), max(before)
     print(f"vectorised, this tree:          {args.n:,} scenarios: {best_now:,.0f} scenarios/s (best of {args.rounds})")

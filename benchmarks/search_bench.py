@@ -1,17 +1,18 @@
 """Sizing-search speed (planner/search/knob_search.py).
 
-Run: .venv/bin/python benchmarks/search_bench.py [--repeat N] [--no-search] [--baseline]
-Prints, for issue 17's example (50 requests/s of Llama-3.1-70B, 2k in / 300 out, p99 TTFT ≤ 1 s,
-p99 ITL ≤ 50 ms) on every priced GPU profile:
+Run: .venv/bin/python benchmarks/search_bench.py [--repeat N] [--no-search] [--example] [--baseline]
+Prints, on every priced GPU profile:
   1. the screening model's speed: configurations scored per CPU second on one core (the whole
      space: batch × chunk × KV dtype × weight dtype × speculation × colocated/disaggregated), the
      fastest of N rounds — target ≥ 500,000/s; and the default knobs (batch × chunk) alone, a grid ten
      times smaller whose per-GPU set-up (``grid.bases``) is a fixed share of its time; the layouts
      are sizing's per GPU (tp 1–8, and the pipeline / expert / data-parallel ones: ``grid.grid_layouts``);
-  2. a full search with simulation confirmation (the default knobs, every core) — its wall time,
-     its CPU time (this process and its workers), the simulations it ran and its answer —
-     target ≤ 30 s wall on the 2-core development machine;
-  3. with ``--baseline``: the sizing table of GPU × tp alone (``search=none``), the previous answer.
+  2. issue 28's three rates — Llama-3.1-70B, 4,000 in / 500 out at 10, 200 and 2,000 requests/s, every
+     priced GPU confirmed by simulation (the default knobs, every core): the time to the screened answer
+     (target ≤ 1 s), the whole search's wall and CPU time (this process and its workers; target ≤ 10 s
+     wall each on the 2-core development machine), the runs and requests simulated and the answer;
+  3. with ``--example``: issue 17's example (50 requests/s, 2k in / 300 out; target ≤ 30 s);
+  4. with ``--baseline``: the sizing table of GPU × tp alone (``search=none``) for issue 17's example.
 CPU time is reported beside wall time: the machine is shared, CPU seconds are what one core spent.
 """
 
@@ -33,6 +34,10 @@ from planner.search.knob_search import search_fleet, traffic_stats  # noqa: E402
 from planner.search.sizing import size_fleet  # noqa: E402
 
 EXAMPLE = Scenario(model="llama-3.1-70b", prompt=2048, output=300, rate=50, slo_ttft_s=1.0, slo_itl_s=0.05)
+RATES = (10.0, 200.0, 2000.0)
+ISSUE_28 = Scenario(model="llama-3.1-70b", prompt=4000, output=500)
+RATE_TARGET_S = 10.0
+SCREENED_TARGET_S = 1.0
 ALL_KNOBS = "batch,chunk,kvdtype,wdtype,spec,disagg"
 POINTS_TARGET_PER_S = 500_000
 SEARCH_TARGET_S = 30.0
@@ -95,7 +100,7 @@ def full_search(catalog) -> None:
     print(
         f"full search [{EXAMPLE.search}] on {os.cpu_count()} cores: {wall:.1f} s wall, {cpu:.1f} s CPU "
         f"(screen {z.screen_s:.2f} s, confirmation {z.confirm_s:.1f} s: {len(z.table)} candidates, "
-        f"{z.simulations:,} simulations of {z.requests_per_simulation:,} requests × {len(z.seeds)} seeds) — "
+        f"{z.simulations:,} simulations of {z.requests_per_simulation:,} requests) — "
         f"{verdict} the {SEARCH_TARGET_S:.0f} s target"
     )
     print("  " + z.reason)
@@ -106,6 +111,32 @@ def full_search(catalog) -> None:
             f"  H100 SXM: {int(row['replicas'])} × {row['layout']} ({int(row['nodes'])} node(s)), batch "
             f"{int(row['batch'])}, chunk {int(row['chunk'])} = {int(row['gpus'])} GPUs, binding {row['binding']}, "
             f"comm {row['decode_comm_frac']:.0%} of a decode step"
+        )
+
+
+def three_rates(catalog) -> None:
+    """Issue 28's targets (module doc, 2)."""
+    for rate in RATES:
+        s = ISSUE_28.with_changes(rate=rate)
+        first: list[float] = []
+        wall, cpu = time.perf_counter(), cpu_s()
+        z = search_fleet(s, catalog, on_update=lambda _z, seen=first: seen.append(time.perf_counter()))
+        end = time.perf_counter()
+        wall, cpu = end - wall, cpu_s() - cpu
+        screened = first[0] - (end - wall) if first else float("nan")
+        met = "meets" if wall <= RATE_TARGET_S and z.complete else "misses"
+        best = z.table.loc[z.best] if z.best is not None else None
+        answer = (
+            f"{int(best['replicas'])} × {best['name']} {best['layout']} = {int(best['gpus'])} GPUs ({best['basis']})"
+            if best is not None
+            else "none"
+        )
+        print(
+            f"{rate:>6g} req/s: screened answer in {screened:.2f} s (target ≤ {SCREENED_TARGET_S:g} s); "
+            f"{z.confirmed} of {z.candidates} candidates confirmed in {wall:.1f} s wall, {cpu:.1f} s CPU on "
+            f"{os.cpu_count()} cores ({z.simulations} runs of {z.requests_per_simulation:,} requests, "
+            f"{z.simulated_requests:,} simulated{', stopped: ' + z.stopped if z.stopped else ''}) — {met} the "
+            f"{RATE_TARGET_S:g} s target; answer {answer}"
         )
 
 
@@ -121,14 +152,17 @@ def baseline(catalog) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=5, help="screening rounds; the fastest is reported")
-    p.add_argument("--no-search", action="store_true", help="skip the full search with simulation")
+    p.add_argument("--no-search", action="store_true", help="skip the searches with simulation")
+    p.add_argument("--example", action="store_true", help="also issue 17's example (50 req/s, 2k in / 300 out)")
     p.add_argument("--baseline", action="store_true", help="also time the GPU × tp sizing alone")
     args = p.parse_args()
     catalog = load_catalog()
     gpus = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0]
     screening(catalog, gpus, args.repeat)
     if not args.no_search:
-        full_search(catalog)
+        three_rates(catalog)
+        if args.example:
+            full_search(catalog)
     if args.baseline:
         baseline(catalog)
 

@@ -42,6 +42,11 @@ class BadInput(ProblemsError):
     """A command-line argument that cannot be used (the CLI exits with ``EXIT_BAD_INPUT``)."""
 
 
+class Cancelled(Exception):
+    """Raised by a progress callback to stop a long run (the dashboard's Cancel); a sizing search catches it
+    and returns what it has confirmed, the rest screened."""
+
+
 #: The CLI's exit code for bad input (one ``error:`` line per problem on stderr).
 EXIT_BAD_INPUT = 2
 

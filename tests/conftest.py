@@ -18,3 +18,16 @@ def catalog():
     cat = load_catalog()
     assert not cat.problems, cat.problems
     return cat
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", help="also run the slow tier (tests marked slow)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow tier (minutes): run with `pytest --run-slow` (tests marked slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -58,7 +58,9 @@ def _heavy(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
     if kind == "size":
         from planner.search.sizing import size_fleet
 
-        return size_fleet(s, catalog(), trace=workload, progress=progress, search=True)
+        return size_fleet(
+            s, catalog(), trace=workload, progress=progress, search=True, on_update=getattr(progress, "partial", None)
+        )
     from planner.sim.traces import scenario_traffic
 
     traffic = scenario_traffic(s)
@@ -68,7 +70,14 @@ def _heavy(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
         return simulate_fleet_scenario(s, catalog(), workload=traffic, progress=progress)
     from planner.search.knob_search import search_fleet
 
-    return search_fleet(s, catalog(), traffic, workers=default_processes(), progress=progress)
+    return search_fleet(
+        s,
+        catalog(),
+        traffic,
+        workers=default_processes(),
+        progress=progress,
+        on_update=getattr(progress, "partial", None),
+    )
 
 
 @dataclass(frozen=True)

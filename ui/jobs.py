@@ -17,7 +17,12 @@ other visitor's rerun waits) and its memory would stay in the server process.  S
 * a job that runs past ``TIME_LIMIT_S`` is stopped (its worker killed and replaced) and
   reported as such; an out-of-memory worker is reported the same way, never a traceback;
 * a finished job's value goes into ``RESULTS`` (a byte-bounded cache, ``ui.cache``), where
-  the tab finds it on any later rerun — also after the visitor moved on while it ran.
+  the tab finds it on any later rerun — also after the visitor moved on while it ran;
+* a sizing or search sends its answer as it improves (``Job.partial``: the screened answer within a
+  second, then the table as each candidate is confirmed; sent without the screened points, which only
+  the finished value carries); ``cancel`` asks the worker to stop — the run's progress callback raises
+  ``planner.errors.Cancelled`` there — and a sizing or search then finishes with what it has, the rest
+  screened.
 
 Two pools: ``WORKERS`` for the heavy runs and ``UPLOADS`` (one process, ``UPLOAD_TIME_LIMIT_S``) for every
 parse, fit and audit of a visitor's file — a log, benchmark results, a usage log, a trace — so a hostile
@@ -30,7 +35,7 @@ signal and a watch thread) and kills its group when it does; a stopped job, the 
 (``atexit``) and a replaced worker kill the group too.  A lost connection — the server gone, or a job
 it stopped — ends the worker quietly, and the server logs a dead worker in one line, never a traceback.
 
-The tab waits on ``Job.done`` and draws ``Job.progress`` (``ui.tabs.simulate``).  No
+The tab waits on ``Job.done`` and draws ``Job.progress`` and ``Job.partial`` (``ui.tabs.runs``).  No
 streamlit here; the worker side imports only the planner.
 """
 
@@ -71,6 +76,8 @@ MAX_QUEUED = 8
 WORKER_NICE = 10
 #: Seconds between two progress messages from a worker.
 PROGRESS_EVERY_S = 0.2
+#: Seconds between two looks at a running job's messages and its cancel request.
+POLL_S = 0.25
 RESULTS = BoundedCache("simulation results", max_bytes=192 * MiB, max_entries=32)
 #: The uploads' pool: one process, a shorter limit (a 50 MiB usage log audits in seconds).
 UPLOAD_PROCESSES = 1
@@ -96,6 +103,9 @@ class Job:
     started_at: float | None = None
     progress: float = 0.0
     note: str = ""  # the run's own words for its progress (the search's stage), when it has them
+    partial: Any = None  # the run's answer so far (a sizing or search), replaced as it improves
+    partial_count: int = 0  # partials received (a tab redraws when it moves)
+    cancel_requested: bool = False
     state: str = "queued"  # queued | running | done | problems | failed
     problems: tuple[str, ...] = ()
     value: Any = None  # the result, also when ``results`` could not keep it (larger than the cache)
@@ -141,32 +151,61 @@ def _send(conn: Any, message: tuple[str, Any]) -> None:
 
 
 class _Reporter:
-    """The progress callback of one job: a message every ``PROGRESS_EVERY_S`` at most."""
+    """The progress callback of one job: a message every ``PROGRESS_EVERY_S`` at most; raises ``Cancelled``
+    once the server asked to cancel (it looks for the request at each call)."""
 
     def __init__(self, conn: Any) -> None:
         self.conn, self.last = conn, 0.0
 
     def __call__(self, frac: float, note: str = "") -> None:
+        from planner.errors import Cancelled
+
+        try:
+            tag = self.conn.recv() if self.conn.poll(0) else None
+        except _LOST:
+            raise _ServerGone from None
+        if tag == "cancel":
+            raise Cancelled
         now = time.monotonic()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
             _send(self.conn, ("progress", (float(frac), str(note))))
 
+    def partial(self, value: Any) -> None:
+        """The run's answer so far, without what only the finished value needs (``_light``)."""
+        _send(self.conn, ("partial", _light(value)))
+
 
 def _outcome(kind: str, payload: Any, conn: Any, memory_limit_bytes: int) -> tuple[str, Any]:
     """("done", value), ("problems", sentences) or ("failed", the exception's type) of one job."""
-    from planner.errors import ProblemsError
+    from planner.errors import Cancelled, ProblemsError
     from ui.job_kinds import run_job
 
     try:
         return "done", run_job(kind, payload, _Reporter(conn))
     except ProblemsError as exc:
         return "problems", list(exc.problems)
+    except Cancelled:
+        return "problems", ["cancelled"]
     except MemoryError:
         return "problems", [f"the run needed more than {memory_limit_bytes / GiB:g} GiB, the limit for one run"]
     except Exception as exc:  # noqa: BLE001 — reported by type to the visitor, in full to the log
         logging.getLogger("kvplan.jobs.worker").exception("job %s failed", kind)
         return "failed", type(exc).__name__
+
+
+def _light(value: Any) -> Any:
+    """A sizing or search result without its screened points (tens of thousands of rows, sent once at the end)."""
+    from dataclasses import replace
+
+    from planner.search.knob_search import SearchResult
+    from planner.search.sizing import Sizing
+
+    if isinstance(value, SearchResult):
+        return replace(value, points=value.points.iloc[:0], bases=[])
+    if isinstance(value, Sizing) and value.search is not None:
+        return replace(value, search=_light(value.search))
+    return value
 
 
 def _serve(conn: Any, memory_limit_bytes: int) -> None:
@@ -177,9 +216,12 @@ def _serve(conn: Any, memory_limit_bytes: int) -> None:
     try:
         while True:
             try:
-                kind, payload = conn.recv()
+                message_in = conn.recv()
             except _LOST:
                 return
+            if message_in == "cancel":  # a cancel that arrived after its job had finished
+                continue
+            kind, payload = message_in
             message = _outcome(kind, payload, conn, memory_limit_bytes)
             try:
                 _send(conn, message)
@@ -261,6 +303,9 @@ class _Slot:
                 self.pool.finish(job, "failed", problems=("the worker stopped unexpectedly",))
 
     def _run(self, job: Job) -> None:
+        if job.cancel_requested:
+            self.pool.finish(job, "problems", problems=("cancelled before it started",))
+            return
         if not self.alive():
             self._stop()
             self._start()
@@ -274,6 +319,7 @@ class _Slot:
             assert self.conn is not None
             self.conn.send((job.kind, job.payload))
         deadline = job.started_at + self.pool.time_limit_s
+        cancel_sent = False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -281,13 +327,19 @@ class _Slot:
                 limit = f"{self.pool.time_limit_s:g} s"
                 self.pool.finish(job, "problems", problems=(f"stopped after {limit}, the limit for one run",))
                 return
-            if not self.conn.poll(min(left, 1.0)):
+            if job.cancel_requested and not cancel_sent:
+                self.conn.send("cancel")  # the worker's progress callback raises Cancelled at its next call
+                cancel_sent = True
+            if not self.conn.poll(min(left, POLL_S)):
                 if not self.alive():
                     raise _WorkerDied
                 continue
             tag, value = self.conn.recv()
             if tag == "progress":
                 job.progress, job.note = value
+                continue
+            if tag == "partial":
+                job.partial, job.partial_count = value, job.partial_count + 1
                 continue
             if tag == "done":
                 self.pool.finish(job, "done", value=value)
@@ -360,6 +412,15 @@ class Workers:
             if self._active.get(job.key) is job:
                 del self._active[job.key]
         job.done.set()
+
+    def cancel(self, key: str) -> bool:
+        """Ask the job under ``key`` to stop (module doc); False when none is queued or running."""
+        with self._lock:
+            job = self._active.get(key)
+        if job is None:
+            return False
+        job.cancel_requested = True
+        return True
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

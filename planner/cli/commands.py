@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from planner.sim.workload import Workload
 
 Command = Callable[[argparse.Namespace, Catalog, TextIO, TextIO], int]
+#: Exit code after Ctrl-C (128 + SIGINT, as a shell reports it); ``size`` still prints what it confirmed.
+EXIT_INTERRUPTED = 130
 
 
 def scenario_from_link(link: str, catalog: Catalog, err: TextIO) -> Scenario:
@@ -77,7 +79,8 @@ def sweep(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) 
         raise BadInput(problems)
     if args.out:
         outfile.checked(args.out, args.force)
-    chunks = sweep_chunks(scenario, axes, catalog)  # checks the budget and every combination first
+    executor = executor_of(args) if args.executor != "local" or args.workers else None
+    chunks = sweep_chunks(scenario, axes, catalog, executor=executor)  # checks the budget and every combination
     first = next(chunks)
     with outfile.writing(args.out, args.force) if args.out else nullcontext(out) as sink:
         rows = 0
@@ -181,6 +184,62 @@ def _simulated_hit(scenario: Scenario, catalog: Catalog, result: Any) -> float |
     return simulated_gpu_hit(result, scenario.prompt, cached)
 
 
+#: The most requests ``kvplan replay --requests`` generates (10⁹: a week of 1,600 requests/s).
+MAX_REPLAY_REQUESTS = 1_000_000_000
+
+
+def replay(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    """A long trace (``--trace``) or ``--requests`` synthetic Poisson requests on the scenario's fleet, split
+    into parts through an executor and merged (``planner.sim.replay``)."""
+    from planner.cli.progress import TerminalProgress
+    from planner.export import present_metrics
+    from planner.sim.replay import TASK_REQUESTS, plan_replay, replay_text
+    from planner.sim.replay import replay as run_replay
+    from planner.sim.replay_sources import SyntheticSource, WorkloadSource
+
+    scenario, trace = _scenario_and_trace(args, catalog, err)
+    problems = []
+    if args.requests is not None and trace is not None:
+        problems.append("--requests generates Poisson traffic: give it or a trace (--trace, trace=), not both")
+    if args.requests is not None and not 1 <= args.requests <= MAX_REPLAY_REQUESTS:
+        problems.append(f"--requests {args.requests:,}: between 1 and {MAX_REPLAY_REQUESTS:,}")
+    if not 1000 <= args.task_requests <= TASK_REQUESTS:
+        problems.append(f"--task-requests {args.task_requests:,}: between 1,000 and {TASK_REQUESTS:,}")
+    if problems:
+        raise BadInput(problems)
+    if trace is not None:
+        source: Any = WorkloadSource(trace, trace.name or trace.source)
+    else:
+        source = SyntheticSource(scenario, args.requests or scenario.sim_requests)
+    executor = executor_of(args)
+    bar = TerminalProgress(err)
+    try:
+        plan = plan_replay(scenario, catalog, source, args.task_requests)
+        z = run_replay(scenario, catalog, source, executor, plan, progress=bar)
+    finally:
+        bar.clear()
+    if args.format == "json":
+        b = z.boundary
+        record = present_metrics(z.summary) | {
+            "traffic": z.source,
+            "router": scenario.router,
+            "replicas": scenario.replicas,
+            "parts": z.parts,
+            "windows": len(plan.edges) - 1,
+            "lead_s": plan.lead_s,
+            "executor": z.executor,
+            "boundaries": b.boundaries,
+            "boundaries_exact": b.exact,
+            "boundary_requests": b.requests,
+            "boundary_max_diff_s": b.max_diff_s,
+            "per_part": z.windows,
+        }
+        out.write(json.dumps(record, indent=2, default=str) + "\n")
+    else:
+        out.write(replay_text(z))
+    return 0
+
+
 def _with_search(scenario: Scenario, args: argparse.Namespace) -> Scenario:
     """The scenario with ``--search`` applied (the link key ``search``)."""
     return scenario.with_changes(search=args.search) if args.search else scenario
@@ -198,14 +257,33 @@ def _gpu_keys(text: str | None, catalog: Catalog) -> list[str] | None:
     return list(dict.fromkeys(keys))
 
 
+def executor_of(args: argparse.Namespace) -> Any:
+    """The executor ``--executor``, ``--address`` and ``--workers`` name (``planner.executors``)."""
+    from planner.executors import make_executor
+
+    if args.workers is not None and args.workers < 1:
+        raise BadInput([f"--workers {args.workers}: at least 1"])
+    return make_executor(args.executor, args.address, args.workers)
+
+
 def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    from planner.cli.progress import TerminalProgress
     from planner.export import frame_to_csv, present_frame
     from planner.search.sizing import size_fleet, sizing_text
 
     gpus = _gpu_keys(args.gpus, catalog)
     scenario, trace = _scenario_and_trace(args, catalog, err)
     scenario = _with_search(scenario, args)
-    sizing = size_fleet(scenario, catalog, trace=trace, gpus=gpus, search=True)
+    if not args.time_budget > 0:
+        raise BadInput([f"--time-budget {args.time_budget:g}: a number of seconds above 0"])
+    bar = TerminalProgress(err)
+    options: dict[str, Any] = dict(time_budget_s=args.time_budget)
+    if scenario.search != "none":
+        options |= dict(executor=executor_of(args), on_update=bar.screened)
+    try:
+        sizing = size_fleet(scenario, catalog, trace=trace, gpus=gpus, search=True, progress=bar, **options)
+    finally:
+        bar.clear()
     if args.format == "csv":
         out.write(frame_to_csv(present_frame(sizing.table)))
     elif args.format == "json":
@@ -222,12 +300,20 @@ def size(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -
                 "confirm_s": z.confirm_s,
                 "simulations": z.simulations,
                 "seeds": list(z.seeds),
+                "requests_per_simulation": z.requests_per_simulation,
+                "simulated_requests": z.simulated_requests,
+                "candidates": z.candidates,
+                "confirmed": z.confirmed,
+                "stopped": z.stopped or None,
+                "time_budget_s": z.time_budget_s,
+                "executor": z.executor,
+                "best_basis": z.best_basis or None,
                 "best_link": _link_of(scenario, z) if z.best is not None else None,
             }
         out.write(json.dumps(record, indent=2, default=str) + "\n")
     else:
         out.write(sizing_text(sizing))
-    return 0
+    return EXIT_INTERRUPTED if sizing.search is not None and sizing.search.stopped == "cancelled" else 0
 
 
 def _link_of(scenario: Scenario, z: Any) -> str:
@@ -462,6 +548,7 @@ COMMANDS: dict[str, Command] = {
     "findings": findings,
     "simulate": simulate,
     "size": size,
+    "replay": replay,
     "pareto": pareto,
     "launch": launch,
     "deploy": deploy,

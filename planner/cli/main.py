@@ -2,11 +2,15 @@
 
   kvplan evaluate "<query string or link>" [--format text|json|csv]
   kvplan sweep "<base link>" --set batch=1:256:x2 --set gpu=h100-sxm,h200 [--out FILE [--force]]
+                     [--executor local|ray …]
   kvplan findings "<query string or link>" [--format text|json|csv]
   kvplan simulate|size "<link>" [--trace FILE|NAME] [--scale N] [--window START:DURATION]
                       [--prefix-cache pool|unbounded|off] [--replicas N] [--router R] [--format text|json|csv]
-                      (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none])
+                      (size: [--search batch,chunk,kvdtype,wdtype,spec,disagg | none] [--time-budget S]
+                       [--executor local|ray] [--address ADDR] [--workers N])
   kvplan pareto "<link>" [--search KNOBS] [--trace …] [--out points.csv [--force]]   (every scored configuration)
+  kvplan replay "<link>" [--requests N | --trace …] [--replicas N] [--router R] [--executor local|ray]
+                [--address ADDR] [--workers N] [--task-requests M] [--format text|json]   (a long replay, in parts)
   kvplan launch "<link>" [--engine vllm|sglang]             (the command that deploys it)
   kvplan deploy "<link>" --out DIR [--target kubernetes|compose|shell] [--engine …] [--force]
                                                              (the whole fleet's deployment files)
@@ -29,13 +33,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from planner.bench.cli import add_bench_parser
 from planner.cli import commands
 from planner.cli.serve import DEFAULT_PORT
 from planner.errors import EXIT_BAD_INPUT, ProblemsError
 from planner.model.catalog import load_catalog
+from planner.search.limits import SEARCH_TIME_BUDGET_S
+from planner.sim.replay_sources import TASK_REQUESTS
 
 #: Exit code when stdout is closed early (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
@@ -63,6 +69,22 @@ def add_traffic_options(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def add_executor_options(sp: argparse.ArgumentParser) -> None:
+    """Where the parallel work runs (``planner.executors``): the local process pool, or a Ray cluster."""
+    sp.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help='local: a process pool on this machine (default); ray: a Ray cluster (pip install "kvplan[ray]")',
+    )
+    sp.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="the Ray cluster: auto (the cluster this machine is in), ray://HEAD:10001, or none for a local one",
+    )
+    sp.add_argument("--workers", type=int, metavar="N", help="processes (local) or tasks at once (ray); default: all")
+
+
 def add_search_option(sp: argparse.ArgumentParser) -> None:
     """The knobs the sizing search tunes (link key ``search``)."""
     sp.add_argument(
@@ -78,6 +100,28 @@ def add_force_option(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--force", action="store_true", help="overwrite the --out file if it exists")
 
 
+def add_replay_parser(sub: Any) -> None:
+    """``kvplan replay``: a long trace or many synthetic requests on a fleet, in parts (``planner.sim.replay``)."""
+    rp = sub.add_parser(
+        "replay", help="a long trace or many synthetic requests on a fleet, split into parts (local pool or Ray)"
+    )
+    rp.add_argument("link", nargs="?", default="", help="query string or full link (the fleet: replicas, router)")
+    rp.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate); default: Poisson")
+    rp.add_argument(
+        "--requests", type=int, metavar="N", help="Poisson requests of the link's traffic (default: sim_requests)"
+    )
+    rp.add_argument(
+        "--task-requests",
+        type=int,
+        default=TASK_REQUESTS,
+        metavar="M",
+        help=f"the most requests one part simulates (default {TASK_REQUESTS:,})",
+    )
+    rp.add_argument("--format", choices=("text", "json"), default="text")
+    add_traffic_options(rp)
+    add_executor_options(rp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kvplan", description="kvplan: LLM inference capacity planning")
     sub = p.add_subparsers(dest="command", required=True)
@@ -89,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", action="append", metavar="KEY=VALUES", help="a,b,c | start:stop:step | start:stop:xFACTOR")
     sw.add_argument("--out", help="write the CSV here instead of stdout")
     add_force_option(sw)
+    add_executor_options(sw)
     fi = sub.add_parser("findings", help="ranked plain-language findings for one scenario")
     fi.add_argument("link", nargs="?", default="", help="query string or full link")
     fi.add_argument("--format", choices=FORMATS, default="text")
@@ -116,6 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="KEY,KEY",
                 help="size only these GPU profiles (comma list of keys, see kvplan gpus); default: every priced one",
             )
+            sp.add_argument(
+                "--time-budget",
+                type=float,
+                default=SEARCH_TIME_BUDGET_S,
+                metavar="S",
+                help=f"seconds for the whole sizing (default {SEARCH_TIME_BUDGET_S:g}); what is not confirmed by "
+                "simulation in time is shown with the screening model's estimate",
+            )
+            add_executor_options(sp)
+    add_replay_parser(sub)
     pa = sub.add_parser("pareto", help="every configuration the search scores, and its Pareto frontiers")
     pa.add_argument("link", nargs="?", default="", help="query string or full link")
     pa.add_argument("--trace", metavar="FILE|NAME", help="replay a trace (as for simulate and size)")
@@ -178,6 +233,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         for line in exc.problems:
             print(f"error: {line}", file=err)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C before there is anything to print
+        print("interrupted", file=err)
+        return commands.EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (`kvplan gpus | head`): stop quietly, as cat does
         if out is sys.stdout:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -8,14 +8,14 @@ scenario and returns plain Python scalars.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from pydantic import ValidationError
 
 from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
-from planner.engine.inputs import EngineInputs, MetricValue, from_specs
+from planner.engine.inputs import EngineInputs, MetricValue, broadcast_shape, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prefix_reuse import prefix_cache_metrics
 from planner.engine.prompt_cache import prompt_cache
@@ -108,9 +108,60 @@ def inputs_for(r: Resolved) -> EngineInputs:
     return from_specs(r.gpu, r.model, r.scenario, r.draft, r.engine)
 
 
+#: Scenarios per piece when a large grid is computed piece by piece (``compute``): each array of a piece
+#: (256 KiB) stays in the core's cache through the ~2,000 array operations, instead of streaming 8 MB
+#: arrays from memory each time — 3–5 × faster on this VM for a million scenarios.
+CHUNK_SCENARIOS = 32_768
+#: The inputs the formulas branch on as a whole (``np.any``/``np.all`` over the grid picks a formula):
+#: a grid is cut into pieces only where each is one value, so every piece takes the branches the whole
+#: grid would, and every metric is the same to the bit (tests/engine/test_evaluate.py).
+BRANCH_FIELDS = (
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "gpus_per_node",
+    "experts",
+    "window_layers",
+    "compute_memory_overlap",
+    "tbo",
+    "has_draft_model",
+    "replicated_linear_bytes",
+)
+
+
 def compute(x: EngineInputs) -> dict[str, MetricValue]:
-    """Every metric for every scenario in ``x`` (arrays broadcast).  Pure."""
+    """Every metric for every scenario in ``x`` (arrays broadcast).  Pure.  A grid of more than
+    ``CHUNK_SCENARIOS`` scenarios whose ``BRANCH_FIELDS`` are single values is computed piece by piece."""
     x = x.as_arrays()
+    shape = broadcast_shape(x)
+    size = int(np.prod(shape, dtype=np.int64))
+    if size > CHUNK_SCENARIOS and all(np.size(getattr(x, f)) == 1 for f in BRANCH_FIELDS):
+        return _in_pieces(x, shape, size)
+    return _compute(x)
+
+
+def _in_pieces(x: EngineInputs, shape: tuple[int, ...], size: int) -> dict[str, MetricValue]:
+    """``_compute`` over flat pieces of ``CHUNK_SCENARIOS`` scenarios, put back in the grid's shape."""
+    flat = {
+        f.name: np.broadcast_to(a, shape).reshape(-1)
+        for f in fields(x)
+        if (a := np.asarray(getattr(x, f.name))).size > 1
+    }
+    pieces = [
+        _compute(x.with_(**{k: v[a : a + CHUNK_SCENARIOS] for k, v in flat.items()}))
+        for a in range(0, size, CHUNK_SCENARIOS)
+    ]
+    out: dict[str, MetricValue] = {}
+    for key, first in pieces[0].items():
+        if np.ndim(first) == 0:  # a metric of the shared inputs only: the same in every piece
+            out[key] = first
+        else:
+            out[key] = np.concatenate([np.broadcast_to(p[key], np.shape(p[key])) for p in pieces]).reshape(shape)
+    return out
+
+
+def _compute(x: EngineInputs) -> dict[str, MetricValue]:
     out: dict[str, MetricValue] = {}
     plan = memory_plan(x)
     layout = {k: plan.pop(k) for k in ("gpus_per_instance", "memory_stage_layers")}

@@ -34,6 +34,8 @@ count, ``get_kv_cache_configs``, v1/core/kv_cache_utils.py:1599-1614).  A stage 
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from planner.engine import parallel
@@ -520,12 +522,40 @@ def kv_fit(x: EngineInputs) -> tuple[Array, Array]:
     return kv_tokens, (raw > 0) & (concurrency >= x.dp) & (headroom >= 0)
 
 
-def min_tp_that_fits(x: EngineInputs) -> Array:
-    """Smallest tp in 1, 2, 4 … 64 that the engine accepts (``validity.config_valid``) and where one
-    sequence fits, at the scenario's pp and dp (expert parallelism, when on, spanning tp · dp); 0 if none."""
-    tps = TP_CANDIDATES.reshape((-1,) + (1,) * len(broadcast_shape(x)))
+def _fits_at_tp(x: EngineInputs, tp: float) -> Array:
+    """Whether the engine accepts tp and one sequence fits there (``min_tp_that_fits``), per scenario of ``x``."""
+    tps = np.asarray(tp)
     at = x.with_(tp=tps) if parallel.plain_layout(x) else x.with_(tp=tps, ep=np.where(x.ep > 1, tps * x.dp, 1.0))
     ctx = context_tokens(x)
-    ok = np.asarray(config_valid(at) & (kv_budget_raw_bytes(at, tps) > 0) & (max_concurrency(at, ctx, tps) >= at.dp))
-    first = np.argmax(ok, axis=0)
-    return np.where(ok.any(axis=0), TP_CANDIDATES[first], 0.0)
+    return np.asarray(config_valid(at) & (kv_budget_raw_bytes(at, tps) > 0) & (max_concurrency(at, ctx, tps) >= at.dp))
+
+
+def _rows(x: EngineInputs, shape: tuple[int, ...], rows: np.ndarray) -> EngineInputs:
+    """The scenarios at flat positions ``rows`` of the broadcast ``shape`` (scalar fields stay scalars)."""
+    changes = {}
+    for f in fields(x):
+        a = np.asarray(getattr(x, f.name))
+        if a.size > 1:
+            changes[f.name] = np.broadcast_to(a, shape).reshape(-1)[rows]
+    return x.with_(**changes)
+
+
+def min_tp_that_fits(x: EngineInputs) -> Array:
+    """Smallest tp in 1, 2, 4 … 64 that the engine accepts (``validity.config_valid``) and where one
+    sequence fits, at the scenario's pp and dp (expert parallelism, when on, spanning tp · dp); 0 if none.
+
+    Each tp is tried on the scenarios no smaller one fits (most fit at the first tries), elementwise the
+    same test as trying every tp on every scenario."""
+    shape = broadcast_shape(x)
+    size = int(np.prod(shape, dtype=np.int64))
+    out = np.zeros(size)
+    left = np.arange(size)
+    sub, sub_shape = x, shape
+    for tp in TP_CANDIDATES:
+        ok = np.broadcast_to(np.asarray(_fits_at_tp(sub, float(tp)), dtype=bool), sub_shape).reshape(-1)
+        out[left[ok]] = tp
+        left = left[~ok]
+        if not left.size:
+            break
+        sub, sub_shape = _rows(x, shape, left), (left.size,)
+    return out.reshape(shape)

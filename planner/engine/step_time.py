@@ -339,6 +339,8 @@ class Roofline:
         """Decode-only step time (module doc, no chunks); ``ctx`` and ``seqs`` broadcast as arrays."""
         if self.layout is not None:
             return self._layout_step_s(np.asarray(seqs, dtype=float), q, np.asarray(ctx, dtype=float), (), ())
+        if isinstance(seqs, int | float) and seqs > 0:
+            return self._decode_run_s(seqs, q, np.asarray(ctx, dtype=float))
         tokens = seqs * q
         keys = self._keys(ctx) if self.window_layers else self.full_layers * ctx
         hit = 1.0 - self.expert_miss**tokens
@@ -361,6 +363,97 @@ class Roofline:
         )
         gpu = matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
         return np.where(runs, self.decode_overhead_s, 0.0) + gpu
+
+    def _decode_run_s(self, seqs: float, q: float, ctx: np.ndarray) -> np.ndarray:
+        """``decode_time_s`` for one batch size > 0 over an array of contexts (the simulator's jumps): the
+        batch's terms in Python floats, the context's in a few in-place array operations — every operation
+        and its order as in ``decode_time_s``, so the values are the same to the bit (an exact no-op, + 0 or
+        × 1, is skipped)."""
+        tokens = seqs * q
+        hit = 1.0 - self.expert_miss**tokens
+        pad = self.half_tokens
+        compute = (
+            self.body_s_per_token * (tokens + pad)
+            + self.head_s_per_token * (tokens + pad)
+            + self.expert_s_per_token * (self.experts_per_token * tokens + self.experts * hit * pad)
+        )
+        memory = self.dense_weight_s + self.expert_weight_s * hit + tokens * self.act_token_s
+        o = self.overlap
+        matmul = max(compute, memory) if o == 1.0 else max(compute, memory) + (1.0 - o) * min(compute, memory)
+        if self.window_layers:
+            keys = self._keys(ctx)
+        else:
+            keys = ctx * self.full_layers if self.full_layers != 1.0 else ctx.copy()
+        att_c = keys * (self.decode_attn_s * tokens)
+        att_m = keys
+        att_m *= self.kv_decode_layer_s * seqs
+        att_m += tokens * self.kv_token_s
+        if self.state_s:
+            att_m += seqs * self.state_s
+        if o == 1.0:
+            out = np.maximum(att_c, att_m, out=att_c)
+        else:
+            lo = np.minimum(att_c, att_m)
+            out = np.maximum(att_c, att_m, out=att_c)
+            out += (1.0 - o) * lo
+        out += matmul
+        if self.comm_fixed_s:
+            out += self.comm_fixed_s
+        comm = self.comm_s_per_token * tokens
+        if comm:
+            out += comm
+        out += self.decode_overhead_s
+        return out
+
+    def chunk_run_s(self, seqs: int, q: float, ctx: np.ndarray, new: int, past: np.ndarray) -> np.ndarray:
+        """``scalar_time_s(seqs, q, ctx[j], (new,), (past[j],))`` for every j: a run of mixed steps with one
+        prefill chunk of ``new`` tokens each (the simulator's prefill runs).  The terms that do not depend on
+        j in Python floats, the rest over the arrays, every operation in ``scalar_time_s``'s order (the same
+        values to the bit; an exact no-op, + 0 or × 1, is skipped)."""
+        if self.layout is not None:
+            return np.array(
+                [self.scalar_time_s(seqs, q, c, (new,), (p,)) for c, p in zip(ctx.tolist(), past.tolist(), strict=True)]
+            )
+        full, win, w = self.full_layers, self.window_layers, self.window_tokens
+        tokens = seqs * q + new
+        chunks = 1 if new > 0 else 0
+        pad = self.half_tokens
+        hit = 1.0 - self.expert_miss**tokens
+        mc = (
+            self.body_s_per_token * (tokens + pad)
+            + self.head_s_per_token * (seqs * q + chunks + pad)
+            + self.expert_s_per_token * (self.experts_per_token * tokens + self.experts * hit * pad)
+        )
+        keys = full * ctx + win * np.minimum(ctx, w) if win else full * ctx
+        ac = keys * (self.decode_attn_s * seqs * q)
+        k = past + (new + 1.0) / 2.0
+        kk = full * k + win * np.minimum(k, w) if win else full * k
+        kk *= self.prefill_attn_s * new
+        ac += kk
+        kv_read = full * past + win * np.minimum(past, w) if win else full * past
+        mm = self.dense_weight_s + self.expert_weight_s * hit + tokens * self.act_token_s
+        am = keys
+        am *= self.kv_decode_layer_s * seqs
+        kv_read *= self.kv_layer_s
+        am += kv_read
+        am += tokens * self.kv_token_s
+        if self.state_s:
+            am += (seqs + chunks) * self.state_s
+        o = self.overlap
+        matmul = (mc + (1.0 - o) * mm) if mc >= mm else (mm + (1.0 - o) * mc)
+        if o == 1.0:
+            attention = np.maximum(ac, am, out=ac)
+        else:
+            attention = np.where(ac >= am, ac + (1.0 - o) * am, am + (1.0 - o) * ac)
+        overhead = self.overhead_s if chunks else self.decode_overhead_s
+        out = attention
+        out += overhead + matmul
+        if self.comm_fixed_s:
+            out += self.comm_fixed_s
+        comm = self.comm_s_per_token * tokens
+        if comm:
+            out += comm
+        return out
 
     def scalar_time_s(
         self, seqs: float, q: float, ctx: float, new: Sequence[float] = (), past: Sequence[float] = ()
@@ -439,6 +532,13 @@ class RooflineStepTime:
             )
             t += self.gamma * d
         return t
+
+    def chunk_run_s(self, seqs: int, q: float, ctx: np.ndarray, new: int, past: np.ndarray) -> np.ndarray:
+        """``step_s(seqs, ctx[j], (new,), (past[j],))`` for every j (``Roofline.chunk_run_s``)."""
+        if self.gamma:
+            pairs = zip(ctx.tolist(), past.tolist(), strict=True)
+            return np.array([self.step_s(seqs, c, (new,), (p,)) for c, p in pairs])
+        return self.target.chunk_run_s(seqs, q if seqs else 1.0, ctx, new, past)
 
     def decode_steps_s(self, seqs: int, ctx: np.ndarray) -> np.ndarray:
         ctx = np.asarray(ctx, dtype=float)

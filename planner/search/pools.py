@@ -14,11 +14,19 @@ or one pool of a disaggregated (prefill/decode) deployment.
                  so its ITL and KV occupancy are the decode pool's
 A replica count passes when every seed's run meets the SLO (``slo.verdict``: each set target's
 statistic): several sample paths instead of one, so the answer does not turn on one seed's tail.
+
+Every count tried is simulated on ``n`` requests (``size_pool``): from the analytic guess by steps, then
+a bisection, to r − s failing and r passing, s = max(1, ⌊``tolerance`` · r⌋) (``replicas.fewest_passing``);
+the first step from a passing guess is scaled by how far its run was below the targets.
+A failing run stops as soon as the SLO is certainly missed, so the failures are cheap.  ``deadline``
+(seconds since the epoch, ``time.time()``: comparable across processes and machines) ends the sizing when
+it passes — between runs, and inside a run at the simulator's next progress call — with ``timed_out``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -30,11 +38,34 @@ from planner.model.scenario import Scenario
 from planner.search.replicas import fewest_passing
 from planner.sim.budget import SimulationBudgetError
 from planner.sim.config import SimConfig
+from planner.sim.results import NOT_RUN
 from planner.sim.simulate import fit_problems, sim_inputs, simulate
 from planner.sim.slo import Slo, Verdict, verdict
 from planner.sim.workload import Workload, scenario_workload, split_round_robin
 
 PoolKind = Literal["colocated", "prefill", "decode"]
+#: The replica count is resolved to this share of itself (at least one replica; ``replicas.fewest_passing``):
+#: about what a 3,600-request p99 resolves (docs/simulator.md, "Which counts").
+REPLICA_TOLERANCE = 0.04
+NOT_IN_TIME = "not confirmed within the time budget"
+
+
+class OutOfTime(Exception):
+    """The sizing's time budget ran out (raised from the simulator's progress call, caught by ``size_pool``)."""
+
+
+def deadline_check(deadline: float | None) -> Callable[[float], None] | None:
+    """A progress callback raising ``OutOfTime`` once ``deadline`` (``time.time()``) has passed."""
+    if deadline is None:
+        return None
+
+    def check(_frac: float) -> None:
+        if time.time() > deadline:
+            raise OutOfTime
+
+    return check
+
+
 #: The decode pool's token budget: every admitted prompt fits in one step.
 DECODE_POOL_BUDGET_TOKENS = 1 << 40
 
@@ -79,13 +110,16 @@ class PoolRun:
 
 @dataclass(frozen=True)
 class PoolSizing:
-    """The fewest replicas of one pool that meet the SLO in simulation (None: none tried did)."""
+    """The fewest replicas of one pool that meet the SLO in simulation (None: none tried did, or the time
+    budget ran out first: ``timed_out``)."""
 
     replicas: int | None
     at: PoolRun | None  # the passing run
-    below: PoolRun | None  # replicas − 1 (what binds there), None when replicas = 1
+    below: PoolRun | None  # the count below it that failed (what binds there), None when replicas = 1
     simulations: int
     problem: str = ""
+    timed_out: bool = False
+    requests: int = 0  # simulated in all (every run, stopped ones to where they stopped)
 
 
 def _setup(s: Scenario, catalog: Catalog, kind: PoolKind) -> tuple[SimConfig, StepTime]:
@@ -110,40 +144,70 @@ def size_pool(
     n: int,
     seeds: Sequence[int],
     slo: Slo,
+    deadline: float | None = None,
+    tolerance: float = 0.0,
 ) -> PoolSizing:
     """Fewest replicas of configuration ``s`` in pool ``kind`` meeting ``slo`` on every seed (module doc):
-    the analytic ``guess`` first, then steps of 1, 2, 4 … and a bisection (``replicas.fewest_passing``)."""
+    from the analytic ``guess`` by steps and a bisection on runs of ``n`` requests (``replicas.fewest_passing``,
+    resolved to ``tolerance``)."""
     try:
         cfg, timer = _setup(s, catalog, kind)
     except ValueError as exc:
         return PoolSizing(None, None, None, 0, str(exc))
     cfg = replace(cfg, slo=slo)  # the early stop holds the targets the verdict does
-    runs: dict[int, PoolRun] = {}
-    count = [0]
+    runs: dict[tuple[int, int], PoolRun] = {}
+    count = [0, 0]
+    tick = deadline_check(deadline)
 
-    def run(replicas: int) -> PoolRun:
-        if replicas not in runs:
+    def run(replicas: int, m: int) -> PoolRun:
+        if (replicas, m) not in runs:
+            if deadline is not None and time.time() > deadline:
+                raise OutOfTime
             verdicts = []
             for seed in seeds:
-                w = share_workload(s.with_changes(seed=seed), trace, replicas, n)
+                w = share_workload(s.with_changes(seed=seed), trace, replicas, m)
                 if kind == "prefill":
                     w = replace(w, output_tokens=np.ones_like(w.output_tokens))
                 result = simulate(
-                    w, replace(cfg, seed=seed), timer, stop_on_slo_miss=slo.early_stop_valid, detail=False
+                    w,
+                    replace(cfg, seed=seed),
+                    timer,
+                    stop_on_slo_miss=slo.early_stop_valid,
+                    detail=False,
+                    progress=tick,
                 )
                 count[0] += 1
+                count[1] += int((result.status != NOT_RUN).sum())
                 verdicts.append(verdict(result, slo))
                 if not verdicts[-1].met:
                     break
-            runs[replicas] = PoolRun(replicas, tuple(verdicts))
-        return runs[replicas]
+            runs[replicas, m] = PoolRun(replicas, tuple(verdicts))
+        return runs[replicas, m]
 
     guess = max(int(guess), 1)
     limit = max(4 * guess, guess + 8)
     try:
-        best = fewest_passing(lambda r: run(r).met, guess, limit)
+        first = run(guess, n)
+        best = fewest_passing(lambda r: run(r, n).met, guess, limit, tolerance, _first_step(first, slo))
     except SimulationBudgetError as exc:
-        return PoolSizing(None, None, None, count[0], "not simulated: " + "; ".join(exc.problems))
+        return PoolSizing(None, None, None, count[0], "not simulated: " + "; ".join(exc.problems), requests=count[1])
+    except OutOfTime:
+        return PoolSizing(None, None, None, count[0], NOT_IN_TIME, timed_out=True, requests=count[1])
     if best is None:
-        return PoolSizing(None, runs.get(limit), None, count[0], f"misses the SLO in simulation up to {limit} replicas")
-    return PoolSizing(best, runs[best], runs.get(best - 1), count[0])
+        problem = f"misses the SLO in simulation up to {limit} replicas"
+        return PoolSizing(None, runs.get((limit, n)), None, count[0], problem, requests=count[1])
+    failed = [r for (r, _), pr in runs.items() if r < best and not pr.met]  # what binds: the count below that failed
+    below = runs[max(failed), n] if failed else None
+    return PoolSizing(best, runs[best, n], below, count[0], requests=count[1])
+
+
+def _first_step(first: PoolRun, slo: Slo) -> int:
+    """The first step away from the guess, from how far its run was from the targets: a run at a fraction m
+    of its tighter target (m = max of each target's statistic over the target) steps down by r·(1 − m)/2 (at most
+    half of r) — a guess well above the answer is left in a few runs, not one replica at a time.  A failing
+    run (its percentiles partial when it stopped early) steps by the tolerance's step."""
+    if not first.met or first.replicas < 4:
+        return 0
+    v = first.worst
+    m = max((v.value(n) / t if t > 0 else 0.0 for n, t in slo.targets.items()), default=0.0)
+    return int(min(first.replicas * max(1.0 - m, 0.0) / 2.0, first.replicas / 2.0))

@@ -46,8 +46,10 @@ Disaggregated estimate (prefill and decode pools, DistServe-style, each with its
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,6 +68,8 @@ from planner.model.scenario import Scenario
 from planner.search.knob_search import SearchResult, search_fleet, search_text
 from planner.search.latency_text import LATENCY_WIDTH, latency_cells, latency_columns, latency_header
 from planner.search.layouts import on_layout, sizing_layouts
+from planner.search.limits import SEARCH_TIME_BUDGET_S
+from planner.search.pools import OutOfTime, deadline_check
 from planner.search.replicas import TP_OPTIONS, accepted_tps, fewest_passing
 from planner.sim.budget import SimulationBudgetError
 from planner.sim.config import P99_MISS_FRAC, SimConfig
@@ -123,16 +127,27 @@ def _fleet_workload(s: Scenario, trace: Workload | None, replicas: int, max_requ
 
 
 def _simulated(
-    s: Scenario, trace: Workload | None, replicas: int, n: int, cfg: SimConfig, timer: RooflineStepTime, fleet: bool
+    s: Scenario,
+    trace: Workload | None,
+    replicas: int,
+    n: int,
+    cfg: SimConfig,
+    timer: RooflineStepTime,
+    fleet: bool,
+    deadline: float | None = None,
 ) -> SimResult:
     """One sizing run: one replica's share (round-robin), or the whole fleet behind a load-aware router
-    (``fleet``; the low-load check needs no router: at 1 % load no queue forms)."""
+    (``fleet``; the low-load check needs no router: at 1 % load no queue forms).  ``OutOfTime`` once
+    ``deadline`` has passed (``pools.deadline_check``)."""
+    tick = deadline_check(deadline)
     if not fleet or s.router == "round_robin" or replicas == 1:
         w = _replica_workload(s, trace, replicas, n)
-        return simulate(w, cfg, timer, stop_on_slo_miss=cfg.slo.early_stop_valid, detail=False)
+        return simulate(w, cfg, timer, stop_on_slo_miss=cfg.slo.early_stop_valid, detail=False, progress=tick)
     w = _fleet_workload(s, trace, replicas, n)
     stop = cfg.slo.early_stop_valid
-    return simulate_fleet(w, cfg, timer, replicas, s.router, stop_on_slo_miss=stop, detail=False).combined
+    return simulate_fleet(
+        w, cfg, timer, replicas, s.router, stop_on_slo_miss=stop, detail=False, progress=tick
+    ).combined
 
 
 def _layout_row(s: Scenario, gpus_per_node: int) -> dict:
@@ -147,7 +162,9 @@ def _comm_frac(x: EngineInputs, concurrency: int) -> float:
     return float(np.asarray(decode(x, batch=max(concurrency, 1)).comm_frac))
 
 
-def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int) -> dict:
+def _size_one(
+    s: Scenario, catalog: Catalog, trace: Workload | None, max_requests: int, deadline: float | None = None
+) -> dict:
     """Fewest replicas for one GPU × layout (a row of the table, before pricing)."""
     r, x = sim_inputs(s, catalog)
     row = dict(gpu=s.gpu, name=r.gpu.name, price_per_gpu_hour_usd=float(np.asarray(x.price_per_gpu_hour_usd)))
@@ -167,7 +184,9 @@ def _size_one(s: Scenario, catalog: Catalog, trace: Workload | None, max_request
 
     def run(replicas: int, n: int, fleet: bool = True) -> SimResult:
         if (replicas, n) not in results:
-            results[replicas, n] = _simulated(s, trace, replicas, n, cfg, timer, fleet)
+            if deadline is not None and time.time() > deadline:
+                raise OutOfTime
+            results[replicas, n] = _simulated(s, trace, replicas, n, cfg, timer, fleet, deadline)
         return results[replicas, n]
 
     def passes(n: int) -> Callable[[int], bool]:
@@ -244,15 +263,19 @@ def size_fleet(
     gpus: Sequence[str] | None = None,
     tps: Sequence[int] = TP_OPTIONS,
     max_requests: int = SIZING_MAX_REQUESTS,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[..., None] | None = None,
     layouts: bool = True,
     search: bool = False,
+    time_budget_s: float | None = SEARCH_TIME_BUDGET_S,
+    **search_options: Any,
 ) -> Sizing:
     """The sizing table (module doc) for every GPU profile (or ``gpus``) × layout (``tps`` and, with
     ``layouts``, the multi-node and expert-parallel ones of ``sizing_layouts``); with ``search`` and a
-    scenario whose ``search`` key is not ``none``, the knob search's (``planner.search.knob_search``)."""
+    scenario whose ``search`` key is not ``none``, the knob search's (``planner.search.knob_search``;
+    ``search_options``: ``searched_sizing``'s)."""
     if search and s.search != "none":
-        return searched_sizing(s, catalog, trace, gpus, progress)
+        return searched_sizing(s, catalog, trace, gpus, progress, time_budget_s=time_budget_s, **search_options)
+    deadline = time.time() + time_budget_s if time_budget_s is not None else None
     # An unpriced profile (price 0: none published) would rank as free; it is sized only when asked for.
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     tps = accepted_tps(s, catalog, tps)
@@ -264,7 +287,11 @@ def size_fleet(
     for k, (g, lay) in enumerate(combos):
         here = dict(gpu=g, **lay.changes(), layout=lay.label, gpus_per_instance=lay.gpus)
         try:
-            rows.append(_size_one(on_layout(s, g, lay), catalog, trace, max_requests))
+            if deadline is not None and time.time() > deadline:
+                raise OutOfTime
+            rows.append(_size_one(on_layout(s, g, lay), catalog, trace, max_requests, deadline))
+        except OutOfTime:
+            rows.append(here | dict(fits=True, status=f"not sized: the {time_budget_s:g} s time budget ran out"))
         except SimulationBudgetError as exc:
             rows.append(here | dict(fits=True, status="not simulated: " + "; ".join(exc.problems)))
         except ScenarioError as exc:
@@ -308,22 +335,51 @@ def searched_sizing(
     catalog: Catalog,
     trace: Workload | None = None,
     gpus: Sequence[str] | None = None,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[..., None] | None = None,
+    on_update: Callable[[Sizing], None] | None = None,
+    **options: Any,
 ) -> Sizing:
     """``size_fleet`` through the knob search: its confirmed table (with this table's columns and the
-    configuration's), its answer, and the disaggregated estimate beside it."""
-    z = search_fleet(s, catalog, trace, gpus, progress=None if progress is None else lambda f, _t: progress(f))
+    configuration's), its answer, and the disaggregated estimate beside it.  ``on_update`` gets the sizing
+    each time the search's table changes (the screened answer first); ``options`` go to ``search_fleet``
+    (``executor``, ``time_budget_s``, ``workers``)."""
+    disagg: dict[str, pd.DataFrame] = {}
+
+    def update(z: SearchResult) -> None:
+        assert on_update is not None
+        on_update(_sizing_of(s, catalog, z, disagg))
+
+    z = search_fleet(
+        s, catalog, trace, gpus, progress=progress, on_update=None if on_update is None else update, **options
+    )
+    return _sizing_of(s, catalog, z, {})
+
+
+def screened_answer(
+    s: Scenario, catalog: Catalog, trace: Workload | None = None, gpus: Sequence[str] | None = None
+) -> Sizing:
+    """The search's screened answer alone (no simulation, no disaggregated estimate): what the dashboard
+    shows the moment *Size the fleet* is pressed, while its worker starts."""
+    z = search_fleet(s, catalog, trace, gpus, confirm=False)
+    return _sizing_of(s, catalog, z, {"frame": pd.DataFrame()})
+
+
+def _sizing_of(s: Scenario, catalog: Catalog, z: SearchResult, disagg: dict[str, pd.DataFrame]) -> Sizing:
+    """The sizing of a (finished or running) search; ``disagg`` keeps the disaggregated estimate between the
+    updates of one run (it moves only with the colocated answers: recomputed when the run ends)."""
     table = z.table.assign(fits=True)
     keys = list(dict.fromkeys(z.points["gpu"].astype(str)))
     plans: dict[str, list[Layout]] = {g: [] for g in keys}  # the layouts the search tried on each GPU
     for b in z.bases:
         if b.layout not in plans.setdefault(b.gpu, []):
             plans[b.gpu].append(b.layout)
+    if "frame" not in disagg:
+        disagg["frame"] = disaggregated(s, catalog, keys, plans, table, z.rate_per_s, z.mean_output_tokens)
     return Sizing(
         table=table,
         best=z.best,
         reason=z.reason,
-        disaggregated=disaggregated(s, catalog, keys, plans, table, z.rate_per_s, z.mean_output_tokens),
+        disaggregated=disagg["frame"],
         rate_per_s=z.rate_per_s,
         mean_output_tokens=z.mean_output_tokens,
         requests_per_simulation=z.requests_per_simulation,

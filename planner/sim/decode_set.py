@@ -129,20 +129,68 @@ class DecodeSet:
         pool.free_blocks -= needed
         return victims
 
+    def blocks_needed(self, last_tick: int, pool: BlockPool) -> int:
+        """Extra blocks the members need to run every step up to tick ``last_tick`` (a pool without window
+        layers: one unit per block position): Σ (ctx_off + last_tick + q + block − 1) // block − held over the
+        members whose growth tick is ≤ ``last_tick`` — read from the heap's entries at or below it (a walk
+        of the heap's top, not a pass over the batch)."""
+        heap, epoch, held, offsets = self.grow_at, self.epoch, pool.held_blocks, self.ctx_off
+        block = pool.block_tokens
+        reach = last_tick + self.q + block - 1
+        total = 0
+        if last_tick - self.tick >= block:  # a block's worth of steps or more: most members grow, pass over them
+            for i in self.members:
+                extra = (offsets[i] + reach) // block - held[i]
+                if extra > 0:
+                    total += extra
+            return total
+        todo = [0] if heap and heap[0][0] <= last_tick else []
+        size = len(heap)
+        while todo:
+            k = todo.pop()
+            _, i, e, h = heap[k]
+            if epoch[i] == e and held[i] == h:
+                total += (offsets[i] + reach) // block - h
+            for c in (2 * k + 1, 2 * k + 2):
+                if c < size and heap[c][0] <= last_tick:
+                    todo.append(c)
+        return total
+
     def jumped(self, steps: int, pool: BlockPool) -> None:
         """``steps`` decode steps ran: cover the last one's positions (the caller checked they fit);
-        advance the tick."""
+        advance the tick.  Only the members whose growth tick falls in the jump grow (popped from the
+        heap with their new entry pushed); stale entries are dropped when they outnumber the members."""
         held, block, offsets, epoch = pool.held_blocks, pool.block_tokens, self.ctx_off, self.epoch
-        reach = steps - 1 + self.q + block - 1 + self.tick
+        last = self.tick + steps - 1
+        reach = last + self.q + block - 1
+        lead = 1 - self.q  # the growth tick is held·block − q − ctx_off + 1
+        if steps > block:  # most members grow: a pass over them, the heap rebuilt
+            free = pool.free_blocks
+            for i in self.members:
+                positions = (offsets[i] + reach) // block
+                if positions > held[i]:
+                    free -= pool.growth(held[i], positions)
+                    held[i] = positions
+            pool.free_blocks = free
+            self.tick += steps
+            self.grow_at = [(held[i] * block - offsets[i] + lead, i, epoch[i], held[i]) for i in self.members]
+            heapq.heapify(self.grow_at)
+            return
+        heap = self.grow_at
         free = pool.free_blocks
-        for i in self.members:
+        grown: list[tuple[int, int, int, int]] = []
+        while heap and heap[0][0] <= last:
+            _, i, e, h = heapq.heappop(heap)
+            if epoch[i] != e or held[i] != h:
+                continue
             positions = (offsets[i] + reach) // block
-            if positions > held[i]:
-                free -= pool.growth(held[i], positions)
-                held[i] = positions
+            free -= pool.growth(h, positions)
+            held[i] = positions
+            grown.append((positions * block - offsets[i] + lead, i, e, positions))
         pool.free_blocks = free
         self.tick += steps
-        # one growth entry per member, rebuilt at once (a jump moves most of them)
-        lead = 1 - self.q  # the growth tick is held·block − q − ctx_off + 1
-        self.grow_at = [(held[i] * block - offsets[i] + lead, i, epoch[i], held[i]) for i in self.members]
-        heapq.heapify(self.grow_at)
+        for entry in grown:
+            heapq.heappush(heap, entry)
+        if len(heap) > 2 * len(self.members) + 64:
+            self.grow_at = [(held[i] * block - offsets[i] + lead, i, epoch[i], held[i]) for i in self.members]
+            heapq.heapify(self.grow_at)

@@ -115,6 +115,33 @@ def simulate_fleet(
     progress: Callable[[float], None] | None = None,
 ) -> FleetResult:
     """Simulate ``w`` on ``replicas`` replicas behind ``router`` (module doc).  Pure and seeded."""
+    run, reps = run_fleet(
+        w, cfg, step_time, replicas, router, stop_on_slo_miss=stop_on_slo_miss, detail=detail, progress=progress
+    )
+    per_request = per_request_itl(run, reps)
+    combined = assemble(run, reps, w, itl_per_request=per_request)
+    combined.summary["replicas"] = float(replicas)
+    parts = [
+        assemble(run, [rep], w, rows=np.array(rep.feed, dtype=np.int64), itl_per_request=per_request) for rep in reps
+    ]
+    if progress is not None:
+        progress(1.0)
+    return FleetResult(combined, parts, router)
+
+
+def run_fleet(
+    w: Workload,
+    cfg: SimConfig,
+    step_time: StepTime,
+    replicas: int,
+    router: Router = "round_robin",
+    *,
+    stop_on_slo_miss: bool = False,
+    detail: bool = True,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[RunState, list[Replica]]:
+    """The fleet's run, before its results are assembled: the shared state and each replica's (``replay``
+    reads the per-request state of the requests it counts)."""
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: one of {', '.join(ROUTERS)}")
     check_work_budget(w, cfg, step_time.step_s(1, 1.0, (), ()), replicas)
@@ -133,15 +160,7 @@ def simulate_fleet(
                 progress((k + 1) / replicas)
     else:
         _routed(run, reps, PICKERS[router], stop_on_slo_miss, progress)
-    per_request = per_request_itl(run, reps)
-    combined = assemble(run, reps, w, itl_per_request=per_request)
-    combined.summary["replicas"] = float(replicas)
-    parts = [
-        assemble(run, [rep], w, rows=np.array(rep.feed, dtype=np.int64), itl_per_request=per_request) for rep in reps
-    ]
-    if progress is not None:
-        progress(1.0)
-    return FleetResult(combined, parts, router)
+    return run, reps
 
 
 def _routed(

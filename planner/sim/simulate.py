@@ -51,6 +51,7 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.sim.budget import check_work_budget
 from planner.sim.config import SimConfig
+from planner.sim.prefill_run import MIN_RUN_STEPS, prefill_run, run_length
 from planner.sim.results import (
     NOT_RUN,
     REJECTED_KV,
@@ -113,8 +114,9 @@ def fit_problems(s: Scenario, r: Resolved, x: EngineInputs) -> list[str]:
     ]
 
 
-def _iterate(run: RunState, rep: Replica, until_s: float) -> None:
-    """One scheduler iteration on ``rep``: reserve the decodes' blocks, plan chunks, one step or a jump."""
+def _iterate(run: RunState, rep: Replica, until_s: float, stop_on_slo_miss: bool) -> None:
+    """One scheduler iteration on ``rep``: reserve the decodes' blocks, plan chunks, one step, a run of steps
+    that differ only in their contexts (``prefill_run``), or a jump."""
     context, target, step_tokens = run.context_tokens, run.prefill_target_tokens, run.step_tokens
     ds = rep.decode_set
     if ds is not None:
@@ -126,9 +128,16 @@ def _iterate(run: RunState, rep: Replica, until_s: float) -> None:
     if victims:
         preempted(run, rep, victims)
     chunks = None
+    budget = run.cfg.chunk_tokens - len(decoding) * step_tokens
     if rep.waiting or rep.prefilling:  # else there is no prefill work to plan
-        chunks = plan_prefill_chunks(run, rep, run.cfg.chunk_tokens - len(decoding) * step_tokens)
+        chunks = plan_prefill_chunks(run, rep, budget)
     if chunks and chunks[0]:
+        requests, new, past = chunks
+        if run.prefill_runs and len(requests) == 1 and new[0] == budget and not rep.pool.windowed:
+            steps = run_length(run, rep, requests[0], budget, past[0])
+            if steps >= MIN_RUN_STEPS:
+                prefill_run(run, rep, decoding, requests[0], budget, past[0], steps, until_s, stop_on_slo_miss)
+                return
         finished = mixed_step(run, rep, decoding, *chunks)
     else:
         finished = decode_jump(run, rep, decoding, until_s)
@@ -158,7 +167,7 @@ def advance(
             continue
         if rep.now_s >= until_s:
             return
-        _iterate(run, rep, until_s)
+        _iterate(run, rep, until_s, stop_on_slo_miss)
         record_time(rep.now_s)
         record_queue(len(waiting))
         record_used(pool.capacity_blocks - pool.free_blocks)

@@ -35,6 +35,8 @@ class RunState:
         self.step_tokens = cfg.gamma + 1
         self.speculative = cfg.gamma > 0
         self.log_steps = detail and not self.speculative  # per-request ITLs from runs of the step log
+        # runs of mixed steps in one call (``prefill_run``): the decode set and a step time that has them
+        self.prefill_runs = not self.speculative and hasattr(step_time, "chunk_run_s")
         self.draws = AcceptanceDraws(np.random.default_rng([cfg.seed, 1]), cfg.alpha, self.step_tokens)
         self.status = np.full(n, SERVED, dtype=np.int64)
         self.status[w.prompt_tokens + w.output_tokens > cfg.context_window_tokens] = REJECTED_CONTEXT
@@ -71,6 +73,7 @@ class RunState:
         self.admitted = [False] * n
         # inter-token latencies per request (detail; the sample is each replica's ``itl_pieces``)
         self.itl_parts: list[list[np.ndarray]] = [[] for _ in range(n)] if detail and self.speculative else []
+        self.itl_part_weights: list[list[np.ndarray]] = [[] for _ in range(n)] if detail and self.speculative else []
         self.decode_from = [-1] * n  # replica step at which the request's current run of decodes began
         self.decode_runs: list[list[tuple[int, int]]] = [[] for _ in range(n)] if detail else []
         self.gaps: list[list[float]] = [[] for _ in range(n)] if detail else []

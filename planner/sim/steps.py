@@ -145,9 +145,10 @@ def book_decodes(
         context[i] += tokens
         generated[i] += tokens
     if run.detail:
-        itl_parts = run.itl_parts
+        itl_parts, itl_weights = run.itl_parts, run.itl_part_weights
         for row, i in enumerate(decoding):
             itl_parts[i].append(itl_s[row])
+            itl_weights[i].append(accepted[row])
 
 
 def mixed_step(
@@ -212,6 +213,7 @@ def emit_prefill_token(run: RunState, rep: Replica, i: int) -> None:
         if run.detail:
             if run.speculative:
                 run.itl_parts[i].append(np.array([gap_s]))
+                run.itl_part_weights[i].append(np.ones(1, dtype=np.int64))
             else:
                 run.gaps[i].append(gap_s)
     run.last_token_s[i] = now_s
@@ -278,13 +280,14 @@ def speculative_jump(
     first request reaches its output length, or earlier if the free units run out.
     ``tokens_before[:, j]``: tokens gained before step j; its width is the jump's steps."""
     decodes = len(decoding)
-    drawn_steps = int(min(remaining.max(), MAX_SPEC_JUMP_STEPS))
+    drawn_steps = min(int(remaining.max()), MAX_SPEC_JUMP_STEPS)
     accepted = run.draws.take(decodes, drawn_steps)
     cumulative = accepted.cumsum(axis=1)
-    reached = cumulative >= remaining[:, None]
-    first = np.where(reached.any(axis=1), reached.argmax(axis=1), drawn_steps)
-    steps = int(min(first.min() + 1, drawn_steps))
-    tokens_before = np.concatenate([np.zeros((decodes, 1), dtype=np.int64), cumulative[:, : steps - 1]], axis=1)
+    # each row's first step reaching its output length = the steps before it (its cumulative sum grows)
+    first = (cumulative < remaining[:, None]).sum(axis=1)
+    steps = min(int(first.min()) + 1, drawn_steps)
+    tokens_before = np.zeros((decodes, steps), dtype=np.int64)
+    tokens_before[:, 1:] = cumulative[:, : steps - 1]
     pool = rep.pool
     block = pool.block_tokens
     reach = np.array(contexts) + run.step_tokens + block - 1
@@ -318,13 +321,13 @@ def most_steps_fitting(blocks_needed: Callable[[int], int], steps: int, free_blo
 
 
 def jump_durations_s(
-    run: RunState, rep: Replica, decodes: int, contexts: list[int], growth: np.ndarray, until_s: float
+    run: RunState, rep: Replica, decodes: int, mean_context: float, growth: np.ndarray, until_s: float
 ) -> np.ndarray:
-    """Durations of the jump's steps at mean context (Σ contexts) / decodes + growth[j].
+    """Durations of the jump's steps at mean context ``mean_context`` (Σ contexts / decodes) + growth[j].
 
     The jump stops after the step during which ``until_s`` falls (a fleet's next arrival), or the
     next request routed here arrives when it could be admitted."""
-    durations_s = np.asarray(run.step_time.decode_steps_s(decodes, sum(contexts) / decodes + growth), dtype=float)
+    durations_s = np.asarray(run.step_time.decode_steps_s(decodes, mean_context + growth), dtype=float)
     cfg = run.cfg
     horizon_s = until_s
     if rep.next_feed < len(rep.feed):
@@ -334,9 +337,10 @@ def jump_durations_s(
         if admissible:
             horizon_s = min(horizon_s, run.arrival_s[rep.feed[rep.next_feed]])
     if horizon_s < math.inf:
-        ends_s = np.cumsum(durations_s)
-        steps = min(int(np.searchsorted(ends_s, horizon_s - rep.now_s, side="left")) + 1, durations_s.shape[0])
-        durations_s = durations_s[:steps]
+        ends_s = durations_s.cumsum()
+        steps = int(ends_s.searchsorted(horizon_s - rep.now_s, side="left")) + 1
+        if steps < durations_s.shape[0]:
+            durations_s = durations_s[:steps]
     return durations_s
 
 
@@ -351,17 +355,23 @@ def decode_jump(run: RunState, rep: Replica, decoding: list[int], until_s: float
     accepted: np.ndarray | None = None
     if ds is not None:
         tick = ds.tick
-        offsets = ds.ctx_off
-        contexts = [offsets[i] + tick for i in decoding]
-        steps = plain_jump_steps(rep, decoding, contexts, min(ds.next_finish() - tick, MAX_JUMP_STEPS), step_tokens)
-        durations_s = jump_durations_s(run, rep, decodes, contexts, np.arange(steps, dtype=float), until_s)
+        steps = min(ds.next_finish() - tick, MAX_JUMP_STEPS)
+        if pool.windowed:
+            offsets = ds.ctx_off
+            contexts = [offsets[i] + tick for i in decoding]
+            steps = plain_jump_steps(rep, decoding, contexts, steps, step_tokens)
+        elif ds.blocks_needed(tick + steps - 1, pool) > pool.free_blocks:
+            steps = most_steps_fitting(lambda s: ds.blocks_needed(tick + s - 1, pool), steps, pool.free_blocks)
+        # Σ contexts = Σ ctx_off + decodes · tick exactly (integers): the same mean context as summing them
+        durations_s = jump_durations_s(run, rep, decodes, ds.mean_context(), np.arange(steps, dtype=float), until_s)
         steps = durations_s.shape[0]
         ds.jumped(steps, pool)
     else:
         contexts = [context[i] for i in decoding]
         remaining = np.array([output[i] - generated[i] for i in decoding])
         drawn, tokens_before = speculative_jump(run, rep, decoding, contexts, remaining)
-        durations_s = jump_durations_s(run, rep, decodes, contexts, tokens_before.sum(axis=0) / decodes, until_s)
+        mean_context = sum(contexts) / decodes
+        durations_s = jump_durations_s(run, rep, decodes, mean_context, tokens_before.sum(axis=0) / decodes, until_s)
         steps = durations_s.shape[0]
         before = tokens_before[:, steps - 1]
         accepted = drawn[:, :steps].copy()

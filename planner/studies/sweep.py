@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from planner.engine.evaluate import compute, inputs_for, resolve
 from planner.errors import ScenarioError, SweepError, format_validation_error
+from planner.executors import Executor
 from planner.export import present_frame
 from planner.links import FIELDS, _coerce, _field_ok, allowed_range
 from planner.model.catalog import Catalog
@@ -154,10 +155,35 @@ def _chunk_frame(s: Scenario, base: Scenario, catalog: Catalog, flat: dict[str, 
     return pd.DataFrame(cols)
 
 
+def _chunk_task(shared: tuple[Scenario, Catalog], task: tuple[Scenario, dict[str, np.ndarray]]) -> pd.DataFrame:
+    """One chunk of a sweep as an executor task (``planner.executors``)."""
+    base, catalog = shared
+    s, flat = task
+    return _chunk_frame(s, base, catalog, flat)
+
+
+def _in_order(executor: Executor, tasks: list, shared: tuple) -> Iterator[pd.DataFrame]:
+    """The tasks' frames in task order, each as soon as every one before it is done (the others wait)."""
+    waiting: dict[int, pd.DataFrame] = {}
+    nxt = 0
+    for event in executor.run(_chunk_task, tasks, shared):
+        if event is None:
+            continue
+        waiting[event[0]] = event[1]
+        while nxt in waiting:
+            yield waiting.pop(nxt)
+            nxt += 1
+
+
 def sweep_chunks(
-    base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog, chunk_rows: int = CHUNK_ROWS
+    base: Scenario,
+    axes: Mapping[str, Sequence],
+    catalog: Catalog,
+    chunk_rows: int = CHUNK_ROWS,
+    executor: Executor | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """``sweep``'s rows, ``chunk_rows`` at a time (raw SI values; present them with ``present_frame``).
+    """``sweep``'s rows, ``chunk_rows`` at a time (raw SI values; present them with ``present_frame``),
+    computed here or, with ``executor``, as its tasks (the local pool, Ray) and yielded in the same order.
 
     The budget is checked and every categorical combination validated before the first row is
     computed, so a sweep that cannot run fails at once."""
@@ -175,9 +201,12 @@ def sweep_chunks(
             problems.extend(exc.problems)
     if problems:
         raise SweepError(problems)
-    for s in combos:
-        for start in range(0, n, chunk_rows):
-            yield _chunk_frame(s, base, catalog, {k: v[start : start + chunk_rows] for k, v in flat.items()})
+    tasks = [(s, {k: v[a : a + chunk_rows] for k, v in flat.items()}) for s in combos for a in range(0, n, chunk_rows)]
+    if executor is not None:
+        yield from _in_order(executor, tasks, (base, catalog))
+        return
+    for s, part in tasks:
+        yield _chunk_frame(s, base, catalog, part)
 
 
 def sweep(base: Scenario, axes: Mapping[str, Sequence], catalog: Catalog) -> pd.DataFrame:

@@ -464,3 +464,51 @@ def test_max_concurrency_is_a_batch_that_really_fits(catalog, kw):
     assert 1 <= f < 4096
     assert metrics(catalog, batch=f, chunk=4096, **kw)["batch_fits_memory"]
     assert not metrics(catalog, batch=f + 1, chunk=4096, **kw)["batch_fits_memory"]
+
+
+def _grid(catalog, n: int, **scenario):
+    from planner.engine.evaluate import inputs_for, resolve
+
+    x = inputs_for(resolve(Scenario(**scenario), catalog))
+    rng = np.random.default_rng(11)
+    prompt = rng.integers(16, 40_000, n).astype(float)
+    return x.with_(
+        batch=rng.integers(1, 600, n).astype(float),
+        prompt_tokens=prompt,
+        output_tokens=rng.integers(1, 4096, n).astype(float),
+        chunk_tokens=rng.integers(64, 8192, n).astype(float),
+        cache_hit_rate=rng.random(n),
+        prefix_tokens=np.floor(prompt * rng.random(n)),
+        alpha=rng.random(n),
+    )
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [{}, dict(model="mixtral-8x7b", tp=2), dict(model="gemma-2-9b", spec=True), dict(model="llama-3.1-70b", pp=2)],
+)
+def test_a_grid_computed_in_pieces_is_the_whole_grid_to_the_bit(catalog, monkeypatch, scenario):
+    from planner.engine import evaluate
+
+    x = _grid(catalog, 2500, **scenario)
+    whole = evaluate.compute(x)
+    monkeypatch.setattr(evaluate, "CHUNK_SCENARIOS", 700)  # 4 pieces, the last one short
+    pieces = evaluate.compute(x)
+    assert pieces.keys() == whole.keys()
+    for k in whole:
+        assert np.shape(pieces[k]) == np.shape(whole[k]), k
+        np.testing.assert_array_equal(np.asarray(pieces[k]), np.asarray(whole[k]), err_msg=k)
+
+
+def test_the_smallest_tp_that_fits_is_the_first_of_every_tp_that_does(catalog):
+    from planner.engine.memory import TP_CANDIDATES, _fits_at_tp, min_tp_that_fits
+
+    answers = set()
+    for scenario in ({}, dict(model="llama-3.1-405b", gpu="l4"), dict(model="qwen2.5-72b", gpu="a100-40gb-sxm")):
+        x = _grid(catalog, 3000, **scenario).as_arrays()
+        every = np.stack([np.broadcast_to(_fits_at_tp(x, float(tp)), (3000,)) for tp in TP_CANDIDATES])
+        want = np.where(every.any(axis=0), TP_CANDIDATES[np.argmax(every, axis=0)], 0.0)
+        got = min_tp_that_fits(x)
+        np.testing.assert_array_equal(got, want)
+        answers |= set(got.tolist())
+    assert len(answers) >= 4  # the grids span several answers, 0 (nothing fits) among them

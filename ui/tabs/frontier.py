@@ -24,7 +24,7 @@ from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import DEFAULTS
 from planner.model.scenario import SEARCH_AXES, Scenario
 from planner.search.frontiers import FRONTIERS, frontier_points
-from planner.search.knob_search import MEETS, Screened, SearchResult, describe, screen_points
+from planner.search.knob_search import MEETS, Screened, SearchResult, basis_text, describe, screen_points
 from planner.search.latency_text import latency_columns
 from planner.sim.fleet import FleetResult
 from planner.sim.slo import Slo, verdict
@@ -35,7 +35,7 @@ from ui.format import display_frame, download_csv, md_escape, md_list, md_text, 
 from ui.jobs import RESULTS, WORKERS, Busy, Job
 from ui.slo_inputs import stat_input
 from ui.state import PageContext
-from ui.tabs.runs import session_id
+from ui.tabs.runs import cancel_button, session_id
 from ui.tabs.runs import wait as wait_for_job
 from ui.tabs.sizing_view import COMM_HEADER, CONFIG_DISPLAY, CONFIG_KINDS, latency_display
 
@@ -61,6 +61,7 @@ TABLE_DISPLAY = CONFIG_DISPLAY | {
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
+    "basis": "basis",
     "status": "status",
 }
 #: How each shown column is formatted (``ui.format.table``).
@@ -217,9 +218,13 @@ def _options(z: Screened) -> dict[int, str]:
     }
 
 
-def _start(ctx: PageContext, slot: Any, kind: str, s: Scenario, key: str, pressed: bool) -> Job | None:
+def _start(
+    ctx: PageContext, slot: Any, kind: str, s: Scenario, key: str, pressed: bool, holder: Any = None
+) -> Job | None:
     """Start (when ``pressed``) or join the worker job ``kind`` for ``s`` under ``key`` (ui/jobs.py: the
-    Simulate tab's busy rule and time limit) and wait for it with a progress bar; None when none runs."""
+    Simulate tab's busy rule and time limit) and wait for it with a progress bar; None when none runs.  A
+    search draws its answer so far in ``holder`` (screened at once, confirmed row by row) beside a Cancel
+    button."""
     st = ctx.st
     job = WORKERS.find(key)
     if job is None and not pressed:
@@ -231,8 +236,31 @@ def _start(ctx: PageContext, slot: Any, kind: str, s: Scenario, key: str, presse
             st.warning(md_escape(f"Not started: {exc}."))
             return None
     text = "Searching…" if kind == SEARCH_JOB else f"Simulating {s.replicas} replicas…"
-    wait_for_job(_NotedSlot(slot, job), job, text)
+    on_partial = None
+    cancel = None
+    if kind == SEARCH_JOB and holder is not None:
+        cancel = st.empty()  # emptied when the run ends: the finished view has no Cancel
+        cancel_button(cancel, job, _W + "cancel_search", "Cancel: keep what is confirmed")
+
+        def on_partial(z: SearchResult) -> None:
+            with holder.container():
+                _partial(st, z)
+
+    wait_for_job(_NotedSlot(slot, job), job, text, on_partial)
+    if holder is not None:
+        holder.empty()
+        if cancel is not None:
+            cancel.empty()
     return job
+
+
+def _partial(st: Any, z: SearchResult) -> None:
+    """The search's answer while it confirms: no widgets (the finished view has the keys)."""
+    (st.info if z.best_basis == "screened" else st.success)(md_escape(z.reason))
+    flags = z.table["best"].astype(bool).tolist()
+    shown, kinds = _shown_table(z)
+    st.dataframe(table(shown, kinds, flags), hide_index=True)
+    st.caption(md_text(basis_text(z)))
 
 
 class _NotedSlot:
@@ -300,28 +328,34 @@ def _run_search(ctx: PageContext, key: str, pressed: bool) -> None:
     st = ctx.st
     if key in RESULTS:
         return
-    job = _start(ctx, st.empty(), SEARCH_JOB, ctx.scenario, key, pressed)
+    job = _start(ctx, st.empty(), SEARCH_JOB, ctx.scenario, key, pressed, st.empty())
     if job is not None and job.state != "done":
         st.error("The search cannot run:\n\n" + md_list(job.problems))
 
 
-def _confirmed(ctx: PageContext, z: SearchResult) -> None:
-    st = ctx.st
-    (st.success if z.best is not None else st.warning)(md_escape(z.reason))
-    flags = z.table["best"].astype(bool).tolist()
+def _shown_table(z: SearchResult) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The candidates' table for the page: its latency columns headed by the SLO's statistic."""
     lat, lat_kinds = latency_display(z.slo)
     items = list(TABLE_DISPLAY.items())
     at = list(TABLE_DISPLAY).index("decode_comm_frac")
     shown = display_frame(z.table, dict(items[:at] + list(lat.items()) + items[at:]), tuple(lat))
-    kinds = TABLE_KINDS | lat_kinds
+    return shown, TABLE_KINDS | lat_kinds
+
+
+def _confirmed(ctx: PageContext, z: SearchResult) -> None:
+    st = ctx.st
+    box = st.warning if z.best is None else st.info if z.best_basis == "screened" else st.success
+    box(md_escape(z.reason))
+    flags = z.table["best"].astype(bool).tolist()
+    shown, kinds = _shown_table(z)
     st.dataframe(table(shown, kinds, flags), hide_index=True)
     st.caption(
         md_text(
-            f"Screened {fmt_count(z.scored)} configurations ({fmt_count(z.valid)} the engine accepts) in "
-            f"{fmt_seconds(z.screen_s)}; confirmed {len(z.table)} by {fmt_count(z.simulations)} simulations of "
-            f"{fmt_count(z.requests_per_simulation)} requests per replica on {len(z.seeds)} seed(s) in "
-            f"{fmt_seconds(z.confirm_s)}. Each replica count passes when every seed meets the SLO; the binding "
-            "constraint is what the simulation misses with one replica fewer."
+            basis_text(z)[:1].upper()
+            + basis_text(z)[1:]
+            + " Each candidate is one replica simulated at its share of the traffic; the binding constraint is "
+            "what the simulation misses at the count below the answer. Rows whose basis is screened are the "
+            "screening model's estimate."
         )
     )
     ok = z.table[z.table["status"] == MEETS]

@@ -15,16 +15,17 @@ automatic prefix caching); the API prompt-cache pricing is the Prompt caching ta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import Any, get_args
 
-from planner.errors import TraceError
+from planner.errors import ScenarioError, TraceError
 from planner.format import fmt_bytes, fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import FIELDS
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import PrefixCacheMode, Router, Scenario, TraceName
 from planner.search.latency_text import latency_columns
-from planner.search.sizing import Sizing
+from planner.search.sizing import Sizing, screened_answer
 from planner.sim.fleet import FleetResult, replica_frame
 from planner.sim.results import SimResult, cdf_frame, requests_frame, simulated_gpu_hit, summary_frame, timeline_frame
 from planner.sim.slo import Slo, goodput_targets
@@ -44,8 +45,8 @@ from ui.format import display_frame, download_csv, md_escape, md_list, table
 from ui.jobs import RESULTS, WORKERS, Busy
 from ui.slo_inputs import stat_input, target_inputs
 from ui.state import PageContext
-from ui.tabs.runs import session_id, upload_job, wait
-from ui.tabs.sizing_view import show_sizing, simulate_row
+from ui.tabs.runs import cancel_button, session_id, upload_job, wait
+from ui.tabs.sizing_view import show_partial_sizing, show_sizing, simulate_row
 
 FORM_FIELDS = (
     "rate",
@@ -309,13 +310,16 @@ def _preview(st: Any, w: Workload, name: str, s: Scenario) -> None:
 def _words(action: str, s: Scenario) -> str:
     if action == SIZE:
         knobs = "" if s.search == "none" else f" × {s.search.replace(',', ' × ')}"
-        return f"Sizing: every GPU profile × tp{knobs}, the cheapest simulated…"
+        return f"Sizing: every GPU profile × tp{knobs} screened, the cheapest confirmed by simulation…"
     return "Simulating " + ("one replica" if s.replicas == 1 else f"{s.replicas} replicas") + "…"
 
 
-def _run(ctx: PageContext, slot: Any, action: str | None, key: str, workload: Workload | None) -> None:
+def _run(
+    ctx: PageContext, slot: Any, action: str | None, key: str, workload: Workload | None, holder: Any = None
+) -> None:
     """Start (or join) the run under ``key`` when asked — or when one is already running under it — and wait
-    for it; its problems as an error box."""
+    for it; its problems as an error box.  A sizing's answer so far is drawn in ``holder`` while it confirms
+    (screened at once, each row replaced as its simulation arrives), with a Cancel button."""
     st, s = ctx.st, ctx.scenario
     job = WORKERS.find(key)
     if job is None and action is None:
@@ -326,7 +330,25 @@ def _run(ctx: PageContext, slot: Any, action: str | None, key: str, workload: Wo
         except Busy as exc:
             st.warning(md_escape(f"Not started: {exc}."))
             return
-    wait(slot, job, _words(job.kind, s))
+    on_partial = None
+    cancel = None
+    if job.kind == SIZE and holder is not None:
+        cancel = st.empty()  # emptied when the run ends: the finished view has no Cancel
+        cancel_button(cancel, job, _W + "cancel_size", "Cancel: keep what is confirmed")
+
+        def on_partial(z: Sizing) -> None:
+            with holder.container():
+                show_partial_sizing(st, z)
+
+        if job.partial is None and s.search != "none":  # the worker is starting: the screen is a fraction of a second
+            with contextlib.suppress(ScenarioError):  # the worker reports it
+                on_partial(screened_answer(s, ctx.catalog, workload))
+
+    wait(slot, job, _words(job.kind, s), on_partial)
+    if holder is not None:
+        holder.empty()
+        if cancel is not None:
+            cancel.empty()
     if job.state == "problems" and job.kind == SIMULATE:
         st.error("This run was not simulated:\n\n" + md_list(job.problems))
     elif job.state != "done":
@@ -367,6 +389,7 @@ def render(ctx: PageContext) -> None:
     _sync_form(ss, s)
     action, values = _form(st, s)
     slot = st.empty()  # the progress bar, right under the buttons
+    holder = st.empty()  # a sizing's answer while it confirms
     data, digest, problem = _upload(st)
     if problem:
         st.error(md_escape(problem))
@@ -392,7 +415,7 @@ def render(ctx: PageContext) -> None:
     if not problem and not problems:
         for a in (SIMULATE, SIZE):
             if (a == action or WORKERS.find(keys[a]) is not None) and keys[a] not in RESULTS:
-                _run(ctx, slot, a if a == action else None, keys[a], workload)
+                _run(ctx, slot, a if a == action else None, keys[a], workload, holder)
     fleet: FleetResult | None = RESULTS.get(keys[SIMULATE])
     sizing: Sizing | None = RESULTS.get(keys[SIZE])
     if fleet is None and sizing is None:

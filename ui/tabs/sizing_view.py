@@ -11,6 +11,9 @@ import pandas as pd
 from planner.format import fmt_count, fmt_num
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.search.answer import SCREENED
+from planner.search.confidence import band_text
+from planner.search.knob_search import basis_text
 from planner.search.latency_text import latency_columns
 from planner.search.layouts import on_layout
 from planner.search.sizing import SIZING_MAX_REQUESTS, Sizing
@@ -54,6 +57,7 @@ SIZING_DISPLAY = CONFIG_DISPLAY | {
     "goodput_frac": "goodput",
     "binding": "binding",
     "decode_comm_frac": COMM_HEADER,
+    "basis": "basis",
     "status": "status",
 }
 SIZING_KINDS = CONFIG_KINDS | {"goodput": "pct"}
@@ -94,30 +98,62 @@ def sizing_display_frame(table: pd.DataFrame, slo: Slo) -> pd.DataFrame:
     return display_frame(table, dict(items[:at] + list(lat.items()) + items[at:]), tuple(lat))
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _verdict_box(st: Any, reason: str, best: int | None, basis: str) -> None:
+    """The answer in words: green when confirmed by simulation, blue while it is the screening model's."""
+    box = st.warning if best is None else st.info if basis == SCREENED else st.success
+    box(md_escape(reason))
+
+
+def show_partial_sizing(st: Any, z: Sizing) -> None:
+    """A sizing still confirming (``ui.jobs`` partials): its answer so far and the table, each row's basis —
+    no widgets, so the finished view drawn below on a later rerun has the keys to itself."""
+    st.subheader("Fleet sizing (confirming by simulation…)")
+    search = z.search
+    _verdict_box(st, z.reason, z.best, search.best_basis if search is not None else "")
+    flags = z.table["best"].astype(bool).tolist()
+    st.dataframe(table(sizing_display_frame(z.table), SIZING_KINDS, flags), hide_index=True)
+    if search is not None:
+        st.caption(md_text(_sentence(basis_text(search))))
+
+
 def show_sizing(st: Any, z: Sizing) -> None:
     st.subheader("Fleet sizing")
-    (st.success if z.best is not None else st.warning)(md_escape(z.reason))
+    _verdict_box(st, z.reason, z.best, z.search.best_basis if z.search is not None else "")
     flags = z.table["best"].astype(bool).tolist()
     kinds = SIZING_KINDS | latency_display(z.slo)[1]
     st.dataframe(table(sizing_display_frame(z.table, z.slo), kinds, flags), hide_index=True)
     if z.search is not None:
+        n = z.requests_per_simulation
+        slo = z.search.slo
+        band = (
+            band_text(n // 2, slo.q)
+            if not slo.is_mean
+            else f"for the mean, the median's count: {band_text(n // 2, 50.0)}"
+        )
         st.caption(
             md_text(
                 f"Searched GPU × layout (tp, pp, ep, dp) × {z.search.points['batch'].nunique()} batch caps × "
                 f"{z.search.points['chunk'].nunique()} chunks (link key search: {md_escape(searched_knobs(z))}); the "
-                f"cheapest {len(z.table)} of {fmt_count(len(z.search.points))} configurations were simulated "
-                f"({fmt_count(z.requests_per_simulation)} requests per replica, {len(z.search.seeds)} seeds). The "
-                "Search & frontier tab shows every point."
+                f"cheapest {len(z.table)} of {fmt_count(len(z.search.points))} configurations were simulated, each "
+                f"on one replica at its share of the traffic ({fmt_count(n)} requests a run; {band} — "
+                "half the requests, for one queue's correlated path). "
+                + _sentence(basis_text(z.search))
+                + " The Search & frontier tab shows every point."
             )
         )
     st.caption(
         md_escape(
             f"Fewest replicas per GPU profile and layout meeting {z.slo.text()} at "
             f"{fmt_num(z.rate_per_s)} requests/s: "
-            f"with round-robin each replica gets its share, with a load-aware router the whole fleet is simulated; "
-            f"each search run simulates {fmt_count(z.requests_per_simulation)} requests per replica (at most "
-            f"{fmt_count(SIZING_MAX_REQUESTS)}, fewer than a full simulation, to keep the table fast), and "
-            "replicas − 1 was simulated to miss."
+            "behind a round-robin or random router one replica is simulated at its share of the traffic (the "
+            "fleet's size does not change the cost), with a load-aware router the whole fleet; "
+            f"each run simulates {fmt_count(z.requests_per_simulation)} requests per replica"
+            + ("" if z.search is not None else f" (at most {fmt_count(SIZING_MAX_REQUESTS)})")
+            + ", and the count below the answer was simulated to miss (resolved to 4 % of the count for large fleets)."
         )
     )
     st.plotly_chart(sizing_figure(z.table), key="sim-sizing", config=PLOTLY_CONFIG)

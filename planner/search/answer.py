@@ -1,0 +1,269 @@
+"""The search's answer: the table of candidates — each either confirmed by simulation or, until it is (or
+when the time budget ran out first), the screening model's estimate — and the answer in words.
+
+Every row carries its ``basis``: ``simulated`` (its replica count passed in simulation and the count
+below it failed) or ``screened`` (the screening model's count, cost and latencies, ``analytic``).  The
+answer is the cheapest *simulated* row meeting the SLO; while none is, the cheapest screened one, said to
+be screened.  A screened row cheaper than the simulated answer is named beside it (it might win).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.format import fmt_count, fmt_num, fmt_usd
+from planner.model.scenario import Scenario
+from planner.search.confirm import Candidate, Confirmation
+from planner.search.grid import COLOCATED, DISAGGREGATED
+from planner.search.pools import PoolSizing
+from planner.sim.slo import LATENCIES, Slo
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
+
+MEETS = "meets SLOs"
+SIMULATED, SCREENED = "simulated", "screened"
+#: A screened row's status: still waiting for its simulation, or left by the time budget or a cancel.
+PENDING = "screened: confirming by simulation…"
+UNCONFIRMED = "screened: not confirmed by simulation in time"
+CONFIG_COLUMNS = (
+    "point",
+    "gpu",
+    "name",
+    "mode",
+    "layout",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "gpus_per_replica",
+    "nodes",
+    "batch",
+    "chunk",
+    "kvdtype",
+    "wdtype",
+    "spec",
+    "prefill_layout",
+    "prefill_tp",
+    "prefill_gpus_per_replica",
+    "prefill_chunk",
+    "price_per_gpu_hour_usd",
+    "decode_comm_frac",
+)
+TABLE_COLUMNS = CONFIG_COLUMNS + (
+    "replicas",
+    "prefill_replicas",
+    "decode_replicas",
+    "gpus",
+    "cost_per_hour_usd",
+    "cost_per_million_output_tokens_usd",
+    "ttft_q_s",
+    "kv_transfer_s",
+    "tpot_q_s",
+    "itl_q_s",
+    "e2e_q_s",
+    "goodput_frac",
+    "output_tokens_per_s_per_gpu",
+    "binding",
+    "binding_analytic",
+    "analytic_gpus",
+    "basis",
+    "status",
+    "simulations",
+    "simulated_requests",
+    "best",
+)
+_SCREENED_VALUES = (
+    "replicas",
+    "prefill_replicas",
+    "decode_replicas",
+    "gpus",
+    "cost_per_hour_usd",
+    "cost_per_million_output_tokens_usd",
+    "ttft_q_s",
+    "kv_transfer_s",
+    "tpot_q_s",
+    "itl_q_s",
+    "e2e_q_s",
+    "output_tokens_per_s_per_gpu",
+)
+
+
+def describe(row: pd.Series | dict, layout: bool = True) -> str:
+    """A configuration in words: 'tp8·pp2, batch 256, chunk 2,048, KV fp8, fp8 weights, speculative'
+    (``layout`` False: without the leading layout, for a table that has its own column)."""
+    parts = [str(row["layout"])] if layout else []
+    parts += [f"batch {fmt_count(row['batch'])}", f"chunk {fmt_count(row['chunk'])}"]
+    if row["kvdtype"] == "fp8":
+        parts.append("KV fp8")
+    if row["wdtype"] == "fp8":
+        parts.append("fp8 weights")
+    if row["spec"]:
+        parts.append("speculative decoding")
+    text = ", ".join(parts)
+    if row["mode"] == DISAGGREGATED:
+        return f"decode pool {text}; prefill pool {row['prefill_layout']}, chunk {fmt_count(row['prefill_chunk'])}"
+    return text
+
+
+def _binding(p: PoolSizing) -> str:
+    if p.replicas == 1:
+        return "none (one replica suffices)"
+    if p.below is None:
+        return ""
+    return p.below.worst.binding_text()
+
+
+def _base_row(row: pd.Series) -> dict[str, Any]:
+    out: dict[str, Any] = {k: row[k] for k in CONFIG_COLUMNS if k in row}
+    return out | dict(analytic_gpus=row["gpus"], binding_analytic=row["binding"])
+
+
+def screened_row(row: pd.Series, status: str = PENDING) -> dict[str, Any]:
+    """A candidate not (yet) simulated: the screening model's fleet, cost and latencies."""
+    out = _base_row(row) | {k: row[k] for k in _SCREENED_VALUES if k in row}
+    return out | dict(basis=SCREENED, status=status, binding=row["binding"], simulations=0, simulated_requests=0)
+
+
+def confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: float) -> dict[str, Any]:
+    """One table row: the point's configuration and what the simulation found (a timed-out one: screened)."""
+    runs = dict(
+        simulations=sum(p.simulations for p in conf.pools), simulated_requests=sum(p.requests for p in conf.pools)
+    )
+    if conf.timed_out:
+        return screened_row(row, UNCONFIRMED) | runs
+    out = _base_row(row) | runs | dict(basis=SIMULATED)
+    failed = [p for p in conf.pools if p.replicas is None]
+    if failed:
+        return out | dict(status=failed[0].problem or "misses the SLO in simulation", binding="")
+    if row["mode"] == COLOCATED:
+        (p,) = conf.pools
+        assert p.at is not None and p.replicas is not None
+        gpus = p.replicas * int(row["gpus_per_replica"])
+        at = p.at.worst
+        out |= dict(replicas=p.replicas, binding=_binding(p))
+        lat = {n: at.value(n) for n in LATENCIES}
+        goodput = at.goodput_frac
+    else:
+        pre, dec = conf.pools
+        assert pre.at is not None and dec.at is not None and pre.replicas and dec.replicas
+        gpus = pre.replicas * int(row["prefill_gpus_per_replica"]) + dec.replicas * int(row["gpus_per_replica"])
+        first = pre.at.worst.ttft_q_s + conf.kv_transfer_s
+        lat = {n: dec.at.worst.value(n) for n in LATENCIES} | {"ttft": first}
+        lat["e2e"] = first + dec.at.worst.e2e_q_s  # the decode pool's E2EL starts at its first token
+        goodput = min(pre.at.worst.goodput_frac, dec.at.worst.goodput_frac)
+        out |= dict(
+            replicas=dec.replicas,
+            prefill_replicas=pre.replicas,
+            decode_replicas=dec.replicas,
+            kv_transfer_s=conf.kv_transfer_s,
+            binding=f"decode pool: {_binding(dec)}; prefill pool: {_binding(pre)}",
+        )
+    cost = gpus * row["price_per_gpu_hour_usd"]
+    per_hour = rate * mean_out * S_PER_HOUR
+    return out | dict(
+        status=MEETS,
+        gpus=gpus,
+        cost_per_hour_usd=cost,
+        cost_per_million_output_tokens_usd=cost / per_hour * TOKENS_PER_MTOK if per_hour > 0 else float("nan"),
+        **{f"{n}_q_s": v for n, v in lat.items()},
+        goodput_frac=goodput,
+        output_tokens_per_s_per_gpu=rate * mean_out / gpus,
+    )
+
+
+def answer_table(
+    points: pd.DataFrame,
+    cands: list[Candidate],
+    confs: dict[int, Confirmation],
+    rate: float,
+    mean_out: float,
+    left: str = PENDING,
+) -> pd.DataFrame:
+    """One row per candidate (module doc): the simulated ones meeting the SLO cheapest first, then the
+    screened ones cheapest first (status ``left`` for those not simulated), then those that failed.
+    ``best`` marks the answer: the first simulated row meeting the SLO, else the first screened one."""
+    rows = []
+    for c in cands:
+        row = points.iloc[int(c.point)]
+        conf = confs.get(c.point)
+        rows.append(screened_row(row, left) if conf is None else confirmed_row(row, conf, rate, mean_out))
+    table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
+    group = np.where(table["status"] == MEETS, 0, np.where(table["basis"] == SCREENED, 1, 2))
+    table = table.assign(_group=group).sort_values(["_group", "cost_per_hour_usd", "gpus", "ttft_q_s"], kind="stable")
+    table = table.drop(columns="_group").reset_index(drop=True)
+    table["best"] = False
+    if len(table) and (table.loc[0, "status"] == MEETS or table.loc[0, "basis"] == SCREENED):
+        table.loc[0, "best"] = True
+    return table
+
+
+def _own_knobs(s: Scenario, points: pd.DataFrame) -> pd.Series | None:
+    """The cheapest screened point with the scenario's own knobs on its own GPU (any layout)."""
+    own = points[
+        (points["mode"] == COLOCATED)
+        & (points["gpu"] == s.gpu)
+        & (points["batch"] == s.batch)
+        & (points["chunk"] == s.chunk)
+        & (points["kvdtype"] == s.kvdtype)
+        & (points["wdtype"] == s.wdtype)
+        & (points["spec"] == s.spec)
+    ]
+    return own.iloc[0] if len(own) else None
+
+
+def _fleet_words(row: pd.Series) -> str:
+    if row["mode"] == DISAGGREGATED:
+        return (
+            f"{int(row['prefill_replicas'])} prefill + {int(row['decode_replicas'])} decode replicas of {row['name']}"
+        )
+    return f"{int(row['replicas'])} × {row['name']}"
+
+
+def _cost_words(row: pd.Series) -> str:
+    return (
+        f"{fmt_count(int(row['gpus']), 'GPU')}, {fmt_usd(row['cost_per_hour_usd'])}/h, "
+        f"{fmt_usd(row['cost_per_million_output_tokens_usd'])} per million output tokens"
+    )
+
+
+def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: float) -> str:
+    """The answer in one paragraph (module doc): the cheapest fleet, its basis, what binds it, the next one,
+    a cheaper screened one not yet simulated, and what the scenario's own knobs would need."""
+    slo = Slo.of(s)
+    targets = f"{slo.text()} at {fmt_num(rate)} requests/s"
+    best = table[table["best"]]
+    if not len(best):
+        return f"No configuration searched meets {targets}."
+    row = best.iloc[0]
+    if row["basis"] == SCREENED:
+        text = (
+            f"Screening model (not confirmed by simulation yet): the cheapest way to meet {targets} is "
+            f"{_fleet_words(row)} ({describe(row)}): {_cost_words(row)}; binding: {row['binding_analytic']}."
+        )
+    else:
+        text = (
+            f"Cheapest way to meet {targets}: {_fleet_words(row)} ({describe(row)}): {_cost_words(row)}; binding: "
+            f"{row['binding']} (confirmed by simulation; screening model: {row['binding_analytic']})."
+        )
+        ok = table[table["status"] == MEETS]
+        if len(ok) > 1:
+            nxt = ok.iloc[1]
+            base = row["cost_per_hour_usd"]
+            extra = nxt["cost_per_hour_usd"] / base - 1.0 if base > 0 else np.nan
+            text += f" Next: {_fleet_words(nxt)} ({describe(nxt)}), {int(nxt['gpus'])} GPUs, {extra:+.0%}."
+        cheaper = table[(table["basis"] == SCREENED) & (table["cost_per_hour_usd"] < row["cost_per_hour_usd"])]
+        if len(cheaper):
+            c = cheaper.iloc[0]
+            text += (
+                f" Not simulated: {_fleet_words(c)} ({describe(c)}) might cost less, ≈ {_cost_words(c)} by the "
+                "screening model."
+            )
+    own = _own_knobs(s, points)
+    if own is not None and own["meets_slo"] and int(own["point"]) != int(row["point"]):
+        text += (
+            f" With this scenario's own knobs (batch {fmt_count(s.batch)}, chunk {fmt_count(s.chunk)}) a "
+            f"{own['name']} fleet needs ≈ {fmt_count(own['gpus'], 'GPU')} (screening model, {own['layout']})."
+        )
+    return text
