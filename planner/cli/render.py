@@ -51,11 +51,20 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             "Memory, per GPU",
             [
                 ("fits", lambda m: _yes(m["fits"]) + ("" if m["fits"] else f" (smallest tp that fits: {_tp(m)})")),
+                ("memory share (mem_util in force)", lambda m: fmt_num(m["mem_util_frac"])),
                 ("weights", lambda m: fmt_bytes(m["weight_bytes_per_gpu"])),
                 ("activation reserve", lambda m: fmt_bytes(m["reserve_bytes_per_gpu"])),
+                (
+                    "  of it CUDA graphs (the engine's estimate)",
+                    lambda m: fmt_bytes(m["cuda_graph_charged_bytes_per_gpu"]),
+                ),
                 ("KV cache budget", lambda m: fmt_bytes(m["kv_budget_bytes_per_gpu"])),
                 ("KV cache per token", lambda m: fmt_bytes(m["kv_bytes_per_token_per_gpu"])),
                 ("KV cache capacity", lambda m: fmt_count(m["kv_capacity_tokens"], "token")),
+                (
+                    "'GPU KV cache size' as the engine logs it",
+                    lambda m: fmt_count(m["logged_kv_cache_tokens"], "token"),
+                ),
                 (
                     f"max concurrency at {fmt_num(ctx)} tokens",
                     lambda m: (
