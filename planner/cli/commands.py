@@ -243,14 +243,21 @@ def pareto(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
 def launch(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.engine.evaluate import resolve
     from planner.launch.commands import launch_command
+    from planner.launch.flags import flag_problems
+    from planner.model.engine_flags import load_flag_table
 
     r = resolve(scenario_from_link(args.link, catalog, err), catalog)
-    cmd = launch_command(r, args.engine)
+    cmd = launch_command(r, args.engine, catalog)
+    table = load_flag_table(cmd.profile_key)
+    refused = flag_problems(cmd.argv, table) if table is not None else []
+    notes = [*r.notes, *cmd.notes] + [f"the {cmd.version} parser would not take: {p}" for p in refused]
     if args.format == "json":
-        out.write(json.dumps({"engine": cmd.engine, "argv": list(cmd.argv), "notes": list(cmd.notes)}, indent=2) + "\n")
+        doc = {"engine": cmd.engine, "version": cmd.version, "argv": list(cmd.argv), "notes": notes}
+        out.write(json.dumps(doc, indent=2) + "\n")
         return 0
     out.write(cmd.text() + "\n")
-    for note in (*r.notes, *cmd.notes):
+    out.write(f"# flags of {cmd.version}" + (" (checked against its parser's flag table)" if table else "") + "\n")
+    for note in notes:
         out.write(f"# {note}\n")
     return 0
 
