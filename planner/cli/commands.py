@@ -306,12 +306,12 @@ def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
     from planner.links import to_query_string
     from planner.logs.check import calibrated_scenario
     from planner.logs.check import check_log as run_check
-    from planner.logs.vllm_log import parse_vllm_log
+    from planner.logs.startup import parse_startup_log
 
     scenario = scenario_from_link(args.link, catalog, err)
-    log = parse_vllm_log(_read_log(args.log))
+    log = parse_startup_log(_read_log(args.log))
     check = run_check(scenario, log, catalog)
-    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate else None
+    link = to_query_string(calibrated_scenario(scenario, log, catalog)) if args.calibrate else None
     if args.format == "json":
         rows = [
             {"term": r.term, "unit": r.unit, "predicted": r.predicted, "logged": r.logged, "error": r.error_frac}

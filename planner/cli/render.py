@@ -181,11 +181,11 @@ def scenario_text(result: Result) -> str:
 
 def log_check_text(check: Any) -> str:
     """``kvplan check-log``'s table: each term predicted, logged and the error; then the notes."""
-    lines = [f"{'term':<48}{'predicted':>14}{'logged':>14}{'error':>9}"]
+    lines = [f"{'term':<58}{'predicted':>14}{'logged':>14}{'error':>9}"]
     for r in check.rows:
         pred = "—" if r.predicted is None else f"{r.predicted:,.2f}"
         logged = "—" if r.logged is None else f"{r.logged:,.2f}"
         err = "" if r.error_frac is None else f"{r.error_frac:+.1%}"
-        lines.append(f"{(r.label + ' (' + r.unit + ')'):<48}{pred:>14}{logged:>14}{err:>9}")
+        lines.append(f"{(r.label + ' (' + r.unit + ')'):<58}{pred:>14}{logged:>14}{err:>9}")
     lines += [f"note: {n}" for n in check.notes]
     return "\n".join(lines) + "\n"
