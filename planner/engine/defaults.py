@@ -8,8 +8,9 @@
                      tier     = chunked_prefill_size and the decode CUDA-graph max_bs by M (and tp < 4 or not)
                      max_bs   = min(tier max_bs, max_running_requests) — kvplan passes batch as the latter
                      graphs   = 2·max_bs + [dp > 1] attn_dp·max_bs·(3 (+1.5 above 300)) + [CUDA] 8·#prefill graph sizes
-                                (prefill graphs up to chunked_prefill_size; MLA: 1,536 MiB flat)
+                                (prefill graphs up to chunked_prefill_size; MLA: 1,536 MiB flat; + 1,024 with DeepEP)
                      reserved = max(512 + 1.5·max(C_sgl, 2048) + tp·pp/8·1024 + graphs, 10,240 if M > 61,440)
+                                + 2,048 with DeepEP's all-to-all
                      u        = round((M − reserved) / M, 3)     C_sgl = the chunked_prefill_size the command passes
   KV block         vLLM 0.19 as kvplan launches it: 16.  vLLM 0.33: the attention backend's preferred block
                    (platforms/interface.py update_block_size_for_backend): MLA on SM 10.x FLASHINFER_MLA 32,
@@ -79,13 +80,22 @@ def sglang_defaults(rule: StaticFraction, gpu: GPU, model: ModelSpec, s: Scenari
         graphs += max_bs * s.dp * (rule.per_dp_bs_mib + (rule.per_dp_bs_large_mib if max_bs > rule.large_bs else 0.0))
     prefill = prefill_graph_sizes(min(chunk, rule.mla_prefill_max_bs) if model.is_mla else chunk)
     prefill = prefill if gpu.cuda_major else 0  # breakable prefill graphs are on by default on CUDA only
+    deepep = sglang_deepep(s)
     if prefill:
         graphs += rule.mla_prefill_graphs_mib if model.is_mla else rule.per_prefill_graph_mib * prefill
+        graphs += rule.deepep_prefill_graphs_mib if deepep else 0.0
     reserved = rule.base_mib + rule.per_token_mib * max(chunk, rule.min_tokens) + rule.per_rank_mib * tp_size * s.pp
     reserved += graphs
     if mib > rule.floor_above_mib:
         reserved = max(reserved, rule.floor_mib)
+    reserved += rule.deepep_decode_mib if deepep else 0.0
     return SglangDefaults(mib, tier.chunked_prefill_size, max_bs, prefill, reserved, round((mib - reserved) / mib, 3))
+
+
+def sglang_deepep(s: Scenario) -> bool:
+    """kvplan's SGLang command runs DeepEP's all-to-all (``--moe-a2a-backend deepep``): experts over the whole
+    tp_size (ep = tp · dp) with data-parallel attention."""
+    return s.ep > 1 and s.ep == s.tp * s.dp and s.dp > 1
 
 
 def mem_util_in_force(engine: EngineProfile, gpu: GPU, model: ModelSpec, s: Scenario) -> float:

@@ -45,7 +45,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from planner.engine.defaults import block_in_force, mem_util_in_force, sglang_defaults
+from planner.engine.defaults import block_in_force, mem_util_in_force, sglang_deepep, sglang_defaults
 from planner.engine.evaluate import CUSTOM_MODEL, Resolved
 from planner.errors import ProblemsError
 from planner.launch.ids import hf_repo_id
@@ -272,7 +272,7 @@ def _sglang_layout(r: Resolved, spell: EngineLaunch) -> tuple[list[str], list[st
         argv += ["--dp-size", str(s.dp), "--enable-dp-attention"]
     if s.ep > 1:
         argv += ["--ep-size", str(s.ep)]
-        if s.ep == s.tp * s.dp and s.dp > 1:
+        if sglang_deepep(s):
             argv += ["--moe-a2a-backend", "deepep"] + (["--enable-two-batch-overlap"] if s.tbo else [])
         if s.eplb:
             argv += ["--enable-eplb"]

@@ -56,9 +56,10 @@ class StaticFraction(BaseModel):
     """SGLang's default ``mem_fraction_static`` (``handle_gpu_memory_settings``):
 
     reserved = max(base + per_token · max(chunked_prefill_size, min_tokens) + per_rank · tp · pp
-                   + graphs, floor)  (the floor only on GPUs above ``floor_above_mib``)
+                   + graphs, floor) + [DeepEP] deepep_decode  (the floor only on GPUs above ``floor_above_mib``)
     graphs   = per_decode_bs · max_bs + [attention DP] attn_dp · max_bs · (per_dp_bs (+ per_dp_bs_large above
                large_bs)) + [prefill graphs, CUDA] per_prefill_graph · #prefill sizes (MLA: mla_prefill_graphs)
+               (+ deepep_prefill_graphs with DeepEP)
     u        = round((M − reserved) / M, 3)           M = nvidia-smi memory.total, MiB
     """
 
@@ -75,8 +76,14 @@ class StaticFraction(BaseModel):
     per_prefill_graph_mib: float = Field(ge=0, le=1e3)
     mla_prefill_graphs_mib: float = Field(ge=0, le=1e6)
     mla_prefill_max_bs: int = Field(ge=1, le=10_000_000, description="MLA's prefill graphs stop at this many tokens")
+    deepep_prefill_graphs_mib: float = Field(
+        default=0.0, ge=0, le=1e6, description="breakable prefill graphs with DeepEP"
+    )
     floor_mib: float = Field(ge=0, le=1e6)
     floor_above_mib: float = Field(ge=0, le=1e7)
+    deepep_decode_mib: float = Field(
+        default=0.0, ge=0, le=1e6, description="DeepEP all-to-all buffers in the decode graphs, above the floor"
+    )
     tiers: tuple[GpuMemoryTier, ...] = Field(min_length=1, max_length=32)
     source: str = Field(min_length=1, max_length=4000)
 

@@ -158,6 +158,18 @@ def test_sglang_keeps_ten_gib_outside_the_fraction_and_caps_graphs_at_max_runnin
     assert m["block_tokens"] == 1  # arg_groups/overrides.py:1341-1363: page 1 on CUDA (fa3 on Hopper)
 
 
+def test_sglang_reserves_for_attention_dp_and_deepep(catalog):
+    """memory_hook.py:346-385 reserve_for_graph_mb (attention DP: 3 · max_bs · attn_dp, + 1.5 · max_bs · attn_dp above
+    300; MLA prefill graphs 1,536; DeepEP's breakable prefill graphs 1,024) and :402-414 (DeepEP's decode buffers,
+    2,048 above the floor).  DeepSeek-V3 on 8 H200 with attention DP 8 and DeepEP (--tp-size 8, chunk 2,048 · 8):
+    512 + 1.5 · 16,384 + 8 · 128 + (2 · 512 + 512 · 8 · 4.5 + 1,536 + 1,024) + 2,048 = 50,176 MiB → 0.651."""
+    rule = catalog.engine("sglang").memory.static_fraction
+    s = Scenario(model="deepseek-v3", gpu="h200", wdtype="fp8", quant="fp8-block", tp=1, dp=8, ep=8, batch=1024,
+                 engine="sglang")  # fmt: skip
+    d = sglang_defaults(rule, catalog.gpus["h200"], catalog.models["deepseek-v3"], s)
+    assert (d.cuda_graph_max_bs, d.reserved_mib, d.mem_fraction_static) == (512, 50176, 0.651)
+
+
 # 7. the block the attention backend picks ------------------------------------------------------------
 
 
