@@ -34,6 +34,12 @@ SHIPPED: dict[str, tuple[str, str]] = {
         "vllm",
         "the vLLM 0.19.1 batch-1 inter-token-latency intercepts (H100, B200); every other value is the pool's",
     ),
+    "vllm@0.33": (
+        "vllm",
+        "vLLM 0.19.1, as for vllm@0.19: no published vLLM 0.2x/0.3x step-time measurement kvplan can reproduce was "
+        "found, so vLLM 0.33 runs at the vLLM group's fit (the 0.19.1 batch-1 inter-token-latency intercepts, H100 "
+        "and B200; every other value is the pool's)",
+    ),
     "sglang@0.5.23": (
         "",
         "no published SGLang measurement kvplan can reproduce was found (the public SGLang figures are "
@@ -89,11 +95,17 @@ def fitted_sections() -> tuple[Fit, dict[str, str]]:
 
 
 def replace_timing(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    head, sep, _ = text.partition("\n[timing]")
-    if not sep:
+    """``section`` in place of the file's ``[timing]`` tables; the sections after them ([launch] …) stay."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[timing]"), None)
+    if start is None:
         raise SystemExit(f"{path}: no [timing] section to replace")
-    path.write_text(head.rstrip("\n") + "\n\n" + section, encoding="utf-8")
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].startswith("[") and not lines[i].startswith("[timing")),
+        len(lines),
+    )
+    head, tail = "".join(lines[:start]).rstrip("\n"), "".join(lines[end:])
+    path.write_text(head + "\n\n" + section + ("\n" + tail if tail else ""), encoding="utf-8")
 
 
 def main() -> None:

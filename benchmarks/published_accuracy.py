@@ -36,6 +36,25 @@ def _line(name: str, preds) -> str:
     )
 
 
+def _kv_versions(rows, catalog) -> None:
+    """How many KV rows each vLLM version's rules predict (a row runs on the version its log is from), and
+    the versions kvplan models that no published log checks yet."""
+    counts: dict[str, int] = {}
+    for row in kv_capacity.kv_rows(rows):
+        if kv_capacity.pending_reason(row, catalog) is None:
+            key = kv_capacity.row_engine(row, catalog)
+            counts[key] = counts.get(key, 0) + 1
+    unchecked = sorted(k for k in catalog.engines if k.startswith("vllm@") and k not in counts)
+    print("kv rows by engine version: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), end="")
+    if unchecked:
+        print(
+            f"; {', '.join(unchecked)}: none — no published start-up log of that release for a model with a preset "
+            "(the 0.22-0.25 logs found are consumer GPUs / hybrid models: pending rows K26-K28)",
+            end="",
+        )
+    print()
+
+
 def main(show_rows: bool = False) -> None:
     rows = load_rows()
     catalog = load_catalog()
@@ -51,6 +70,7 @@ def main(show_rows: bool = False) -> None:
     print("## summary")
     print(_line("kv_capacity", kv))
     print(_line("kv_held_out", kv_held_out))
+    _kv_versions(rows, catalog)
     waiting = kv_capacity.pending(rows, catalog)
     if waiting:
         print(

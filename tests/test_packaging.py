@@ -45,6 +45,9 @@ def test_wheel_carries_code_data_and_dashboard(wheel):
         "planner/data/hardware_profiles/h100-sxm.toml",
         "planner/data/model_presets/llama-3.1-8b.toml",
         "planner/data/engine_profiles/vllm/0.19.toml",
+        "planner/data/engine_profiles/vllm/0.33.toml",
+        "planner/data/engine_profiles/vllm/0.33-flags.json",  # each version's flag table (planner.model.engine_flags)
+        "planner/data/engine_profiles/sglang/0.5.23-flags.json",
         "planner/data/traces/mooncake-conversation.jsonl.gz",
         "planner/data/examples/usage_log_example.jsonl",
         "planner/cli/server.toml",

@@ -405,14 +405,14 @@ def _does_not_fit(result: Result) -> Notice:
     total = fmt_bytes(m["memory_total_bytes_per_gpu"])
     if m["memory_headroom_bytes_per_gpu"] < 0:
         why = (
-            f"the start-up baseline, the {fmt_pct(s.mem_util)} budget and the CUDA graphs need "
+            f"the start-up baseline, the {fmt_pct(m['mem_util_frac'])} budget and the CUDA graphs need "
             f"{fmt_bytes(-m['memory_headroom_bytes_per_gpu'])} more than the {total} a {r.gpu.name} reports"
         )
     elif m["kv_budget_bytes_per_gpu"] <= 0:
         why = (
             f"{fmt_bytes(m['weight_bytes_per_gpu'])} of weights + {fmt_bytes(m['reserve_bytes_per_gpu'])} of "
             f"activation peak and non-torch memory per GPU exceed the {fmt_bytes(m['usable_bytes_per_gpu'])} "
-            f"{r.engine.name} budgets on a {r.gpu.name} ({fmt_pct(s.mem_util)} of the {total} it reports)"
+            f"{r.engine.label} budgets on a {r.gpu.name} ({fmt_pct(m['mem_util_frac'])} of the {total} it reports)"
         )
     else:
         why = (

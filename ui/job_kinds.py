@@ -84,7 +84,7 @@ def _heavy(kind: str, payload: Any, progress: Callable[..., None]) -> Any:
 class LogReport:
     """A start-up log read and set beside the plan: what the Check-a-log tab shows."""
 
-    log: Any  # VllmStartup
+    log: Any  # VllmStartup | SglangStartup
     rows: tuple[Any, ...]  # planner.logs.check.TermRow
     notes: tuple[str, ...]
     refused: tuple[str, ...]  # why the log's figures cannot calibrate the plan ([] when they can)
@@ -94,10 +94,10 @@ def check_log(payload: Any, progress: Callable[..., None]) -> LogReport:
     from planner.errors import ScenarioError
     from planner.logs.check import calibration_problems
     from planner.logs.check import check_log as compare
-    from planner.logs.vllm_log import parse_vllm_log
+    from planner.logs.startup import parse_startup_log
 
     scenario_json, text = payload
-    log = parse_vllm_log(text)
+    log = parse_startup_log(text)
     try:
         check = compare(_scenario(scenario_json), log, catalog())
     except ScenarioError as exc:

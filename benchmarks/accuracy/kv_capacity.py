@@ -11,10 +11,11 @@ max_model_len as prompt + output, gpu_memory_utilization, block size, dtypes and
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from benchmarks.accuracy.report import Prediction
-from benchmarks.accuracy.rows import MODEL_KEYS, Row, gpu_key, load_rows
+from benchmarks.accuracy.rows import DEFAULT_ROW_ENGINE, MODEL_KEYS, Row, gpu_key, load_rows
 from planner.engine.evaluate import evaluate
 from planner.errors import ScenarioError
 from planner.launch.ids import hf_repo_id, same_checkpoint
@@ -22,7 +23,8 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 
 CATEGORY = "kv_capacity"
-#: vLLM 0.19's max_num_seqs for ``vllm serve`` on a ≥ 70 GiB GPU (engine/arg_utils.py:2242) when a row does not say.
+#: vLLM 0.19's (and 0.33's) max_num_seqs for ``vllm serve`` on a ≥ 70 GiB GPU (engine/arg_utils.py:2242) when a row
+#: does not say.
 DEFAULT_MAX_NUM_SEQS = 1024
 
 
@@ -67,9 +69,18 @@ def pending_reason(row: Row, catalog: Catalog) -> str | None:
     return None
 
 
+def row_engine(row: Row, catalog: Catalog) -> str:
+    """The engine version whose rules the row's log was printed by: ``vllm@0.19`` for a vLLM 0.19.x log,
+    ``vllm@0.33`` for a 0.33.x one (the log's major.minor), else ``DEFAULT_ROW_ENGINE``."""
+    m = re.search(r"vLLM ([0-9]+\.[0-9]+)", row.engine)
+    key = f"vllm@{m.group(1)}" if m else ""
+    return key if key in catalog.engines else DEFAULT_ROW_ENGINE
+
+
 def row_scenario(row: Row, catalog: Catalog) -> Scenario:
-    """The row's deployment as a kvplan scenario at its log's settings."""
+    """The row's deployment as a kvplan scenario at its log's settings, on the engine version it logs."""
     fields: dict[str, Any] = dict(
+        engine=row_engine(row, catalog),
         gpu=gpu_key(row),
         model=preset_key(row, catalog),
         tp=row.tp,

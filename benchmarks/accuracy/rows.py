@@ -120,8 +120,11 @@ def model_key(row: Row) -> str:
     raise KeyError(f"{row.id}: no preset for model {row.model!r}")
 
 
-#: A row's engine_key → the shipped engine profile that describes it (other engines: the default).
-ENGINE_PROFILE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+#: A row's engine_key → the shipped engine profile (a pinned version) that describes it.  The vLLM rows are
+#: vLLM 0.19.x logs and benchmarks (or older), and the timing is fitted at vllm@0.19: they run on it, not on
+#: the newest vLLM (whose budget and defaults differ).  Other engines (LMDeploy, gpt-fast): ``DEFAULT_ROW_ENGINE``.
+ENGINE_PROFILE = {"vllm": "vllm@0.19", "sglang": "sglang@0.5.23", "trtllm": "trtllm@0.9"}
+DEFAULT_ROW_ENGINE = "vllm@0.19"
 
 
 def engine_key(row: Row) -> str:

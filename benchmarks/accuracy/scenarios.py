@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.accuracy.rows import ENGINE_PROFILE, Row, dtype_key, engine_key, gpu_key, model_key
+from benchmarks.accuracy.rows import DEFAULT_ROW_ENGINE, ENGINE_PROFILE, Row, dtype_key, engine_key, gpu_key, model_key
 from planner.model.scenario import Scenario
 
 
@@ -13,7 +13,7 @@ def scenario_for(row: Row, **overrides: Any) -> Scenario:
 
     ``prefix=0`` (no prompt caching in these runs); the batch is the row's (static batch) or 1;
     a zero-token prompt (a fitted zero-context intercept) is one token; the engine is the
-    row's shipped profile, else the default."""
+    row's shipped profile at the version its rows describe (``ENGINE_PROFILE``)."""
     fields: dict[str, Any] = dict(
         gpu=gpu_key(row),
         model=model_key(row),
@@ -24,7 +24,7 @@ def scenario_for(row: Row, **overrides: Any) -> Scenario:
         output=row.output or 1,
         prefix=0,
         batch=row.batch or 1,
-        engine=ENGINE_PROFILE.get(engine_key(row), "vllm"),
+        engine=ENGINE_PROFILE.get(engine_key(row), DEFAULT_ROW_ENGINE),
     )
     if row.mem_util is not None:
         fields["mem_util"] = row.mem_util

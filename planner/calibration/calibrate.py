@@ -237,7 +237,8 @@ def calibrated_profile_toml(engine: EngineProfile, gpu: GPU, cal: Calibration, w
         source=engine.source,
         notes=f"Calibrated by kvplan on {what} for {gpu.name} ({t.family} family).",
     )
-    return tomlfile.dumps({**head, "memory": engine.memory.model_dump(), "timing": timing})
+    memory, launch = engine.memory.model_dump(), engine.launch.model_dump()
+    return tomlfile.dumps({**head, "memory": memory, "timing": timing, "launch": launch})
 
 
 def calibration_rows(cal: Calibration) -> list[dict[str, Any]]:

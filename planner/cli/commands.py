@@ -348,14 +348,21 @@ def pareto(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
 def launch(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
     from planner.engine.evaluate import resolve
     from planner.launch.commands import launch_command
+    from planner.launch.flags import flag_problems
+    from planner.model.engine_flags import load_flag_table
 
     r = resolve(scenario_from_link(args.link, catalog, err), catalog)
-    cmd = launch_command(r, args.engine)
+    cmd = launch_command(r, args.engine, catalog)
+    table = load_flag_table(cmd.profile_key)
+    refused = flag_problems(cmd.argv, table) if table is not None else []
+    notes = [*r.notes, *cmd.notes] + [f"the {cmd.version} parser would not take: {p}" for p in refused]
     if args.format == "json":
-        out.write(json.dumps({"engine": cmd.engine, "argv": list(cmd.argv), "notes": list(cmd.notes)}, indent=2) + "\n")
+        doc = {"engine": cmd.engine, "version": cmd.version, "argv": list(cmd.argv), "notes": notes}
+        out.write(json.dumps(doc, indent=2) + "\n")
         return 0
     out.write(cmd.text() + "\n")
-    for note in (*r.notes, *cmd.notes):
+    out.write(f"# flags of {cmd.version}" + (" (checked against its parser's flag table)" if table else "") + "\n")
+    for note in notes:
         out.write(f"# {note}\n")
     return 0
 
@@ -404,13 +411,13 @@ def check_log(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
     from planner.links import to_query_string
     from planner.logs.check import calibrated_scenario, calibration_problems
     from planner.logs.check import check_log as run_check
-    from planner.logs.vllm_log import parse_vllm_log
+    from planner.logs.startup import parse_startup_log
 
     scenario = scenario_from_link(args.link, catalog, err)
-    log = parse_vllm_log(_read_log(args.log))
+    log = parse_startup_log(_read_log(args.log))
     check = run_check(scenario, log, catalog)
     refused = calibration_problems(check, log) if args.calibrate else []
-    link = to_query_string(calibrated_scenario(scenario, log)) if args.calibrate and not refused else None
+    link = to_query_string(calibrated_scenario(scenario, log, catalog)) if args.calibrate and not refused else None
     if args.format == "json":
         rows = [
             {"term": r.term, "unit": r.unit, "predicted": r.predicted, "logged": r.logged, "error": r.error_frac}

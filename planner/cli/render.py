@@ -52,11 +52,20 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             "Memory, per GPU",
             [
                 ("fits", lambda m: _yes(m["fits"]) + ("" if m["fits"] else f" (smallest tp that fits: {_tp(m)})")),
+                ("memory share (mem_util in force)", lambda m: fmt_num(m["mem_util_frac"])),
                 ("weights", lambda m: fmt_bytes(m["weight_bytes_per_gpu"])),
                 ("activation reserve", lambda m: fmt_bytes(m["reserve_bytes_per_gpu"])),
+                (
+                    "  of it CUDA graphs (the engine's estimate)",
+                    lambda m: fmt_bytes(m["cuda_graph_charged_bytes_per_gpu"]),
+                ),
                 ("KV cache budget", lambda m: fmt_bytes(m["kv_budget_bytes_per_gpu"])),
                 ("KV cache per token", lambda m: fmt_bytes(m["kv_bytes_per_token_per_gpu"])),
                 ("KV cache capacity", lambda m: fmt_count(m["kv_capacity_tokens"], "token")),
+                (
+                    "'GPU KV cache size' as the engine logs it",
+                    lambda m: fmt_count(m["logged_kv_cache_tokens"], "token"),
+                ),
                 (
                     f"max concurrency at {fmt_num(ctx)} tokens",
                     lambda m: (
@@ -199,11 +208,11 @@ def scenario_text(result: Result) -> str:
 
 def log_check_text(check: Any) -> str:
     """``kvplan check-log``'s table: each term predicted, logged and the error; then the notes."""
-    lines = [f"{'term':<48}{'predicted':>14}{'logged':>14}{'error':>9}"]
+    lines = [f"{'term':<58}{'predicted':>14}{'logged':>14}{'error':>9}"]
     for r in check.rows:
         pred = "—" if r.predicted is None else f"{r.predicted:,.2f}"
         logged = "—" if r.logged is None else f"{r.logged:,.2f}"
         err = "" if r.error_frac is None else f"{r.error_frac:+.1%}"
-        lines.append(f"{(r.label + ' (' + r.unit + ')'):<48}{pred:>14}{logged:>14}{err:>9}")
+        lines.append(f"{(r.label + ' (' + r.unit + ')'):<58}{pred:>14}{logged:>14}{err:>9}")
     lines += [f"note: {n}" for n in check.notes]
     return "\n".join(lines) + "\n"

@@ -152,7 +152,7 @@ def _pool(role: Role, s: Scenario, replicas: int, catalog: Catalog, engine: str)
                 f"{nodes} × {gpus // nodes + 1} or fewer GPUs"
             ]
         )
-    return Pool(role, r, replicas, launch_command(r, engine), nodes)
+    return Pool(role, r, replicas, launch_command(r, engine, catalog), nodes)
 
 
 def build_fleet(s: Scenario, catalog: Catalog, engine: str | None = None) -> Fleet:

@@ -19,8 +19,8 @@ used, and the router image.  Pure data and one function each; every name and tag
 
 The engine release: the ``version`` of the engine profile the plan selects (``engine=NAME@VERSION``; a name
 alone is its newest; engine_profiles/NAME/VERSION.toml) when it names a release (X.Y.Z); a profile that names
-only a series ("0.5") is pinned to the release the launch writer's flags were checked against
-(``CHECKED_RELEASE``), which must belong to that series.  ``pinned_release`` is the one place that reads it.
+only a series ("0.5") is pinned to the newest release of that series the launch writer's flags are checked
+against (``CHECKED_RELEASE``).  ``pinned_release`` is the one place that reads it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from planner.errors import ProblemsError
 from planner.model.engine_profile import EngineProfile
 from planner.model.specs import GPU
 
-#: The release whose ``vllm serve`` / ``launch_server`` flags ``planner.launch.commands`` was checked against.
-CHECKED_RELEASE = {"vllm": "0.19.0", "sglang": "0.5.23"}
+#: The releases whose ``vllm serve`` / ``launch_server`` flags ``planner.launch.commands`` is checked against (each
+#: version's flag table, engine_profiles/<engine>/<version>-flags.json), newest first.
+CHECKED_RELEASE = {"vllm": ("0.33.0", "0.19.0"), "sglang": ("0.5.23",)}
 #: The vLLM Router release (PyPI vllm-router; Docker Hub vllm/vllm-router:v…).
 VLLM_ROUTER_RELEASE = "0.1.17"
 #: AMD architecture generation → the SGLang ROCm image's GPU suffix (gfx942 = CDNA 3, gfx950 = CDNA 4).
@@ -61,12 +62,13 @@ def pinned_release(engine: str, profile: EngineProfile) -> str:
     if _RELEASE.fullmatch(version):
         return version
     checked = CHECKED_RELEASE[engine]
-    if checked == version or checked.startswith(version + "."):
-        return checked
+    for release in checked:
+        if release == version or release.startswith(version + "."):
+            return release
     raise DeployError(
         [
             f"engine profile {profile.name}: version {profile.version!r} is not a release (X.Y.Z) and the launch "
-            f"flags were checked against {engine} {checked}; set version to the release you serve"
+            f"flags were checked against {engine} {', '.join(checked)}; set version to the release you serve"
         ]
     )
 

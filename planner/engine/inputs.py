@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from planner.engine.defaults import block_in_force, mem_util_in_force
 from planner.model.api_pricing import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
@@ -188,6 +189,11 @@ class EngineInputs:
     baseline_tp4_bytes: Array
     graph_base_bytes: Array
     graph_per_layer_bytes: Array
+    graph_estimate_factor: Array  # the graph memory the engine subtracts ÷ the captured G
+    window_in_flight: Array  # 1: window blocks reserve the batches in flight (pp + 1), not one (vLLM ≥ 0.26)
+    chunked_local: Array  # 1: the window layers are chunked local attention (vLLM sizes them without the −1 / +1)
+    kv_size_concurrency: Array  # 1: the log's "GPU KV cache size" is ⌊concurrency × max_model_len⌋ (vLLM ≥ 0.21)
+    swa_ratio: Array  # SGLang's hybrid sliding-window pool: window tokens ÷ full tokens (0: every layer full)
     # a start-up log's own figures (NaN: the model's)
     cal_weights_bytes: Array
     cal_activation_bytes: Array
@@ -262,6 +268,11 @@ def _local_attention(m: ModelSpec) -> tuple[int, int]:
     return 0, 0
 
 
+def _chunked_local(m: ModelSpec) -> bool:
+    """The local layers ``_local_attention`` picks are chunked attention (no sliding window)."""
+    return not (m.sliding_window_layers and m.sliding_window_tokens) and m.chunked_attention_layers > 0
+
+
 def _model_fields(m: ModelSpec) -> dict[str, float]:
     pc = param_counts(m)
     win_layers, win_tokens = _local_attention(m)
@@ -294,6 +305,9 @@ def _model_fields(m: ModelSpec) -> dict[str, float]:
     )
 
 
+#: The profile ``from_specs`` uses without one: vLLM 0.19.0's constants (every schema default), no timing fit.
+DEFAULT_PROFILE = EngineProfile(key="vllm@0.19", name="vLLM", version="0.19.0", source="schema defaults")
+
 #: budget_rule → its code in ``EngineInputs.mem_rule``
 MEM_RULES = {"vllm": 0.0, "sglang": 1.0, "trtllm": 2.0}
 
@@ -320,6 +334,39 @@ def _engine_memory_fields(mem: EngineMemory) -> dict[str, float]:
         baseline_tp4_bytes=mem.baseline_gib_tp4 * GiB,
         graph_base_bytes=mem.cuda_graph_base_gib * GiB,
         graph_per_layer_bytes=mem.cuda_graph_per_layer_gib * GiB,
+        graph_estimate_factor=mem.cuda_graph_estimate_factor,
+        window_in_flight=1.0 if mem.window_in_flight_batches else 0.0,
+        kv_size_concurrency=1.0 if mem.kv_size_printed == "concurrency" else 0.0,
+    )
+
+
+def sglang_swa_ratio(mem: EngineMemory, model: ModelSpec) -> float:
+    """SGLang's window-pool ratio for ``model``: ``swa_full_tokens_ratio`` where its architecture has hybrid
+    sliding-window memory, else 0 (its window layers are charged like full ones)."""
+    if mem.budget_rule != "sglang" or not (model.sliding_window_layers or model.chunked_attention_layers):
+        return 0.0
+    return mem.swa_full_tokens_ratio if model.architecture in mem.hybrid_swa_architectures else 0.0
+
+
+def kv_element_bytes(kvdtype: str, model: ModelSpec, mem: EngineMemory) -> float:
+    """Bytes per cached K or V element: the KV dtype's, plus an int8 cache's per-token-head scales spread over
+    the head's elements (vLLM int8_per_token_head: 8 B of scales per token and head for 2 · head_dim values)."""
+    element = DTYPE_BYTES[kvdtype]
+    if kvdtype == "int8" and mem.int8_kv_scale_bytes and not model.is_mla:
+        element += mem.int8_kv_scale_bytes / (2 * model.head_dim)
+    return element
+
+
+def _kv_layout_fields(model: ModelSpec, s: Scenario, mem: EngineMemory, draft: ModelSpec) -> dict[str, float]:
+    """The KV cache's element size and how the engine lays out window layers (vLLM's hybrid manager, SGLang's
+    window pool, chunked local attention)."""
+    return dict(
+        kv_bytes_per_element=kv_element_bytes(s.kvdtype, model, mem),
+        hybrid_kv=1.0 if s.hybrid_kv else 0.0,
+        chunked_local=1.0 if _chunked_local(model) else 0.0,
+        swa_ratio=sglang_swa_ratio(mem, model) if s.hybrid_kv else 0.0,
+        draft_kv_heads=draft.kv_heads,
+        draft_vocab=draft.vocab,
     )
 
 
@@ -418,7 +465,8 @@ def from_specs(
     mfu, mbu = efficiencies(gpu, s, t)
     mf = _model_fields(model)
     scheme = scheme_for(s.wdtype, s.quant)
-    mem = engine.memory if engine is not None else EngineMemory()
+    profile = engine or DEFAULT_PROFILE
+    mem = profile.memory
     reported = gpu.memory_reported_bytes or gpu.memory_bytes
     d = draft or model
     dpc = param_counts(d)
@@ -440,16 +488,15 @@ def from_specs(
         attention_bandwidth_frac=gpu.attention_bandwidth_frac if gpu.calibrated else t.attention_bandwidth_frac,
         **mf,
         weight_bytes_per_param=weight_bytes_per_param(s.wdtype, s.quant, s.qgroup, model),
-        kv_bytes_per_element=DTYPE_BYTES[s.kvdtype],
         tp=s.tp,
         batch=s.batch,
         prompt_tokens=s.prompt,
         output_tokens=s.output,
         chunk_tokens=s.chunk,
-        block_tokens=s.block,
+        block_tokens=block_in_force(profile, gpu, model, s),
         mfu=mfu,  # a calibrated profile's rates are achieved ones: no derating
         mbu=mbu,
-        mem_util=s.mem_util,
+        mem_util=mem_util_in_force(profile, gpu, model, s),
         spec_on=1.0 if s.spec else 0.0,
         gamma=s.gamma,
         alpha=s.alpha,
@@ -477,9 +524,7 @@ def from_specs(
         price_out_per_token_usd=s.price_out / TOKENS_PER_MTOK,
         memory_reported_bytes=reported if s.cal_total_gib is None else s.cal_total_gib * GiB,
         **_weight_fields(model, scheme, s, draft),
-        hybrid_kv=1.0 if s.hybrid_kv else 0.0,
-        draft_kv_heads=d.kv_heads,
-        draft_vocab=d.vocab,
+        **_kv_layout_fields(model, s, mem, d),
         **_engine_memory_fields(mem),
         cal_weights_bytes=_gib(s.cal_weights_gib),
         cal_activation_bytes=_gib(s.cal_act_gib),

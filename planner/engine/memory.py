@@ -227,12 +227,20 @@ def cuda_graph_bytes_per_gpu(x: EngineInputs, stage: Stage | None = None) -> Arr
     return _calibrated(x.cal_graph_bytes, x.graph_base_bytes + x.graph_per_layer_bytes * layers)
 
 
+def cuda_graph_charged_bytes_per_gpu(x: EngineInputs, stage: Stage | None = None, graphs: Array | None = None) -> Array:
+    """The CUDA-graph memory the budget subtracts: 0 where the engine captures after sizing (vLLM 0.19);
+    its estimate f · G where it profiles the graphs first (vLLM ≥ 0.20), or a log's own figure."""
+    g = cuda_graph_bytes_per_gpu(x, stage) if graphs is None else graphs
+    estimate = np.where(np.isfinite(x.cal_graph_bytes), g, x.graph_estimate_factor * g)
+    return np.where(x.graphs_in_budget > 0, estimate, 0.0)
+
+
 def reserve_bytes_per_gpu(x: EngineInputs, tp: Quantity | None = None, stage: Stage | None = None) -> Array:
-    """What the budget sets aside besides weights and KV: P + N (+ G where the engine subtracts it);
-    SGLang's static fraction holds weights and KV only (its activations live outside it)."""
+    """What the budget sets aside besides weights and KV: P + N (+ the graphs' estimate where the engine
+    subtracts it); SGLang's static fraction holds weights and KV only (its activations live outside it)."""
     st = _stage(x, tp, stage)
     charged = activation_bytes_per_gpu(x, tp, stage=st) + non_torch_bytes_per_gpu(x, tp)
-    charged = charged + np.where(x.graphs_in_budget > 0, cuda_graph_bytes_per_gpu(x, st), 0.0)
+    charged = charged + cuda_graph_charged_bytes_per_gpu(x, st)
     return np.where(x.mem_rule == 1, 0.0, charged)
 
 
@@ -291,6 +299,9 @@ def kv_groups(x: EngineInputs, stage: Stage | None = None) -> dict[str, Array]:
     safe = np.maximum(size, 1.0)
     full_groups = np.where(hybrid, np.ceil(full / safe), np.where(win > 0, 0.0, 1.0))
     window_groups = np.where(hybrid, np.ceil(win / safe), np.where(win > 0, 1.0, 0.0))
+    sglang = x.mem_rule == 1  # one pool of tokens (sglang_pool_layers), no groups
+    size = np.where(sglang, sglang_pool_layers(x), size)
+    full_groups, window_groups = np.where(sglang, 1.0, full_groups), np.where(sglang, 0.0, window_groups)
     if stage is not None and np.any(x.pp > 1):
         size = np.ceil(size * stage.layer_frac)
     return {"layers_per_group": size, "full_groups": full_groups, "window_groups": window_groups}
@@ -318,15 +329,50 @@ def block_bytes(
     return _page_bytes(x, tp) * g["layers_per_group"] + draft / (g["full_groups"] + g["window_groups"])
 
 
+def window_in_flight_tokens(x: EngineInputs, batch: Quantity | None = None) -> Array:
+    """Tokens a window layer's request reserves beyond its window: n_b · C, n_b the batches in flight
+    (vLLM ≥ 0.26 ``max_in_flight_tokens``: pp + 1 with async scheduling on the V2 model runner; before, 1)."""
+    batches = np.where(x.window_in_flight > 0, x.pp + 1.0, 1.0)
+    return batches * step_tokens(x, batch)
+
+
+def window_blocks(x: EngineInputs, context: Quantity, batch: Quantity | None = None) -> Array:
+    """Blocks one window layer of a request holds at most (``max_admission_blocks_per_request``):
+    sliding ⌈min(W − 1 + n_b·C, L)/B⌉ + 1 (the window may start inside a block); chunked local
+    ⌈min(W + n_b·C, L)/B⌉ (W its chunk)."""
+    held = x.window_tokens - 1.0 + x.chunked_local + window_in_flight_tokens(x, batch)
+    return np.ceil(np.minimum(held, context) / x.block_tokens) + 1.0 - x.chunked_local
+
+
+def sglang_pool_layers(x: EngineInputs) -> Array:
+    """Layers one SGLang pool token stands for: every KV layer, or with its hybrid sliding-window memory
+    (``swa_ratio`` > 0) the full layers + ratio × the window layers (HybridSWAPoolConfigurator: the window
+    pool holds ratio × the full pool's tokens); a model of window layers only has one pool, no ratio."""
+    full = x.full_attention_layers
+    hybrid = (x.swa_ratio > 0) & (x.window_layers > 0) & (full > 0)
+    return np.where(hybrid, full + x.swa_ratio * x.window_layers, kv_layers(x))
+
+
+def _sglang_blocks(x: EngineInputs, context: Quantity, batch: Quantity | None) -> Array:
+    """Pages one SGLang request needs of its pool: ⌈L/P⌉, and with a hybrid window pool at least its
+    window share ⌈min(W + C, L)/P⌉ / ratio (the window pool holds ratio × the full pool's tokens; a chunk
+    is written before the tokens that left the window are freed)."""
+    full = np.ceil(np.asarray(context) / x.block_tokens)
+    held = np.ceil(np.minimum(x.window_tokens + step_tokens(x, batch), context) / x.block_tokens)
+    hybrid = (x.swa_ratio > 0) & (x.window_layers > 0)
+    window = held / np.where(x.full_attention_layers > 0, np.maximum(x.swa_ratio, 1e-9), 1.0)
+    return np.where(hybrid, np.where(x.full_attention_layers > 0, np.maximum(full, window), held), full)
+
+
 def blocks_per_request(
     x: EngineInputs, context: Quantity, groups: dict[str, Array] | None = None, batch: Quantity | None = None
 ) -> Array:
     """Blocks one request of ``context`` tokens needs, over all groups (``max_memory_usage_bytes``):
-    full ⌈L/B⌉; sliding window ⌈min(W − 1 + C, L)/B⌉ + 1 (the window may start inside a block)."""
+    full ⌈L/B⌉; window layers ``window_blocks``; SGLang's pool ``_sglang_blocks``."""
     g = kv_groups(x) if groups is None else groups
     full = np.ceil(np.asarray(context) / x.block_tokens)
-    window = np.ceil(np.minimum(x.window_tokens - 1.0 + step_tokens(x, batch), context) / x.block_tokens) + 1.0
-    return g["full_groups"] * full + g["window_groups"] * window
+    vllm = g["full_groups"] * full + g["window_groups"] * window_blocks(x, context, batch)
+    return np.where(x.mem_rule == 1, _sglang_blocks(x, context, batch), vllm)
 
 
 def _fixed_state_bytes(x: EngineInputs, tp: Quantity | None, stage: Stage | None) -> Array:
@@ -451,7 +497,7 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     st = _stage(x, None, None)
     weights, act = weight_bytes_per_gpu(x, stage=st), activation_bytes_per_gpu(x, stage=st)
     non_torch, graphs, baseline = non_torch_bytes_per_gpu(x), cuda_graph_bytes_per_gpu(x, st), baseline_bytes_per_gpu(x)
-    in_budget = act + non_torch + np.where(x.graphs_in_budget > 0, graphs, 0.0)
+    in_budget = act + non_torch + cuda_graph_charged_bytes_per_gpu(x, st, graphs)
     reserve = np.where(x.mem_rule == 1, 0.0, in_budget)  # as reserve_bytes_per_gpu
     raw = _budget(x, weights, reserve, baseline)
     budget = np.maximum(raw, 0.0)
@@ -481,6 +527,7 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
         "kv_capacity_tokens": x.dp
         * np.floor(blocks / (groups["full_groups"] + groups["window_groups"]))
         * x.block_tokens,
+        "logged_kv_cache_tokens": _logged_kv_tokens(x, blocks, groups, concurrency, ctx),
         "max_concurrent_sequences": concurrency,
         "max_concurrent_sequences_contiguous": x.dp * np.floor(budget / seq_contig),
         "kv_waste_frac_paged": 1.0 - seq_actual / seq_paged,
@@ -492,6 +539,9 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
         "activation_bytes_per_gpu": act,
         "non_torch_bytes_per_gpu": non_torch,
         "cuda_graph_bytes_per_gpu": graphs,
+        "cuda_graph_charged_bytes_per_gpu": cuda_graph_charged_bytes_per_gpu(x, st, graphs),
+        "mem_util_frac": np.broadcast_to(x.mem_util, broadcast_shape(x)).astype(float),
+        "block_tokens": np.broadcast_to(x.block_tokens, broadcast_shape(x)).astype(float),
         "startup_baseline_bytes_per_gpu": baseline,
         "memory_headroom_bytes_per_gpu": headroom,
         "kv_blocks": blocks,
@@ -503,13 +553,23 @@ def memory_plan(x: EngineInputs) -> dict[str, MetricValue]:
     }
 
 
+def _logged_kv_tokens(
+    x: EngineInputs, blocks: Array, groups: dict[str, Array], concurrency: Array, ctx: Array
+) -> Array:
+    """What one engine's start-up log prints as "GPU KV cache size": its pool's ⌊blocks / groups⌋ · block
+    (vLLM ≤ 0.20, SGLang's max_total_num_tokens), or ⌊max concurrency × max_model_len⌋ (vLLM ≥ 0.21,
+    ``get_kv_cache_capacity``): far more than the pool holds per layer for window and hybrid models."""
+    pool = np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens
+    return np.where(x.kv_size_concurrency > 0, np.floor(concurrency / x.dp * ctx), pool)
+
+
 def kv_fit(x: EngineInputs) -> tuple[Array, Array]:
     """(kv_capacity_tokens, fits) of ``memory_plan`` alone, by the same steps (the sizing search's screen asks
     for these two over thousands of layouts; tests/search/test_search_layouts.py holds them equal)."""
     st = _stage(x, None, None)
     weights, act = weight_bytes_per_gpu(x, stage=st), activation_bytes_per_gpu(x, stage=st)
     non_torch, graphs, baseline = non_torch_bytes_per_gpu(x), cuda_graph_bytes_per_gpu(x, st), baseline_bytes_per_gpu(x)
-    reserve = np.where(x.mem_rule == 1, 0.0, act + non_torch + np.where(x.graphs_in_budget > 0, graphs, 0.0))
+    reserve = np.where(x.mem_rule == 1, 0.0, act + non_torch + cuda_graph_charged_bytes_per_gpu(x, st, graphs))
     raw = _budget(x, weights, reserve, baseline)
     budget = np.maximum(raw, 0.0)
     groups = kv_groups(x, st)

@@ -74,7 +74,14 @@ METRICS: dict[str, Metric] = {
         "bool", "the engine starts: one prompt + output sequence fits and the memory outside the budget too", "flag"
     ),
     "kv_capacity_tokens": _m(
-        "tokens", "tokens the KV cache holds (vLLM's 'GPU KV cache size'): blocks ÷ groups × block"
+        "tokens",
+        "tokens the KV pool holds per layer group: blocks ÷ groups × block (vLLM 0.19's 'GPU KV cache size', "
+        "SGLang's max_total_num_tokens)",
+    ),
+    "logged_kv_cache_tokens": _m(
+        "tokens",
+        "what one engine's start-up log prints as 'GPU KV cache size' (vLLM ≥ 0.21: ⌊max concurrency × max_model_len⌋; "
+        "vLLM 0.19 and SGLang: kv_capacity_tokens of one engine)",
     ),
     "max_concurrent_sequences": _m(
         "1", "prompt + output sequences the KV blocks hold at once (vLLM's 'Maximum concurrency'), fractional"
@@ -88,7 +95,14 @@ METRICS: dict[str, Metric] = {
     "draft_weight_bytes_per_gpu": _m("B", "the draft model's weights per GPU (0 without one)"),
     "activation_bytes_per_gpu": _m("B", "peak activation of the engine's start-up profile run"),
     "non_torch_bytes_per_gpu": _m("B", "non-torch memory created after start-up (NCCL buffers at tp ≥ 2, cuBLAS)"),
-    "cuda_graph_bytes_per_gpu": _m("B", "CUDA-graph memory (vLLM 0.19 captures it after sizing the KV cache)"),
+    "cuda_graph_bytes_per_gpu": _m("B", "CUDA-graph memory the engine captures"),
+    "cuda_graph_charged_bytes_per_gpu": _m(
+        "B", "the CUDA-graph memory the KV budget subtracts (vLLM ≥ 0.20: its estimate; 0.19 captures after sizing: 0)"
+    ),
+    "mem_util_frac": _m(
+        "1", "the memory share in force: mem_util, else the engine version's default (vLLM 0.33: 0.92)"
+    ),
+    "block_tokens": _m("tokens", "the KV block (SGLang: page) in force: block, else the engine version's choice"),
     "startup_baseline_bytes_per_gpu": _m(
         "B", "memory in use when the engine takes its start-up snapshot (CUDA context)"
     ),

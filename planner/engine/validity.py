@@ -15,14 +15,18 @@ FP8 block-quantised weights (128 × 128): a rank's share of each MLP width must 
 Parallel layouts (tp · dp · pp GPUs; planner/engine/parallel.py), per engine:
   pp ≤ layers (each stage holds a layer; TensorRT-LLM "pp size cannot be larger than num_hidden_layers")
   ep > 1 needs routed experts ("Number of experts in the model must be greater than 0 when expert
-    parallelism is enabled", config/model.py:1058-1063); dp > 1 (data-parallel attention) an MoE model
-    (for a dense model DP ranks are independent replicas: "Offline data parallel mode is not
-    supported/useful for dense models", config/parallel.py:689-693)
+    parallelism is enabled", config/model.py:1058-1063); dp > 1 (data-parallel attention) an MoE model in
+    SGLang and TensorRT-LLM; vLLM's ``vllm serve --data-parallel-size`` also takes a dense model and runs its
+    ranks as independent engines ("Non-MoE DP ranks are completely independent, so treat like DP=1",
+    v1/engine/core.py:1076 in 0.19.0, :1551 in 0.33.0; only the offline SPMD mode refuses it, "Offline data
+    parallel mode is not supported/useful for dense models", config/parallel.py:689-693)
+  SGLang's n-gram speculation refuses data-parallel attention (arg_groups/speculative_hook.py, 0.5.23)
   vLLM: ep = 1 or tp · dp (--enable-expert-parallel: "EP_SIZE = TP_SIZE × DP_SIZE", fused_moe/config.py)
   SGLang, TensorRT-LLM: ep divides tp · dp (moe_tp × moe_ep = tp_size; SGLang's DeepEP needs ep = tp_size)
   ep ≤ experts; with EPLB (and always in SGLang) the E + r experts (r redundant copies, EPLB only: "Redundant
     experts are only supported with EPLB") split evenly over ep ("EPLB currently only supports even
-    distribution of experts across ranks", fused_moe/layer.py:318)
+    distribution of experts across ranks", fused_moe/layer.py:318 in 0.19.0, :271-284 in 0.33.0, inside
+    ``if enable_eplb``; without EPLB the first E mod ep ranks hold one expert more, expert_map_manager.py:68)
   each expert's FFN divides by moe_tp = tp · dp / ep; an engine's batch / dp ≤ chunk
 
 ``config_problems`` words each broken rule with the values that would pass; ``fit_defaults``
@@ -159,10 +163,18 @@ def layout_problems(m: ModelSpec, s: Scenario) -> list[str]:
     rule = engine_rules(s.engine)
     if s.pp > m.layers:
         out.append(f"pp={s.pp}: {m.name} has {m.layers} layers and each stage needs one; valid pp: 1 … {m.layers}")
-    if s.dp > 1 and not m.is_moe:
+    if s.dp > 1 and not m.is_moe and rule != "vllm":
+        name = "SGLang" if rule == "sglang" else "TensorRT-LLM"
         out.append(
-            f"dp={s.dp}: data-parallel attention ranks share MoE layers, and {m.name} is dense: serve it as "
-            f"{s.dp} replicas instead (sizing counts replicas); valid dp: 1"
+            f"dp={s.dp}: {name}'s data-parallel attention ranks share MoE layers, and {m.name} is dense: serve it as "
+            f"{s.dp} replicas instead (sizing counts replicas; vLLM runs dense --data-parallel-size ranks as "
+            "independent engines); valid dp: 1"
+        )
+    if s.dp > 1 and rule == "sglang" and s.spec and not s.draft:
+        out.append(
+            f"dp={s.dp}: SGLang's n-gram speculation does not support data-parallel attention ('Currently ngram "
+            "speculative decoding does not support dp attention', arg_groups/speculative_hook.py _handle_ngram, "
+            "0.5.23); valid dp: 1, or a draft model (draft=…)"
         )
     if s.ep > 1 and not m.is_moe:
         out.append(f"ep={s.ep}: {m.name} has no experts to split (expert parallelism needs an MoE model); valid ep: 1")
@@ -285,7 +297,8 @@ def _layout_valid(x: EngineInputs) -> MetricValue:
     grid = np.where(x.mem_rule == 0, (x.ep == 1) | (x.ep == n), _divides(n, x.ep))
     total = x.experts + x.redundant_experts
     even = (x.ep == 1) | ((x.mem_rule != 1) & (x.eplb == 0)) | _divides(total, x.ep)
-    ok = (x.pp <= x.layers) & ((x.dp == 1) | moe) & ((x.ep == 1) | (moe & (x.ep <= total) & grid & even))
+    dense_dp = (x.dp == 1) | moe | (x.mem_rule == 0)  # vLLM: dense DP ranks are independent engines
+    ok = (x.pp <= x.layers) & dense_dp & ((x.ep == 1) | (moe & (x.ep <= total) & grid & even))
     ok = ok & ((x.redundant_experts == 0) | (moe & (x.ep > 1) & (x.eplb > 0)))
     expert_tp = np.maximum(n / x.ep, 1.0)
     ok = ok & ((x.moe_ffn == 0) | _divides(x.moe_ffn, expert_tp))

@@ -1,37 +1,42 @@
 """The command line that deploys a scenario: ``vllm serve`` or SGLang's ``launch_server``.  Pure.
 
-Every flag is the engine's documented name (checked in its source, docs/launch.md):
+Every flag is the engine version's own (its parser's flag table, ``engine_profiles/<engine>/<version>-flags.json``:
+tests/launch/test_flag_tables.py holds every command to it); what changed between releases is the profile's
+``[launch]`` section (``planner.model.engine_launch``) and its memory defaults (``planner.engine.defaults``):
 
-  vLLM 0.19.0 (``vllm/engine/arg_utils.py``):  --tensor-parallel-size, --max-num-seqs,
-    --max-num-batched-tokens, --max-model-len, --gpu-memory-utilization, --dtype, --kv-cache-dtype
-    {auto, float16, bfloat16, fp8, …}, --block-size, --enable-prefix-caching /
-    --no-enable-prefix-caching, --disable-hybrid-kv-cache-manager, --quantization,
+  vLLM (``vllm/engine/arg_utils.py``):  --tensor-parallel-size, --max-num-seqs, --max-num-batched-tokens,
+    --max-model-len, --gpu-memory-utilization (the scenario's, else the version's default: 0.9 in 0.19, 0.92 in
+    0.33), --dtype, --kv-cache-dtype {auto, float16, bfloat16, fp8, … ; int8_per_token_head from 0.20},
+    --block-size (0.19: always 16, as planned; 0.33: only a block the user set — vLLM picks its attention
+    backend's own), --enable-prefix-caching / --no-enable-prefix-caching (0.33: --disable-prefix-caching),
+    --disable-hybrid-kv-cache-manager, --quantization (load-time FP8: fp8; 0.33 fp8_per_tensor),
     --speculative-config '{"method": …, "model": …, "num_speculative_tokens": …}'
-  SGLang (``python -m sglang.launch_server``; sgl-project/sglang docs/advanced_features/
-    server_arguments.md):  --model-path, --tp-size, --mem-fraction-static, --max-running-requests,
-    --chunked-prefill-size, --context-length, --dtype, --kv-cache-dtype {auto, fp8_e4m3, …},
-    --page-size, --quantization, --disable-radix-cache, --disable-hybrid-swa-memory,
-    --speculative-algorithm {STANDALONE, NGRAM, …}, --speculative-draft-model-path,
-    --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens
+  SGLang 0.5.23 (``python -m sglang.launch_server``; srt/server_args.py, srt/arg_groups):  --model-path, --tp-size,
+    --mem-fraction-static (the scenario's, else SGLang's own rule by GPU memory), --max-running-requests,
+    --chunked-prefill-size, --context-length, --dtype, --kv-cache-dtype {auto, fp8_e4m3, …}, --page-size (only a
+    page the user set: SGLang picks 1, or 64 with trtllm_mha), --quantization, --disable-radix-cache,
+    --disable-hybrid-swa-memory, --speculative-algorithm {STANDALONE, NGRAM, …}, --speculative-draft-model-path,
+    --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens, and for NGRAM at a page
+    above 1 --speculative-ngram-max-bfs-breadth 1 (its top-k is the BFS breadth, 10, and a top-k above 1 with
+    page_size > 1 is refused unless the backend is flashinfer: arg_groups/speculative_hook.py _handle_ngram)
 
-Parallel layouts (docs/model.md "Parallelism"; flags read in vLLM 0.19.0 ``engine/arg_utils.py`` and
+Parallel layouts (docs/model.md "Parallelism"; flags read in vLLM 0.19.0 / 0.33.0 ``engine/arg_utils.py`` and
 SGLang 0.5.23 ``srt/arg_groups``):
-  vLLM    --pipeline-parallel-size, --data-parallel-size, --enable-expert-parallel (ep = tp · dp), --enable-eplb,
-          --enable-dbo (two-batch overlap),
+  vLLM    --pipeline-parallel-size, --data-parallel-size (a dense model's ranks are independent engines),
+          --enable-expert-parallel (ep = tp · dp), --enable-eplb, --enable-dbo (two-batch overlap),
           --all2all-backend deepep_low_latency (dp > 1 with ep: the all-to-all the plan prices; vLLM's default
           allgather_reducescatter sends every token to every rank), and across nodes --nnodes, --node-rank,
           --master-addr (the other nodes run the same command with their --node-rank and --headless);
           --max-num-seqs is per data-parallel engine: ⌈batch / dp⌉
-  SGLang  --tp-size is the GPUs of a stage (tp · dp: attention-DP lives inside it), --pp-size, --dp-size with
-          --enable-dp-attention, --ep-size, --moe-a2a-backend deepep (ep = tp_size), --enable-two-batch-overlap,
-          --enable-eplb, across nodes
-          --nnodes, --node-rank, --dist-init-addr; --chunked-prefill-size is divided among the dp ranks, so it is
-          chunk · dp
+  SGLang  --tp-size is the GPUs of a stage (tp · dp: attention-DP lives inside it), --pp-size, --attn-dp-size
+          (0.5.23; the deprecated --dp-size N --enable-dp-attention before), --ep-size, --moe-a2a-backend deepep
+          (ep = tp_size), --enable-two-batch-overlap, --enable-eplb, across nodes --nnodes, --node-rank,
+          --dist-init-addr; --chunked-prefill-size is divided among the dp ranks, so it is chunk · dp
 
 The scenario maps one to one: batch → max_num_seqs, chunk → max_num_batched_tokens, prompt +
 output → max_model_len, mem_util → gpu_memory_utilization (SGLang: mem_fraction_static), block →
-block size.  What a flag cannot say (an int8 KV cache vLLM has no kernel for, a quantised
-checkpoint vLLM reads its own scheme from) is a note beside the command.
+block size.  What a flag cannot say (a KV dtype the version has no kernel for, a quantised
+checkpoint the engine reads its own scheme from) is a note beside the command.
 """
 
 from __future__ import annotations
@@ -40,9 +45,13 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
+from planner.engine.defaults import block_in_force, mem_util_in_force, sglang_deepep, sglang_defaults
 from planner.engine.evaluate import CUSTOM_MODEL, Resolved
 from planner.errors import ProblemsError
 from planner.launch.ids import hf_repo_id
+from planner.model.catalog import Catalog
+from planner.model.engine_launch import EngineLaunch
+from planner.model.engine_profile import EngineProfile
 from planner.model.quantization import scheme_for
 from planner.model.specs import ModelSpec
 
@@ -63,6 +72,8 @@ class LaunchCommand:
     engine: str
     argv: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    version: str = ""  # the engine release the flags are spelt for ('vLLM 0.33.0'; '' = not known)
+    profile_key: str = ""  # its profile (vllm@0.33): the flag table the command is checked against
 
     def text(self) -> str:
         """The command as shell text, one flag per line (``\\`` continuations), safely quoted."""
@@ -99,14 +110,15 @@ def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
     ]
 
 
-def _quantization(r: Resolved, engine: str) -> tuple[list[str], list[str]]:
-    """``--quantization`` for weights quantised at load time; a note for a pre-quantised checkpoint."""
+def _quantization(r: Resolved, engine: str, spell: EngineLaunch) -> tuple[list[str], list[str]]:
+    """``--quantization`` for weights quantised at load time (the version's spelling of load-time FP8); a note
+    for a pre-quantised checkpoint."""
     s = r.scenario
     scheme = scheme_for(s.wdtype, s.quant)
     if scheme.key == "none":
         return [], []
     if scheme.vllm_flag:
-        return ["--quantization", scheme.vllm_flag], []
+        return ["--quantization", spell.fp8_quantization if scheme.vllm_flag == "fp8" else scheme.vllm_flag], []
     group = f", group size {s.qgroup}" if scheme.scale in ("group", "group_zero") else ""
     return [], [
         f"weights: serve a {scheme.label} checkpoint of {r.model.name}{group}; {engine} reads the scheme from "
@@ -169,36 +181,58 @@ def _vllm_layout(r: Resolved) -> tuple[list[str], list[str]]:
     return argv, notes
 
 
-def vllm_command(r: Resolved) -> LaunchCommand:
-    """``vllm serve`` for the resolved scenario (module doc)."""
+def _vllm_kv_dtype(r: Resolved, target: EngineProfile) -> tuple[list[str], list[str]]:
+    """``--kv-cache-dtype``: auto for the model's own dtype, fp8, an int8 cache where the version has one
+    (0.33: int8_per_token_head, dense models: no MLA backend takes it), else a note."""
+    s = r.scenario
+    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else VLLM_KV_DTYPE.get(s.kvdtype)
+    if s.kvdtype == "int8" and target.launch.int8_kv_cache_dtype and not r.model.is_mla:
+        kv = target.launch.int8_kv_cache_dtype
+    if kv is not None:
+        return ["--kv-cache-dtype", kv], []
+    mla = r.model.is_mla and target.launch.int8_kv_cache_dtype
+    what = f"{s.kvdtype} KV cache" + (
+        " for an MLA model (no MLA attention backend takes int8_per_token_head)" if mla else ""
+    )
+    return [], [
+        f"KV cache: {target.label} has no {what} (--kv-cache-dtype takes auto, float16, bfloat16, fp8 …); "
+        "plan with kvdtype=fp8 to launch the same footprint"
+    ]
+
+
+def vllm_command(r: Resolved, target: EngineProfile | None = None) -> LaunchCommand:
+    """``vllm serve`` for the resolved scenario, spelt for ``target`` (default: the scenario's own profile)."""
     s, m = r.scenario, r.model
+    target = target or r.engine
+    spell = target.launch
     model, notes = model_id(m, s.model)
     argv = ["vllm", "serve", model, "--tensor-parallel-size", str(s.tp)]
     layout_args, layout_notes = _vllm_layout(r)
     argv += layout_args
     notes += layout_notes
     argv += ["--max-num-seqs", str(-(-s.batch // s.dp)), "--max-num-batched-tokens", str(s.chunk)]
-    argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(s.mem_util)]
+    util = mem_util_in_force(target, r.gpu, m, s)
+    argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(util)]
     if s.wdtype in VLLM_DTYPE:
         argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else VLLM_KV_DTYPE.get(s.kvdtype)
-    if kv is None:
-        notes.append(
-            f"KV cache: vLLM 0.19 has no {s.kvdtype} KV cache (--kv-cache-dtype takes auto, float16, bfloat16, fp8 "
-            "…); plan with kvdtype=fp8 to launch the same footprint"
-        )
-    else:
-        argv += ["--kv-cache-dtype", kv]
-    argv += ["--block-size", str(s.block)]
-    argv += ["--enable-prefix-caching" if s.prefix > 0 and s.hit > 0 else "--no-enable-prefix-caching"]
+    kv_args, kv_notes = _vllm_kv_dtype(r, target)
+    argv += kv_args
+    notes += kv_notes
+    if s.block is not None or target.memory.block_rule == "fixed":
+        argv += ["--block-size", str(block_in_force(target, r.gpu, m, s))]
+    argv += ["--enable-prefix-caching" if s.prefix > 0 and s.hit > 0 else spell.prefix_caching_off]
     if not s.hybrid_kv and m.sliding_window_layers:
         argv += ["--disable-hybrid-kv-cache-manager"]
-    q_args, q_notes = _quantization(r, "vLLM")
+    q_args, q_notes = _quantization(r, "vLLM", spell)
     spec_args, spec_notes = _speculative_vllm(r)
-    return LaunchCommand("vllm", tuple(argv + q_args + spec_args), tuple(notes + q_notes + spec_notes))
+    argv, notes = argv + q_args + spec_args, notes + q_notes + spec_notes
+    return LaunchCommand("vllm", tuple(argv), tuple(notes), target.label, target.key)
 
 
-def _speculative_sglang(r: Resolved) -> tuple[list[str], list[str]]:
+def _speculative_sglang(r: Resolved, page: int) -> tuple[list[str], list[str]]:
+    """STANDALONE with a draft model (top-k 1: a chain); NGRAM without one, whose top-k is its BFS breadth
+    (10): at a page above 1 SGLang refuses a top-k above 1 unless the backend is flashinfer, so the breadth
+    is set to 1 there (a chain of drafts, as the plan prices them; arg_groups/speculative_hook.py)."""
     s = r.scenario
     if not s.spec:
         return [], []
@@ -207,22 +241,38 @@ def _speculative_sglang(r: Resolved) -> tuple[list[str], list[str]]:
     if r.draft is not None:
         draft, notes = model_id(r.draft, s.draft)
         return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft, *steps], notes
-    note = f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); NGRAM needs no draft model"
-    return ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)], [note]
+    if s.dp > 1:
+        raise LaunchError(
+            [
+                f"dp={s.dp}: SGLang's n-gram speculation does not support data-parallel attention "
+                "(arg_groups/speculative_hook.py _handle_ngram); use dp=1 or a draft model (draft=…)"
+            ]
+        )
+    notes = [f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); NGRAM needs no draft model"]
+    argv = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)]
+    if page > 1:
+        argv += ["--speculative-ngram-max-bfs-breadth", "1"]
+        notes.append(
+            f"speculation: at page size {page} SGLang takes n-gram drafts only as a chain (BFS breadth 1; a tree of "
+            "top-k > 1 needs page size 1 or --attention-backend flashinfer)"
+        )
+    return argv, notes
 
 
-def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:
+def _sglang_layout(r: Resolved, spell: EngineLaunch) -> tuple[list[str], list[str]]:
     """SGLang's flags for pp, dp attention, ep and nodes (module doc)."""
     s = r.scenario
     argv: list[str] = []
     notes: list[str] = []
     if s.pp > 1:
         argv += ["--pp-size", str(s.pp)]
-    if s.dp > 1:
+    if s.dp > 1 and spell.dp_attention == "attn_dp_size":
+        argv += ["--attn-dp-size", str(s.dp)]
+    elif s.dp > 1:
         argv += ["--dp-size", str(s.dp), "--enable-dp-attention"]
     if s.ep > 1:
         argv += ["--ep-size", str(s.ep)]
-        if s.ep == s.tp * s.dp and s.dp > 1:
+        if sglang_deepep(s):
             argv += ["--moe-a2a-backend", "deepep"] + (["--enable-two-batch-overlap"] if s.tbo else [])
         if s.eplb:
             argv += ["--enable-eplb"]
@@ -235,15 +285,18 @@ def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:
     return argv, notes
 
 
-def sglang_command(r: Resolved) -> LaunchCommand:
-    """``python -m sglang.launch_server`` for the resolved scenario (module doc)."""
+def sglang_command(r: Resolved, target: EngineProfile | None = None) -> LaunchCommand:
+    """``python -m sglang.launch_server`` for the resolved scenario, spelt for ``target`` (default: the
+    scenario's own profile)."""
     s, m = r.scenario, r.model
+    target = target or r.engine
     model, notes = model_id(m, s.model)
     argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(s.tp * s.dp)]
-    layout_args, layout_notes = _sglang_layout(r)
+    layout_args, layout_notes = _sglang_layout(r, target.launch)
     argv += layout_args
     notes += layout_notes
-    argv += ["--mem-fraction-static", repr(s.mem_util), "--max-running-requests", str(s.batch)]
+    fraction = mem_util_in_force(target, r.gpu, m, s)
+    argv += ["--mem-fraction-static", repr(fraction), "--max-running-requests", str(s.batch)]
     argv += ["--chunked-prefill-size", str(s.chunk * s.dp), "--context-length", str(s.prompt + s.output)]
     if s.wdtype in VLLM_DTYPE:
         argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
@@ -252,7 +305,8 @@ def sglang_command(r: Resolved) -> LaunchCommand:
         notes.append(f"KV cache: SGLang has no {s.kvdtype} KV cache (auto, bf16, fp8_e4m3, fp8_e5m2 …)")
     else:
         argv += ["--kv-cache-dtype", kv]
-    argv += ["--page-size", str(s.block)]
+    if s.block is not None:
+        argv += ["--page-size", str(s.block)]
     if s.prefix == 0 or s.hit == 0:
         argv += ["--disable-radix-cache"]
     if not s.hybrid_kv and m.sliding_window_layers:
@@ -262,23 +316,51 @@ def sglang_command(r: Resolved) -> LaunchCommand:
             f"memory: the plan is sized by {r.engine.name}'s rules; SGLang's mem_fraction_static counts weights and "
             "the KV pool only (plan with engine=sglang to size for it)"
         )
-    q_args, q_notes = _quantization(r, "SGLang")
-    spec_args, spec_notes = _speculative_sglang(r)
-    return LaunchCommand("sglang", tuple(argv + q_args + spec_args), tuple(notes + q_notes + spec_notes))
+    notes += _sglang_graph_notes(r, target)
+    q_args, q_notes = _quantization(r, "SGLang", target.launch)
+    spec_args, spec_notes = _speculative_sglang(r, block_in_force(target, r.gpu, m, s))
+    argv, notes = argv + q_args + spec_args, notes + q_notes + spec_notes
+    return LaunchCommand("sglang", tuple(argv), tuple(notes), target.label, target.key)
 
 
-def launch_command(r: Resolved, engine: str | None = None) -> LaunchCommand:
-    """The command for ``engine`` (default: the scenario's engine profile, when it has a writer)."""
+def _sglang_graph_notes(r: Resolved, target: EngineProfile) -> list[str]:
+    """A batch above the decode CUDA graphs SGLang captures on this GPU runs its decode steps eagerly."""
+    rule = target.memory.static_fraction
+    if rule is None:
+        return []
+    d = sglang_defaults(rule, r.gpu, r.model, r.scenario)
+    if r.scenario.batch <= d.cuda_graph_max_bs:
+        return []
+    return [
+        f"CUDA graphs: SGLang captures decode batches up to {d.cuda_graph_max_bs} on this GPU "
+        f"({d.gpu_memory_mib:,.0f} MiB, memory_hook.py); add --cuda-graph-max-bs-decode {r.scenario.batch} to "
+        "capture the planned batch (its graphs take ~2 MiB per batch slot out of the memory outside the static "
+        "fraction)"
+    ]
+
+
+def target_profile(r: Resolved, name: str, catalog: Catalog | None) -> EngineProfile:
+    """The engine version a command for ``name`` is spelt for: the scenario's own when it is ``name``, else
+    the newest ``name`` in ``catalog``."""
+    if r.engine.kind == name:
+        return r.engine
+    found = catalog.engine(name) if catalog is not None else None
+    if found is None:
+        raise LaunchError([f"--engine {name!r}: no {name} profile to spell the command for (pass the catalog)"])
+    return found
+
+
+def launch_command(r: Resolved, engine: str | None = None, catalog: Catalog | None = None) -> LaunchCommand:
+    """The command for ``engine`` (default: the scenario's engine profile, when it has a writer), spelt for the
+    scenario's engine version, or for the newest version of another engine in ``catalog``."""
     name = engine or (r.engine.kind if r.engine.kind in ENGINES else "vllm")
-    if name == "vllm":
-        cmd = vllm_command(r)
-        if r.engine.kind != "vllm":
-            cmd = LaunchCommand(
-                cmd.engine,
-                cmd.argv,
-                cmd.notes + (f"memory: the plan is sized by {r.engine.name}'s rules, not vLLM's (engine=vllm)",),
-            )
-        return cmd
+    if name not in ENGINES:
+        raise LaunchError([f"--engine {name!r}: kvplan writes launch commands for {', '.join(ENGINES)}"])
+    target = target_profile(r, name, catalog)
     if name == "sglang":
-        return sglang_command(r)
-    raise LaunchError([f"--engine {name!r}: kvplan writes launch commands for {', '.join(ENGINES)}"])
+        return sglang_command(r, target)
+    cmd = vllm_command(r, target)
+    if r.engine.kind != "vllm":
+        note = f"memory: the plan is sized by {r.engine.name}'s rules, not vLLM's (engine=vllm)"
+        cmd = LaunchCommand(cmd.engine, cmd.argv, cmd.notes + (note,), cmd.version, cmd.profile_key)
+    return cmd

@@ -20,6 +20,23 @@ The lines read and the format strings that print them (vLLM 0.19.0, V1 engine; f
   ``Actual usage is … GiB for weight, … for peak activation, … for non-torch memory, and … for
   CUDAGraph memory``  (DEBUG)                                           v1/worker/gpu_worker.py:630-661
 
+vLLM 0.33.0 (and what changed since 0.19; file:line of the 0.33.0 wheel, the release the line appeared in):
+
+  ``Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (u, R GiB). Actual usage is C
+  GiB for consumed memory (weights + non-torch), P GiB for peak activation, and G GiB for CUDAGraph memory. …
+  Current kv cache memory in use is K GiB.``  INFO since 0.26.0, this wording since 0.27.0 (gpu_worker.py:1041-1066):
+  C = weights + non-torch growth + torch buffers kept (no non-torch figure of its own any more), P = the transient
+  peak + the CUDA-graph estimate subtracted, G = the graphs captured after sizing
+  ``CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=u is
+  equivalent to --gpu-memory-utilization=u′ …``  the estimate E = (u − u′) · T was subtracted (gpu_worker.py:777-795;
+  "… is disabled" when it was not)
+  ``CUDA graph pool memory: A GiB (actual), E GiB (estimated), …``   gpu_worker.py:1003
+  ``GPU KV cache size: N tokens, Maximum concurrency for L tokens per request: Xx``  one line since 0.28.0
+  (kv_cache_utils.py:1147; "%s KV cache size" since 0.30.0); N = ⌊X · L⌋ since 0.21.0
+  ``Graph capturing finished in N secs, took X GiB``  twice with the V2 model runner (its profiling pass too): the
+  last is the capture
+  ``… torch peak memory increase: X GiB …``  (DEBUG) still printed, no longer subtracted (since 0.27.0)
+
 and the V0 engine's (≤ 0.10) ``Memory profiling results: total_gpu_memory=… peak_torch_memory=…
 non_torch_memory=… kv_cache_size=… gpu_memory_utilization=…``, ``# GPU blocks: N`` and
 ``Loading model weights took X GB``.  Every GiB figure vLLM prints is rounded to 0.01 GiB.
@@ -78,6 +95,11 @@ class VllmStartup(BaseModel):
     concurrency: float | None = None
     cuda_graph_gib: float | None = None
     cuda_graph_estimate_gib: float | None = None
+    graphs_in_budget: bool | None = None  # "CUDA graph memory profiling is enabled" (the estimate was subtracted)
+    consumed_gib: float | None = None  # ≥ 0.27: weights + non-torch + torch buffers kept
+    peak_activation_gib: float | None = None  # ≥ 0.27: transient peak + the CUDA-graph estimate
+    torch_peak_increase_gib: float | None = None  # ≥ 0.27 DEBUG: printed, not subtracted
+    one_line_kv_size: bool = False  # "… KV cache size: N tokens, Maximum concurrency …" (≥ 0.28)
     startup_baseline_gib: float | None = None
     ranks_reporting: int = 0
     errors: tuple[str, ...] = ()
@@ -85,6 +107,18 @@ class VllmStartup(BaseModel):
     def memory_terms(self) -> dict[str, float]:
         """The memory terms the log states, GiB (see ``TERM_LABELS``)."""
         return {k: v for k in TERM_LABELS if (v := getattr(self, k)) is not None}
+
+    def release(self) -> tuple[int, ...] | None:
+        """The vLLM release the log is from: its banner's version, else the oldest release that prints its
+        format (the one-line KV size 0.28, the "consumed memory" summary 0.27), else None (0.19's format)."""
+        if self.engine_version:
+            parts = re.findall(r"[0-9]+", self.engine_version)[:3]
+            return tuple(int(p) for p in parts) or None
+        if self.one_line_kv_size:
+            return (0, 28, 0)
+        if self.consumed_gib is not None:
+            return (0, 27, 0)
+        return None
 
 
 #: Every memory term a log may state, with the words the comparison uses.
@@ -94,8 +128,11 @@ TERM_LABELS: dict[str, str] = {
     "weights_gib": "weights",
     "activation_gib": "peak activation (profile run)",
     "non_torch_gib": "non-torch increase (NCCL, cuBLAS …)",
+    "consumed_gib": "consumed (weights + non-torch)",
+    "peak_activation_gib": "peak activation (+ the CUDA-graph estimate)",
+    "cuda_graph_estimate_gib": "CUDA-graph estimate (in the KV budget)",
     "kv_cache_gib": "available KV cache memory",
-    "cuda_graph_gib": "CUDA graphs (captured after sizing)",
+    "cuda_graph_gib": "CUDA graphs captured",
 }
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
@@ -168,7 +205,20 @@ _V0_UTIL = re.compile(r"gpu_memory_utilization=" + _NUM)
 _V0_PEAK = re.compile(r"peak_torch_memory=" + _NUM + r"GiB")
 _V0_INITIAL = re.compile(r"initial_memory_usage=" + _NUM + r"GiB")
 _V0_NONTORCH = re.compile(r"non_torch_memory=" + _NUM + r"GiB")
-_TOKENS = re.compile(r"GPU KV cache size: " + _NUM + r" tokens")
+_TOKENS = re.compile(r"KV cache size: " + _NUM + r" tokens")
+_ONE_LINE_KV = re.compile(r"KV cache size: [0-9][0-9,]* tokens, Maximum concurrency")
+_SUMMARY = re.compile(
+    r"Actual usage is " + _NUM + r" GiB for consumed memory \(weights \+ non-torch\), " + _NUM + r" GiB for peak "
+    r"activation, and " + _NUM + r" GiB for CUDAGraph memory"
+)
+_DESIRED = re.compile(r"Desired GPU memory utilization is \(" + _NUM + r", " + _NUM + r" GiB\)")
+_POOL = re.compile(r"CUDA graph pool memory: " + _NUM + r" GiB \(actual\), " + _NUM + r" GiB \(estimated\)")
+_PROFILING = re.compile(r"CUDA graph memory profiling is (enabled|disabled)")
+_EQUIVALENT = re.compile(
+    r"The current --gpu-memory-utilization=" + _NUM + r" is equivalent to --gpu-memory-utilization=" + _NUM
+)
+_KV_IN_USE = re.compile(r"Current kv cache memory in use is " + _NUM + r" GiB")
+_GRAPHS_TOOK = re.compile(r"Graph capturing finished in [0-9.]+ secs?, took " + _NUM + r" GiB")
 _BLOCKS = (re.compile(r"num_gpu_blocks is: " + _NUM), re.compile(r"# GPU blocks: " + _NUM))
 _CONCURRENCY = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: " + _NUM + r"x")
 _VERSION = (
@@ -319,6 +369,32 @@ def _errors(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _current_terms(text: str, found: dict[str, Any]) -> None:
+    """The 0.2x/0.3x lines (module doc) into ``found``: the summary's consumed and peak, the requested memory,
+    whether the graph estimate was subtracted and its figure, the last graph capture; a ≥ 0.27 DEBUG
+    "torch peak memory increase" moves to ``torch_peak_increase_gib`` (it is not what 0.27+ subtracts)."""
+    if (m := _SUMMARY.search(text)) is not None:
+        found["consumed_gib"], found["peak_activation_gib"] = _number(m.group(1)), _number(m.group(2))
+        found["cuda_graph_gib"] = _number(m.group(3))
+        if found.get("activation_gib") is not None:
+            found["torch_peak_increase_gib"], found["activation_gib"] = found["activation_gib"], None
+    if (m := _DESIRED.search(text)) is not None:
+        found.setdefault("gpu_memory_utilization", _number(m.group(1)))
+        found["requested_memory_gib"] = found.get("requested_memory_gib") or _number(m.group(2))
+    if (m := _PROFILING.search(text)) is not None:
+        found["graphs_in_budget"] = m.group(1) == "enabled"
+    took = _GRAPHS_TOOK.findall(text)
+    if took:
+        found["cuda_graph_gib"] = _number(took[-1])
+    if (m := _POOL.search(text)) is not None:
+        found["cuda_graph_gib"], found["cuda_graph_estimate_gib"] = _number(m.group(1)), _number(m.group(2))
+    elif found.get("cuda_graph_estimate_gib") is None and (m := _EQUIVALENT.search(text)) and found["total"]:
+        found["cuda_graph_estimate_gib"] = round((_number(m.group(1)) - _number(m.group(2))) * found["total"], 2)
+    if found.get("kv_cache_gib") is None and (m := _KV_IN_USE.search(text)) is not None:
+        found["kv_cache_gib"] = _number(m.group(1))
+    found["one_line_kv_size"] = _ONE_LINE_KV.search(text) is not None
+
+
 def parse_vllm_log(text: str | bytes) -> VllmStartup:
     """Every memory term and setting ``text`` states.  ``LogError`` when it is not a vLLM start-up log."""
     if isinstance(text, bytes):
@@ -331,6 +407,9 @@ def parse_vllm_log(text: str | bytes) -> VllmStartup:
     found: dict[str, Any] = {k: _first(v, text) for k, v in _GIB_PATTERNS.items()}
     found.update({k: v for k, v in _v0_terms(text).items() if v is not None})
     found["kv_cache_gib"], found["ranks_reporting"] = _kv_cache_gib(text)
+    found["total"] = found.get("total_memory_gib")
+    _current_terms(text, found)
+    del found["total"]
     if (m := _TOKENS.search(text)) is not None:
         found["kv_cache_tokens"] = _whole(m.group(1))
     for pattern in _BLOCKS:

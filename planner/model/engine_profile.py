@@ -1,11 +1,12 @@
 """Serving-engine profiles: what one engine (vLLM, SGLang, TensorRT-LLM) does differently.
 
 A profile is data (``engine_profiles/<engine>/<version>.toml``, with provenance; versions:
-``planner.model.engine_versions``) and has two parts,
+``planner.model.engine_versions``) and has three parts,
 each owned by the model that uses it:
   ``memory``  how the engine sizes its KV cache (``planner.model.engine_memory``)
   ``timing``  the fitted efficiency parameters of its kernels and scheduler
               (``planner.model.engine_timing``)
+  ``launch``  how the version spells the deployment on its command line (``planner.model.engine_launch``)
 The scenario's link key ``engine`` (``vllm@0.19``; ``vllm`` alone: its newest version) selects the profile.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.model.engine_launch import EngineLaunch
 from planner.model.engine_memory import EngineMemory
 from planner.model.engine_timing import EngineTiming
 from planner.model.engine_versions import engine_name
@@ -30,6 +32,7 @@ class EngineProfileFile(BaseModel):
     notes: str = Field(default="", max_length=4000)
     memory: EngineMemory = Field(default_factory=EngineMemory)
     timing: EngineTiming = Field(default_factory=EngineTiming)
+    launch: EngineLaunch = Field(default_factory=EngineLaunch)
 
     def to_profile(self, key: str) -> EngineProfile:
         return EngineProfile(key=key, **self.model_dump())

@@ -155,8 +155,19 @@ class Scenario(BaseModel):
         le=1.0,
         description="weight-streaming bytes/s ÷ peak bandwidth; None = the engine profile's fitted value",
     )
-    mem_util: float = Field(default=0.9, ge=0.05, le=1.0, description="share of GPU memory the server may use")
-    block: int = Field(default=16, ge=1, le=1024, description="paged KV block size, tokens")
+    mem_util: float | None = Field(
+        default=None,
+        ge=0.05,
+        le=1.0,
+        description="share of GPU memory the server may use (vLLM gpu_memory_utilization, SGLang mem_fraction_static); "
+        "None = the engine version's own default (planner/engine/defaults.py)",
+    )
+    block: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="paged KV block (SGLang: page) size, tokens; None = the one the engine version picks",
+    )
     # the SLO (planner/sim/slo.py): each target may be unset (None); slo_pct below is their statistic
     slo_ttft_s: float | None = Field(default=2.0, gt=0.0, le=3600.0, description="TTFT target, seconds")
     slo_tpot_s: float | None = Field(

@@ -13,7 +13,7 @@ from typing import Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.format import fmt_bytes
-from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, TiB
+from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, MiB, TiB
 
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 KvDtype = Literal["bf16", "fp16", "fp8", "int8"]
@@ -88,6 +88,10 @@ class GPU(BaseModel):
     memory_reported_bytes: float | None = Field(
         default=None, gt=0, le=10 * TiB, description="total memory the driver reports (what engines size from)"
     )
+    memory_smi_bytes: float | None = Field(
+        default=None, gt=0, le=10 * TiB, description="nvidia-smi's memory.total (what SGLang sizes its defaults from)"
+    )
+    compute_capability: str = Field(default="", max_length=8, description="CUDA compute capability ('' = not CUDA)")
     memory_bandwidth_bytes_per_s: float = Field(gt=0, le=100 * TERA)
     peak_flop_per_s: dict[ComputeDtype, float] = Field(description="dense (not 2:4-sparse) peak per compute dtype")
     interconnect_bytes_per_s: float = Field(
@@ -146,6 +150,11 @@ class GPU(BaseModel):
         rank = GENERATION_ORDER.index(self.generation) if self.generation in GENERATION_ORDER else len(GENERATION_ORDER)
         return (int(self.calibrated), vendor, self.vendor, rank, self.name)
 
+    @property
+    def cuda_major(self) -> int:
+        """The compute capability's major version (9 Hopper, 10 datacenter Blackwell, 12 RTX Blackwell); 0 off CUDA."""
+        return int(self.compute_capability.split(".")[0]) if self.compute_capability else 0
+
     def peak_for(self, compute_dtype: str) -> float:
         """Dense peak for ``compute_dtype``; falls back to bf16 when the chip lacks it."""
         # A lookup by any name is safe: an unknown dtype is simply absent.
@@ -169,6 +178,8 @@ MIN_MEMORY_GB = 0.1
 MIN_BANDWIDTH_TB_PER_S = 1e-4  # 0.1 GB/s
 MIN_TFLOPS = 1e-4  # 0.1 GFLOP/s
 MIN_INTERCONNECT_GB_PER_S = 0.01
+#: A CUDA compute capability as NVIDIA writes it: major.minor.
+CAPABILITY_PATTERN = r"^[0-9]{1,2}\.[0-9]$"
 
 
 class GpuProfileFile(BaseModel):
@@ -203,6 +214,19 @@ class GpuProfileFile(BaseModel):
     )
     memory_reported_source: str | None = Field(
         default=None, max_length=500, description="where the reported figure comes from"
+    )
+    memory_smi_mib: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000_000,
+        description="nvidia-smi --query-gpu=memory.total, MiB: what SGLang sizes chunked_prefill_size, its CUDA-graph "
+        "batch and mem_fraction_static from (arg_groups/memory_hook.py); absent: the reported total stands in",
+    )
+    compute_capability: str | None = Field(
+        default=None,
+        pattern=CAPABILITY_PATTERN,
+        description="CUDA compute capability (9.0 Hopper, 10.0 B200, 12.0 RTX Blackwell): vLLM's and SGLang's "
+        "attention-backend choice keys on its major; absent on non-CUDA devices",
     )
     memory_bandwidth_tb_per_s: float = Field(ge=MIN_BANDWIDTH_TB_PER_S, le=100)
     dense_tflops_bf16: float = Field(ge=MIN_TFLOPS, le=50_000)
@@ -292,6 +316,8 @@ class GpuProfileFile(BaseModel):
             memory_bytes=mem,
             memory_datasheet=self.memory_datasheet,
             memory_reported_bytes=None if self.memory_reported_gib is None else self.memory_reported_gib * GiB,
+            memory_smi_bytes=None if self.memory_smi_mib is None else self.memory_smi_mib * MiB,
+            compute_capability=self.compute_capability or "",
             memory_bandwidth_bytes_per_s=self.memory_bandwidth_tb_per_s * TERA,
             peak_flop_per_s=peaks,
             interconnect_bytes_per_s=self.interconnect_gb_per_s * GB,
@@ -386,6 +412,13 @@ class ModelSpec(BaseModel):
     )
     mlp_free_layers: int = Field(default=0, ge=0, le=1000, description="layers with no MLP (Nemotron-H mixer blocks)")
     shared_expert_ffn: int = Field(default=0, ge=0, le=1_048_576, description="shared expert size; 0 = moe_ffn")
+    architecture: str = Field(
+        default="",
+        max_length=120,
+        pattern=r"^[A-Za-z0-9_]*$",
+        description="the config.json's architectures[0] (Gemma3ForConditionalGeneration): engines key some rules on "
+        "it (SGLang's hybrid sliding-window memory); '' = not known",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:

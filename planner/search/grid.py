@@ -36,14 +36,16 @@ import numpy as np
 import pandas as pd
 
 from planner.engine import parallel
+from planner.engine.defaults import mem_util_in_force
 from planner.engine.evaluate import Resolved, resolve
-from planner.engine.inputs import Array, EngineInputs, from_specs, stack_inputs
+from planner.engine.inputs import Array, EngineInputs, from_specs, kv_element_bytes, stack_inputs
 from planner.engine.roofline import decode
 from planner.engine.validity import config_valid
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import PREFILL_POOL_BATCH, Scenario
+from planner.model.specs import GPU
 from planner.search.analytic import (
     PrefillModel,
     ceil_replicas,
@@ -61,7 +63,7 @@ from planner.search.layouts import MAX_BATCH, grid_layouts, sizing_layouts
 from planner.search.replicas import accepted_tps
 from planner.search.step_grid import ReplicaGrid, TrafficStats
 from planner.sim.slo import CONSTRAINTS, LATENCIES, Slo
-from planner.units import DTYPE_BYTES, S_PER_HOUR, TOKENS_PER_MTOK
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
 LAYOUT_TPS = (1, 2, 4, 8)
 BATCHES = (8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -131,19 +133,21 @@ def bases(
     """Every base of the grid and their engine inputs stacked (1-D arrays); ScenarioError when the
     scenario's model, draft or engine cannot be resolved.  ``from_specs`` runs once per GPU × weight
     dtype × speculation; the layout and the KV dtype are the ``tp``, ``pp``, ``ep``, ``dp`` and
-    ``kv_bytes_per_element`` fields of its inputs (the only ones they set: ``inputs.from_specs``)."""
+    ``kv_bytes_per_element`` fields of its inputs (the only ones they set: ``inputs.from_specs``), and the memory
+    share ``mem_util`` (SGLang's own follows the layout: ``engine.defaults``)."""
     r = resolve(s.with_changes(tp=1, pp=1, ep=1, dp=1), catalog)
     own = Layout(tp=s.tp, pp=s.pp, ep=s.ep, dp=s.dp)
     ok = [g for g in gpus if catalog.profile(g) is not None]
     per_gpu = grid_layouts(s, catalog, ok, accepted_tps(s, catalog, LAYOUT_TPS))
     out: list[Base] = []
     xs: list[EngineInputs] = []
-    source, kv_bytes, lays = [], [], []
+    source, kv_bytes, lays, utils = [], [], [], []
     for g in gpus:
         gpu = catalog.profile(g)
         if gpu is None:
             raise ScenarioError([f"gpu={g!r}: unknown GPU profile"])
         layouts = per_gpu[g]
+        shares: dict[tuple[int, int, int], float] = {}
         for wd in space.wdtypes:
             for spec in space.specs:
                 sb = s.with_changes(**_base_changes(s, g, own, wd, s.kvdtype, spec))
@@ -156,14 +160,30 @@ def bases(
                         out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price, nodes))
                         source.append(len(xs) - 1)
                         lays.append((layout.tp, layout.pp, layout.ep, layout.dp))
-                        kv_bytes.append(DTYPE_BYTES[kv])
+                        kv_bytes.append(kv_element_bytes(kv, r.model, r.engine.memory))
+                        utils.append(_mem_util(r, gpu, s, changes, shares))
     if not out:
         return out, None, r
     stacked = stack_inputs(xs)
     rows = np.asarray(source)
     x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
     tp, pp, ep, dp = (np.asarray(v, dtype=float) for v in zip(*lays, strict=True))
-    return out, x.with_(tp=tp, pp=pp, ep=ep, dp=dp, kv_bytes_per_element=np.asarray(kv_bytes)), r
+    layout_fields = dict(kv_bytes_per_element=np.asarray(kv_bytes), mem_util=np.asarray(utils))
+    return out, x.with_(tp=tp, pp=pp, ep=ep, dp=dp, **layout_fields), r
+
+
+def _mem_util(
+    r: Resolved, gpu: GPU, s: Scenario, changes: dict[str, Any], shares: dict[tuple[int, int, int], float]
+) -> float:
+    """The memory share at a base's layout: the scenario's, else the engine version's own (SGLang's rule moves
+    with tp · dp and pp, once per layout of a GPU in ``shares``; vLLM's is one number)."""
+    if s.mem_util is not None or r.engine.memory.static_fraction is None:
+        return mem_util_in_force(r.engine, gpu, r.model, s)
+    key = (changes.get("tp", s.tp), changes.get("pp", s.pp), changes.get("dp", s.dp))
+    if key not in shares:
+        at = s.with_changes(tp=key[0], pp=key[1], dp=key[2])
+        shares[key] = mem_util_in_force(r.engine, gpu, r.model, at)
+    return shares[key]
 
 
 def _take(x: EngineInputs, rows: np.ndarray, ndim: int) -> EngineInputs:

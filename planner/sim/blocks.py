@@ -6,7 +6,8 @@ block positions.  Capacity: ``memory_plan``'s KV budget per GPU ÷ bytes of one 
 (``SimConfig``).
 
 Pool units.  Full-attention layers keep every position; sliding-window layers keep at most
-``window_cap_blocks`` = ⌈min(W − 1 + chunk, max_model_len) / block⌉ + 1 positions per request
+``window_cap_blocks`` = ⌈min(W − 1 + chunk, max_model_len) / block⌉ + 1 positions per request (vLLM ≥ 0.26:
+the batches in flight × chunk in place of one chunk)
 (vLLM's ``SlidingWindowSpec.max_memory_usage_bytes``: the window, the tokens of one step, and
 one block because the window need not start on a block boundary; its ``SlidingWindowManager``
 frees the blocks that fall out of the window).  With L_f full and L_w window layers and
@@ -49,8 +50,14 @@ def blocks_for(tokens: int, block_tokens: int) -> int:
     return (tokens + block_tokens - 1) // block_tokens
 
 
-def window_cap_blocks(window_tokens: int, chunk_tokens: int, context_window_tokens: int, block_tokens: int) -> int:
-    """⌈min(W − 1 + chunk, max_model_len) / block⌉ + 1: the most positions a sliding-window layer holds."""
+def window_cap_blocks(
+    window_tokens: int, chunk_tokens: int, context_window_tokens: int, block_tokens: int, chunked: bool = False
+) -> int:
+    """⌈min(W − 1 + reach, max_model_len) / block⌉ + 1: the most positions a sliding-window layer holds, reach the
+    tokens in flight (one chunk; vLLM ≥ 0.26: the batches in flight × chunk); a chunked-local layer
+    ⌈min(W + reach, max_model_len) / block⌉ (``ChunkedLocalAttentionSpec``)."""
+    if chunked:
+        return blocks_for(min(window_tokens + chunk_tokens, context_window_tokens), block_tokens)
     return blocks_for(min(window_tokens - 1 + chunk_tokens, context_window_tokens), block_tokens) + 1
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.engine.inputs import EngineInputs
-from planner.engine.memory import memory_plan
+from planner.engine.memory import memory_plan, window_in_flight_tokens
 from planner.model.scenario import PrefixCacheMode, Scenario
 from planner.sim.blocks import BlockPool, unit_weights, window_cap_blocks
 from planner.sim.slo import Slo
@@ -35,17 +35,23 @@ class SimConfig:
     window_layers: int = 0  # sliding-window layers (window_tokens each); 0 = none
     window_tokens: int = 0
     prefix_cache: PrefixCacheMode = "pool"
+    window_reach_tokens: int = 0  # tokens a window layer holds beyond its window (0: chunk_tokens, one batch)
+    chunked_local: bool = False  # the window layers are chunked local attention (no −1 / +1 block)
 
     @classmethod
     def from_inputs(cls, x: EngineInputs, s: Scenario) -> SimConfig:
-        """Limits from the scenario; capacity ⌊kv_capacity_tokens / block⌋ from ``memory_plan``."""
+        """Limits from the scenario; capacity ⌊kv_capacity_tokens / block⌋ from ``memory_plan`` (the block in
+        force); window layers keep their own blocks only where the engine gives them (vLLM's hybrid manager;
+        SGLang's pool is one pool of full-layer tokens)."""
         plan = memory_plan(x)
-        blocks = int(np.asarray(plan["kv_capacity_tokens"]).reshape(()) // s.block)
-        window_layers = int(np.asarray(x.window_layers).reshape(()))
+        block = int(np.asarray(x.block_tokens).reshape(()))
+        blocks = int(np.asarray(plan["kv_capacity_tokens"]).reshape(()) // block)
+        own_windows = float(np.asarray(x.hybrid_kv).reshape(())) > 0 and float(np.asarray(x.mem_rule).reshape(())) != 1
+        window_layers = int(np.asarray(x.window_layers).reshape(())) if own_windows else 0
         return cls(
             batch=s.batch,
             chunk_tokens=s.chunk,
-            block_tokens=s.block,
+            block_tokens=block,
             kv_capacity_blocks=blocks,
             context_window_tokens=int(np.asarray(x.context_window_tokens).reshape(())),
             gamma=s.gamma if s.spec else 0,
@@ -56,6 +62,8 @@ class SimConfig:
             window_layers=window_layers,
             window_tokens=int(np.asarray(x.window_tokens).reshape(())) if window_layers else 0,
             prefix_cache=s.prefix_cache,
+            window_reach_tokens=int(np.asarray(window_in_flight_tokens(x)).reshape(())),
+            chunked_local=bool(np.asarray(x.chunked_local).reshape(()) > 0),
         )
 
     @property
@@ -67,7 +75,10 @@ class SimConfig:
     def window_cap_blocks(self) -> int:
         if not self.window_layers:
             return 0
-        return window_cap_blocks(self.window_tokens, self.chunk_tokens, self.context_window_tokens, self.block_tokens)
+        reach = self.window_reach_tokens or self.chunk_tokens
+        return window_cap_blocks(
+            self.window_tokens, reach, self.context_window_tokens, self.block_tokens, self.chunked_local
+        )
 
     @property
     def capacity_units(self) -> int:

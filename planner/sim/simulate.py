@@ -99,7 +99,7 @@ def sim_inputs(s: Scenario, catalog: Catalog) -> tuple[Resolved, EngineInputs]:
 def fit_problems(s: Scenario, r: Resolved, x: EngineInputs) -> list[str]:
     """Why one replica of this scenario cannot run at all (its weights and reserve leave no KV block); [] if it can."""
     plan = memory_plan(x)
-    blocks = int(np.asarray(plan["kv_capacity_tokens"]).reshape(()) // s.block)
+    blocks = int(np.asarray(plan["kv_capacity_tokens"]).reshape(()) // np.asarray(x.block_tokens).reshape(()))
     if bool(np.asarray(plan["fits"]).reshape(())) and blocks > 0:
         return []
     weights = float(np.asarray(plan["weight_bytes_per_gpu"]))

@@ -185,11 +185,14 @@ def _other_reserved_items(s: Scalars) -> list[ExplainItem]:
         )
     )
     in_budget = _f(x.graphs_in_budget) > 0
+    factor = _f(x.graph_estimate_factor)
     graphs = ExplainItem(
         "CUDA graphs per GPU",
         "g₀ + g₁ · L  ("
         + (
-            "subtracted from the KV budget"
+            "profiled before the KV cache is sized and subtracted from the KV budget as its estimate"
+            + (f", {num(factor)} × G" if factor != 1 else " (the captured memory: the V2 runner measures it)")
+            + " (vLLM ≥ 0.20 profile_cudagraph_memory)"
             if in_budget
             else "captured after the KV cache is sized: vLLM 0.19 does "
             "not subtract it, so it must fit beside the budget"
@@ -202,13 +205,13 @@ def _other_reserved_items(s: Scalars) -> list[ExplainItem]:
     )
     parts = [exact(m["activation_bytes_per_gpu"]), exact(m["non_torch_bytes_per_gpu"])]
     if in_budget:
-        parts.append(exact(m["cuda_graph_bytes_per_gpu"]))
+        parts.append(exact(m["cuda_graph_charged_bytes_per_gpu"]))
     sglang = _f(x.mem_rule) == 1
     reserve = ExplainItem(
         "Activation and workspace reserve per GPU",
         "0: SGLang's static fraction holds only weights and the KV pool"
         if sglang
-        else "peak activation + non-torch memory" + (" + CUDA graphs" if in_budget else ""),
+        else "peak activation + non-torch memory" + (" + the CUDA graphs' estimate" if in_budget else ""),
         "0" if sglang else " + ".join(parts),
         _bytes_value(m["reserve_bytes_per_gpu"]),
     )
@@ -268,14 +271,25 @@ def _blocks_items(s: Scalars) -> list[ExplainItem]:
     if g["full_groups"]:
         bpr.append(f"{num(g['full_groups'])} · ⌈{ctx} / {num(s.block)}⌉")
     if g["window_groups"]:
-        c = num(_f(mem.step_tokens(xa)))
-        bpr.append(f"{num(g['window_groups'])} · (⌈min({num(s.W)} - 1 + {c}, {ctx}) / {num(s.block)}⌉ + 1)")
+        reach = num(_f(mem.window_in_flight_tokens(xa)))
+        if _f(xa.chunked_local) > 0:
+            bpr.append(f"{num(g['window_groups'])} · ⌈min({num(s.W)} + {reach}, {ctx}) / {num(s.block)}⌉")
+        else:
+            bpr.append(f"{num(g['window_groups'])} · (⌈min({num(s.W)} - 1 + {reach}, {ctx}) / {num(s.block)}⌉ + 1)")
     alloc = _f(mem.kv_allocated_bytes_per_sequence(xa, s.P + s.O))
     per_block = bb / max(g["layers_per_group"], 1.0)
     # without a draft or a fixed per-sequence state the ratio is vLLM's blocks / blocks per request
     frac = 1.0 if stage is None else _f(stage.layer_frac)
     contiguous = _f(mem.kv_bytes_per_sequence(xa, mem.contiguous_context_tokens(xa))) * frac
     plain = _f(m["draft_weight_bytes_per_gpu"]) == 0 and _f(mem.kv_bytes_per_sequence(xa, 0.0)) == 0
+    if _f(xa.mem_rule) == 1:
+        return _sglang_pool_items(s, bb, per_block, ranks, contiguous)
+    window_rule = (
+        "sliding-window layers ⌈min(W − 1 + n_b · C, L) / block⌉ + 1 with n_b = pp + 1 batches in flight (async "
+        "scheduling, vLLM ≥ 0.26)"
+        if _f(xa.window_in_flight) > 0
+        else "sliding-window layers ⌈min(W − 1 + C, L) / block⌉ + 1"
+    )
     return [
         ExplainItem(
             "KV blocks",
@@ -296,7 +310,7 @@ def _blocks_items(s: Scalars) -> list[ExplainItem]:
         ExplainItem(
             "Max concurrent sequences (paged)",
             "blocks / blocks per request  (vLLM's 'Maximum concurrency for P + O tokens per request'; full "
-            "layers ⌈L / block⌉, sliding-window layers ⌈min(W − 1 + C, L) / block⌉ + 1" + per_rank + ")",
+            "layers ⌈L / block⌉, " + window_rule + "; chunked-local layers without the − 1 and + 1" + per_rank + ")",
             (f"{num(blocks)} / ({' + '.join(bpr)})" if plain else f"{num(blocks)} · {exact(bb)} / {exact(alloc)}")
             + ranks,
             _value(m["max_concurrent_sequences"], "sequences"),
@@ -304,6 +318,56 @@ def _blocks_items(s: Scalars) -> list[ExplainItem]:
         ExplainItem(
             "Max concurrent sequences (contiguous)",
             "⌊KV budget / KV(max(window, P + O))⌋  (a contiguous allocator reserves the whole window" + per_rank + ")",
+            f"⌊{exact(m['kv_budget_bytes_per_gpu'])} / {exact(contiguous)}⌋{ranks}",
+            _value(m["max_concurrent_sequences_contiguous"], "sequences"),
+        ),
+    ]
+
+
+def _sglang_pool_items(s: Scalars, bb: float, per_block: float, ranks: str, contiguous: float) -> list[ExplainItem]:
+    """SGLang's token pool: one pool of every layer's tokens, or a full pool and a window pool of ratio × its
+    tokens (HybridSWAPoolConfigurator); pages of ``block`` tokens; concurrency = pages / pages per request."""
+    x, m = s.x, s.m
+    xa = x.as_arrays()
+    r = _f(x.swa_ratio)
+    layers = _f(mem.sglang_pool_layers(xa))
+    hybrid = r > 0 and s.win > 0 and s.full > 0
+    cell = (
+        f"KV per token per layer · (L_full + {num(r)} · L_window) = {num(per_block)} B · {num(layers)}"
+        if hybrid
+        else f"KV per token per layer · every KV layer (window layers charged in full) = {num(per_block)} B · "
+        f"{num(layers)}"
+    )
+    ctx, page, blocks = f"({num(s.P)} + {num(s.O)})", num(s.block), m["kv_blocks"]
+    need = f"⌈{ctx} / {page}⌉"
+    if hybrid:
+        c = num(_f(mem.step_tokens(xa)))
+        need = f"max({need}, ⌈min({num(s.W)} + {c}, {ctx}) / {page}⌉ / {num(r)})"
+    plain = _f(m["draft_weight_bytes_per_gpu"]) == 0 and _f(mem.kv_bytes_per_sequence(xa, 0.0)) == 0
+    alloc = _f(mem.kv_allocated_bytes_per_sequence(xa, s.P + s.O))
+    return [
+        ExplainItem(
+            "KV blocks",
+            "⌊KV budget / (page · cell)⌋  (SGLang's pool in pages, pool_configurator.py; cell = " + cell + ")",
+            f"⌊{exact(m['kv_budget_bytes_per_gpu'])} / {exact(bb)}⌋",
+            _value(blocks, "blocks", f"{num(per_block)} B per token per layer"),
+        ),
+        ExplainItem(
+            "KV cache capacity (tokens)",
+            "pages · page  (SGLang's max_total_num_tokens)",
+            f"{num(blocks)} · {page}{ranks}",
+            _value(m["kv_capacity_tokens"], "tokens"),
+        ),
+        ExplainItem(
+            "Max concurrent sequences (paged)",
+            "pages / pages per request"
+            + (f" (the window pool, {num(r)} × the full one, must also hold ⌈min(W + C, L)⌉)" if hybrid else ""),
+            (f"{num(blocks)} / {need}" if plain else f"{num(blocks)} · {exact(bb)} / {exact(alloc)}") + ranks,
+            _value(m["max_concurrent_sequences"], "sequences"),
+        ),
+        ExplainItem(
+            "Max concurrent sequences (contiguous)",
+            "⌊KV budget / KV(max(window, P + O))⌋  (a contiguous allocator reserves the whole window)",
             f"⌊{exact(m['kv_budget_bytes_per_gpu'])} / {exact(contiguous)}⌋{ranks}",
             _value(m["max_concurrent_sequences_contiguous"], "sequences"),
         ),

@@ -13,15 +13,18 @@ import kubernetes_validate
 import pytest
 
 from planner.deploy.bundle import deploy_bundle
+from planner.engine.defaults import mem_util_in_force
 from planner.engine.evaluate import resolve
 from planner.launch.commands import launch_command
+from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
 from tests.deploy.plans import ENGINES, PLANS, plan
 from tests.deploy.validators import bad_flags, flags_of, tool_of, validate_manifest, yaml_docs
 
+#: the images of the plans' engines: a name alone is the newest version (vLLM 0.33.0, SGLang 0.5.23)
 IMAGES = {
-    ("vllm", "NVIDIA"): "vllm/vllm-openai:v0.19.0",
-    ("vllm", "AMD"): "vllm/vllm-openai-rocm:v0.19.0",
+    ("vllm", "NVIDIA"): "vllm/vllm-openai:v0.33.0",
+    ("vllm", "AMD"): "vllm/vllm-openai-rocm:v0.33.0",
     ("sglang", "NVIDIA"): "lmsysorg/sglang:v0.5.23",
     ("sglang", "AMD"): "lmsysorg/sglang:v0.5.23-rocm700-mi30x",
 }
@@ -57,6 +60,15 @@ def serving_container(w: dict) -> dict:
     return template["spec"]["containers"][0]
 
 
+def memory_share(engine: str, s: Scenario) -> str:
+    """The memory share a server of ``engine`` runs the plan at: the plan's mem_util, else that engine version's own
+    (vLLM 0.33: 0.92; SGLang: its mem_fraction_static rule; planner/engine/defaults.py)."""
+    catalog = load_catalog()
+    r = resolve(s, catalog)
+    target = r.engine if r.engine.kind == engine else catalog.engine(engine)
+    return repr(mem_util_in_force(target, r.gpu, r.model, r.scenario))
+
+
 def check_engine_flags(engine: str, f: dict[str, list[str]], s: Scenario) -> None:
     """The plan's numbers in one server's flags (planner/launch/commands.py maps them)."""
     ctx = str(s.prompt + s.output)
@@ -64,12 +76,12 @@ def check_engine_flags(engine: str, f: dict[str, list[str]], s: Scenario) -> Non
         assert f["--tensor-parallel-size"] == [str(s.tp)]
         assert f["--max-num-seqs"] == [str(math.ceil(s.batch / s.dp))]
         assert f["--max-num-batched-tokens"] == [str(s.chunk)]
-        assert f["--max-model-len"] == [ctx] and f["--gpu-memory-utilization"] == [repr(s.mem_util)]
+        assert f["--max-model-len"] == [ctx] and f["--gpu-memory-utilization"] == [memory_share(engine, s)]
         assert f.get("--pipeline-parallel-size", ["1"]) == [str(s.pp)]
     else:
         assert f["--tp-size"] == [str(s.tp * s.dp)] and f["--max-running-requests"] == [str(s.batch)]
         assert f["--chunked-prefill-size"] == [str(s.chunk * s.dp)] and f["--context-length"] == [ctx]
-        assert f["--mem-fraction-static"] == [repr(s.mem_util)] and f.get("--pp-size", ["1"]) == [str(s.pp)]
+        assert f["--mem-fraction-static"] == [memory_share(engine, s)] and f.get("--pp-size", ["1"]) == [str(s.pp)]
 
 
 def check_bench(engine: str, job: dict, s: Scenario, url: str) -> None:
@@ -125,7 +137,7 @@ def test_manifests_validate_and_carry_the_plan(name, engine, catalog):
         assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
         argv = c["command"] + c["args"]
         assert bad_flags(tool_of(argv), argv) == []
-        launch = list(launch_command(resolve(ps, catalog), engine).argv)
+        launch = list(launch_command(resolve(ps, catalog), engine, catalog).argv)
         if nodes == 1:
             assert argv[: len(launch)] == launch  # the launch command, as `kvplan launch` prints it
         check_engine_flags(engine, flags_of(argv), ps)

@@ -155,7 +155,7 @@ def test_vllm_pipeline_kv_capacity_matches_its_start_up_logs():
     """vLLM 0.19 logs (llm-d-planner, H100, Llama-3.1-8B, max_model_len 8192, u = 0.95): pp2 1,075,312 and pp4
     2,257,264 KV tokens: every stage keeps the smallest stage's block count (the last: LM head and sampler)."""
     for pp, logged in ((2, 1_075_312), (4, 2_257_264)):
-        s = Scenario(pp=pp, prompt=8191, output=1, mem_util=0.95, batch=1024, chunk=8192, prefix=0)
+        s = Scenario(pp=pp, prompt=8191, output=1, mem_util=0.95, batch=1024, chunk=8192, prefix=0, engine="vllm@0.19")
         m = evaluate(s, CATALOG).metrics
         assert m["kv_capacity_tokens"] == pytest.approx(logged, rel=0.002)
         assert m["memory_stage_layers"] == 32 // pp
@@ -176,7 +176,8 @@ def test_layout_errors_name_the_values_that_pass():
     assert "valid ep at tp=2, dp=1: 1, 2" in problems(model="mixtral-8x7b", tp=2, ep=4)
     assert "SGLang needs ep to divide tp × dp = 6" in problems(model="mixtral-8x7b", tp=2, dp=3, ep=4, engine="sglang")
     assert "valid pp: 1 … 32" in problems(pp=33)
-    assert "valid dp: 1" in problems(dp=2)  # a dense model: replicas
+    assert problems(dp=2, batch=64) == ""  # vLLM: a dense model's DP ranks are independent engines
+    assert "valid dp: 1" in problems(dp=2, batch=64, engine="sglang")  # SGLang's attention DP: replicas instead
     assert "valid ep: 1" in problems(ep=2)
     assert "do not split evenly over 72 ranks" in problems(**DSV3, tp=1, dp=72, ep=72, batch=4096)
     assert problems(**DSV3, tp=1, dp=72, ep=72, batch=4096, redundant_experts=32) == ""

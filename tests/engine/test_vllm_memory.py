@@ -1,5 +1,6 @@
-"""The memory plan as vLLM 0.19 does it (planner.engine.memory, planner.engine.validity), each rule of
-issue 13 on the scenario that used to be wrong, pinned to vLLM 0.19.0's own start-up logs on H100
+"""The memory plan as vLLM 0.19 does it (planner.engine.memory, planner.engine.validity; engine=vllm@0.19 where a
+number is 0.19's: the newest vLLM is the default), each rule of issue 13 on the scenario that used to be wrong,
+pinned to vLLM 0.19.0's own start-up logs on H100
 (llm-d-incubation/llm-d-planner@d3121e05…:accuracy/results/v0.19.0/logs; rows of
 benchmarks/data/published-serving.json)."""
 
@@ -34,7 +35,7 @@ def test_device_memory_is_what_the_driver_reports(catalog):
     """H100 SXM: vLLM's log says total_memory=79.19GiB, the datasheet 80 GB = 74.5 GiB (7 % less)."""
     gpu = catalog.gpus["h100-sxm"]
     assert gpu.memory_bytes == 80 * GB and gpu.memory_reported_bytes == pytest.approx(79.19 * GiB)
-    m = m_of(catalog, "mem_util=0.95")
+    m = m_of(catalog, "mem_util=0.95&engine=vllm@0.19")
     assert m["memory_total_bytes_per_gpu"] == pytest.approx(79.19 * GiB)
     assert m["usable_bytes_per_gpu"] / GiB == pytest.approx(75.23, abs=0.005)  # "worker requested memory: 75.23GiB"
     for key, gpu in catalog.gpus.items():
@@ -64,13 +65,13 @@ def test_the_reserve_is_the_logs_terms_with_nccl_at_tp2(catalog):
 
 
 def test_sliding_window_reserves_w_minus_1_plus_chunk(catalog):
-    """Mistral-7B (32 sliding layers, W = 4,096) at 8,192 tokens, chunk 2,048: ⌈(4,095 + 2,048)/16⌉ + 1 = 385
-    blocks per request, not the 256 of min(L, W): 76 sequences where the old model said 105."""
-    m = m_of(catalog, "model=mistral-7b&prompt=8000&output=192&chunk=2048")
+    """Mistral-7B (32 sliding layers, W = 4,096) at 8,192 tokens, chunk 2,048, vLLM 0.19: ⌈(4,095 + 2,048)/16⌉ + 1
+    = 385 blocks per request, not the 256 of min(L, W): 76 sequences where the old model said 105."""
+    m = m_of(catalog, "model=mistral-7b&prompt=8000&output=192&chunk=2048&engine=vllm@0.19")
     assert m["kv_blocks_per_request"] == 385
     assert m["max_concurrent_sequences"] == pytest.approx(m["kv_blocks"] / 385)
     assert m["max_concurrent_sequences"] < 0.75 * 105
-    off = m_of(catalog, "model=mistral-7b&prompt=8000&output=192&chunk=2048&hybrid_kv=0")
+    off = m_of(catalog, "model=mistral-7b&prompt=8000&output=192&chunk=2048&hybrid_kv=0&engine=vllm@0.19")
     assert off["kv_blocks_per_request"] == 512  # window layers allocated like full ones
 
 

@@ -1,5 +1,6 @@
 """Launch commands (planner.launch.commands, ``kvplan launch``): three scenarios, flags as the
-engines document them (vLLM 0.19 engine/arg_utils.py; SGLang docs/advanced_features/server_arguments.md)."""
+engines document them (vLLM 0.19 and 0.33 engine/arg_utils.py; SGLang 0.5.23 srt/server_args.py; every flag is
+also checked against the version's parser table in tests/launch/test_flag_tables.py)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ from planner.model.scenario import Scenario
 VLLM_FLAGS = {
     "--tensor-parallel-size", "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
     "--gpu-memory-utilization", "--dtype", "--kv-cache-dtype", "--block-size", "--enable-prefix-caching",
-    "--no-enable-prefix-caching", "--disable-hybrid-kv-cache-manager", "--quantization", "--speculative-config",
+    "--no-enable-prefix-caching", "--disable-prefix-caching", "--disable-hybrid-kv-cache-manager", "--quantization",
+    "--speculative-config",
 }  # fmt: skip
 SGLANG_FLAGS = {
     "--model-path", "--tp-size", "--mem-fraction-static", "--max-running-requests", "--chunked-prefill-size",
     "--context-length", "--dtype", "--kv-cache-dtype", "--page-size", "--quantization", "--disable-radix-cache",
     "--disable-hybrid-swa-memory", "--speculative-algorithm", "--speculative-draft-model-path",
     "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
+    "--speculative-ngram-max-bfs-breadth",
 }  # fmt: skip
 
 
@@ -41,13 +44,16 @@ def flags(argv):
     return out
 
 
-def cmd(catalog, engine=None, **kw):
-    return launch_command(resolve(Scenario(**kw), catalog), engine)
+def cmd(catalog, writer=None, **kw):
+    """The command ``writer`` (vllm, sglang; default: the scenario's engine) writes for the scenario ``kw``."""
+    return launch_command(resolve(Scenario(**kw), catalog), writer, catalog)
 
 
 def test_default_scenario_vllm(catalog):
+    """vLLM 0.33 (the default): its own gpu_memory_utilization default 0.92 (config/cache.py:215) and no
+    --block-size (the attention backend picks, platforms/interface.py:750); vLLM 0.19 as before."""
     c = cmd(catalog)
-    assert c.argv[:3] == ("vllm", "serve", "meta-llama/Llama-3.1-8B")
+    assert c.argv[:3] == ("vllm", "serve", "meta-llama/Llama-3.1-8B") and c.version == "vLLM 0.33.0"
     f = flags(c.argv)
     assert set(f) <= VLLM_FLAGS
     assert f == {
@@ -55,13 +61,15 @@ def test_default_scenario_vllm(catalog):
         "--max-num-seqs": "32",
         "--max-num-batched-tokens": "2048",
         "--max-model-len": "2304",
-        "--gpu-memory-utilization": "0.9",
+        "--gpu-memory-utilization": "0.92",
         "--dtype": "bfloat16",
         "--kv-cache-dtype": "auto",
-        "--block-size": "16",
         "--enable-prefix-caching": None,
     }
     assert shlex.split(c.text().replace("\\\n", " ")) == list(c.argv)  # the shown text runs as the argv
+    old = cmd(catalog, engine="vllm@0.19")
+    assert old.version == "vLLM 0.19.0"
+    assert flags(old.argv) == {**f, "--gpu-memory-utilization": "0.9", "--block-size": "16"}
 
 
 def test_70b_fp8_weights_fp8_kv_and_a_draft_model_vllm(catalog):
@@ -72,7 +80,8 @@ def test_70b_fp8_weights_fp8_kv_and_a_draft_model_vllm(catalog):
     f = flags(c.argv)
     assert set(f) <= VLLM_FLAGS
     assert f["--tensor-parallel-size"] == "4" and f["--max-model-len"] == "8192" and f["--kv-cache-dtype"] == "fp8"
-    assert f["--quantization"] == "fp8" and "--dtype" not in f and "--no-enable-prefix-caching" in f
+    # vLLM 0.33's spellings (weight_utils.py:357: fp8 → fp8_per_tensor; --disable-prefix-caching)
+    assert f["--quantization"] == "fp8_per_tensor" and "--dtype" not in f and "--disable-prefix-caching" in f
     assert json.loads(f["--speculative-config"]) == {
         "method": "draft_model",
         "model": "meta-llama/Llama-3.2-1B",
@@ -85,17 +94,23 @@ def test_gemma_without_hybrid_manager_int4_checkpoint_sglang(catalog):
     assert c.argv[:3] == ("python", "-m", "sglang.launch_server")
     f = flags(c.argv)
     assert set(f) <= SGLANG_FLAGS
-    assert f["--model-path"] == "google/gemma-2-9b" and f["--tp-size"] == "1" and f["--mem-fraction-static"] == "0.9"
+    # SGLang's own mem_fraction_static: its 10 GiB floor on an 81,559 MiB H100 (memory_hook.py:331-332)
+    assert f["--model-path"] == "google/gemma-2-9b" and f["--tp-size"] == "1" and f["--mem-fraction-static"] == "0.874"
     assert f["--max-running-requests"] == "64" and f["--chunked-prefill-size"] == "4096"
-    assert f["--context-length"] == "2304" and f["--page-size"] == "16" and "--disable-hybrid-swa-memory" in f
+    assert f["--context-length"] == "2304" and "--page-size" not in f and "--disable-hybrid-swa-memory" in f
+    assert c.version == "SGLang 0.5.23"
     assert "--quantization" not in f  # the AWQ checkpoint declares itself
     assert any("AWQ" in n and "quantization_config" in n for n in c.notes)
     assert any("vLLM's rules" in n for n in c.notes)  # planned with the vLLM profile
 
 
 def test_what_a_flag_cannot_say_is_a_note(catalog):
-    c = cmd(catalog, kvdtype="int8")
-    assert "--kv-cache-dtype" not in flags(c.argv) and any("no int8 KV cache" in n for n in c.notes)
+    c = cmd(catalog, kvdtype="int8", engine="vllm@0.19")
+    assert "--kv-cache-dtype" not in flags(c.argv) and any("vLLM 0.19.0 has no int8 KV cache" in n for n in c.notes)
+    # vLLM 0.33 has one (config/cache.py:63 int8_per_token_head) for dense models; its MLA backends list none
+    assert flags(cmd(catalog, kvdtype="int8").argv)["--kv-cache-dtype"] == "int8_per_token_head"
+    mla = cmd(catalog, kvdtype="int8", model="deepseek-v3", tp=8, wdtype="fp8", quant="fp8-block")
+    assert "--kv-cache-dtype" not in flags(mla.argv) and any("for an MLA model" in n for n in mla.notes)
     custom = cmd(catalog, model="custom", custom="L32-H4096-A32-G8-D128-F14336-V128256-C131072")
     assert custom.argv[2] == "<your-checkpoint>" and any("does not know its checkpoint" in n for n in custom.notes)
     with pytest.raises(LaunchError, match="kvplan writes launch commands for vllm, sglang"):
@@ -120,7 +135,7 @@ VLLM_LAYOUT_FLAGS = {
     "--all2all-backend", "--enable-dbo", "--nnodes", "--node-rank", "--master-addr",
 }  # fmt: skip
 SGLANG_LAYOUT_FLAGS = {
-    "--pp-size", "--dp-size", "--enable-dp-attention", "--ep-size", "--moe-a2a-backend", "--enable-eplb",
+    "--pp-size", "--attn-dp-size", "--ep-size", "--moe-a2a-backend", "--enable-eplb",
     "--ep-num-redundant-experts", "--enable-two-batch-overlap", "--nnodes", "--node-rank", "--dist-init-addr",
 }  # fmt: skip
 
@@ -148,7 +163,8 @@ def test_deepseek_v3_data_parallel_attention_and_expert_parallel(catalog):
     s = cmd(catalog, "sglang", **kw, redundant_experts=32, tbo=True)
     g = flags(s.argv)
     assert set(g) <= SGLANG_FLAGS | SGLANG_LAYOUT_FLAGS
-    assert g["--tp-size"] == "72" and g["--dp-size"] == "72" and "--enable-dp-attention" in g  # tp_size: the stage's
+    # tp_size: the stage's; 0.5.23's --attn-dp-size (server_args.py:417-424 deprecates --enable-dp-attention)
+    assert g["--tp-size"] == "72" and g["--attn-dp-size"] == "72" and "--enable-dp-attention" not in g
     assert g["--ep-size"] == "72" and g["--moe-a2a-backend"] == "deepep" and "--enable-two-batch-overlap" in g
     assert g["--ep-num-redundant-experts"] == "32"
     assert g["--chunked-prefill-size"] == str(2048 * 72)  # SGLang divides it among the dp ranks

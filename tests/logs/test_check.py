@@ -44,7 +44,7 @@ def test_use_this_logs_figures_reproduces_the_log_to_its_rounding(catalog):
         "cal_nontorch_gib": 2.09,
         "cal_graph_gib": 1.61,
     }
-    m = evaluate(calibrated_scenario(Scenario(model="qwen2.5-72b"), log), catalog).metrics
+    m = evaluate(calibrated_scenario(Scenario(model="qwen2.5-72b"), log, catalog), catalog).metrics
     assert m["kv_capacity_tokens"] == pytest.approx(log.kv_cache_tokens, rel=0.01)
     uncalibrated = check_log(Scenario(model="qwen2.5-72b"), log, catalog)
     tokens = next(r for r in uncalibrated.rows if r.term == "kv_cache_tokens")
@@ -62,7 +62,8 @@ def test_cli_check_log_text_json_and_bad_input(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert main(["check-log", "", "--log", path, "--calibrate"], out=out, err=err) == 0, err.getvalue()
     text = out.getvalue()
-    assert "GPU KV cache size (tokens)" in text and "476,016.00" in text and "calibrated link: ?v=1" in text
+    assert "GPU KV cache size (pool) (tokens)" in text and "476,016.00" in text and "calibrated link: ?v=1" in text
+    assert "engine=vllm%400.19" in text  # a 0.19 log: the plan and its calibrated link on vllm@0.19
     out = io.StringIO()
     assert main(["check-log", "", "--log", path, "--format", "json"], out=out, err=err) == 0
     rows = {r["term"]: r for r in json.loads(out.getvalue())["rows"]}

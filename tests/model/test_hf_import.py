@@ -20,7 +20,8 @@ from planner.model.params import param_counts
 PRESETS, _ = load_models()
 
 #: Fields that describe the preset rather than the architecture.
-_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens"}
+#: not shape: names, provenance, and the architecture (SGLang keys a rule on it; a link's custom code does not carry it)
+_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "architecture"}
 
 
 def shape(m) -> dict:

@@ -122,4 +122,4 @@ def test_round_trips_through_a_link_and_evaluates(key: str, catalog) -> None:
     m = evaluate(back, catalog).metrics
     assert m["fits"] and math.isfinite(m["tpot_s"]) and m["tpot_s"] > 0
     # vLLM sizes from the memory the driver reports (every profile states it, estimated where not published)
-    assert m["usable_bytes_per_gpu"] == pytest.approx(GPUS[key].memory_reported_bytes * s.mem_util, rel=1e-6)
+    assert m["usable_bytes_per_gpu"] == pytest.approx(GPUS[key].memory_reported_bytes * m["mem_util_frac"], rel=1e-6)

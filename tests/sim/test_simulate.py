@@ -347,15 +347,21 @@ def test_a_layout_that_does_not_fit_is_named_not_simulated(catalog):
 
 
 def test_sliding_window_layers_hold_only_their_window(catalog):
-    """Mistral 7B (every layer windowed at 4,096) with 30k-token prompts: vLLM charges each request
-    ⌈min(W − 1 + chunk, max_model_len) / 16⌉ + 1 blocks, so the pool holds ⌊capacity / 385⌋ of them
-    decoding together, where charging every layer the whole context allowed only ⌊capacity / 2,019⌋."""
-    s = Scenario(model="mistral-7b", prompt=30000, output=2000, dist="fixed", rate=1000.0, sim_requests=150, batch=256)
+    """Mistral 7B (every layer windowed at 4,096) with 30k-token prompts: vLLM 0.33 charges each request
+    ⌈min(W − 1 + 2 · chunk, max_model_len) / 16⌉ + 1 blocks (two batches in flight with async scheduling:
+    v1/kv_cache_interface.py:918-935, config/vllm.py:588-609), 0.19 ⌈min(W − 1 + chunk, L) / 16⌉ + 1
+    (kv_cache_interface.py:251-270), so the pool holds ⌊capacity / 513⌋ of them decoding together, where
+    charging every layer the whole context allowed only ⌊capacity / 2,001⌋."""
+    kw = dict(model="mistral-7b", prompt=30000, output=2000, dist="fixed", rate=1000.0, sim_requests=150, batch=256)
+    old = SimConfig.from_inputs(sim_inputs(Scenario(**kw, engine="vllm@0.19"), catalog)[1], Scenario(**kw))
+    assert old.window_cap_blocks == -(-(4095 + 2048) // 16) + 1 == 385
+    s = Scenario(**kw)
     _, x = sim_inputs(s, catalog)
     cfg = SimConfig.from_inputs(x, s)
-    assert cfg.window_cap_blocks == -(-(4095 + 2048) // 16) + 1 == 385 and cfg.unit_weights == (0, 1, 32)
+    assert cfg.window_cap_blocks == -(-(4095 + 2 * 2048) // 16) + 1 == 513 and cfg.unit_weights == (0, 1, 32)
     r = simulate_scenario(s, catalog)
     start, end = r.arrival_s + r.ttft_s, r.arrival_s + r.e2e_s
     events = sorted([(t, 1) for t in start] + [(t, -1) for t in end])
     peak = max(np.cumsum([d for _, d in events]))
-    assert peak == cfg.capacity_units // 385 > 5 * (cfg.kv_capacity_blocks // -(-(32000 + 1) // 16))
+    # ⌊29,666 / 513⌋ = 57 decoding at once against ⌊29,666 / 2,001⌋ = 14: the window still buys ≈ 4×
+    assert peak == cfg.capacity_units // 513 > 3.5 * (cfg.kv_capacity_blocks // -(-(32000 + 1) // 16))

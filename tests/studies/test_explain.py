@@ -243,11 +243,15 @@ def test_worked_example_default_scenario():
     """Llama-3.1-8B, bf16, one H100: 2·32·8·128·2 = 131,072 B per token; vLLM's blocks ÷ blocks per request:
     28,541 blocks of 16 tokens (2 MiB each) over the 79.19 GiB the driver reports hold 198.2 requests of
     2,304 tokens (the old model charged every sequence fp32 logits and the datasheet's 74.5 GiB: 182)."""
-    items = {i.title: i for i in explain(evaluate(Scenario(), CATALOG))}
+    items = {i.title: i for i in explain(evaluate(Scenario(engine="vllm@0.19"), CATALOG))}
     kv = items["KV cache per token"]
     assert kv.substituted == "2 · 32 · 8 · 128 · 2" and kv.value == "131,072 B (128 KiB)"
     paged = items["Max concurrent sequences (paged)"]
     assert paged.substituted == "28,541 / (1 · ⌈(2,048 + 256) / 16⌉)" and paged.value == "198.201 sequences"
+    # vLLM 0.33 (the default): 0.92 of 79.19 GiB requested (+1.584 GiB) less the CUDA-graph estimate (0.878 GiB)
+    # now inside the budget: ⌊0.706 GiB / 2 MiB⌋ = 361 blocks more
+    new = {i.title: i for i in explain(evaluate(Scenario(), CATALOG))}["Max concurrent sequences (paged)"]
+    assert new.substituted == f"{28_541 + 361:,} / (1 · ⌈(2,048 + 256) / 16⌉)"
     assert "compute-bound" in items["Prefill of the whole prompt (TTFT without a prefix-cache hit)"].value
     # the whole decode step (KV reads included) never turns compute-bound at a 2k context
     assert items["Compute-bound turn (ridge batch)"].value.startswith("never")

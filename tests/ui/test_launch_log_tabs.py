@@ -56,12 +56,13 @@ def test_log_tab_compares_a_pasted_log_and_applies_its_figures():
     at2.text_area(key="_log_text").set_value((LOGS / "qwen25_72b_tp2.log").read_text(encoding="utf-8")).run()
     assert not at2.exception
     frame = at2.dataframe[0].value.set_index("term")
-    assert frame.loc["GPU KV cache size", "logged"] == 19_920
-    assert abs(frame.loc["GPU KV cache size", "error_pct"]) < 5
+    assert frame.loc["GPU KV cache size (pool)", "logged"] == 19_920  # a 0.19 log: the pool's tokens
+    assert abs(frame.loc["GPU KV cache size (pool)", "error_pct"]) < 5
     at2.button(key="log_apply").click().run()
     assert not at2.exception
     s = scenario_of(at2)
     assert (s.tp, s.mem_util, s.batch, s.chunk, s.prompt + s.output) == (2, 0.95, 1024, 8192, 8192)
+    assert s.engine == "vllm@0.19"  # the log's version: its figures are 0.19's accounting
     assert (s.cal_total_gib, s.cal_weights_gib, s.cal_act_gib, s.cal_nontorch_gib, s.cal_graph_gib) == (
         79.19,
         67.8,

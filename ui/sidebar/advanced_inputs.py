@@ -125,13 +125,30 @@ def advanced_section(st: Any, catalog: Catalog) -> None:
                 "The selected profile was measured (its rates are achieved ones), so it runs at MFU = MBU = 1; "
                 "these two apply to the datasheet GPUs it is compared with."
             )
-        slider(
-            st,
-            "mem_util",
-            "Memory utilisation",
-            "Share of GPU memory the server may use (vLLM gpu_memory_utilization); fraction.",
-        )
-        int_input(st, "block", "KV block size", "Paged-attention block size; tokens per block.", step=16)
+        engine = catalog.engine(ss.get("engine", DEFAULTS.engine))
+        c1, c2 = st.columns(2)
+        with c1:
+            float_input(
+                st,
+                "mem_util",
+                "Memory utilisation",
+                "Share of GPU memory the server may use (vLLM gpu_memory_utilization, SGLang mem_fraction_static); "
+                "fraction; blank = the engine version's own default (vLLM 0.33: 0.92; SGLang: its rule by GPU memory).",
+                step=0.01,
+                value=None,
+                placeholder=_engine_default(engine, "mem_util"),
+            )
+        with c2:
+            int_input(
+                st,
+                "block",
+                "KV block size",
+                "Paged-attention block (SGLang: page) size; tokens per block; blank = what the engine version picks "
+                "(vLLM 0.33: its attention backend's, 16 for most models; SGLang: 1, or 64 on B200-class GPUs).",
+                step=16,
+                value=None,
+                placeholder=_engine_default(engine, "block"),
+            )
         st.toggle(
             "Hybrid KV-cache manager",
             key="hybrid_kv",
@@ -156,6 +173,16 @@ def advanced_section(st: Any, catalog: Catalog) -> None:
         )
         stat_input(st, "slo_pct", ss.get("slo_pct", DEFAULTS.slo_pct))
         target_inputs(st, "")
+
+
+def _engine_default(engine: Any, key: str) -> str:
+    """The blank box's hint: whose default applies (the value itself is in the Explain tab and the CSV)."""
+    label = engine.label if engine is not None else "engine"
+    if key == "mem_util" and engine is not None and engine.memory.static_fraction is None:
+        return f"{label}: {fmt_num(engine.memory.default_mem_util)}"
+    if key == "block" and engine is not None and engine.memory.block_rule == "fixed":
+        return f"{label}: {engine.memory.default_block_tokens}"
+    return f"{label}'s own"
 
 
 def clear_calibration(st: Any) -> None:

@@ -19,7 +19,9 @@ from planner.deploy.fleet import Fleet, build_fleet
 from planner.errors import ProblemsError
 from planner.format import fmt_count
 from planner.launch.commands import ENGINES, launch_command
+from planner.launch.flags import flag_problems
 from planner.model.catalog import Catalog
+from planner.model.engine_flags import load_flag_table
 from planner.model.scenario import Scenario
 from ui.format import md_escape, md_list
 from ui.state import PageContext
@@ -36,7 +38,8 @@ def render(ctx: PageContext) -> None:
     st.subheader("Launch command")
     st.caption(
         "The command that deploys this plan: batch → max_num_seqs, chunk → max_num_batched_tokens, "
-        "prompt + output → max_model_len, memory utilisation → gpu_memory_utilization. "
+        "prompt + output → max_model_len, memory utilisation → gpu_memory_utilization (left blank: the engine "
+        "version's own default). "
         "Copy it with the icon at the box's corner; `kvplan launch LINK` prints the same."
     )
     default = r.engine.kind if r.engine.kind in ENGINES else "vllm"
@@ -49,11 +52,16 @@ def render(ctx: PageContext) -> None:
         format_func=lambda k: ENGINE_LABELS[k],
     )
     try:
-        cmd = launch_command(r, engine)
+        cmd = launch_command(r, engine, ctx.catalog)
     except ProblemsError as exc:
         st.error(md_escape("; ".join(exc.problems)))
         return
     st.code(cmd.text(), language="bash", wrap_lines=True)
+    table = load_flag_table(cmd.profile_key)
+    checked = " — every flag checked against its parser's flag table" if table is not None else ""
+    st.caption(md_escape(f"Flags as {cmd.version} spells them{checked}."))
+    for problem in flag_problems(cmd.argv, table) if table is not None else []:
+        st.warning(md_escape(f"The {cmd.version} parser would not take: {problem}"))
     if ctx.scenario.disaggregated:
         st.info(
             "A disaggregated plan: this is one decode-pool replica's command; every pool's, with its KV-transfer "

@@ -1,12 +1,12 @@
-"""The "Check a log" tab: a pasted or uploaded vLLM start-up log beside the plan, term by term.
+"""The "Check a log" tab: a pasted or uploaded vLLM or SGLang start-up log beside the plan, term by term.
 
-The log is read by ``planner.logs.vllm_log.parse_vllm_log`` (size-limited; linear in its length;
+The log is read by ``planner.logs.startup.parse_startup_log`` (size-limited; linear in its length;
 nothing in it is executed; foreign text gets a message naming the lines it looked for) and compared by
-``planner.logs.check.check_log`` at the log's own settings — both in the uploads' worker
-(``ui.jobs.UPLOADS``, kind ``check_log``), never in the server process, so one visitor's log cannot
-stall another's page.  "Use this log's figures" puts the log's settings and its memory terms
-(``cal_*`` link keys) into the scenario, so the link carries the calibration — offered only when the
-figures are physical on the plan's GPU (``calibration_problems``; else the reasons).  Same figures as
+``planner.logs.check.check_log`` at the log's own settings, on the engine version it is from — both in
+the uploads' worker (``ui.jobs.UPLOADS``, kind ``check_log``), never in the server process, so one
+visitor's log cannot stall another's page.  "Use this log's figures" puts the log's settings, its engine
+version and its memory terms (``cal_*`` link keys) into the scenario, so the link carries the
+calibration — offered only when the figures are physical on the plan's GPU (``calibration_problems``; else the reasons).  Same figures as
 ``kvplan check-log LINK --log FILE [--calibrate]``.
 """
 
@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from planner.logs.check import calibration, log_scenario
-from planner.logs.vllm_log import MAX_LOG_CHARS, VllmStartup
+from planner.logs.check import StartupLog, calibration, log_scenario
+from planner.logs.sglang_log import SglangStartup
+from planner.logs.vllm_log import MAX_LOG_CHARS
 from planner.units import MiB
 from ui.format import md_escape, md_list
 from ui.job_kinds import LogReport
@@ -63,7 +64,7 @@ def _inputs(st: Any) -> None:
     kind = st.radio("Log", (PASTE, UPLOAD), horizontal=True, key="log_source_kind")
     if kind == UPLOAD:
         st.file_uploader(
-            "vLLM start-up log",
+            "vLLM or SGLang start-up log",
             type=["log", "txt", "out"],
             key=FILE_KEY,
             max_upload_size=MAX_UPLOAD_BYTES // MiB,
@@ -71,7 +72,7 @@ def _inputs(st: Any) -> None:
         )
     else:
         st.text_area(
-            "vLLM start-up log",
+            "vLLM or SGLang start-up log",
             key=TEXT_KEY,
             height=180,
             max_chars=MAX_LOG_CHARS,
@@ -81,17 +82,21 @@ def _inputs(st: Any) -> None:
         )
 
 
-def _apply(ctx: PageContext, log: VllmStartup) -> None:
-    """The log's settings and figures into the scenario (the link follows)."""
-    plan, _ = log_scenario(ctx.scenario, log)
-    changes = {k: getattr(plan, k) for k in ("tp", "mem_util", "batch", "chunk", "prompt", "output", "prefix")}
+def _apply(ctx: PageContext, log: StartupLog) -> None:
+    """The log's settings, engine version and figures into the scenario (the link follows)."""
+    plan, _ = log_scenario(ctx.scenario, log, ctx.catalog)
+    keys = ("tp", "mem_util", "batch", "chunk", "prompt", "output", "prefix", "engine")
+    changes = {k: getattr(plan, k) for k in keys}
     changes.update({k: getattr(plan, k) for k in ("block", "kvdtype", "wdtype", "quant")})
     ctx.update_scenario(**changes, **calibration(log))
 
 
 def _show(ctx: PageContext, check: LogReport) -> None:
     st, log = ctx.st, check.log
-    version = f"vLLM {log.engine_version}" if log.engine_version else "a vLLM log"
+    if isinstance(log, SglangStartup):
+        version = "an SGLang log"
+    else:
+        version = f"vLLM {log.engine_version}" if log.engine_version else "a vLLM log"
     st.markdown(f"**The plan at the log's settings** ({md_escape(version)}; terms the log does not print are blank)")
     st.dataframe(
         rows_frame(check),
@@ -120,11 +125,12 @@ def _show(ctx: PageContext, check: LogReport) -> None:
 
 def render(ctx: PageContext) -> None:
     st = ctx.st
-    st.subheader("Check the plan against a vLLM start-up log")
+    st.subheader("Check the plan against a vLLM or SGLang start-up log")
     st.caption(
-        "vLLM prints its memory accounting while it starts: total memory, weights, peak activation, non-torch "
-        "memory, the KV cache and its concurrency. kvplan runs the plan at the log's settings and sets each term "
-        "beside the log's. See docs/launch.md."
+        "vLLM and SGLang print their memory accounting while they start: total memory, weights, peak activation, "
+        "the KV cache and its concurrency (vLLM ≥ 0.27 folds non-torch memory into 'consumed' and the CUDA-graph "
+        "estimate into 'peak activation'). kvplan runs the plan at the log's settings, on the engine version the "
+        "log is from, and sets each term beside the log's. See docs/launch.md."
     )
     _inputs(st)
     text = _read_source(st)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -137,8 +138,16 @@ def model_fields(reader: ConfigReader, name: str | None) -> dict[str, Any]:
         **vars(mlp),
         **folded,
         **vars(state),
+        "architecture": _architecture(reader),
         "source": SOURCE,
     }
+
+
+def _architecture(reader: ConfigReader) -> str:
+    """``architectures[0]`` when it is a class name (SGLang keys its hybrid sliding-window memory on it), else ''."""
+    arch = reader.cfg.get("architectures")
+    first = arch[0] if isinstance(arch, list) and arch else None
+    return first if isinstance(first, str) and len(first) <= 120 and re.fullmatch(r"[A-Za-z0-9_]+", first) else ""
 
 
 def model_from_hf_config(config: str | bytes | dict, name: str | None = None) -> ModelSpec:
