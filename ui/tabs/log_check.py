@@ -6,8 +6,8 @@ nothing in it is executed; foreign text gets a message naming the lines it looke
 the uploads' worker (``ui.jobs.UPLOADS``, kind ``check_log``), never in the server process, so one
 visitor's log cannot stall another's page.  "Use this log's figures" puts the log's settings, its engine
 version and its memory terms (``cal_*`` link keys) into the scenario, so the link carries the
-calibration — offered only when the figures are physical on the plan's GPU (``calibration_problems``; else the reasons).  Same figures as
-``kvplan check-log LINK --log FILE [--calibrate]``.
+calibration — offered only when the figures are physical on the plan's GPU (``calibration_problems``;
+else the reasons).  Same figures as ``kvplan check-log LINK --log FILE [--calibrate]``.
 """
 
 from __future__ import annotations
