@@ -81,6 +81,21 @@ TABLE_SCHEMAS: dict[str, TableSchema] = {
         ("batch", "kv_tokens"),
         "the whole MLA attention module's decode step, heads per GPU",
     ),
+    "context_mla_kernel": TableSchema(
+        ("kv_dtype", "heads"),
+        ("batch", "isl_tokens"),
+        "the MLA attention kernel alone (DeepSeek geometry: kv_lora 512, rope 64, nope 128, v 128), prefill",
+    ),
+    "generation_mla_kernel": TableSchema(
+        ("kv_dtype", "heads"),
+        ("batch", "kv_tokens"),
+        "the MLA attention kernel alone (DeepSeek geometry), decode over the latent cache",
+    ),
+    "mla_bmm": TableSchema(
+        ("op", "dtype", "heads"),
+        ("tokens",),
+        "MLA decode's absorbed batched GEMMs: mla_gen_pre (q_nope · W_UK) and mla_gen_post (attention · W_UV)",
+    ),
     "moe": TableSchema(
         ("dtype", "hidden", "inter", "topk", "experts", "moe_tp", "moe_ep", "distribution"),
         ("tokens",),
@@ -100,7 +115,7 @@ TABLE_SCHEMAS: dict[str, TableSchema] = {
         "gathered, reduce_scatter of `message_bytes` input, over `gpus` GPUs of one node",
     ),
     "moe_a2a": TableSchema(
-        ("backend", "phase", "ep", "hidden", "topk", "experts"),
+        ("backend", "phase", "dtype", "ep", "hidden", "topk", "experts"),
         ("tokens",),
         "expert-parallel dispatch or combine (`phase`) of `tokens` tokens per rank over `ep` GPUs of one node",
     ),
@@ -115,6 +130,9 @@ TableName = Literal[
     "generation_attention",
     "context_mla",
     "generation_mla",
+    "context_mla_kernel",
+    "generation_mla_kernel",
+    "mla_bmm",
     "moe",
     "allreduce",
     "nccl",
