@@ -12,6 +12,7 @@ as it is), so ``[timing]`` must stay the last section of an engine profile.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +34,11 @@ SHIPPED: dict[str, tuple[str, str]] = {
     "vllm@0.19": (
         "vllm",
         "the vLLM 0.19.1 batch-1 inter-token-latency intercepts (H100, B200); every other value is the pool's",
+    ),
+    "vllm@0.33": (
+        "vllm",
+        "the vLLM 0.19.1 batch-1 inter-token-latency intercepts (H100, B200); every other value is the pool's "
+        "(vllm@0.19's fit: the roofline of this version where no kernel table covers the GPU)",
     ),
     "sglang@0.5.23": (
         "",
@@ -89,11 +95,16 @@ def fitted_sections() -> tuple[Fit, dict[str, str]]:
 
 
 def replace_timing(path: Path, section: str) -> None:
+    """Replace the file's ``[timing]`` tables (``[timing]`` and ``[timing.*]``), keeping every other section."""
     text = path.read_text(encoding="utf-8")
-    head, sep, _ = text.partition("\n[timing]")
+    head, sep, rest = text.partition("\n[timing]")
     if not sep:
         raise SystemExit(f"{path}: no [timing] section to replace")
-    path.write_text(head.rstrip("\n") + "\n\n" + section, encoding="utf-8")
+    tail = ""
+    for m in re.finditer(r"^\[(?!timing[.\]])", rest, flags=re.M):  # the next table that is not [timing...]
+        tail = "\n" + rest[m.start() :]
+        break
+    path.write_text(head.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n" + tail, encoding="utf-8")
 
 
 def main() -> None:

@@ -120,8 +120,9 @@ def model_key(row: Row) -> str:
     raise KeyError(f"{row.id}: no preset for model {row.model!r}")
 
 
-#: A row's engine_key → the shipped engine profile that describes it (other engines: the default).
-ENGINE_PROFILE = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+#: A row's engine_key → the shipped engine profile that describes it: these rows (2023–24 engines, the fit of
+#: ``[timing]``) are the versions the fitted roofline describes, never the newest version's measured kernels.
+ENGINE_PROFILE = {"vllm": "vllm@0.19", "sglang": "sglang@0.5.23", "trtllm": "trtllm@0.9"}
 
 
 def engine_key(row: Row) -> str:

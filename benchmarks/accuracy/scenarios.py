@@ -24,7 +24,7 @@ def scenario_for(row: Row, **overrides: Any) -> Scenario:
         output=row.output or 1,
         prefix=0,
         batch=row.batch or 1,
-        engine=ENGINE_PROFILE.get(engine_key(row), "vllm"),
+        engine=ENGINE_PROFILE.get(engine_key(row), ENGINE_PROFILE["vllm"]),
     )
     if row.mem_util is not None:
         fields["mem_util"] = row.mem_util

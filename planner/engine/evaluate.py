@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
 from planner.engine.inputs import EngineInputs, MetricValue, from_specs
+from planner.engine.kernel_basis import basis_for
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
@@ -212,6 +213,7 @@ class Result:
     resolved: Resolved
     inputs: EngineInputs
     metrics: dict[str, float | bool]
+    time_basis: str = ""  # what every time figure rests on (kernel_basis.basis_for: measured kernels or roofline)
 
 
 def _scalar(v: MetricValue) -> float | bool:
@@ -219,8 +221,13 @@ def _scalar(v: MetricValue) -> float | bool:
     return bool(v) if v.dtype == bool else float(v)
 
 
+def time_basis(r: Resolved) -> str:
+    """ "measured kernels (vLLM 0.24.0, NVIDIA H100 SXM)" or "fitted roofline (vLLM 0.19.0 profile, …)"."""
+    return basis_for(r.gpu, r.model, r.scenario, r.engine).label
+
+
 def evaluate(s: Scenario, catalog: Catalog) -> Result:
     r = resolve(s, catalog)
     x = inputs_for(r)
     metrics = {k: _scalar(v) for k, v in compute(x).items()}
-    return Result(r, x, metrics)
+    return Result(r, x, metrics, time_basis(r))

@@ -293,6 +293,18 @@ def read_table(path: Path | str, data: bytes | None = None) -> KernelTableFile:
     return KernelTableFile(meta, tables, str(path))
 
 
+def read_header(path: Path | str, data: bytes) -> KernelTableMeta:
+    """The validated header of a kernel-table file, its arrays left unread (a zip member is inflated only
+    when accessed)."""
+    where = Path(path).name
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {"meta_json": z["meta_json"]} if "meta_json" in z.files else {}
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise _problem(where, f"not a readable .npz file ({exc})") from None
+    return _meta(where, arrays)
+
+
 def table_file_name(meta: KernelTableMeta) -> str:
     """``<engine>-<version>.npz`` (``any`` for an engine-independent table), under ``<gpu>/``."""
     engine = "any" if meta.engine == ANY_ENGINE else meta.engine
