@@ -20,6 +20,7 @@ from planner.engine.kernel_basis import basis_for
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
+from planner.engine.saturation import max_throughput
 from planner.engine.speculative import speculative
 from planner.engine.validity import config_problems, fit_defaults, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
@@ -155,6 +156,7 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
     )
     out.update(layout)
     out.update(_layout_metrics(x, dec, out))
+    out.update(max_throughput(x, out["max_concurrent_sequences"]))
     return out
 
 

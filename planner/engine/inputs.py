@@ -402,6 +402,24 @@ def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming) -> tuple[float, float
     return mfu, mbu
 
 
+def _kernel_fields(
+    gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None, engine: EngineProfile | None, t: ResolvedTiming
+) -> dict[str, float]:
+    """The time basis's fields (``kernel_basis.basis_for``): the curves' ids of the model and its draft (which
+    runs in 16 bit on the target's tensor-parallel GPUs), the untimed element-wise cost, the fixed costs."""
+    basis = basis_for(gpu, model, s, engine)
+    draft_set = 0.0
+    if draft is not None and basis.measured:
+        plain = s.model_copy(update=dict(wdtype="bf16", quant="", ep=1, dp=1, pp=1))
+        draft_set = basis_for(gpu, draft, plain, engine).kernel_set
+    return dict(
+        kernel_set=basis.kernel_set,
+        draft_kernel_set=draft_set,
+        elementwise_s_per_token=basis.elementwise_s_per_token,
+        **_overheads(t, basis, s),
+    )
+
+
 def _overheads(t: ResolvedTiming, basis: Basis, s: Scenario) -> dict[str, float]:
     """The fixed costs in force: the fitted roofline's (``[timing]``, with the link's ``timing`` overrides),
     or the kernel basis's (``[kernels]``; the link's s, l and d overrides still apply)."""
@@ -437,12 +455,7 @@ def from_specs(
     compared with)."""
     t = timing_for(gpu, s, engine.timing if engine is not None else None)
     mfu, mbu = efficiencies(gpu, s, t)
-    basis = basis_for(gpu, model, s, engine)
-    draft_basis = None
-    if draft is not None and basis.measured:  # the draft runs in 16 bit on the target's tensor-parallel GPUs
-        plain = s.model_copy(update=dict(wdtype="bf16", quant="", ep=1, dp=1, pp=1))
-        draft_basis = basis_for(gpu, draft, plain, engine)
-    overheads = _overheads(t, basis, s)
+    kernels = _kernel_fields(gpu, model, s, draft, engine, t)
     mf = _model_fields(model)
     scheme = scheme_for(s.wdtype, s.quant)
     mem = engine.memory if engine is not None else EngineMemory()
@@ -511,7 +524,7 @@ def from_specs(
         cal_activation_bytes=_gib(s.cal_act_gib),
         cal_non_torch_bytes=_gib(s.cal_nontorch_gib),
         cal_graph_bytes=_gib(s.cal_graph_gib),
-        **overheads,
+        **kernels,
         gqa_reread_frac=t.gqa_reread_frac,
         matmul_half_tokens=t.matmul_half_tokens,
         moe_matmul_frac=t.moe_matmul_frac,
@@ -520,8 +533,5 @@ def from_specs(
         followup_mode=1.0 if s.cache_traffic == "followups" else 0.0,
         response_s=s.response_s,
         **_layout_fields(gpu, model, scheme, s, t),
-        kernel_set=basis.kernel_set,
-        draft_kernel_set=draft_basis.kernel_set if draft_basis is not None else 0.0,
-        elementwise_s_per_token=basis.elementwise_s_per_token,
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

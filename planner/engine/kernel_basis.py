@@ -23,7 +23,7 @@ but misses a kernel.  Curves per kernel (ms per call → s per step, × the laye
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -213,6 +213,8 @@ def _experts(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU, used: se
     assert sh.moe is not None
     t = _table(tables, "moe", used)
     m = sh.moe
+    if m.dtype == "w4a16_mxfp4" and "w4a8_mxfp4_mxfp8" in set(t.keys["dtype"].tolist()):
+        m = replace(m, dtype="w4a8_mxfp4_mxfp8")  # Blackwell: the engines run MXFP4 experts with MXFP8 activations
     shape = dict(hidden=m.hidden, inter=m.inter, topk=m.topk, experts=m.experts)
     try:
         ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **shape), m.moe_tp, m.moe_ep, TOKEN_GRID)
