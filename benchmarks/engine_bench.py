@@ -96,9 +96,14 @@ def baseline_rev(requested: str | None) -> str:
     return "HEAD" if dirty else "HEAD~1"
 
 
+#: What the engine reads at a revision: its code and the data folders at the checkout's top (since af381fb).
+ENGINE_PATHS = ("planner", "hardware_profiles", "model_presets", "engine_profiles")
+
+
 def extract(rev: str, into: Path) -> None:
-    """``planner/`` at ``rev`` under ``into`` (git archive; nothing is checked out here)."""
-    data = subprocess.run(["git", "archive", rev, "planner"], cwd=ROOT, check=True, capture_output=True).stdout
+    """``planner/`` and the data folders at ``rev`` under ``into`` (git archive; nothing is checked out here)."""
+    present = [p for p in ENGINE_PATHS if _git("ls-tree", "--name-only", rev, p)]
+    data = subprocess.run(["git", "archive", rev, *present], cwd=ROOT, check=True, capture_output=True).stdout
     archive = into / "planner.tar"
     archive.write_bytes(data)
     with tarfile.open(archive) as tar:

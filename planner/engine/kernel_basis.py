@@ -39,6 +39,10 @@ from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
 from planner.units import ACTIVATION_BYTES, MS_PER_S, US_PER_S
 
+#: Expert parallelism beyond one node: the tables' EP classes past 8 GPUs time vLLM's and SGLang's all-gather
+#: path (every rank routes every token), not a DeepEP dispatch; a wide-EP rank is timed as an EP-8 rank doing the
+#: same per-rank work (docs/model.md §4–5 "Measured kernels").
+WIDE_EP_REFERENCE = 8
 #: The ``timing`` override fields that apply on the kernel basis too (its fitted fixed costs); any other
 #: letter is a roofline calibration, and the scenario runs on the roofline it was calibrated on.
 OVERHEAD_FIELDS = frozenset({"step_overhead_s", "layer_overhead_s", "decode_layer_overhead_s"})
@@ -211,18 +215,36 @@ def _mla_grids(tables: TableSet, sh: Shapes, used: set[str]) -> tuple[np.ndarray
 def _experts(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU, used: set[str], notes: list[str]):
     """MoE layers · the expert layer at TOKEN_GRID (module doc)."""
     assert sh.moe is not None
-    t = _table(tables, "moe", used)
     m = sh.moe
+    wide, _ = tables.table("wideep_moe")
+    if m.wide and wide is not None:  # DeepEP's grouped GEMM over the dispatched tokens, where measured
+        return _wide_experts(tables, m, used, notes)
+    t = _table(tables, "moe", used)
     if m.dtype == "w4a16_mxfp4" and "w4a8_mxfp4_mxfp8" in set(t.keys["dtype"].tolist()):
         m = replace(m, dtype="w4a8_mxfp4_mxfp8")  # Blackwell: the engines run MXFP4 experts with MXFP8 activations
     shape = dict(hidden=m.hidden, inter=m.inter, topk=m.topk, experts=m.experts)
+    ep, tokens = m.moe_ep, TOKEN_GRID
+    if ep > WIDE_EP_REFERENCE:  # a rank of ep GPUs at T tokens does the work of an 8-GPU rank at T · 8 / ep
+        ep, tokens = WIDE_EP_REFERENCE, TOKEN_GRID * WIDE_EP_REFERENCE / m.moe_ep
+        notes.append(f"EP {m.moe_ep}: the measured EP-{WIDE_EP_REFERENCE} expert kernel at its share of the tokens")
+    m = replace(m, moe_ep=ep)
     try:
-        ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **shape), m.moe_tp, m.moe_ep, TOKEN_GRID)
+        ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **shape), m.moe_tp, m.moe_ep, tokens)
     except NotMeasured:
         near = lookup.nearest_moe_shape(t, m.dtype, distribution, shape)
-        ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **near), m.moe_tp, m.moe_ep, TOKEN_GRID)
+        ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **near), m.moe_tp, m.moe_ep, tokens)
         ms = ms * _expert_roofline(shape, m.moe_tp, m.moe_ep, gpu) / _expert_roofline(near, m.moe_tp, m.moe_ep, gpu)
         notes.append(f"MoE shape {shape} not measured: the nearest, {near}, × the roofline ratio")
+    return m.layers * _s(ms)
+
+
+def _wide_experts(tables: TableSet, m, used: set[str], notes: list[str]):
+    """MoE layers · the wide-EP (DeepEP) expert kernel at TOKEN_GRID (its ``uniform`` rows: balanced routing;
+    the busiest rank's surplus is the layout's imbalance, applied to the tokens)."""
+    t = _table(tables, "wideep_moe", used)
+    match = dict(dtype=m.dtype, hidden=m.hidden, inter=m.inter, topk=m.topk, experts=m.experts, distribution="uniform")
+    ms = lookup.moe_ms(t, match, m.moe_tp, m.moe_ep, TOKEN_GRID)
+    notes.append("data-parallel attention with EP: the wide-EP (DeepEP) expert kernel")
     return m.layers * _s(ms)
 
 

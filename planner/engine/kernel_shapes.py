@@ -81,6 +81,7 @@ class MoeShape:
     moe_tp: int
     moe_ep: int
     layers: int
+    wide: bool = False  # data-parallel attention with expert parallelism: a DeepEP dispatch feeds the experts
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes
             moe_tp,
             experts_local,
             n_moe,
+            wide=ep > 1 and dp > 1,
         )
         shared = m.shared_experts * shared_expert_ffn(m)
         gemms += _mlp_gemms("shared", m.hidden, shared / tp, m.gated_mlp, n_moe, dtype)

@@ -41,6 +41,38 @@ def equivalent_prompt_tokens(per_prompt, past) -> Array:
     return (np.sqrt(1.0 + 8.0 * work) - 1.0) / 2.0
 
 
+def measured_everywhere(x: EngineInputs) -> bool:
+    """Every scenario of ``x`` has curves at its layout (no NaN row: the fast decode path below applies)."""
+    st = stack(x.kernel_set, x.tp, x.ep, x.dp)
+    return bool(np.all(np.asarray(x.kernel_set) > 0)) and bool(np.all(np.isfinite(st.tokens)))
+
+
+def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_comm):
+    """q ↦ a decode (verification) step of ``seqs`` sequences × q tokens at ``ctx`` on measured kernels, for
+    plain tensor parallelism: the q-independent parts (decode attention, fixed cost) looked up once — what
+    speculation's γ search evaluates 17 times.  ``ratio_terms`` (c, m) of ρ_q; ``roofline_comm(T)`` where
+    the all-reduce table has no such GPU count.  Equal to ``roofline.step_cost(x, seqs, q, ctx)`` there."""
+    st = stack(x.kernel_set, x.tp, x.ep, x.dp)
+    attention = at_grid(st.decode, st.rows, seqs, ctx, 1.0)
+    c, m = ratio_terms
+    one = np.maximum(c, m)
+    safe_one = np.where(one > 0, one, 1.0)
+    moe = bool(np.any(x.experts > 0))
+    e = x.elementwise_s_per_token / x.tp
+
+    def at(q: float) -> Array:
+        tokens = seqs * q
+        position = token_position(tokens)
+        t = at_tokens(st.tokens, st.rows, tokens, position) + at_tokens(st.head, st.rows, tokens, position)
+        if moe:
+            t = t + at_tokens(st.experts, st.rows, tokens, position)
+        ratio = np.where(one > 0, np.maximum(c * q, m) / safe_one, 1.0) if q != 1.0 else 1.0
+        comm = _comm(x, st, tokens, position, False, roofline_comm(tokens))
+        return overhead + (t + e * tokens) + attention * ratio + comm
+
+    return at
+
+
 def _comm(x: EngineInputs, st: Stack, tokens, position, prefill, roofline_tp_s) -> Array:
     """n_AR · the measured all-reduce at T tokens; the roofline's where unmeasured (NaN) or tp = 1."""
     if np.ndim(prefill) == 0:
@@ -54,6 +86,10 @@ def _comm(x: EngineInputs, st: Stack, tokens, position, prefill, roofline_tp_s) 
         )
     measured = parallel.tp_allreduces(x) * one
     return np.where(np.isnan(measured) | (x.tp <= 1), roofline_tp_s, measured)
+
+
+def _no_comm(x: EngineInputs) -> bool:
+    return bool(np.all(np.asarray(x.tp) <= 1))
 
 
 def kernel_terms(

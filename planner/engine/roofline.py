@@ -69,7 +69,7 @@ import numpy as np
 from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads, matmul_pad_tokens, overhead_s
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
-from planner.engine.kernel_step import has_kernels, kernel_parts
+from planner.engine.kernel_step import decode_steps, has_kernels, kernel_parts, measured_everywhere
 from planner.engine.memory import (
     kv_bytes_per_token_per_layer,
     kv_layers,
@@ -361,7 +361,8 @@ def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         measured_attention_s=both("attention_s") if measured else None,
     )
     cycle = np.maximum(p.busy_s, p.path_s)
-    return replace(combined, pipeline_s=np.maximum(cycle - combined.time_s, 0.0))
+    extra = cycle - combined.time_s
+    return replace(combined, pipeline_s=np.where(extra > 1e-12 * cycle, extra, 0.0))  # rounding is not a bubble
 
 
 def _rank_share(x: EngineInputs, seqs, n, k) -> tuple[Array, Array, Array]:
@@ -432,16 +433,32 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
     return replace(cost, hidden_s=hidden)
 
 
+def _ratio_terms(x: EngineInputs, seqs, ctx) -> tuple[Array, Array]:
+    """(c, m) of ρ_q: the decode attention's FLOP time at one query per sequence and its KV-read time."""
+    c = attention_flop(x, seqs, ctx, x.attention_dim_decode) / x.tp
+    c = c / (x.attention_peak_flop_per_s * x.attention_compute_frac)
+    m = seqs * kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x)
+    m = m / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac)
+    return c, m
+
+
+def measured_decode_steps(x: EngineInputs, seqs, ctx):
+    """q ↦ ``step_cost(x, seqs, q, ctx).time_s`` on measured kernels, fast (``kernel_step.decode_steps``); None
+    where it does not apply (a layout beyond one node's tensor parallelism, a scenario without tables)."""
+    if not (parallel.simple(x) and has_kernels(x) and measured_everywhere(x)):
+        return None
+    seqs, ctx = np.asarray(seqs, dtype=float), np.asarray(ctx, dtype=float)
+    overhead = overhead_s(x, seqs, 0.0)
+    return decode_steps(x, seqs, ctx, _ratio_terms(x, seqs, ctx), overhead, lambda t: comm_s(x, t))
+
+
 def decode_attention_ratio(x: EngineInputs, seqs, q, ctx) -> Array:
     """ρ_q = max(c·q, m) / max(c, m): the roofline's decode attention of q queries per sequence ÷ of one, with
     c = 2·h·d_dec·K(ctx)·seqs / tp / (peak₁₆·a_c) and m = seqs·KV(ctx)·ρ_g / (bw·a_m) (kernel_step's ρ_q)."""
     q = np.asarray(q, dtype=float)
     if np.all(q == 1.0):
         return np.ones(())
-    c = attention_flop(x, seqs, ctx, x.attention_dim_decode) / x.tp
-    c = c / (x.attention_peak_flop_per_s * x.attention_compute_frac)
-    m = seqs * kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x)
-    m = m / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac)
+    c, m = _ratio_terms(x, seqs, ctx)
     one = np.maximum(c, m)
     return np.where(one > 0, np.maximum(c * q, m) / np.where(one > 0, one, 1.0), 1.0)
 

@@ -57,6 +57,6 @@ def max_throughput(x: EngineInputs, kv_sequences) -> dict[str, MetricValue]:
     rate = np.where(runs, seqs / tpot / gpus, 0.0)
     return {
         "max_throughput_batch": b,
-        "max_throughput_tpot_s": np.where(runs, tpot, np.inf),
+        "max_throughput_tpot_s": np.where(runs, tpot, 0.0),  # 0: nothing fits, nothing runs
         "max_throughput_output_tokens_per_s_per_gpu": rate,
     }

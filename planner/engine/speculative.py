@@ -22,7 +22,7 @@ import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape
 from planner.engine.kernel_step import has_kernels
-from planner.engine.roofline import decode, decode_context_tokens, overlapped_s, step_cost
+from planner.engine.roofline import decode, decode_context_tokens, measured_decode_steps, overlapped_s, step_cost
 
 #: every γ a scenario may set (``Scenario.gamma`` ≤ 16): the best-γ search covers them all
 GAMMA_GRID = np.arange(0, 17, dtype=float)
@@ -180,8 +180,10 @@ def _best_gamma_one_by_one(x: EngineInputs, plain, draft) -> tuple[Array, Array]
     affine in q), keeping only the best so far (no γ × scenarios array)."""
     best_gain: Array | None = None
     best_g: Array | None = None
+    fast = measured_decode_steps(x, x.batch, decode_context_tokens(x))
     for g in GAMMA_GRID:
-        gain = expected_tokens_per_step(x.alpha, g) * plain / (g * draft + verify_step_s(x, g + 1.0))
+        verify = fast(g + 1.0) if fast is not None else verify_step_s(x, g + 1.0)
+        gain = expected_tokens_per_step(x.alpha, g) * plain / (g * draft + verify)
         if best_gain is None or best_g is None:
             best_gain, best_g = gain, np.zeros(np.shape(gain))
             continue

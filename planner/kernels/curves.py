@@ -142,13 +142,23 @@ def stack(kernel_set, tp, ep=1.0, dp=1.0) -> Stack:
 
 
 def _position(v, per_octave: int, points: int):
-    """(i, f, beyond): grid segment, the fraction along it (linear in log₂ v) and v ÷ the last point
-    where v is beyond the grid (1 elsewhere)."""
-    u = np.log2(np.maximum(v, 1.0)) * per_octave
-    i = np.minimum(u.astype(np.intp), points - 2)
-    f = np.minimum(u - i, 1.0)
+    """(i, f, beyond): grid segment, the fraction along it (linear in log₂ v) and v ÷ the last point where
+    v is beyond the grid (1.0 when no element is)."""
+    v = np.asarray(v, dtype=float)
+    u = np.asarray(np.log2(np.maximum(v, 1.0)))
+    u *= per_octave
+    i = np.asarray(u.astype(np.intp))
+    np.minimum(i, points - 2, out=i)
+    u -= i
+    np.minimum(u, 1.0, out=u)
     last = 2.0 ** ((points - 1) / per_octave)
-    return i, f, np.maximum(np.asarray(v, dtype=float) / last, 1.0)
+    beyond = np.maximum(v / last, 1.0) if np.any(v > last) else 1.0
+    return i, u, beyond
+
+
+def _empty_rows(v) -> bool:
+    """Some element asks for nothing (≤ 0 tokens or sequences): its term is 0 there."""
+    return bool(np.any(np.asarray(v) <= 0))
 
 
 def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None) -> np.ndarray:
@@ -156,13 +166,17 @@ def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None)
     ``token_position(tokens)`` already computed (several curves at the same tokens)."""
     i, f, beyond = token_position(tokens) if position is None else position
     if rows is None:
-        y0, y1 = curve[i], curve[i + 1]
+        y0, y1 = np.asarray(curve.take(i)), np.asarray(curve.take(i + 1))
     else:
-        flat, n = curve.ravel(), curve.shape[-1]
-        base = rows * n + i
-        y0, y1 = flat[base], flat[base + 1]
-    out = (y0 + f * (y1 - y0)) * beyond
-    return np.where(np.asarray(tokens) > 0, out, 0.0)
+        base = rows * curve.shape[-1] + i
+        flat = curve.ravel()
+        y0, y1 = np.asarray(flat.take(base)), np.asarray(flat.take(base + 1))
+    y1 -= y0
+    y1 *= f
+    y1 += y0
+    if not isinstance(beyond, float):
+        y1 *= beyond
+    return np.where(np.asarray(tokens) > 0, y1, 0.0) if _empty_rows(tokens) else y1
 
 
 def token_position(tokens):
@@ -181,8 +195,20 @@ def at_grid(flat: np.ndarray, rows: np.ndarray | None, batch, seq, seq_power: fl
         data = flat.ravel()
     else:
         data = flat
-    y00, y01, y10, y11 = data[base], data[base + 1], data[base + n], data[base + n + 1]
-    lo = y00 + fs * (y01 - y00)
-    hi = y10 + fs * (y11 - y10)
-    out = (lo + fb * (hi - lo)) * bb * (bs if seq_power == 1.0 else bs**seq_power)
-    return np.where(np.asarray(batch) > 0, out, 0.0)
+    y00, y01 = np.asarray(data.take(base)), np.asarray(data.take(base + 1))
+    base = base + n
+    y10, y11 = np.asarray(data.take(base)), np.asarray(data.take(base + 1))
+    y01 -= y00
+    y01 *= fs
+    y01 += y00  # lo
+    y11 -= y10
+    y11 *= fs
+    y11 += y10  # hi
+    y11 -= y01
+    y11 *= fb
+    y11 += y01
+    if not isinstance(bb, float):
+        y11 *= bb
+    if not isinstance(bs, float):
+        y11 *= bs if seq_power == 1.0 else bs**seq_power
+    return np.where(np.asarray(batch) > 0, y11, 0.0) if _empty_rows(batch) else y11

@@ -102,6 +102,12 @@ TABLE_SCHEMAS: dict[str, TableSchema] = {
         "one MoE layer's expert compute on one rank (router, top-k, grouped GEMMs, activation, combine "
         "in place) for `tokens` tokens entering the layer; no dispatch/combine communication",
     ),
+    "wideep_moe": TableSchema(
+        ("dtype", "hidden", "inter", "topk", "experts", "moe_tp", "moe_ep", "distribution"),
+        ("tokens",),
+        "a wide-EP (DeepEP) MoE layer's expert kernel on one rank for `tokens` tokens entering the layer "
+        "(SGLang's masked grouped GEMM over the dispatched tokens; decode)",
+    ),
     "allreduce": TableSchema(
         ("dtype", "variant"),
         ("gpus", "message_bytes"),
@@ -134,6 +140,7 @@ TableName = Literal[
     "generation_mla_kernel",
     "mla_bmm",
     "moe",
+    "wideep_moe",
     "allreduce",
     "nccl",
     "moe_a2a",
