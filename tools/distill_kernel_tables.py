@@ -14,7 +14,8 @@ What is kept, and why (all shapes a custom model can have, not only the presets'
 (every n × k × tokens measured), prefill and decode attention (every head count, KV-head count, head
 dim, window and dtype measured), the MLA module and kernel tables, the MoE expert layer (every measured
 model shape, tp/ep split and routing distribution), the engine's all-reduce, nccl-tests and the MoE
-dispatch/combine tables, and SGLang's wide-EP (DeepEP) expert kernel.  Left out: vision-encoder attention, linear-attention/SSM mixers (kvplan's
+dispatch/combine tables, and SGLang's wide-EP (DeepEP) expert kernel.  Left out: vision-encoder attention,
+linear-attention/SSM mixers (kvplan's
 hybrid models run on the roofline), model-specific fused modules (DeepSeek-V3.2/V4, MiniMax, GLM-5),
 the quantise-op tables (the GEMM rows already include activation quantisation), and GB300, B60 and the
 RTX PRO 6000 Server Edition, for which kvplan has no matching GPU profile.
