@@ -301,9 +301,11 @@ def _build(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU) -> KernelC
 
 
 def _rising(curve: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The running maximum along ``axis``: a step over more tokens, sequences or keys never takes less time
-    (measured tables dip at tile boundaries; an engine pads to the larger kernel, and the sizing search's
-    bisection needs a monotone step).  NaN (not measured) stays NaN."""
+    """Non-decreasing along ``axis``: each point the least time of any point at or above it — a step over fewer
+    tokens, sequences or keys can always run the larger kernel padded (an engine pads to its CUDA-graph sizes),
+    and the sizing search's bisection needs a monotone step; measured tables dip at tile boundaries.  NaN (not
+    measured) stays NaN."""
     if np.all(np.isnan(curve)):
         return curve
-    return np.fmax.accumulate(curve, axis=axis)
+    flipped = np.flip(curve, axis=axis)
+    return np.flip(np.fmin.accumulate(flipped, axis=axis), axis=axis)

@@ -72,6 +72,7 @@ class MeasuredStep:
     experts: list[float] | None
     head: list[float]
     decode: list[float]
+    decode_array: np.ndarray  # the same, for the vectorised runs of decode steps
     prefill: list[float]
     allreduce_graph: list[float]
     allreduce_eager: list[float]
@@ -101,6 +102,7 @@ class MeasuredStep:
             experts=c.experts.tolist() if moe else None,
             head=c.head.tolist(),
             decode=c.decode.ravel().tolist(),
+            decode_array=c.decode.ravel(),
             prefill=c.prefill.ravel().tolist(),
             allreduce_graph=c.allreduce_graph.tolist(),
             allreduce_eager=c.allreduce_eager.tolist(),
@@ -166,7 +168,28 @@ class MeasuredStep:
         return _scalar(cost.time_s)
 
     def decode_time_s(self, seqs, q: float, ctx):
-        """Decode-only steps at the contexts ``ctx`` (vectorised: ``roofline.decode`` on the kernel basis)."""
-        s = np.asarray(seqs, dtype=float)
-        cost = step_cost(self.inputs, seqs=s, q=q, ctx=np.asarray(ctx, dtype=float))
-        return np.where(s * q > 0, cost.time_s, 0.0)
+        """Decode-only steps of ``seqs`` sequences at the contexts ``ctx`` (an array: the simulator's runs of decode
+        steps): the token terms in floats once, the attention over the contexts (``curves.at_grid``)."""
+        ctx = np.asarray(ctx, dtype=float)
+        if not self.plain or np.ndim(seqs) > 0:
+            s = np.asarray(seqs, dtype=float)
+            cost = step_cost(self.inputs, seqs=s, q=q, ctx=ctx)
+            return np.where(s * q > 0, cost.time_s, 0.0)
+        seqs = float(seqs)
+        tokens = seqs * q
+        if tokens <= 0:
+            return np.zeros(ctx.shape)
+        per = kc.TOKEN_PER_OCTAVE
+        fixed = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token + _at(self.head, tokens, per)
+        if self.experts is not None:
+            fixed += _at(self.experts, tokens, per)
+        fixed += self.decode_overhead_s + self._comm(tokens, False)
+        attention = kc.at_grid(self.decode_array, None, np.full(ctx.shape, seqs), ctx, 1.0)
+        if q != 1.0:
+            keys = self.keys_per_ctx * ctx + self.window_layers * np.minimum(ctx, self.window_tokens)
+            c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys
+            one = np.maximum(c, m)
+            attention = attention * np.where(one > 0, np.maximum(c * q, m) / np.where(one > 0, one, 1.0), 1.0)
+        return fixed + attention
+
+
