@@ -191,5 +191,3 @@ class MeasuredStep:
             one = np.maximum(c, m)
             attention = attention * np.where(one > 0, np.maximum(c * q, m) / np.where(one > 0, one, 1.0), 1.0)
         return fixed + attention
-
-
