@@ -9,7 +9,13 @@ multi-GPU layouts (pipeline, expert and data-parallel attention, several nodes) 
 deployments of DeepSeek-V3 and Llama-3.1-405B (benchmarks/accuracy/multi_gpu.py) and the KV capacity
 of vLLM's pipeline-parallel start-up logs.
 
-    .venv/bin/python benchmarks/published_accuracy.py [--rows]     (--rows: every row's table)
+    .venv/bin/python benchmarks/published_accuracy.py [--rows] [--aic-python PATH] [--aic-rows N]
+
+Two eras: the ≤ 2024 engines of benchmarks/data/published-serving.json (the fitted roofline's rows, above) and
+the 2025–26 engines of benchmarks/data/published-serving-2025.json (benchmarks/accuracy/modern_report.py), the
+latter per basis (kernel tables or fitted roofline), engine version and category, held-out rows apart from
+the fitted ones; then AIConfigurator's own estimate of the same held-out rows where an interpreter with
+``aiconfigurator`` is given (an optional extra: pip install 'kvplan[aic]'; --aic-rows bounds how many).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.accuracy import kv_capacity, latency, multi_gpu  # noqa: E402 — after the path set-up above
+from benchmarks.accuracy import kv_capacity, latency, modern_report, multi_gpu  # noqa: E402 — after the path set-up above
 from benchmarks.accuracy.report import summary, table  # noqa: E402
 from benchmarks.accuracy.rows import load_rows  # noqa: E402
 from planner.model.catalog import load_catalog  # noqa: E402
@@ -55,7 +61,8 @@ def _kv_versions(rows, catalog) -> None:
     print()
 
 
-def main(show_rows: bool = False) -> None:
+def main(show_rows: bool = False, aic_python: str | None = None, aic_rows: int = 60) -> None:
+    print("# Era 1: ≤ 2024 engines (benchmarks/data/published-serving.json; the fitted roofline)")
     rows = load_rows()
     catalog = load_catalog()
     kv = kv_capacity.predictions(rows, catalog, "in_sample")
@@ -97,6 +104,10 @@ def main(show_rows: bool = False) -> None:
     if lat.pending:
         print(f"pending ({len(lat.pending)} rows, not predicted): " + "; ".join(lat.pending))
     _multi_gpu(rows, catalog)
+    print("\n# Era 2: 2025–26 engines")
+    scored, pending = modern_report.score(catalog)
+    modern_report.print_report(scored, pending, show_rows)
+    modern_report.aic_side_by_side(scored, aic_python or modern_report.aic.default_python(), aic_rows)
 
 
 def _multi_gpu(rows, catalog) -> None:
@@ -112,5 +123,16 @@ def _multi_gpu(rows, catalog) -> None:
         print(f"  {p.row_id:<48}{p.measured:>10.4g}{p.predicted:>10.4g}{p.error_frac:>+8.1%}  KV tokens, pp stages")
 
 
+def _args() -> tuple[bool, str | None, int]:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="every row's table")
+    ap.add_argument("--aic-python", help="an interpreter with aiconfigurator 0.12 (default: this one)")
+    ap.add_argument("--aic-rows", type=int, default=60, help="held-out rows AIConfigurator estimates (≈ 3.5 s each)")
+    a = ap.parse_args()
+    return a.rows, a.aic_python, a.aic_rows
+
+
 if __name__ == "__main__":
-    main(show_rows="--rows" in sys.argv[1:])
+    main(*_args())

@@ -131,6 +131,7 @@ def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
                 f"KV cache {scenario.kvdtype} · {instance} · {r.engine.label}"
             )
         )
+        st.caption(md_escape(f"Times: {result.time_basis}"))
     row = st.container(horizontal=True, gap="small")
     with row.popover("Share link", icon=":material/link:"):
         st.code(link_state.share_link(scenario, st.context.url), language=None, wrap_lines=True)

@@ -29,6 +29,7 @@ def scenario_row(scenario: Scenario, catalog: Catalog) -> dict[str, Any]:
     named = scenario.with_changes(engine=result.resolved.engine.key)  # the engine version in force (vllm@0.19)
     row = {k: present_value(k, getattr(named, k)) for k in FIELDS}
     row.update(present_metrics(result.metrics))
+    row["time_basis"] = present_value("time_basis", result.time_basis)  # engine.metrics.TEXT_COLUMNS
     return row
 
 
@@ -192,6 +193,7 @@ def scenario_text(result: Result) -> str:
         f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · weights {s.wdtype}, "
         f"KV cache {s.kvdtype} · "
         f"{r.engine.label} (engine={r.engine.key})",
+        f"times: {result.time_basis}",
         "inputs: " + (", ".join(f"{k}={v}" for k, v in given.items()) if given else "the defaults"),
     ]
     sections = _sections(s)

@@ -52,7 +52,8 @@ def kv_group_reads(x: EngineInputs) -> Array:
 def plain_roofline(x: EngineInputs) -> EngineInputs:
     """``x`` without the efficiency terms: no fixed costs, no small-GEMM or MoE penalty, one KV
     load per group, the link at its datasheet rate, attention at the matmul rates (peak · MFU,
-    bandwidth · MBU) — the per-operator roofline with MFU and MBU as its only derating."""
+    bandwidth · MBU) — the per-operator roofline with MFU and MBU as its only derating, never the measured
+    kernels."""
     return x.with_(
         step_overhead_s=np.zeros_like(x.step_overhead_s),
         layer_overhead_s=np.zeros_like(x.layer_overhead_s),
@@ -63,4 +64,6 @@ def plain_roofline(x: EngineInputs) -> EngineInputs:
         link_frac=np.ones_like(x.link_frac),
         attention_compute_frac=x.mfu * x.peak_flop_per_s / x.attention_peak_flop_per_s,
         attention_bandwidth_frac=np.asarray(x.mbu, dtype=float),
+        kernel_set=np.zeros_like(x.kernel_set),  # the roofline itself, not the measured kernels
+        draft_kernel_set=np.zeros_like(x.draft_kernel_set),
     )

@@ -16,10 +16,12 @@ from pydantic import ValidationError
 from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
 from planner.engine.inputs import EngineInputs, MetricValue, broadcast_shape, from_specs
+from planner.engine.kernel_basis import basis_for
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prefix_reuse import prefix_cache_metrics
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
+from planner.engine.saturation import max_throughput
 from planner.engine.speculative import speculative
 from planner.engine.validity import config_problems, fit_defaults, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
@@ -206,6 +208,7 @@ def _compute(x: EngineInputs) -> dict[str, MetricValue]:
     )
     out.update(layout)
     out.update(_layout_metrics(x, dec, out))
+    out.update(max_throughput(x, out["max_concurrent_sequences"]))
     return out
 
 
@@ -276,6 +279,7 @@ class Result:
     resolved: Resolved
     inputs: EngineInputs
     metrics: dict[str, float | bool]
+    time_basis: str = ""  # what every time figure rests on (kernel_basis.basis_for: measured kernels or roofline)
 
 
 def _scalar(v: MetricValue) -> float | bool:
@@ -283,8 +287,13 @@ def _scalar(v: MetricValue) -> float | bool:
     return bool(v) if v.dtype == bool else float(v)
 
 
+def time_basis(r: Resolved) -> str:
+    """ "measured kernels (vLLM 0.24.0, NVIDIA H100 SXM)" or "fitted roofline (vLLM 0.19.0 profile, …)"."""
+    return basis_for(r.gpu, r.model, r.scenario, r.engine).label
+
+
 def evaluate(s: Scenario, catalog: Catalog) -> Result:
     r = resolve(s, catalog)
     x = inputs_for(r)
     metrics = {k: _scalar(v) for k, v in compute(x).items()}
-    return Result(r, x, metrics)
+    return Result(r, x, metrics, time_basis(r))

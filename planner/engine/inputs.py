@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.engine.defaults import block_in_force, mem_util_in_force
+from planner.engine.kernel_basis import Basis, basis_for
 from planner.model.api_pricing import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
@@ -25,7 +26,13 @@ from planner.model.api_pricing import (
 )
 from planner.model.engine_memory import EngineMemory
 from planner.model.engine_profile import EngineProfile
-from planner.model.engine_timing import EngineTiming, ResolvedTiming, neutral_timing, resolve_timing
+from planner.model.engine_timing import (
+    EngineTiming,
+    ResolvedTiming,
+    neutral_timing,
+    parse_overrides,
+    resolve_timing,
+)
 from planner.model.parallel_layout import (
     EP_IMBALANCE_EPLB,
     EP_IMBALANCE_NO_EPLB,
@@ -230,6 +237,10 @@ class EngineInputs:
     quant_block: Array  # FP8 block quantisation's block (128), 0 without
     tbo: Array  # two-batch overlap: the share of min(compute, exchange) it hides (0: off)
     redundant_experts: Array  # EPLB's extra expert copies: E + r physical experts over ep
+    # measured kernels (planner/engine/kernel_basis.py): the id of the scenario's curves, 0 = the fitted roofline
+    kernel_set: Array
+    draft_kernel_set: Array  # the draft preset's curves (speculative decoding with a draft model), 0 = roofline
+    elementwise_s_per_token: Array  # measured kernels: the untimed element-wise kernels per step token at tp = 1
 
     def with_(self, **changes: Any) -> EngineInputs:
         return replace(self, **changes)
@@ -446,6 +457,42 @@ def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming) -> tuple[float, float
     return mfu, mbu
 
 
+def _kernel_fields(
+    gpu: GPU, model: ModelSpec, s: Scenario, draft: ModelSpec | None, engine: EngineProfile | None, t: ResolvedTiming
+) -> dict[str, float]:
+    """The time basis's fields (``kernel_basis.basis_for``): the curves' ids of the model and its draft (which
+    runs in 16 bit on the target's tensor-parallel GPUs), the untimed element-wise cost, the fixed costs."""
+    basis = basis_for(gpu, model, s, engine)
+    draft_set = 0.0
+    if draft is not None and basis.measured:
+        plain = s.model_copy(update=dict(wdtype="bf16", quant="", ep=1, dp=1, pp=1))
+        draft_set = basis_for(gpu, draft, plain, engine).kernel_set
+    return dict(
+        kernel_set=basis.kernel_set,
+        draft_kernel_set=draft_set,
+        elementwise_s_per_token=basis.elementwise_s_per_token,
+        **_overheads(t, basis, s),
+    )
+
+
+def _overheads(t: ResolvedTiming, basis: Basis, s: Scenario) -> dict[str, float]:
+    """The fixed costs in force: the fitted roofline's (``[timing]``, with the link's ``timing`` overrides),
+    or the kernel basis's (``[kernels]``; the link's s, l and d overrides still apply)."""
+    if not basis.measured:
+        return dict(
+            step_overhead_s=t.step_overhead_s,
+            layer_overhead_s=t.layer_overhead_s,
+            decode_layer_overhead_s=t.decode_layer_overhead_s,
+        )
+    values = dict(
+        step_overhead_s=basis.step_overhead_s,
+        layer_overhead_s=basis.layer_overhead_s,
+        decode_layer_overhead_s=basis.decode_layer_overhead_s,
+    )
+    values.update({k: v for k, v in parse_overrides(s.timing).items() if k in values})
+    return values
+
+
 def from_specs(
     gpu: GPU,
     model: ModelSpec,
@@ -463,6 +510,7 @@ def from_specs(
     compared with)."""
     t = timing_for(gpu, s, engine.timing if engine is not None else None)
     mfu, mbu = efficiencies(gpu, s, t)
+    kernels = _kernel_fields(gpu, model, s, draft, engine, t)
     mf = _model_fields(model)
     scheme = scheme_for(s.wdtype, s.quant)
     profile = engine or DEFAULT_PROFILE
@@ -530,9 +578,7 @@ def from_specs(
         cal_activation_bytes=_gib(s.cal_act_gib),
         cal_non_torch_bytes=_gib(s.cal_nontorch_gib),
         cal_graph_bytes=_gib(s.cal_graph_gib),
-        step_overhead_s=t.step_overhead_s,
-        layer_overhead_s=t.layer_overhead_s,
-        decode_layer_overhead_s=t.decode_layer_overhead_s,
+        **kernels,
         gqa_reread_frac=t.gqa_reread_frac,
         matmul_half_tokens=t.matmul_half_tokens,
         moe_matmul_frac=t.moe_matmul_frac,

@@ -212,6 +212,23 @@ METRICS: dict[str, Metric] = {
     "kv_transfer_s": _m(
         "s", "that transfer over the network: each GPU sends its own share of the prompt's KV over its own NIC"
     ),
+    # offline maximum throughput (engine/saturation.py): trtllm-bench's figure
+    "max_throughput_batch": _m(
+        "1", "requests in flight when every request is queued at once: min(batch, KV sequences, C·O/(O + P))"
+    ),
+    "max_throughput_tpot_s": _m(
+        "s", "mean step (each request's TPOT) at that load: the decode step + the prompts' marginal prefill"
+    ),
+    "max_throughput_output_tokens_per_s_per_gpu": _m(
+        "tokens/s", "offline maximum output tokens/s per GPU, every request queued (trtllm-bench throughput)"
+    ),
+}
+
+#: Text columns exported after the metrics, one value per scenario (not arrays of ``compute``): name → meaning.
+TEXT_COLUMNS: dict[str, str] = {
+    "time_basis": "what every time figure rests on: 'measured kernels (engine release, GPU)' where kernel tables "
+    "cover the scenario, else 'fitted roofline (engine profile, published rows; why no table applies)' "
+    "(engine/kernel_basis.py)",
 }
 
 #: Flags exported with an extra ``<phase>_bound`` column: flag name → column name.

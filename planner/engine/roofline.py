@@ -69,6 +69,7 @@ import numpy as np
 from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads, matmul_pad_tokens, overhead_s
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
+from planner.engine.kernel_step import decode_steps, has_kernels, kernel_parts, measured_everywhere
 from planner.engine.memory import (
     kv_bytes_per_token_per_layer,
     kv_layers,
@@ -98,6 +99,9 @@ class StepCost:
     pipeline_s: Quantity = 0.0  # the cycle beyond the bottleneck stage's work: bubble and sends on the path
     rank_tokens: Quantity = 0.0  # T_r: tokens of the busiest data-parallel rank (per micro-batch)
     hidden_s: Quantity = 0.0  # two-batch overlap: the part of the exchange hidden under compute
+    # measured kernels (kernel_step): each part's time where the scenario has tables, the roofline's elsewhere
+    measured_matmul_s: Quantity | None = None
+    measured_attention_s: Quantity | None = None
 
     @property
     def flop(self) -> Array:
@@ -119,10 +123,16 @@ class StepCost:
 
     @property
     def matmul_s(self) -> Array:
+        """The matmul group's time: its measured kernels where the scenario has tables, else R(c_mm, m_mm)."""
+        if self.measured_matmul_s is not None:
+            return np.asarray(self.measured_matmul_s)
         return overlapped_s(self.matmul_compute_s, self.matmul_memory_s, self.overlap)
 
     @property
     def attention_s(self) -> Array:
+        """The attention group's time: measured kernels, else R(c_att, m_att)."""
+        if self.measured_attention_s is not None:
+            return np.asarray(self.measured_attention_s)
         return overlapped_s(self.attention_compute_s, self.attention_memory_s, self.overlap)
 
     @property
@@ -338,6 +348,7 @@ def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
             "overhead_s",
         )
     }
+    measured = p.mix.measured_matmul_s is not None
     combined = StepCost(
         **parts,
         comm_s=both("comm_s") + sends,
@@ -346,9 +357,12 @@ def _pipelined(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         send_s=sends,
         rank_tokens=p.mix.rank_tokens,
         hidden_s=both("hidden_s"),
+        measured_matmul_s=both("matmul_s") if measured else None,
+        measured_attention_s=both("attention_s") if measured else None,
     )
     cycle = np.maximum(p.busy_s, p.path_s)
-    return replace(combined, pipeline_s=np.maximum(cycle - combined.time_s, 0.0))
+    extra = cycle - combined.time_s
+    return replace(combined, pipeline_s=np.where(extra > 1e-12 * cycle, extra, 0.0))  # rounding is not a bubble
 
 
 def _rank_share(x: EngineInputs, seqs, n, k) -> tuple[Array, Array, Array]:
@@ -411,10 +425,57 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         exchange_s=exchange,
         rank_tokens=tokens,
     )
+    if has_kernels(x):
+        cost = _measured(x, cost, seqs, q, ctx, n, past, k, None if plain else all_tokens)
     if plain or not np.any(x.tbo > 0):
         return cost
     hidden = x.tbo * np.minimum(cost.matmul_s + cost.attention_s, exchange)
     return replace(cost, hidden_s=hidden)
+
+
+def _ratio_terms(x: EngineInputs, seqs, ctx) -> tuple[Array, Array]:
+    """(c, m) of ρ_q: the decode attention's FLOP time at one query per sequence and its KV-read time."""
+    c = attention_flop(x, seqs, ctx, x.attention_dim_decode) / x.tp
+    c = c / (x.attention_peak_flop_per_s * x.attention_compute_frac)
+    m = seqs * kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x)
+    m = m / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac)
+    return c, m
+
+
+def measured_decode_steps(x: EngineInputs, seqs, ctx):
+    """q ↦ ``step_cost(x, seqs, q, ctx).time_s`` on measured kernels, fast (``kernel_step.decode_steps``); None
+    where it does not apply (a layout beyond one node's tensor parallelism, a scenario without tables)."""
+    if not (parallel.simple(x) and has_kernels(x) and measured_everywhere(x)):
+        return None
+    seqs, ctx = np.asarray(seqs, dtype=float), np.asarray(ctx, dtype=float)
+    overhead = overhead_s(x, seqs, 0.0)
+    return decode_steps(x, seqs, ctx, _ratio_terms(x, seqs, ctx), overhead, lambda t: comm_s(x, t))
+
+
+def decode_attention_ratio(x: EngineInputs, seqs, q, ctx) -> Array:
+    """ρ_q = max(c·q, m) / max(c, m): the roofline's decode attention of q queries per sequence ÷ of one, with
+    c = 2·h·d_dec·K(ctx)·seqs / tp / (peak₁₆·a_c) and m = seqs·KV(ctx)·ρ_g / (bw·a_m) (kernel_step's ρ_q)."""
+    q = np.asarray(q, dtype=float)
+    if np.all(q == 1.0):
+        return np.ones(())
+    c, m = _ratio_terms(x, seqs, ctx)
+    one = np.maximum(c, m)
+    return np.where(one > 0, np.maximum(c * q, m) / np.where(one > 0, one, 1.0), 1.0)
+
+
+def _measured(x: EngineInputs, cost: StepCost, seqs, q, ctx, n, past, k, all_tokens) -> StepCost:
+    """``cost`` with its parts' times from the measured kernels where the scenario has tables (kernel_step)."""
+    exchange = cost.exchange_s
+    tp_comm = cost.comm_s - exchange
+    ratio = decode_attention_ratio(x, seqs, q, ctx)
+    mm, att, comm = kernel_parts(x, seqs, q, ctx, n, past, k, all_tokens, ratio, tp_comm)
+    on = (x.kernel_set > 0) & np.isfinite(mm) & np.isfinite(att) & np.isfinite(comm)  # NaN: not measured there
+    return replace(
+        cost,
+        measured_matmul_s=np.where(on, mm, cost.matmul_s),
+        measured_attention_s=np.where(on, att, cost.attention_s),
+        comm_s=np.where(on, comm + exchange, cost.comm_s),
+    )
 
 
 def prefill(x: EngineInputs, tokens=None, past=0.0) -> StepCost:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape
-from planner.engine.roofline import decode, decode_context_tokens, overlapped_s, step_cost
+from planner.engine.kernel_step import has_kernels
+from planner.engine.roofline import decode, decode_context_tokens, measured_decode_steps, overlapped_s, step_cost
 
 #: every γ a scenario may set (``Scenario.gamma`` ≤ 16): the best-γ search covers them all
 GAMMA_GRID = np.arange(0, 17, dtype=float)
@@ -60,6 +61,10 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         step_overhead_s=0.0,  # the draft runs inside the target's step: one scheduler overhead
         pp=np.ones_like(np.asarray(x.pp, dtype=float)),  # a dense draft on one stage, every dp rank its own
         ep=np.ones_like(np.asarray(x.ep, dtype=float)),
+        kernel_set=x.draft_kernel_set,  # the draft's own measured kernels (0: the roofline)
+        elementwise_s_per_token=x.elementwise_s_per_token  # ∝ its activation traffic
+        * (x.draft_layers * x.draft_activation_elements_per_token_per_layer)
+        / np.maximum(x.layers * x.activation_elements_per_token_per_layer, 1.0),
     )
 
 
@@ -124,7 +129,7 @@ def verify_step_s(x: EngineInputs, q, batch=None) -> Array:
     ``step_cost.time_s`` does.  An MoE model's experts hit are not affine in q: its grid is
     evaluated exactly.
     """
-    if np.any(x.experts > 0) or np.any(x.pp > 1):  # the pipeline's max(busy, path) is not affine in q either
+    if np.any(x.experts > 0) or np.any(x.pp > 1) or has_kernels(x):  # pipeline, kernels: not affine in q either
         b = x.batch if batch is None else batch
         return step_cost(x, seqs=b, q=q, ctx=decode_context_tokens(x)).time_s
     return _on_lines(verify_lines(x, batch), np.asarray(q, dtype=float) - 1.0)
@@ -170,6 +175,25 @@ def _best_gamma_on_lines(v: VerifyLines, alpha, plain, draft) -> tuple[Array, Ar
     return best_g, best_gain
 
 
+def _best_gamma_one_by_one(x: EngineInputs, plain, draft) -> tuple[Array, Array]:
+    """(best γ, its speedup) over ``GAMMA_GRID``, one exact verification step per γ (measured kernels are not
+    affine in q), keeping only the best so far (no γ × scenarios array)."""
+    best_gain: Array | None = None
+    best_g: Array | None = None
+    fast = measured_decode_steps(x, x.batch, decode_context_tokens(x))
+    for g in GAMMA_GRID:
+        verify = fast(g + 1.0) if fast is not None else verify_step_s(x, g + 1.0)
+        gain = expected_tokens_per_step(x.alpha, g) * plain / (g * draft + verify)
+        if best_gain is None or best_g is None:
+            best_gain, best_g = gain, np.zeros(np.shape(gain))
+            continue
+        better = gain > best_gain
+        best_gain = np.where(better, gain, best_gain)
+        best_g = np.where(better, g, best_g)
+    assert best_gain is not None and best_g is not None
+    return best_g, best_gain
+
+
 def spec_step_s(x: EngineInputs, gamma=None, batch=None) -> Array:
     g = x.gamma if gamma is None else np.asarray(gamma, dtype=float)
     return g * draft_step_s(x, batch=batch) + verify_step_s(x, g + 1.0, batch=batch)
@@ -186,12 +210,14 @@ def speculative(x: EngineInputs, plain_step_s=None) -> dict[str, MetricValue]:
     plain = decode(x).time_s if plain_step_s is None else plain_step_s
     draft = draft_step_s(x, target_step_s=plain)
     e = expected_tokens_per_step(x.alpha, x.gamma)
-    dense = not np.any(x.experts > 0) and not np.any(x.pp > 1)
+    dense = not np.any(x.experts > 0) and not np.any(x.pp > 1) and not has_kernels(x)
     lines = verify_lines(x) if dense else None
     verify = _on_lines(lines, x.gamma) if lines is not None else verify_step_s(x, x.gamma + 1.0)
     step = x.gamma * draft + verify
     if lines is not None and np.all(np.asarray(x.compute_memory_overlap) == 1.0):
         best_gamma, best_speedup = _best_gamma_on_lines(lines, x.alpha, plain, draft)
+    elif has_kernels(x):
+        best_gamma, best_speedup = _best_gamma_one_by_one(x, plain, draft)
     else:
         # one axis for γ in front of every scenario axis (α or the draft ratio may vary alone)
         grid = GAMMA_GRID.reshape((-1,) + (1,) * len(broadcast_shape(x)))

@@ -40,9 +40,11 @@ import numpy as np
 from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads
 from planner.engine.inputs import EngineInputs
+from planner.engine.kernel_step_time import MeasuredStep
 from planner.engine.memory import kv_bytes_per_token_per_layer
 from planner.engine.roofline import overlapped_s
 from planner.engine.speculative import draft_model_inputs
+from planner.kernels.curves import curves as kernel_curves
 from planner.units import ACTIVATION_BYTES
 
 
@@ -494,14 +496,23 @@ class Roofline:
         return overhead + matmul + attention + self.comm_fixed_s + self.comm_s_per_token * tokens
 
 
+def step_of(x: EngineInputs) -> Roofline | MeasuredStep:
+    """The scenario's step: its measured kernels where it has tables (``kernel_step_time``), else its roofline."""
+    roofline = Roofline.from_inputs(x)
+    measured = _scalar(x.kernel_set) > 0 and (
+        kernel_curves(_scalar(x.kernel_set), _scalar(x.tp), _scalar(x.ep), _scalar(x.dp)) is not None
+    )
+    return MeasuredStep.from_inputs(x, roofline) if measured else roofline
+
+
 @dataclass(frozen=True)
 class RooflineStepTime:
     """The default ``StepTime``: the target's roofline, plus γ draft steps when speculating."""
 
-    target: Roofline
+    target: Roofline | MeasuredStep
     q: float  # tokens per decoding sequence per step: 1, or γ + 1
     gamma: float
-    draft: Roofline | None  # the draft preset's roofline; None → draft_ratio · target step
+    draft: Roofline | MeasuredStep | None  # the draft preset's step; None → draft_ratio · target step
     draft_ratio: float
 
     @classmethod
@@ -510,10 +521,10 @@ class RooflineStepTime:
         gamma = _scalar(x.gamma) if spec else 0.0
         own_draft = spec and _scalar(x.has_draft_model) > 0
         return cls(
-            target=Roofline.from_inputs(x),
+            target=step_of(x),
             q=gamma + 1.0,
             gamma=gamma,
-            draft=Roofline.from_inputs(draft_model_inputs(x)) if own_draft else None,
+            draft=step_of(draft_model_inputs(x)) if own_draft else None,
             draft_ratio=_scalar(x.draft_ratio),
         )
 

@@ -5,7 +5,9 @@ A profile is data (``engine_profiles/<engine>/<version>.toml``, with provenance;
 each owned by the model that uses it:
   ``memory``  how the engine sizes its KV cache (``planner.model.engine_memory``)
   ``timing``  the fitted efficiency parameters of its kernels and scheduler
-              (``planner.model.engine_timing``)
+              (``planner.model.engine_timing``): the fitted roofline
+  ``kernels`` which measured kernel tables describe it and its fitted per-step costs on them
+              (``planner.model.engine_kernels``; where a table covers the GPU it replaces ``timing``)
   ``launch``  how the version spells the deployment on its command line (``planner.model.engine_launch``)
 The scenario's link key ``engine`` (``vllm@0.19``; ``vllm`` alone: its newest version) selects the profile.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.model.engine_kernels import EngineKernels
 from planner.model.engine_launch import EngineLaunch
 from planner.model.engine_memory import EngineMemory
 from planner.model.engine_timing import EngineTiming
@@ -32,6 +35,7 @@ class EngineProfileFile(BaseModel):
     notes: str = Field(default="", max_length=4000)
     memory: EngineMemory = Field(default_factory=EngineMemory)
     timing: EngineTiming = Field(default_factory=EngineTiming)
+    kernels: EngineKernels = Field(default_factory=EngineKernels)
     launch: EngineLaunch = Field(default_factory=EngineLaunch)
 
     def to_profile(self, key: str) -> EngineProfile:

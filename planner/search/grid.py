@@ -141,7 +141,7 @@ def bases(
     per_gpu = grid_layouts(s, catalog, ok, accepted_tps(s, catalog, LAYOUT_TPS))
     out: list[Base] = []
     xs: list[EngineInputs] = []
-    source, kv_bytes, lays, utils = [], [], [], []
+    source, kv_bytes, lays, utils, kernel_sets = [], [], [], [], []
     for g in gpus:
         gpu = catalog.profile(g)
         if gpu is None:
@@ -153,9 +153,12 @@ def bases(
                 sb = s.with_changes(**_base_changes(s, g, own, wd, s.kvdtype, spec))
                 xs.append(from_specs(gpu, r.model, sb, r.draft if spec else None, r.engine))
                 price = float(xs[-1].price_per_gpu_hour_usd)
+                # the measured kernels of each KV dtype (its attention kernels; the family's curves per layout)
+                sets = {kv: _kernel_sets(gpu, r, sb.with_changes(kvdtype=kv), spec) for kv in space.kvdtypes}
                 for layout in layouts:
                     for kv in space.kvdtypes:
                         changes = _base_changes(s, g, layout, wd, kv, spec)
+                        kernel_sets.append(sets[kv])
                         nodes = layout.nodes(gpu.gpus_per_node)
                         out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price, nodes))
                         source.append(len(xs) - 1)
@@ -168,8 +171,10 @@ def bases(
     rows = np.asarray(source)
     x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
     tp, pp, ep, dp = (np.asarray(v, dtype=float) for v in zip(*lays, strict=True))
+    ks, draft_ks = (np.asarray(v, dtype=float) for v in zip(*kernel_sets, strict=True))
     layout_fields = dict(kv_bytes_per_element=np.asarray(kv_bytes), mem_util=np.asarray(utils))
-    return out, x.with_(tp=tp, pp=pp, ep=ep, dp=dp, **layout_fields), r
+    x = x.with_(tp=tp, pp=pp, ep=ep, dp=dp, **layout_fields)
+    return out, x.with_(kernel_set=ks, draft_kernel_set=draft_ks), r
 
 
 def _mem_util(
@@ -184,6 +189,12 @@ def _mem_util(
         at = s.with_changes(tp=key[0], pp=key[1], dp=key[2])
         shares[key] = mem_util_in_force(r.engine, gpu, r.model, at)
     return shares[key]
+
+
+def _kernel_sets(gpu, r, s: Scenario, spec: bool) -> tuple[float, float]:
+    """(kernel_set, draft_kernel_set) ``inputs.from_specs`` gives ``s`` (the ids of the measured-kernel families)."""
+    x = from_specs(gpu, r.model, s, r.draft if spec else None, r.engine)
+    return float(x.kernel_set), float(x.draft_kernel_set)
 
 
 def _take(x: EngineInputs, rows: np.ndarray, ndim: int) -> EngineInputs:

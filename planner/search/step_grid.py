@@ -5,7 +5,9 @@ few numbers, and every configuration's step times (the simulator's formulas over
 configuration as ``step_time.Roofline`` takes them for one (equal to it to 1e-9; tests/search/test_search.py).
 A configuration whose layout goes beyond one node's tensor parallelism (pipeline stages, data-parallel
 attention, expert parallelism, tp across nodes: ``parallel.simple`` false) is timed by ``LayoutStepModel``:
-``step_time.Roofline``'s layout coefficients over arrays (equal to ``roofline.step_cost`` to 1e-9).
+``step_time.Roofline``'s layout coefficients over arrays (equal to ``roofline.step_cost`` to 1e-9).  A grid
+with configurations on measured kernels (``kernel_step``) is timed by ``MeasuredStepModel``: ``step_cost``
+itself, the kernels looked up per step.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import numpy as np
 from planner.engine import parallel
 from planner.engine.efficiency import kv_group_reads
 from planner.engine.inputs import Array, EngineInputs
+from planner.engine.kernel_step import has_kernels
 from planner.engine.memory import kv_bytes_per_token_per_layer
-from planner.engine.roofline import overlapped_s
+from planner.engine.roofline import overlapped_s, step_cost
 from planner.engine.speculative import draft_model_inputs, expected_tokens_per_step
 from planner.sim.slo import Slo
 from planner.sim.workload import Workload
@@ -388,13 +391,45 @@ class LayoutStepModel:
         return np.where(lay.pp > 1, np.maximum(busy, path), t_mix)
 
 
-#: A grid's step model: the coefficient form for plain tensor parallelism, the engine's function for layouts.
-Step = StepModel | LayoutStepModel
+@dataclass(frozen=True)
+class MeasuredStepModel:
+    """``roofline.step_cost`` itself for configurations on measured kernels (``planner.engine.kernel_step``):
+    their kernels are looked up per step at its shapes, not folded into coefficients (module doc)."""
+
+    x: EngineInputs
+
+    @classmethod
+    def of(cls, x: EngineInputs) -> MeasuredStepModel:
+        return cls(x.as_arrays())
+
+    @property
+    def prefill_overhead(self) -> Array:
+        return self.x.step_overhead_s + self.x.layers * self.x.layer_overhead_s
+
+    @property
+    def decode_overhead(self) -> Array:
+        return self.x.step_overhead_s + self.x.layers * self.x.decode_layer_overhead_s
+
+    def take(self, shape: tuple[int, ...], index: tuple[np.ndarray, ...]) -> MeasuredStepModel:
+        """The configurations at ``index`` of the grid ``shape``."""
+        picked = {f.name: np.broadcast_to(getattr(self.x, f.name), shape)[index] for f in fields(EngineInputs)}
+        return MeasuredStepModel(EngineInputs(**picked))
+
+    def time_s(self, seqs, q, ctx, n=0.0, past=0.0) -> Array:
+        """One step with one prefill chunk of ``n`` tokens after ``past`` cached (``StepModel.time_s``)."""
+        return step_cost(self.x, seqs=seqs, q=q, ctx=ctx, n=n, past=past).time_s
+
+
+#: A grid's step model: the coefficient form for plain tensor parallelism, the engine's function for layouts,
+#: the engine's own step on measured kernels.
+Step = StepModel | LayoutStepModel | MeasuredStepModel
 
 
 def step_model(x: EngineInputs) -> Step:
-    """``StepModel`` where every configuration of ``x`` is plain tensor parallelism inside one node, else
-    ``LayoutStepModel`` (module doc)."""
+    """``MeasuredStepModel`` where a configuration of ``x`` runs on measured kernels, else ``StepModel`` where
+    every configuration is plain tensor parallelism inside one node, else ``LayoutStepModel`` (module doc)."""
+    if has_kernels(x):
+        return MeasuredStepModel.of(x)
     return StepModel.of(x) if parallel.simple(x) else LayoutStepModel.of(x)
 
 

@@ -16,6 +16,7 @@ from planner.engine.prefix_reuse import hit_prefill
 from planner.engine.prompt_cache import cacheable_prefix_tokens
 from planner.engine.roofline import decode, prefill
 from planner.engine.speculative import draft_step_s, verify_step_s
+from planner.studies.explain_kernels import kernel_items
 from planner.studies.explain_memory import memory_items
 from planner.studies.explain_parallel import layout_items
 from planner.studies.explain_scenario import COMM, Scalars
@@ -153,7 +154,7 @@ def _layout_step_items(s: Scalars) -> list[ExplainItem]:
 
 
 def _roofline_items(s: Scalars) -> list[ExplainItem]:
-    return _efficiency_items(s) + _step_items(s) + [_ridge_item(s)] + _rate_items(s)
+    return _efficiency_items(s) + _step_items(s) + kernel_items(s) + [_ridge_item(s)] + _rate_items(s)
 
 
 def _speculative_items(s: Scalars) -> list[ExplainItem]:

@@ -28,6 +28,21 @@ COMM = (
     "t_comm = 2 · L · (2 · (tp − 1)/tp · T · d · 2 B / (link · η_link) + latency) when tp > 1 "
     "(latency: the link's + the engine's per-collective overhead)"
 )
+KERNEL_STEP = (
+    "t_step + L · t_layer + tokens(T) + head(T_logits) + experts(imb · T) + e · T + decode(B, ctx) · ρ_q "
+    "+ prefill(prompts, S_eq) + n_AR · allreduce(T)"
+)
+KERNEL_TERMS = (
+    "tokens(T): every layer's dense GEMMs (QKV, O, MLP, shared experts, router) at T tokens, in the weights' "
+    "quantised dtype; head: the LM head at the tokens that need logits; experts: the MoE layers' expert kernel "
+    "at the tokens entering them; e · T: the element-wise kernels the tables do not time (norms, RoPE, "
+    "activation: their activation traffic at the fitted bandwidth share); decode / prefill: every attention "
+    "layer's attention kernel (ρ_q: q queries per sequence ÷ one, from the roofline; S_eq: the prompt of the "
+    "same attention work as a chunk after cached tokens); allreduce: one all-reduce of T · d · 2 B "
+    "(t_step, t_layer, e: the engine version's fitted [kernels] values; docs/model.md §4–5)"
+)
+
+
 LAYOUT_NOTE = (
     '  Layout (docs/model.md "Parallelism"): the busiest data-parallel rank\'s pass — its own sequences and '
     "prompts through attention and the dense GEMMs, every rank's tokens through the experts over tp · dp "
@@ -73,10 +88,16 @@ class Scalars:
         self.rho = f(x.gqa_reread_frac)
         self.plain = is_plain(self)
         self.gpus = f(r.metrics["gpus_per_instance"])
+        self.kernels = f(x.kernel_set) > 0  # the step times rest on measured kernels (explain_kernels)
+        self.basis = r.time_basis
 
     @property
     def step_time_formula(self) -> str:
+        if self.kernels:
+            kernels = f"{KERNEL_STEP}  [{self.basis}];  {KERNEL_TERMS}"
+            return kernels if self.plain else kernels + LAYOUT_NOTE
         plain = STEP_TIME if self.o == 1.0 else STEP_TIME_REFINED
+        plain = plain + (f"  [{self.basis}]" if self.basis else "")
         return plain if self.plain else plain + LAYOUT_NOTE
 
     # ------------------------------------------------------------ shared sub-expressions

@@ -4,6 +4,7 @@ t_comm, or beyond one node's tensor parallelism the layout's (``explain_parallel
 from __future__ import annotations
 
 from planner.engine.roofline import StepCost
+from planner.studies.explain_kernels import step_substitution as kernel_substitution
 from planner.studies.explain_parallel import step_substitution
 from planner.studies.explain_scenario import Scalars
 from planner.studies.explain_text import num
@@ -19,6 +20,8 @@ def step_time(
 ) -> str:
     """t_0 + R(c_mm, m_mm) + R(c_att, m_att) + t_comm with this step's numbers; beyond one node's tensor
     parallelism, the layout's (``explain_parallel.step_substitution``, from ``step``: step_cost's arguments)."""
+    if s.kernels:
+        return kernel_substitution(s, cost)
     if not s.plain:
         return step_substitution(s, cost, step or {})
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from planner.engine.evaluate import compute, inputs_for, resolve
+from planner.engine.evaluate import compute, inputs_for, resolve, time_basis
 from planner.errors import ScenarioError, SweepError, format_validation_error
 from planner.executors import Executor
 from planner.export import present_frame
@@ -152,6 +152,7 @@ def _chunk_frame(s: Scenario, base: Scenario, catalog: Catalog, flat: dict[str, 
         cols["prefix"] = np.asarray(changes["prefix_tokens"]).astype(int)
     for k, v in metrics.items():
         cols[k] = np.broadcast_to(v, (n,))
+    cols["time_basis"] = np.broadcast_to(np.asarray(time_basis(resolve(s, catalog)), dtype=object), (n,))
     return pd.DataFrame(cols)
 
 

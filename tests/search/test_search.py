@@ -34,7 +34,7 @@ from planner.search.knob_search import (
 from planner.search.kv_plan import kv_plan
 from planner.search.pools import DecodeOnlyStepTime, size_pool
 from planner.search.sizing import size_fleet
-from planner.search.step_grid import LayoutStepModel, ReplicaGrid, StepModel
+from planner.search.step_grid import LayoutStepModel, ReplicaGrid, step_model
 from planner.sim.fleet import simulate_fleet_scenario
 from planner.sim.simulate import sim_inputs, simulate
 from planner.sim.slo import CONSTRAINTS, KV, Slo, verdict
@@ -56,8 +56,10 @@ def test_the_example_needs_far_fewer_h100s_than_the_knobless_sizer(h100, catalog
     assert h100.best is not None
     best = h100.table.loc[h100.best]
     assert best["status"] == MEETS and best["gpu"] == "h100-sxm"
-    assert best["gpus"] <= 120 < old_gpus  # 14 × tp 8 at batch 512, chunk 512 (112 GPUs) on this tree
-    assert (int(best["tp"]), int(best["chunk"])) == (8, 512)
+    # 15 × tp 4 at batch 512, chunk 512 (60 GPUs) on vLLM 0.33's measured kernels (14 × tp 8, 112 GPUs, on
+    # the fitted roofline of vLLM 0.19: the issue's "about twice too many")
+    assert best["gpus"] <= 72 < old_gpus
+    assert (int(best["tp"]), int(best["chunk"])) == (4, 512)
     assert best["binding"] == "TTFT"  # one replica fewer misses the p99 TTFT target in simulation
     assert "Cheapest way to meet p99 TTFT ≤ 1.00 s and p99 ITL ≤ 50.0 ms" in h100.reason
     assert "binding: TTFT" in h100.reason and "own knobs (batch 32, chunk 2,048)" in h100.reason
@@ -70,7 +72,7 @@ def test_the_answer_is_confirmed_by_an_independent_simulation(h100, catalog):
     row = z.table.loc[z.best]
     assert row["basis"] == "simulated" and z.complete and z.requests_per_simulation == 3600  # 2 × 1,800 for p99
     s = EXAMPLE.with_changes(**z.changes(int(row["point"])))
-    assert s.replicas == int(row["replicas"]) and (s.gpu, s.tp, s.batch, s.chunk) == ("h100-sxm", 8, 512, 512)
+    assert s.replicas == int(row["replicas"]) and (s.gpu, s.tp, s.batch, s.chunk) == ("h100-sxm", 4, 512, 512)
     slo = Slo.of(s)
     fleet = simulate_fleet_scenario(s.with_changes(seed=7, sim_requests=1000 * s.replicas), catalog)
     assert verdict(fleet.combined, slo).met
@@ -98,7 +100,7 @@ def test_step_model_equals_the_roofline_step_cost(catalog):
         n[seqs == 0] += 1
         ctx, past = rng.uniform(1, 20_000, 64), rng.uniform(0, 8000, 64)
         for q in (1.0, 5.0):
-            ours = StepModel.of(x).time_s(seqs, q, ctx, n, past)
+            ours = step_model(x).time_s(seqs, q, ctx, n, past)  # the engine's own step on measured kernels
             theirs = step_cost(x, seqs, q, ctx, n, past).time_s
             np.testing.assert_allclose(ours, theirs, rtol=1e-9)
 

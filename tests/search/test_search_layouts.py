@@ -16,7 +16,7 @@ from planner.search.grid import BATCHES, CHUNKS, Space, _take, bases, parallel_l
 from planner.search.knob_search import MEETS, search_fleet, search_text
 from planner.search.layouts import grid_layouts
 from planner.search.replicas import accepted_tps
-from planner.search.step_grid import LayoutStepModel, StepModel, step_model
+from planner.search.step_grid import LayoutStepModel, MeasuredStepModel, StepModel, step_model
 from planner.sim.simulate import sim_inputs
 from tests.search.test_search import assert_kv_plan_is_the_memory_plan
 
@@ -78,7 +78,7 @@ def test_the_grids_step_time_is_the_roofline_step_cost_for_layouts(catalog):
     labels = {base_list[i].layout.label for i in rows}
     assert {"tp8·pp2", "tp16"} <= labels and any("dp" in v for v in labels)
     x = _take(xb, rows, 1)
-    assert isinstance(step_model(x), LayoutStepModel)
+    assert isinstance(step_model(x), LayoutStepModel | MeasuredStepModel)
     rng = np.random.default_rng(5)
     for seqs, n in ((rng.integers(1, 600, rows.size), 0.0), (0.0, rng.integers(1, 8000, rows.size))):
         seqs, n = np.asarray(seqs, dtype=float), np.asarray(n, dtype=float)

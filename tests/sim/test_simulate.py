@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from planner.engine.efficiency import plain_roofline
 from planner.engine.roofline import decode, decode_context_tokens, prefill, step_cost
 from planner.engine.speculative import expected_tokens_per_step, spec_step_s
-from planner.engine.step_time import Roofline, RooflineStepTime
+from planner.engine.step_time import Roofline, RooflineStepTime, step_of
 from planner.errors import ScenarioError
 from planner.model.scenario import Scenario
 from planner.sim.acceptance import draw_accepted_tokens
@@ -102,7 +102,7 @@ REFINED = [
 def test_fast_step_time_equals_roofline_step_cost(catalog, shape, refined):
     _, x = sim_inputs(Scenario(**shape), catalog)
     x = x.with_(**refined)
-    fast = Roofline.from_inputs(x)
+    fast = step_of(x)  # measured kernels where the scenario has tables, else the roofline
     rng = np.random.default_rng(1)
     for _ in range(40):
         seqs = float(rng.integers(0, 300))
@@ -122,7 +122,7 @@ def test_fast_step_time_equals_roofline_step_cost(catalog, shape, refined):
 def test_two_chunks_share_the_weights_and_add_their_work(catalog):
     _, x = sim_inputs(Scenario(), catalog)
     plain = Roofline.from_inputs(plain_roofline(x))
-    fast = Roofline.from_inputs(x)
+    fast = step_of(x)  # measured kernels where the scenario has tables, else the roofline
 
     def alone(n, past, timer=fast):
         return timer.scalar_time_s(0, 1, 0, [n], [past])
@@ -184,7 +184,9 @@ def test_saturated_throughput_approaches_engine_decode_throughput(catalog):
     _, x = sim_inputs(s, catalog)
     engine = 32 / float(decode(x, batch=32, ctx=s.prompt + s.output / 2).time_s)
     assert r.summary["output_tokens_per_s"] == pytest.approx(engine, rel=0.05)
-    assert r.summary["output_tokens_per_s"] <= engine
+    # at most a hair above: measured decode attention is concave in the context, so the mean of the steps over
+    # the contexts the run passes is a little below the step at the mean context
+    assert r.summary["output_tokens_per_s"] <= engine * 1.01
 
 
 def test_smaller_chunks_lower_p99_itl_and_raise_ttft(catalog):

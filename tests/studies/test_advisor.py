@@ -193,7 +193,8 @@ def test_decode_regime_raises_batch_within_limits(catalog, results):
 
 def test_chunk_finding_on_both_sides(catalog, results):
     small = by_id(results[TRIGGERS["chunk-imbalance"]])["chunk-imbalance"]
-    assert small.metric == "chunked_ttft_s" and small.changed_keys["chunk"] > 16 and small.after <= 0.5
+    assert small.metric == "chunked_ttft_s" and small.changed_keys["chunk"] > 16
+    assert small.after <= Scenario().slo_ttft_s < small.before  # the newcomer is admitted and meets its target
     # one 2,048-token chunk stalls decoding past a 30 ms TPOT target
     big = by_id(results["slo_itl_s=0.03"])["chunk-imbalance"]
     s = Scenario(slo_itl_s=0.03)

@@ -47,6 +47,8 @@ METRIC = {
     "Decode FLOP per GPU": "decode_flop",
     "Decode bytes per GPU": "decode_bytes",
     "Decode step time (plain)": "plain_tpot_s",
+    "Prefill on measured kernels": "ttft_s",
+    "Decode step on measured kernels": "plain_tpot_s",
     "Compute-bound turn (ridge batch)": "ridge_batch",
     "Time per output token (TPOT)": "tpot_s",
     "Decode tokens/s per GPU": "decode_tokens_per_s_per_gpu",

@@ -12,6 +12,7 @@ from planner.engine.evaluate import CUSTOM_MODEL
 from planner.engine.inputs import compute_dtype
 from planner.errors import format_validation_error
 from planner.format import fmt_num, fmt_seconds
+from planner.kernels.store import table_set
 from planner.links import DEFAULTS, FIELDS
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model
@@ -19,6 +20,7 @@ from planner.model.engine_timing import resolve_timing
 from planner.model.quantization import compatible_quants
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
+from planner.units import US_PER_S
 from ui.sidebar.options import (
     closest,
     divisors,
@@ -95,6 +97,16 @@ def profile_in_force(catalog: Catalog, state: Mapping[str, Any]) -> str:
         return ""
     if gpu.calibrated:
         return f"{engine.name}: the measured machine runs at its measured rates (no engine efficiencies)."
+    k = engine.kernels
+    measured = k.enabled and table_set(gpu.key, k.engine, k.version) is not None
+    if measured and state.get("mfu") is None and state.get("mbu") is None and not state.get("timing"):
+        return (
+            f"In force: {engine.label} profile (engine={engine.key}) on measured kernels ({k.engine} {k.version} "
+            f"tables for this GPU) — {fmt_seconds(k.step_overhead_us / US_PER_S)} per step + "
+            f"{fmt_seconds(k.layer_overhead_us / US_PER_S)} per layer (decode "
+            f"{fmt_seconds(k.decode_layer_overhead_us / US_PER_S)}); an MFU or MBU set here switches to the fitted "
+            "roofline."
+        )
     t = resolve_timing(engine.timing, gpu, "")
     line = (
         f"In force: {engine.label} profile (engine={engine.key}), {t.family} family — MFU {fmt_num(t.matmul_frac)} "

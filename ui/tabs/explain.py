@@ -15,6 +15,7 @@ def render(ctx: PageContext) -> None:
         "Each figure's formula, then the same formula with this scenario's numbers, then the engine's value; "
         "retype the middle line into a calculator to check it."
     )
+    st.caption(md_escape(f"Every time figure rests on: {ctx.result.time_basis}"))
     for item in items:
         st.markdown(f"**{md_escape(item.title)}**")
         st.code(f"{item.formula}\n= {item.substituted}\n= {item.value}", language=None, wrap_lines=True)

@@ -1,0 +1,62 @@
+"""Offline maximum throughput: every request queued at once, the engine kept full (docs/model.md §10).
+
+What ``trtllm-bench throughput`` and an all-at-once ``vllm bench serve`` measure: fixed-length requests
+(P prompt, O output tokens) wait in a queue while the engine runs as many as it can at once, admitting a
+new one whenever one finishes.  In steady state B requests run,
+
+    B = min(batch, ⌊KV blocks' sequences⌋, C · O / (O + P))      (max_num_seqs; the KV pool at P + O tokens a
+                                                                  sequence; the step budget C holds the B
+                                                                  decodes and, on average, B · P / O prefill tokens)
+
+and every O steps B requests finish and B new prompts are prefilled inside the decode steps.  Each prompt
+costs its marginal kernel time, Δ(P) = g(B decodes + one P-token prompt) − g(B decodes) (g: a step's time
+without its fixed costs; with dp data-parallel attention ranks the B/dp prompts of a rank side by side with
+the other ranks'), and a share f = min(1, B / (dp · O)) of the steps carry a prompt (their fixed cost is a
+prefill step's, the others' a decode-only step's), so
+
+    max_throughput_tpot_s   = g_dec(B) + (B / dp) · Δ(P) / O + f · t0_prefill + (1 − f) · t0_decode
+                              (the mean step: what each request's TPOT is)
+    max_throughput_output_tokens_per_s_per_gpu = B / max_throughput_tpot_s / GPUs
+
+(g at the mean context P + O/2).  The marginal form keeps a whole prompt's causal attention (P² / 2 per
+prompt) and lets the decodes share its weight reads, as an in-flight batch does; it ignores the ramp-up and
+the drain at the ends of a finite run (the tables' request counts are chosen to reach a steady state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.engine import parallel
+from planner.engine.inputs import Array, EngineInputs, MetricValue
+from planner.engine.roofline import decode_context_tokens, step_cost
+
+
+def saturated_batch(x: EngineInputs, kv_sequences) -> Array:
+    """B = min(batch, ⌊KV sequences⌋, C · O / (O + P)), at least 1 (module doc); 0 where nothing fits."""
+    p, o = x.prompt_tokens, x.output_tokens
+    budget = x.chunk_tokens * o / (o + p)
+    b = np.minimum(np.minimum(x.batch, np.floor(np.asarray(kv_sequences, dtype=float))), np.maximum(budget, 1.0))
+    return np.where(np.asarray(kv_sequences, dtype=float) >= 1.0, np.maximum(b, 1.0), 0.0)
+
+
+def max_throughput(x: EngineInputs, kv_sequences) -> dict[str, MetricValue]:
+    """The offline maximum-throughput figures (module doc)."""
+    b = saturated_batch(x, kv_sequences)
+    runs = b > 0
+    seqs = np.where(runs, b, 1.0)
+    ctx = decode_context_tokens(x)
+    dec = step_cost(x, seqs=seqs, ctx=ctx)
+    mix = step_cost(x, seqs=seqs, ctx=ctx, n=x.prompt_tokens, prompts=1.0)
+    g_dec, g_mix = dec.time_s - dec.overhead_s, mix.time_s - mix.overhead_s
+    per_rank = seqs / x.dp  # data-parallel ranks prefill their own prompts side by side
+    share = np.minimum(per_rank / x.output_tokens, 1.0)
+    fixed = share * mix.overhead_s + (1.0 - share) * dec.overhead_s
+    tpot = g_dec + per_rank * np.maximum(g_mix - g_dec, 0.0) / x.output_tokens + fixed
+    gpus = x.tp if parallel.plain_layout(x) else parallel.gpus_per_instance(x)
+    rate = np.where(runs, seqs / tpot / gpus, 0.0)
+    return {
+        "max_throughput_batch": b,
+        "max_throughput_tpot_s": np.where(runs, tpot, 0.0),  # 0: nothing fits, nothing runs
+        "max_throughput_output_tokens_per_s_per_gpu": rate,
+    }

@@ -1,0 +1,214 @@
+"""One scenario's measured kernels as curves on fixed log grids, and their fast vectorised lookup.
+
+``planner.engine.kernel_basis`` sums the scenario's kernels (every GEMM, attention, MoE and collective
+of its shapes, looked up by ``planner.kernels.lookup``) into a few curves of seconds per step, each on a
+grid uniform in log₂ of its argument, so that a step time over a million scenarios costs a handful of
+array gathers (``at_tokens``, ``at_grid``: linear between grid points ``PER_OCTAVE`` to an octave, i.e.
+≤ 4.4 % apart in tokens — the curves are sampled by the lookup rule, not re-fitted):
+
+  tokens      seconds of every layer's dense GEMMs and untimed element-wise kernels at T tokens of the step
+  experts     the routed experts at T tokens entering each MoE layer
+  head        the LM head at T logit rows
+  allreduce   one all-reduce of T tokens' hidden states (graph / eager variant; NaN: not measured)
+  decode      every attention layer's decode attention at (sequences, kv tokens)
+  prefill     every attention layer's prefill attention at (prompts, prompt tokens)
+
+Beyond a grid's last point a curve grows ∝ its argument (∝ prompt tokens² for prefill attention).
+Curves are registered once per scenario family (GPU, tables, model, dtypes) and referred to by an integer
+id (``EngineInputs.kernel_set``; 0 = no tables: the fitted roofline), so the engine's inputs stay flat
+arrays; a family builds its curves for each layout (tp, ep, dp) the first time a scenario asks for it —
+a sweep or a search that varies tp finds the kernels of each tp.  The registry lives for the process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+#: Grid points per octave of the token axes (tokens, head) and of the 2-D attention axes.
+TOKEN_PER_OCTAVE = 16
+GRID_PER_OCTAVE = 4
+TOKEN_OCTAVES = 22  # 1 … 4,194,304 tokens in one step
+BATCH_OCTAVES = 16  # 1 … 65,536 sequences
+SEQ_OCTAVES = 24  # 1 … 16,777,216 tokens of context
+
+TOKEN_GRID = 2.0 ** (np.arange(TOKEN_OCTAVES * TOKEN_PER_OCTAVE + 1) / TOKEN_PER_OCTAVE)
+BATCH_GRID = 2.0 ** (np.arange(BATCH_OCTAVES * GRID_PER_OCTAVE + 1) / GRID_PER_OCTAVE)
+SEQ_GRID = 2.0 ** (np.arange(SEQ_OCTAVES * GRID_PER_OCTAVE + 1) / GRID_PER_OCTAVE)
+
+
+@dataclass(frozen=True)
+class KernelCurves:
+    """The measured step terms of one scenario shape (seconds, all layers; module doc)."""
+
+    label: str  # the basis, as every time figure names it: "measured kernels (vLLM 0.24.0, H100 SXM)"
+    tokens: np.ndarray  # [TOKEN_GRID] dense GEMMs of every layer + the untimed element-wise kernels
+    experts: np.ndarray  # [TOKEN_GRID] the routed experts at T tokens entering each MoE layer (0: dense)
+    head: np.ndarray  # [TOKEN_GRID] the LM head at T logit rows
+    decode: np.ndarray  # [BATCH_GRID, SEQ_GRID] decode attention of B sequences at K keys
+    prefill: np.ndarray  # [BATCH_GRID, SEQ_GRID] prefill attention of B prompts of S tokens
+    allreduce_graph: np.ndarray  # [TOKEN_GRID] one all-reduce inside a CUDA graph (decode-only steps)
+    allreduce_eager: np.ndarray  # [TOKEN_GRID] one all-reduce launched eagerly (steps with prefill tokens)
+    notes: tuple[str, ...] = ()  # rules beyond the plain lookup that this shape needed (nearest MoE shape …)
+
+
+class Family(Protocol):
+    """The curves of one scenario shape family (GPU, tables, model, dtypes) at any layout."""
+
+    def curves(self, tp: int, ep: int, dp: int) -> KernelCurves | None: ...
+
+
+_LOCK = threading.Lock()
+_FAMILIES: list[Family] = []
+_IDS: dict[Hashable, int] = {}
+
+
+def register(key: Hashable, build: Callable[[], Family]) -> int:
+    """The id of the family for ``key`` (built once per process by ``build``); ids start at 1."""
+    with _LOCK:
+        if key in _IDS:
+            return _IDS[key]
+    family = build()
+    with _LOCK:
+        if key not in _IDS:
+            _FAMILIES.append(family)
+            _IDS[key] = len(_FAMILIES)
+        return _IDS[key]
+
+
+def family(kernel_set: float) -> Family:
+    """The registered family of one id (≥ 1)."""
+    return _FAMILIES[int(kernel_set) - 1]
+
+
+def curves(kernel_set: float, tp: float, ep: float = 1.0, dp: float = 1.0) -> KernelCurves | None:
+    """The curves of a family at a layout (None: a kernel of it is not measured there)."""
+    return family(kernel_set).curves(int(tp), int(ep), int(dp))
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The curves of the (id, tp, ep, dp) of an array of scenarios: one row per distinct combination, and each
+    element's row (None when every element has the same: the rows are the curve itself).  A combination whose
+    kernels are not all measured has NaN rows (the caller keeps the roofline there)."""
+
+    tokens: np.ndarray
+    experts: np.ndarray
+    head: np.ndarray
+    decode: np.ndarray  # flattened [rows, BATCH × SEQ] (or [BATCH × SEQ])
+    prefill: np.ndarray
+    allreduce_graph: np.ndarray
+    allreduce_eager: np.ndarray
+    rows: np.ndarray | None
+
+
+_STACKED = ("tokens", "experts", "head", "decode", "prefill", "allreduce_graph", "allreduce_eager")
+_STACKS: dict[tuple, tuple[np.ndarray, ...]] = {}
+
+
+def _arrays(c: KernelCurves | None) -> tuple[np.ndarray, ...]:
+    if c is None:
+        return tuple(
+            np.full(n, np.nan)
+            for n in (TOKEN_GRID.size,) * 3 + (BATCH_GRID.size * SEQ_GRID.size,) * 2 + (TOKEN_GRID.size,) * 2
+        )
+    return (c.tokens, c.experts, c.head, c.decode.ravel(), c.prefill.ravel(), c.allreduce_graph, c.allreduce_eager)
+
+
+def _uniform(a: np.ndarray) -> bool:
+    return a.ndim == 0 or bool(np.all(a == a.flat[0]))
+
+
+def stack(kernel_set, tp, ep=1.0, dp=1.0) -> Stack:
+    """The ``Stack`` of the scenarios' (kernel_set, tp, ep, dp); an element whose kernel_set ≤ 0 takes NaN rows."""
+    cols = [np.asarray(v, dtype=float) for v in (kernel_set, tp, ep, dp)]
+    if all(_uniform(c) for c in cols):
+        first = tuple(float(c.flat[0]) for c in cols)
+        t, e, h, d, p, ag, ae = _arrays(curves(*first) if first[0] > 0 else None)
+        return Stack(t, e, h, d, p, ag, ae, rows=None)
+    shape = np.broadcast_shapes(*(c.shape for c in cols))
+    table = np.stack([np.broadcast_to(c, shape).ravel() for c in cols], axis=1)
+    unique, rows = np.unique(table, axis=0, return_inverse=True)
+    key = tuple(map(tuple, unique.tolist()))
+    if key not in _STACKS:
+        parts = [_arrays(curves(*u) if u[0] > 0 else None) for u in key]
+        _STACKS[key] = tuple(np.stack([p[i] for p in parts]) for i in range(len(_STACKED)))
+    t, e, h, d, p, ag, ae = _STACKS[key]
+    return Stack(t, e, h, d, p, ag, ae, rows=rows.reshape(shape))
+
+
+def _position(v, per_octave: int, points: int):
+    """(i, f, beyond): grid segment, the fraction along it (linear in log₂ v) and v ÷ the last point where
+    v is beyond the grid (1.0 when no element is)."""
+    v = np.asarray(v, dtype=float)
+    u = np.asarray(np.log2(np.maximum(v, 1.0)))
+    u *= per_octave
+    i = np.asarray(u.astype(np.intp))
+    np.minimum(i, points - 2, out=i)
+    u -= i
+    np.minimum(u, 1.0, out=u)
+    last = 2.0 ** ((points - 1) / per_octave)
+    beyond = np.maximum(v / last, 1.0) if np.any(v > last) else 1.0
+    return i, u, beyond
+
+
+def _empty_rows(v) -> bool:
+    """Some element asks for nothing (≤ 0 tokens or sequences): its term is 0 there."""
+    return bool(np.any(np.asarray(v) <= 0))
+
+
+def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None) -> np.ndarray:
+    """``curve`` ([TOKEN_GRID] or [rows, TOKEN_GRID]) at ``tokens`` (0 where tokens ≤ 0).  ``position``: a
+    ``token_position(tokens)`` already computed (several curves at the same tokens)."""
+    i, f, beyond = token_position(tokens) if position is None else position
+    if rows is None:
+        y0, y1 = np.asarray(curve.take(i)), np.asarray(curve.take(i + 1))
+    else:
+        base = rows * curve.shape[-1] + i
+        flat = curve.ravel()
+        y0, y1 = np.asarray(flat.take(base)), np.asarray(flat.take(base + 1))
+    y1 -= y0
+    y1 *= f
+    y1 += y0
+    if not isinstance(beyond, float):
+        y1 *= beyond
+    return np.where(np.asarray(tokens) > 0, y1, 0.0) if _empty_rows(tokens) else y1
+
+
+def token_position(tokens):
+    return _position(tokens, TOKEN_PER_OCTAVE, TOKEN_GRID.size)
+
+
+def at_grid(flat: np.ndarray, rows: np.ndarray | None, batch, seq, seq_power: float) -> np.ndarray:
+    """A 2-D attention curve (flattened [BATCH × SEQ], or [rows, BATCH × SEQ]) at (batch, seq), bilinear in
+    log₂ of both; ∝ batch beyond the batch grid and ∝ seq^seq_power beyond the seq grid; 0 where batch ≤ 0."""
+    ib, fb, bb = _position(batch, GRID_PER_OCTAVE, BATCH_GRID.size)
+    iseq, fs, bs = _position(seq, GRID_PER_OCTAVE, SEQ_GRID.size)
+    n = SEQ_GRID.size
+    base = ib * n + iseq
+    if rows is not None:
+        base = base + rows * (BATCH_GRID.size * n)
+        data = flat.ravel()
+    else:
+        data = flat
+    y00, y01 = np.asarray(data.take(base)), np.asarray(data.take(base + 1))
+    base = base + n
+    y10, y11 = np.asarray(data.take(base)), np.asarray(data.take(base + 1))
+    y01 -= y00
+    y01 *= fs
+    y01 += y00  # lo
+    y11 -= y10
+    y11 *= fs
+    y11 += y10  # hi
+    y11 -= y01
+    y11 *= fb
+    y11 += y01
+    if not isinstance(bb, float):
+        y11 *= bb
+    if not isinstance(bs, float):
+        y11 *= bs if seq_power == 1.0 else bs**seq_power
+    return np.where(np.asarray(batch) > 0, y11, 0.0) if _empty_rows(batch) else y11

@@ -1,0 +1,140 @@
+"""Edge module: where kernel tables are found, read lazily and kept (docs/kernel_tables.md "Where kvplan
+finds tables").
+
+The shipped files sit in ``planner/data/kernel_tables/<gpu>/<engine>-<version>.npz``; a user's own
+tables in ``$KVPLAN_DATA_DIR/kernel_tables/`` (any sub-folder, any ``*.npz``).  A file's identity is its
+header's (gpu, engine, engine_version): a later file of the same identity replaces an earlier one.
+Only the headers' file list is scanned on first use; a file's arrays are read the first time a scenario
+needs that GPU's tables, and kept for the process.  Nothing is read at import.  A file that does not
+validate is skipped and named in ``problems()``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+from planner.kernels.format import (
+    ANY_ENGINE,
+    MAX_TABLE_FILE_BYTES,
+    KernelTableError,
+    KernelTableFile,
+    read_header,
+    read_table,
+)
+from planner.model.catalog import data_dirs
+
+KERNEL_TABLES = "kernel_tables"
+NCCL = "nccl"
+
+
+@dataclass(frozen=True)
+class TableSet:
+    """The tables that describe one GPU under one engine release, in priority order (docs/kernel_tables.md
+    "Which table a scenario uses"): the GPU's engine-independent tables, the engine release's, the GPU's
+    nccl-tests table."""
+
+    gpu: str
+    engine: str
+    version: str
+    files: tuple[KernelTableFile, ...]
+
+    def table(self, name: str, collective: bool = False):
+        """The first file's table ``name`` (and its file), or (None, None)."""
+        for f in self.files:
+            if name in f.tables and (collective or f.meta.engine != NCCL):
+                return f.tables[name], f
+        return None, None
+
+    @property
+    def key(self) -> tuple:
+        return (self.gpu, self.engine, self.version, tuple(f.path for f in self.files))
+
+
+def _walk(d: Traversable) -> Iterator[Traversable]:
+    if not d.is_dir():
+        return
+    for item in sorted(d.iterdir(), key=lambda t: t.name):
+        if item.is_dir():
+            yield from _walk(item)
+        elif item.name.endswith(".npz"):
+            yield item
+
+
+@functools.lru_cache(maxsize=8)
+def _scan(dirs_key: tuple[str, ...]) -> tuple[dict[tuple[str, str, str], Traversable], tuple[str, ...]]:
+    """Every readable table file by identity (a later folder's replaces an earlier one's), and the problems."""
+    found: dict[tuple[str, str, str], Traversable] = {}
+    problems: list[str] = []
+    for d in data_dirs(KERNEL_TABLES):
+        for item in _walk(d):
+            try:
+                meta = read_header(item.name, _bytes(item))
+            except KernelTableError as exc:
+                problems.extend(exc.problems)
+                continue
+            found[meta.identity] = item
+    return found, tuple(problems)
+
+
+def _bytes(item: Traversable) -> bytes:
+    """The file's bytes, refused past ``MAX_TABLE_FILE_BYTES`` (KernelTableError naming it)."""
+    try:
+        with item.open("rb") as fh:
+            data = fh.read(MAX_TABLE_FILE_BYTES + 1)
+    except OSError as exc:
+        raise KernelTableError([f"{item.name}: not readable ({exc})"]) from None
+    if len(data) > MAX_TABLE_FILE_BYTES:
+        raise KernelTableError([f"{item.name}: over {MAX_TABLE_FILE_BYTES} bytes"])
+    return data
+
+
+_FILES: dict[str, KernelTableFile] = {}
+
+
+def _dirs_key() -> tuple[str, ...]:
+    return tuple(str(d) for d in data_dirs(KERNEL_TABLES)) + (os.environ.get("KVPLAN_DATA_DIR", ""),)
+
+
+def problems() -> tuple[str, ...]:
+    """The table files skipped, each named with why (docs/kernel_tables.md)."""
+    return _scan(_dirs_key())[1]
+
+
+def available() -> list[tuple[str, str, str]]:
+    """Every (gpu, engine, engine_version) a readable table file covers."""
+    return sorted(_scan(_dirs_key())[0])
+
+
+def _file(item: Traversable) -> KernelTableFile:
+    key = str(item)
+    if key not in _FILES:
+        _FILES[key] = read_table(Path(item.name), _bytes(item))
+    return _FILES[key]
+
+
+@functools.lru_cache(maxsize=256)
+def _table_set(gpu: str, engine: str, version: str, dirs_key: tuple[str, ...]) -> TableSet | None:
+    found, _ = _scan(dirs_key)
+    files = [_file(item) for (g, e, _v), item in sorted(found.items()) if g == gpu and e == ANY_ENGINE]
+    own = found.get((gpu, engine, version))
+    if own is None and not files:
+        return None
+    if own is not None:
+        files.append(_file(own))
+    files.extend(_file(item) for (g, e, _v), item in sorted(found.items()) if g == gpu and e == NCCL)
+    return TableSet(gpu, engine, version, tuple(files))
+
+
+def table_set(gpu: str, engine: str, version: str) -> TableSet | None:
+    """The tables for ``gpu`` under ``engine`` ``version`` (``TableSet``), or None when no file covers it."""
+    return _table_set(gpu, engine, version, _dirs_key())
+
+
+def engine_versions(gpu: str, engine: str) -> list[str]:
+    """The releases of ``engine`` with a table for ``gpu``."""
+    return sorted(v for g, e, v in available() if g == gpu and e == engine)

@@ -1,0 +1,51 @@
+"""Which measured kernel tables describe an engine version, and its fitted per-step costs on them: the
+``[kernels]`` part of an engine profile (docs/model.md §4–5 "Measured kernels"; docs/kernel_tables.md).
+
+An engine version whose profile names a table release (``engine``, ``version``) takes its step times from
+the measured kernels of that release on every GPU a table covers (``relation`` says how the two releases
+relate: "nearest measured" when the version itself was never measured); on other GPUs — and in a
+profile without the section — the fitted roofline of ``[timing]`` stays.
+
+What the tables do not hold is fitted, with its source (``benchmarks/fit_kernels.py``):
+  step_overhead_us           once per scheduler step (scheduling, sampling, the host's launch of the step)
+  layer_overhead_us          once per layer of a step with prefill tokens (eager launches, the gaps between them)
+  decode_layer_overhead_us   once per layer of a decode-only step (CUDA-graph replay)
+  elementwise_bandwidth_frac the share of the HBM bandwidth the kernels the tables do not time reach
+                             (norms, RoPE, activation, residual adds: the activation traffic of each layer)
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Distribution = Literal["balanced", "power_law_1.01", "power_law_1.2"]
+
+
+class EngineKernels(BaseModel):
+    """The ``[kernels]`` section of ``engine_profiles/<engine>/<version>.toml`` (module doc)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    engine: str = Field(
+        default="", pattern=r"^$|^[a-z0-9][a-z0-9._-]{0,63}$", description="the engine of the tables ('' = none)"
+    )
+    version: str = Field(default="", max_length=40, description="the measured release whose tables are used")
+    relation: str = Field(
+        default="", max_length=400, description="how the measured release relates to this version (nearest measured)"
+    )
+    source: str = Field(default="", max_length=4000, description="the fit of the constants below")
+    fitted_rows: int = Field(default=0, ge=0, le=100_000)
+    step_overhead_us: float = Field(default=0.0, ge=0.0, le=1e5)
+    layer_overhead_us: float = Field(default=0.0, ge=0.0, le=1e4)
+    decode_layer_overhead_us: float = Field(default=0.0, ge=0.0, le=1e4)
+    elementwise_bandwidth_frac: float = Field(default=0.8, gt=0.0, le=1.0)
+    moe_distribution: Distribution = Field(
+        default="balanced",
+        description="the routing of the MoE table's rows used (the busiest rank's surplus is the layout's imbalance)",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.engine and self.version)
