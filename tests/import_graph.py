@@ -123,7 +123,7 @@ def _cycle_through(group: list[str], graph: dict[str, set[str]]) -> list[str]:
 
 
 #: planner's base modules: they import no other planner package (docs/architecture.md's "base" box).
-BASE_MODULES = {"planner.units", "planner.errors", "planner.format", "planner.tomlfile"}
+BASE_MODULES = {"planner.units", "planner.errors", "planner.format", "planner.tomlfile", "planner.outfile"}
 
 
 def box(module: str) -> str:

@@ -1,0 +1,92 @@
+"""The files a command writes (``--out``): only where the user asked, never over a file without ``--force``,
+never through a symbolic link.
+
+``checked(path, force)`` runs before the command's work (a refused ``--out`` wastes no minutes):
+
+* a folder, or a name ending in ``/``, is refused ("is a folder: give a file name in it");
+* a missing parent folder is refused (nothing is created on the way: a typo must not make a tree);
+* an existing name needs ``--force``;
+* a symbolic link whose target lies outside the link's own folder is refused, ``--force`` or not.
+
+``writing(path, force)`` then writes through a temporary file in the same folder, renamed over the name at
+the end (``os.replace``): a link at the name is replaced, never followed; a full disk or a missing permission
+is a ``BadInput`` naming the file and the reason, and leaves any earlier file as it was.  Each refusal is a
+``BadInput`` (exit code 2, one ``error:`` line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from planner.errors import BadInput
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _link_problem(p: Path, option: str) -> str | None:
+    """Why the symbolic link ``p`` is refused (its target is outside its folder), or None."""
+    target = Path(os.readlink(p))
+    resolved = (p.parent / target).resolve(strict=False)
+    if resolved.parent != p.parent.resolve():
+        return (
+            f"{option} {p}: a symbolic link to {target}, outside {p.parent.resolve()}; kvplan does not write "
+            "through a link out of the folder: remove the link or give another name"
+        )
+    return None
+
+
+def checked(text: str, force: bool, option: str = "--out") -> Path:
+    """``text`` as the path to write, after the module doc's rules; BadInput naming the rule otherwise."""
+    p = Path(text)
+    if text.endswith(("/", os.sep)) or (p.is_dir() and not p.is_symlink()):
+        raise BadInput([f"{option} {text}: is a folder; give a file name in it (e.g. {p / 'out.csv'})"])
+    parent = p.parent
+    if not parent.is_dir():
+        raise BadInput([f"{option} {text}: the folder {parent} does not exist; create it first"])
+    if p.is_symlink():
+        problem = _link_problem(p, option)
+        if problem:
+            raise BadInput([problem])
+        if p.is_dir():
+            raise BadInput([f"{option} {text}: a link to a folder; give a file name"])
+    if os.path.lexists(p) and not force:
+        raise BadInput([f"{option} {text}: already exists; add --force to overwrite it"])
+    return p
+
+
+@contextlib.contextmanager
+def writing(text: str, force: bool, option: str = "--out") -> Iterator[TextIO]:
+    """A text handle whose content becomes the file ``text`` when the block ends (module doc)."""
+    p = checked(text, force, option)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".part")
+    except OSError as exc:
+        raise BadInput([f"{option} {text}: cannot write in {p.parent} ({exc.strerror or exc})"]) from None
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # as open() would make it (mkstemp's file is private)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise BadInput([f"{option} {text}: cannot write it ({exc.strerror or exc}); nothing was written"]) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(text: str, content: str, force: bool, option: str = "--out") -> None:
+    """``content`` into the file ``text`` (``writing``)."""
+    with writing(text, force, option) as fh:
+        fh.write(content)
