@@ -3,8 +3,9 @@
 Two kinds of measurement:
 
 * **Serving benchmark** — the result files of ``vllm bench serve --save-result`` or SGLang
-  ``bench_serving --output-file`` (``planner.calibration.serving_results``): each run's
-  median TTFT and TPOT at its load beside the engine profile's prediction for the
+  ``bench_serving --output-file`` (``planner.calibration.serving_results``): each vLLM run
+  beside ``kvplan predict`` for the same settings, field by field (``crosscheck_predict``);
+  each run's median TTFT and TPOT at its load beside the engine profile's prediction for the
   scenario's deployment, and a calibration (``planner.calibration.calibrate``) of the
   profile's efficiency parameters to them — applied to the link as ``timing=…`` and
   offered as a calibrated engine-profile TOML.
@@ -50,6 +51,7 @@ from ui.figures.bench import decode_figure, prefill_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import md_escape, plot_text, visitor_text
 from ui.state import PageContext
+from ui.tabs.crosscheck_predict import render_predict_beside
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
 COMMITTED, UPLOAD = "Committed results", "Upload a file"
@@ -320,6 +322,9 @@ def _serving(ctx: PageContext) -> None:
     ups = _serving_uploads(st)
     if not ups:
         return
+    render_predict_beside(ctx, ups)
+    st.divider()
+    st.markdown("**Calibration of the engine profile to your runs**")
     try:
         runs = read_runs(ups)
         cal = calibrate(runs, s.with_changes(timing=""), ctx.catalog)
