@@ -11,6 +11,7 @@ folder): exit code 2 and one ``error:`` line each, never a traceback.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from planner.model.catalog import Catalog
 
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
+#: --budget's bounds (seconds)
+MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 86_400.0
 
 
 #: default output folders: full runs are the committed results (the Cross-check tab and the
@@ -41,6 +44,12 @@ def add_bench_parser(sub) -> argparse.ArgumentParser:
         help="CPU array library (auto: torch when installed, else numpy); CUDA always uses torch",
     )
     b.add_argument("--quick", action="store_true", help="tiny shapes, a few seconds (for tests)")
+    b.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="time budget the run sizes itself to (default 150 on a CPU, 240 on a GPU, 60 with --quick)",
+    )
     b.add_argument(
         "--out",
         default=None,
@@ -80,6 +89,8 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
     from planner.bench.run import ridge_text, run_bench, write_results
 
     device, backend, problems = resolve_target(args.device, args.backend)
+    if args.budget is not None and not MIN_BUDGET_S <= args.budget <= MAX_BUDGET_S:
+        problems.append(f"--budget {args.budget:g}: seconds from {MIN_BUDGET_S:g} to {MAX_BUDGET_S:,.0f}")
     out_dir = Path(args.out or (QUICK_OUT if args.quick else RESULTS_OUT))
     try:
         if not problems:  # a command that will not run creates nothing
@@ -91,7 +102,12 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
             print(f"error: {line}", file=err)
         return EXIT_BAD_INPUT
 
-    results = run_bench(device, backend, args.quick, catalog, log=lambda m: print(m, file=err, flush=True))
+    start = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - start:6.1f} s] {message}", file=err, flush=True)
+
+    results = run_bench(device, backend, args.quick, catalog, log=log, budget_s=args.budget)
     paths = write_results(results, out_dir)
     r = results
     out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
@@ -126,7 +142,27 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
         out.write(f"ridge      {line}\n")
     for line in r.skipped:
         out.write(f"skipped    {line}\n")
-    out.write(f"wall       {r.wall_s:.1f} s\n")
+    for note in r.budget_notes:
+        out.write(f"budget     {note}\n")
+    over = (
+        f" — over the {r.budget_s:.0f} s budget (load average {r.device.load_average[1]:.1f})"
+        if (r.budget_s and r.wall_s > r.budget_s)
+        else ""
+    )
+    out.write(f"wall       {r.wall_s:.1f} s{over}\n")
+    if r.kernel_table is not None:
+        k = r.kernel_table
+        names = ", ".join(t.name for t in k.tables)
+        out.write(f"kernels    {names}: {k.measured_cells} of {k.planned_cells} cells measured (gpu={k.gpu})\n")
     for p in paths:
         out.write(f"wrote      {p}\n")
+    if r.kernel_table is not None:
+        from planner.bench.kernels import kernel_table_meta
+        from planner.kernels.format import table_file_name
+
+        name = table_file_name(kernel_table_meta(r.kernel_table))
+        out.write(
+            f"plan with these kernels: copy {r.device.slug}.kernels.npz to $KVPLAN_DATA_DIR/kernel_tables/{name} "
+            "(an engine-independent table is read before the shipped ones of its GPU)\n"
+        )
     return 0

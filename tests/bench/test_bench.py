@@ -147,13 +147,13 @@ def test_charts_plot_each_context_and_the_prefill(quick):
     assert list(pre.data[1].y) == pytest.approx([c.predictions["calibrated"].time_s * 1e3 for c in rows])
 
 
-def test_cli_quick_run_writes_the_three_files(tmp_path):
+def test_cli_quick_run_writes_the_four_files(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     code = main(["bench", "--device", "cpu", "--backend", "numpy", "--quick", "--out", str(tmp_path)], out=out, err=err)
     assert code == 0, err.getvalue()
     stems = {p.suffix for p in tmp_path.iterdir()}
-    assert stems == {".json", ".csv", ".toml"}
-    assert "median |error|" in out.getvalue()
+    assert stems == {".json", ".csv", ".toml", ".npz"}  # the results, the calibrated profile, the kernel table
+    assert "median |error|" in out.getvalue() and "kernels    gemm" in out.getvalue()
     parse_results(next(tmp_path.glob("*.json")).read_bytes())
 
 
@@ -401,7 +401,7 @@ def test_host_facts_parse():
 
 def test_write_results_names_files_after_the_device(quick, tmp_path):
     paths = write_results(quick, tmp_path)
-    assert [p.name for p in paths] == [f"{quick.device.slug}.{ext}" for ext in ("json", "csv", "toml")]
+    assert [p.name for p in paths] == [f"{quick.device.slug}.{ext}" for ext in ("json", "csv", "toml", "kernels.npz")]
 
 
 # --- the dashboard tab --------------------------------------------------------------------------
@@ -470,7 +470,7 @@ def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
     err = io.StringIO()
     assert main(["bench", "--backend", "numpy", "--quick"], out=io.StringIO(), err=err) == 0, err.getvalue()
     quick_dir = tmp_path / "benchmarks" / "results" / "quick"
-    assert sorted(p.suffix for p in quick_dir.iterdir()) == [".csv", ".json", ".toml"]
+    assert sorted(p.suffix for p in quick_dir.iterdir()) == [".csv", ".json", ".npz", ".toml"]
     assert not list((tmp_path / "benchmarks" / "results").glob("*.toml"))  # the measured-profile folder's top level
     from planner.model.catalog import load_measured
 
