@@ -433,6 +433,9 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
     assert labels["Compute–memory overlap"] == f"{on_h100.measured_compute_memory_overlap:+.2f}"
     assert labels["Calibration rounds"] == str(len(on_h100.rounds))
     assert any("The link carries MFU and MBU only" in c.value for c in at.caption)
+    kernels = next(d.value for d in at.dataframe if "table" in d.value.columns)  # the kernel-table panel
+    assert list(kernels["table"]) == ["gemm", "context_attention", "generation_attention"]
+    assert any("first table a scenario on this GPU reads" in c.value.replace("\\", "") for c in at.caption)
     at.button(key="xc_apply").click().run()
     assert not at.exception
     assert at.query_params["mfu"] == "0.55" and at.query_params["mbu"] == "0.65"

@@ -189,3 +189,10 @@ def test_kernel_table_data_is_validated():
         KernelTableData(**(ok | {"latency_ms": [[0.1, -1.0]]}))
     with pytest.raises(ValueError):
         KernelTableData(**(ok | {"latency_ms": [[0.1, float("inf")]]}))
+
+
+def test_the_page_offers_the_same_table_file(quick):
+    from ui.tabs.crosscheck_kernels import table_bytes, table_frame
+
+    table = read_table("x.kernels.npz", table_bytes(quick))
+    assert table.meta.gpu == quick.device.slug and set(table.tables) == set(table_frame(quick)["table"])

@@ -51,6 +51,7 @@ from ui.figures.bench import decode_figure, prefill_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import md_escape, plot_text, visitor_text
 from ui.state import PageContext
+from ui.tabs.crosscheck_kernels import render_kernel_table
 from ui.tabs.crosscheck_predict import render_predict_beside
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
@@ -153,6 +154,7 @@ def render(ctx: PageContext) -> None:
     st.dataframe(ridge_frame(results), hide_index=True)
     if results.skipped:
         st.caption("Skipped: " + md_escape("; ".join(results.skipped)))
+    render_kernel_table(st, results)
     st.divider()
     _calibration(st, ctx, results)
 
