@@ -450,6 +450,7 @@ def run_bench(
     rounds = [calibration_round(be, plan, log)]
     round_s = time.perf_counter() - t_round
     step_s = _step_estimates(dev, be, plan, rounds[0], model, link, when)
+    first_target = plan.micro_target_s
     sizing = size_to_budget(plan, step_s, time.perf_counter() - t_start, round_s, budget_s)
     plan = sizing.plan
     for note in sizing.notes:
@@ -457,9 +458,11 @@ def run_bench(
     rows = tuple(o.rows for o in rounds[0].overlap)
     points = _round_points(1 + len({c.ctx for c in plan.cases if c.seqs}), sizing.rounds)
     seen = [0]
+    steps_deadline = Deadline(t_start + budget_s * (1 - TABLE_SHARE))
 
     def between() -> None:
-        if seen[0] in points:
+        """A calibration round at the chosen points, while the budget has room for one."""
+        if seen[0] in points and steps_deadline.allows(round_s * plan.micro_target_s / max(first_target, 1e-9)):
             rounds.append(calibration_round(be, plan, log, rows))
         seen[0] += 1
 
@@ -471,7 +474,7 @@ def run_bench(
         log,
         between,
         lambda c: case_cost_s(step_s[c], plan),
-        Deadline(t_start + budget_s * (1 - TABLE_SHARE)),
+        steps_deadline,
     )
     sweep = _kernel_sweep(decoder, dev, be, quick, rounds[0], memory, t_start + budget_s, log)
     del decoder
