@@ -21,7 +21,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from planner.errors import BadInput
 
@@ -66,6 +66,12 @@ def checked(text: str, force: bool, option: str = "--out") -> Path:
 @contextlib.contextmanager
 def writing(text: str, force: bool, option: str = "--out") -> Iterator[TextIO]:
     """A text handle whose content becomes the file ``text`` when the block ends (module doc)."""
+    with _writing(text, force, option, binary=False) as fh:
+        yield fh
+
+
+@contextlib.contextmanager
+def _writing(text: str, force: bool, option: str, binary: bool) -> Iterator[Any]:
     p = checked(text, force, option)
     try:
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".part")
@@ -73,7 +79,7 @@ def writing(text: str, force: bool, option: str = "--out") -> Iterator[TextIO]:
         raise BadInput([f"{option} {text}: cannot write in {p.parent} ({exc.strerror or exc})"]) from None
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # as open() would make it (mkstemp's file is private)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             yield fh
         os.replace(tmp, p)
     except OSError as exc:
@@ -89,4 +95,10 @@ def writing(text: str, force: bool, option: str = "--out") -> Iterator[TextIO]:
 def write_text(text: str, content: str, force: bool, option: str = "--out") -> None:
     """``content`` into the file ``text`` (``writing``)."""
     with writing(text, force, option) as fh:
+        fh.write(content)
+
+
+def write_bytes(text: str, content: bytes, force: bool, option: str = "--out") -> None:
+    """``content`` into the file ``text``, by the rules of ``writing``."""
+    with _writing(text, force, option, binary=True) as fh:
         fh.write(content)

@@ -10,6 +10,7 @@ worker's time and memory, never the server's):
   bench_results  bytes                                → BenchResults   Cross-check, microbenchmark upload
   audit_usage    (bytes, name, prices, multipliers)  → AuditReport    Prompt layout, usage-log audit
   parse_trace    (bytes, prefix tokens)               → Trace          Simulate & size, uploaded trace
+  predict_beside (scenario JSON, name, bytes)         → PredictBeside  Cross-check, your run beside kvplan predict
 
 A bad input is a ``ProblemsError`` (its sentences reach the page); a ValueError from a reader is turned
 into one here, so the page says what the reader said.
@@ -140,12 +141,45 @@ def parse_trace(payload: Any, progress: Callable[..., None]) -> Any:
     return read(data, prefix_tokens)
 
 
+@dataclass(frozen=True)
+class PredictBeside:
+    """One uploaded ``vllm bench serve`` result predicted for its own settings (``planner.predict.crosscheck``);
+    ``sglang`` when the file is SGLang's (its keys are not vLLM's: named and skipped)."""
+
+    sglang: bool
+    settings: Any = None  # RunSettings
+    prediction: Any = None  # Prediction
+    rows: tuple[Any, ...] = ()
+
+
+#: keys only SGLang's bench_serving writes (``planner.calibration.serving_results._tool``)
+SGLANG_KEYS = ("mean_e2e_latency_ms", "total_output_tokens_retokenized")
+
+
+def predict_beside(payload: Any, progress: Callable[..., None]) -> PredictBeside:
+    from planner.predict.crosscheck import crosscheck, read_result, run_settings
+
+    scenario_json, name, data = payload
+    try:
+        raw = read_result(data, name)
+        if any(k in raw for k in SGLANG_KEYS):
+            return PredictBeside(True)
+        settings = run_settings(raw, name)
+        prediction, rows = crosscheck(_scenario(scenario_json), catalog(), settings)
+    except ValueError as exc:
+        raise ProblemsError([f"{name}: cannot be predicted: {exc}"]) from None
+    except ProblemsError as exc:
+        raise ProblemsError([f"{name}: cannot be predicted: {'; '.join(exc.problems)}"]) from None
+    return PredictBeside(False, settings, prediction, tuple(rows))
+
+
 UPLOAD_KINDS: dict[str, Callable[[Any, Callable[..., None]], Any]] = {
     "check_log": check_log,
     "calibrate": calibrate,
     "bench_results": bench_results,
     "audit_usage": audit_usage,
     "parse_trace": parse_trace,
+    "predict_beside": predict_beside,
 }
 HEAVY_KINDS = ("simulate", "size", "search", "simulate_point")
 

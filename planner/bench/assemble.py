@@ -61,6 +61,9 @@ class Measurement:
     load_before: float
     malloc_note: str
     t_start: float
+    budget_s: float | None = None
+    budget_notes: list[str] | None = None
+    kernel_table: Any = None  # results.KernelTableResult | None
 
 
 def profiles_used(
@@ -289,4 +292,7 @@ def assemble_results(m: Measurement) -> BenchResults:
         skipped=m.skipped,
         calibrated_profile=m.cal_file,
         wall_s=max(time.perf_counter() - m.t_start, 1e-9),
+        budget_s=m.budget_s,
+        budget_notes=m.budget_notes or [],
+        kernel_table=m.kernel_table,
     )

@@ -164,6 +164,10 @@ class NumpyBackend:
     def versions(self) -> dict[str, str]:
         return {"numpy": np.__version__}
 
+    def device_count(self) -> int:
+        """One CPU device (the table's all-reduce needs several GPUs)."""
+        return 1
+
     # creation -----------------------------------------------------------------
     def randn(self, shape: tuple[int, ...], scale: float = 1.0):
         a = self._rng.standard_normal(shape, dtype=np.float32)
@@ -442,6 +446,28 @@ class TorchBackend:
         src = dst = None  # free the buffers (closures above captured them)
         self.release()
         return nbytes / med
+
+    def device_count(self) -> int:
+        return int(self.torch.cuda.device_count()) if self.device == "cuda" else 1
+
+    def allreduce_s(self, gpus: int, nbytes: int, repeats: int) -> float:
+        """Median seconds of ``torch.cuda.nccl.all_reduce`` of ``nbytes`` per GPU (bf16) over devices
+        0 … gpus − 1, from this one process, every device synchronised after each call (eager)."""
+        t = self.torch
+        from torch.cuda import nccl
+
+        elements = max(int(nbytes // 2), 1)
+        bufs = [t.ones(elements, dtype=t.bfloat16, device=f"cuda:{i}") for i in range(gpus)]
+
+        def call() -> None:
+            nccl.all_reduce(bufs)
+            for i in range(gpus):
+                t.cuda.synchronize(i)
+
+        med, _ = timed(call, lambda: None, 2, repeats)
+        bufs = []
+        self.release()
+        return med
 
     def cuda_facts(self) -> dict[str, float | str]:
         """Name, memory, L2 size and free memory of the current CUDA device."""

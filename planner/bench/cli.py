@@ -15,6 +15,7 @@ line each, never a traceback.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from planner.model.catalog import Catalog
 
 TORCH_INSTALL = ".venv/bin/pip install torch==2.13.0"
+#: --budget's bounds (seconds)
+MIN_BUDGET_S, MAX_BUDGET_S = 10.0, 86_400.0
 
 
 #: default output folders, in the checkout only: full runs are the committed results (the Cross-check tab
@@ -58,6 +61,12 @@ def add_bench_parser(sub) -> argparse.ArgumentParser:
         help="CPU array library (auto: torch when installed, else numpy); CUDA always uses torch",
     )
     b.add_argument("--quick", action="store_true", help="tiny shapes, a few seconds (for tests)")
+    b.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="time budget the run sizes itself to (default 150 on a CPU, 240 on a GPU, 60 with --quick)",
+    )
     b.add_argument(
         "--out",
         default=None,
@@ -108,10 +117,11 @@ def _existing(out_dir: Path, slug: str, force: bool) -> list[str]:
     return problems
 
 
-def cmd_bench(args, catalog: Catalog, out, err) -> int:
-    from planner.bench.run import planned_slug, ridge_text, run_bench, write_results
+def _out_dir(args, device: Device, backend: str, catalog: Catalog, problems: list[str]) -> Path | None:
+    """The folder the run writes into, created once every check passed (``--out``, else ``default_out_dir``);
+    each refusal appended to ``problems`` (a command that will not run creates nothing)."""
+    from planner.bench.run import planned_slug
 
-    device, backend, problems = resolve_target(args.device, args.backend)
     out_dir = Path(args.out) if args.out else default_out_dir(args.quick)
     if out_dir is None:
         problems.append(
@@ -122,19 +132,34 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
         problems.append(f"--out {out_dir}: not a folder")
     elif not out_dir.exists() and not out_dir.parent.is_dir():
         problems.append(f"--out {out_dir}: the folder {out_dir.parent} does not exist; create it first")
-    if not problems and out_dir is not None and out_dir.is_dir():  # a command that will not run creates nothing
+    if not problems and out_dir is not None and out_dir.is_dir():
         problems += _existing(out_dir, planned_slug(device, backend, args.quick, catalog), args.force)
     if not problems and out_dir is not None:
         try:
             out_dir.mkdir(exist_ok=True)
         except OSError as exc:
             problems.append(f"--out {out_dir}: cannot create the folder ({exc.strerror})")
+    return out_dir
+
+
+def cmd_bench(args, catalog: Catalog, out, err) -> int:
+    from planner.bench.run import ridge_text, run_bench, write_results
+
+    device, backend, problems = resolve_target(args.device, args.backend)
+    if args.budget is not None and not MIN_BUDGET_S <= args.budget <= MAX_BUDGET_S:
+        problems.append(f"--budget {args.budget:g}: seconds from {MIN_BUDGET_S:g} to {MAX_BUDGET_S:,.0f}")
+    out_dir = _out_dir(args, device, backend, catalog, problems)
     if problems or out_dir is None:
         for line in problems:
             print(f"error: {line}", file=err)
         return EXIT_BAD_INPUT
 
-    results = run_bench(device, backend, args.quick, catalog, log=lambda m: print(m, file=err, flush=True))
+    start = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - start:6.1f} s] {message}", file=err, flush=True)
+
+    results = run_bench(device, backend, args.quick, catalog, log=log, budget_s=args.budget)
     paths = write_results(results, out_dir, args.force)
     r = results
     out.write(f"device     {r.device.name} ({r.device.backend}, {r.device.dtype}, threads {r.device.threads})\n")
@@ -169,7 +194,27 @@ def cmd_bench(args, catalog: Catalog, out, err) -> int:
         out.write(f"ridge      {line}\n")
     for line in r.skipped:
         out.write(f"skipped    {line}\n")
-    out.write(f"wall       {r.wall_s:.1f} s\n")
+    for note in r.budget_notes:
+        out.write(f"budget     {note}\n")
+    over = (
+        f" — over the {r.budget_s:.0f} s budget (load average {r.device.load_average[1]:.1f})"
+        if (r.budget_s and r.wall_s > r.budget_s)
+        else ""
+    )
+    out.write(f"wall       {r.wall_s:.1f} s{over}\n")
+    if r.kernel_table is not None:
+        k = r.kernel_table
+        names = ", ".join(t.name for t in k.tables)
+        out.write(f"kernels    {names}: {k.measured_cells} of {k.planned_cells} cells measured (gpu={k.gpu})\n")
     for p in paths:
         out.write(f"wrote      {p}\n")
+    if r.kernel_table is not None:
+        from planner.bench.kernels import kernel_table_meta
+        from planner.kernels.format import table_file_name
+
+        name = table_file_name(kernel_table_meta(r.kernel_table))
+        out.write(
+            f"plan with these kernels: copy {r.device.slug}.kernels.npz to $KVPLAN_DATA_DIR/kernel_tables/{name} "
+            "(an engine-independent table is read before the shipped ones of its GPU)\n"
+        )
     return 0

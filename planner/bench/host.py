@@ -110,6 +110,23 @@ def host_name() -> str:
     return platform.node() or "unknown host"
 
 
+def kvplan_version() -> str:
+    """kvplan's version: the installed distribution's, else the checkout's pyproject.toml, else "0"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("kvplan")
+    except metadata.PackageNotFoundError:
+        pass
+    import tomllib
+
+    try:
+        data = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+        return str(data["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "0"
+
+
 def slug(text: str, max_len: int = 48) -> str:
     """Lower-case file-stem form: ``"AMD EPYC (2 cores)"`` → ``"amd-epyc-2-cores"``."""
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

@@ -3,7 +3,7 @@
 Matmul: C = A·B with square n × n operands, 2·n³ FLOP (one multiply and one add
 per MAC), through the same ``backend.mm`` the decoder's weight products use.
 
-Bandwidth, on buffers of ``buffer_bytes`` (≥ 16 × the last-level cache, so they
+Bandwidth, on buffers of ``buffer_bytes`` (≥ 2 × the last-level cache, so they
 stream from DRAM), bytes counted as the program moves them:
   copy      dst ← src                     2 · bytes  (one read + one write; the
                                                        write-allocate read a CPU adds is not counted)

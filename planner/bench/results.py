@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -191,6 +192,57 @@ class RidgeRow(BaseModel):
     engine_batch: dict[ProfileLabel, float | None] = Field(description="roofline.ridge_batch at this context")
 
 
+class KernelTableData(BaseModel):
+    """One table of the run's kernel table (``planner.bench.kernels``): class keys, axes and milliseconds
+    per call (``None`` = not measured), in ``planner.kernels.format``'s layout."""
+
+    model_config = _STRICT
+
+    name: Literal["gemm", "context_attention", "generation_attention", "allreduce"]
+    keys: dict[str, list[int] | list[str]]
+    axes: list[list[float]] = Field(min_length=1, max_length=2)
+    latency_ms: list[list[float | None]] | list[list[list[float | None]]] = Field(
+        max_length=10_000, description="[class][axis 0]([axis 1]) milliseconds; null = not measured"
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> KernelTableData:
+        want = (len(self.latency_ms), *(len(a) for a in self.axes))
+        try:
+            ms = np.array(self.latency_ms, dtype=float)  # null → NaN
+        except ValueError:
+            raise ValueError("latency_ms: must be a rectangular array") from None
+        if ms.shape != want or any(len(v) != want[0] for v in self.keys.values()):
+            raise ValueError(f"latency_ms: shape {ms.shape}, its keys and axes say {want}")
+        if (ms[~np.isnan(ms)] <= 0).any():
+            raise ValueError("latency_ms: every measured cell must be > 0")
+        return self
+
+    def arrays(self) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...], np.ndarray]:
+        """(keys by column, axes, milliseconds with NaN) for ``planner.kernels.format.write_table``."""
+        keys = {k: np.array(v, dtype=np.int64 if v and isinstance(v[0], int) else str) for k, v in self.keys.items()}
+        return keys, tuple(np.array(a, dtype=float) for a in self.axes), np.array(self.latency_ms, dtype=float)
+
+
+class KernelTableResult(BaseModel):
+    """The run's own kernel table (written beside the results as ``<slug>.kernels.npz``)."""
+
+    model_config = _STRICT
+
+    gpu: str = Field(
+        pattern=KEY_PATTERN, description="the table's GPU key: the matched datasheet profile, else the slug"
+    )
+    device_name: str = Field(max_length=200)
+    engine_version: str = Field(max_length=40, description="kvplan's version (the table's engine is '*')")
+    measured_by: str = Field(max_length=400)
+    source: str = Field(max_length=2000)
+    created_utc: str = Field(max_length=40)
+    tables: list[KernelTableData] = Field(max_length=10)
+    measured_cells: int = Field(ge=0)
+    planned_cells: int = Field(ge=0)
+    skipped: list[str] = Field(default_factory=list, max_length=1000)
+
+
 class BenchResults(BaseModel):
     model_config = _STRICT
 
@@ -217,6 +269,9 @@ class BenchResults(BaseModel):
     skipped: list[str] = Field(max_length=10_000)
     calibrated_profile: GpuProfileFile
     wall_s: float = Field(gt=0)
+    budget_s: float | None = Field(default=None, gt=0, description="the time budget the run was sized to")
+    budget_notes: list[str] = Field(default_factory=list, max_length=100, description="what the budget changed")
+    kernel_table: KernelTableResult | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> BenchResults:

@@ -37,7 +37,17 @@ from planner import outfile
 from planner.bench import host
 from planner.bench.assemble import Measurement, assemble_results, profiles_used
 from planner.bench.backend import make_backend
+from planner.bench.budget import DEFAULT_BUDGET_S, QUICK_BUDGET_S, TABLE_SHARE, Deadline, case_cost_s, size_to_budget
 from planner.bench.decoder import Decoder, KVCache
+from planner.bench.kernels import (
+    KERNEL_TABLE_SUFFIX,
+    Sweep,
+    kernel_estimate,
+    kernel_grid,
+    kernel_table_result,
+    measure_kernels,
+    write_kernel_table,
+)
 from planner.bench.micro import (
     AttentionSample,
     BandwidthSample,
@@ -51,6 +61,7 @@ from planner.bench.micro import (
     ridge_rows,
 )
 from planner.bench.plan import Case, Plan, make_plan
+from planner.bench.predict import engine_inputs, predict_cases
 from planner.bench.results import (
     BenchResults,
     profile_toml,
@@ -59,7 +70,7 @@ from planner.bench.results import (
 )
 from planner.bench.threads import tune_malloc
 from planner.model.catalog import Catalog
-from planner.model.specs import GPU, GpuProfileFile
+from planner.model.specs import GPU, GpuProfileFile, ModelSpec
 from planner.units import GB, GIGA, MEGA, MS_PER_S, TERA, US_PER_S, GiB, MiB
 
 #: share of the memory free at the start that weights + KV caches may take: a host's RAM is
@@ -117,21 +128,41 @@ def kv_cache_bytes(plan: Plan, seqs: int, tokens: int, bytes_per_element: float)
     return 2.0 * s.layers * seqs * s.kv_heads * tokens * s.head_dim * bytes_per_element
 
 
+def essential_cases(cases: tuple[Case, ...], cost_s: Callable[[Case], float]) -> set[Case]:
+    """The cheapest case of each phase: timed even past the deadline, so every phase is measured."""
+    out: dict[str, Case] = {}
+    for c in sorted(cases, key=cost_s):
+        out.setdefault(c.phase, c)
+    return set(out.values())
+
+
 def measure_cases(
     decoder: Decoder,
     plan: Plan,
     budget_bytes: float,
     log: Log,
     between: Callable[[], None] = lambda: None,
+    cost_s: Callable[[Case], float] = lambda _c: 0.0,
+    deadline: Deadline | None = None,
 ) -> tuple[dict[Case, Timing], list[str]]:
     """Time every case that fits ``budget_bytes`` of KV cache; the others are listed as skipped.
-    ``between`` runs after the prefill steps and after each context's steps (a calibration round)."""
+    ``between`` runs after the prefill steps and after each context's steps (a calibration round).
+    A case whose timing (``cost_s``, estimated) would end past ``deadline`` is skipped and listed, except
+    the cheapest of each phase (``essential_cases``: every phase keeps a measurement)."""
     be = decoder.be
     bpe = be.bytes_per_element
     done: dict[Case, Timing] = {}
     skipped: list[str] = []
+    deadline = deadline or Deadline()
+    essential = essential_cases(plan.cases, cost_s)
 
     def run(case: Case, running: KVCache | None, prompt: KVCache | None) -> None:
+        if case not in essential and not deadline.allows(cost_s(case)):
+            skipped.append(
+                f"{case.phase} seqs={case.seqs} q={case.q} ctx={case.ctx} n={case.n} past={case.past}: "
+                f"the time budget ran out (est. {cost_s(case):.1f} s, {max(deadline.left_s(), 0):.1f} s left)"
+            )
+            return
         ids = be.token_ids(case.tokens, plan.shape.vocab)
         fn, how = be.prepare(lambda: decoder.step(ids, case.seqs, case.q, case.ctx, case.n, case.past, running, prompt))
         tries = []
@@ -344,10 +375,59 @@ def calibration_round(be, plan: Plan, log: Log, rows: tuple[int, ...] | None = N
     return rnd
 
 
+def _step_estimates(
+    dev: Device, be, plan: Plan, first: CalibrationRound, model: ModelSpec, link: float | None, when: str
+) -> dict[Case, float]:
+    """Each planned case's seconds per call, predicted by the engine with the first round's profile."""
+    probe = calibrated_profile(dev, be, plan, Calibration([first]), None, link, when).to_gpu("probe")
+    cost = predict_cases(engine_inputs(probe, model, be.bytes_per_element, 1.0, 1.0), plan.cases)
+    return {c: float(t) for c, t in zip(plan.cases, cost.time_s, strict=True)}
+
+
+def _round_points(points: int, rounds: int) -> set[int]:
+    """Which of the ``points`` moments between the steps get one of the ``rounds`` − 1 later rounds."""
+    if rounds <= 1:
+        return set()
+    return {round(i * (points - 1) / max(rounds - 2, 1)) for i in range(rounds - 1)} if rounds > 2 else {points - 1}
+
+
+def _kernel_sweep(
+    decoder: Decoder,
+    dev: Device,
+    be,
+    quick: bool,
+    first: CalibrationRound,
+    memory_bytes: float,
+    deadline_at: float,
+    log: Log,
+) -> Sweep:
+    """The table sweep (``kernels``), sized by the first round's rates and stopped at ``deadline_at``."""
+    grid = kernel_grid(dev.kind, quick, decoder.shape, be.device_count())
+    estimate = kernel_estimate(
+        first.peak_flop_per_s,
+        first.bandwidth_bytes_per_s,
+        first.attention_compute_frac,
+        first.attention_bandwidth_frac,
+        be.bytes_per_element,
+    )
+    cache = dev.llc_bytes or 32 * MiB
+    sw = Sweep(be, grid, Deadline(deadline_at), memory_bytes, cache, estimate, log)
+    sw.tables = measure_kernels(sw, decoder)
+    log(f"kernel table: {sw.measured} of {sw.planned} cells measured")
+    return sw
+
+
 def run_bench(
-    device: Literal["cpu", "cuda"], backend: str, quick: bool, catalog: Catalog, log: Log = lambda _m: None
+    device: Literal["cpu", "cuda"],
+    backend: str,
+    quick: bool,
+    catalog: Catalog,
+    log: Log = lambda _m: None,
+    budget_s: float | None = None,
 ) -> BenchResults:
+    """Measure this machine (module doc), sized to ``budget_s`` seconds (``budget``'s defaults)."""
     t_start = time.perf_counter()
+    budget_s = budget_s or (QUICK_BUDGET_S if quick else DEFAULT_BUDGET_S[device])
     load_before = os.getloadavg()[0]
     when = datetime.now(UTC).isoformat(timespec="seconds")
     malloc_note = tune_malloc()
@@ -356,25 +436,48 @@ def run_bench(
     plan = make_plan(device, quick, dev.llc_bytes, be.bytes_per_element)
     log(
         f"{dev.name}: {be.name} {be.dtype_name}, {be.thread_note}; {malloc_note}; LLC {dev.llc_bytes or 0:.0f} B; "
-        f"1-min load average {load_before:.2f}"
+        f"1-min load average {load_before:.2f}; budget {budget_s:.0f} s"
     )
-
     link = None
     if device == "cuda" and dev.profile_key is None:
         link = be.host_link_bytes_per_s(min(plan.bandwidth_buffer_bytes, 1 * GiB), plan.warmup, plan.repeats)
-
     model = plan.shape.model_spec(context_window_tokens=plan.max_positions)
     weight_bytes = plan.shape.params * be.bytes_per_element
     log(f"decoder: {plan.shape.params / MEGA:.1f} M parameters, {weight_bytes / MiB:.0f} MiB of weights")
     decoder = Decoder(plan.shape, be, plan.max_positions)
     be.tune_linear(decoder.weights(), [c.tokens for c in plan.cases])
     log(be.linear_note)
+    t_round = time.perf_counter()
     rounds = [calibration_round(be, plan, log)]
+    round_s = time.perf_counter() - t_round
+    step_s = _step_estimates(dev, be, plan, rounds[0], model, link, when)
+    first_target = plan.micro_target_s
+    sizing = size_to_budget(plan, step_s, time.perf_counter() - t_start, round_s, budget_s)
+    plan = sizing.plan
+    for note in sizing.notes:
+        log(f"budget: {note}")
     rows = tuple(o.rows for o in rounds[0].overlap)
-    budget = KV_MEMORY_SHARE[device] * dev.free_bytes - weight_bytes
+    points = _round_points(1 + len({c.ctx for c in plan.cases if c.seqs}), sizing.rounds)
+    seen = [0]
+    steps_deadline = Deadline(t_start + budget_s * (1 - TABLE_SHARE))
+
+    def between() -> None:
+        """A calibration round at the chosen points, while the budget has room for one."""
+        if seen[0] in points and steps_deadline.allows(round_s * plan.micro_target_s / max(first_target, 1e-9)):
+            rounds.append(calibration_round(be, plan, log, rows))
+        seen[0] += 1
+
+    memory = KV_MEMORY_SHARE[device] * dev.free_bytes - weight_bytes
     measured, skipped = measure_cases(
-        decoder, plan, budget, log, lambda: rounds.append(calibration_round(be, plan, log, rows))
+        decoder,
+        plan,
+        memory,
+        log,
+        between,
+        lambda c: case_cost_s(step_s[c], plan),
+        steps_deadline,
     )
+    sweep = _kernel_sweep(decoder, dev, be, quick, rounds[0], memory, t_start + budget_s, log)
     del decoder
     be.release()
     cal = Calibration(rounds)
@@ -389,7 +492,6 @@ def run_bench(
     cal_file = calibrated_profile(dev, be, plan, cal, datasheet, link, when)
     cal_gpu = cal_file.to_gpu(slug)
     profiles, gpus = profiles_used(cal_file, cal_gpu, slug, datasheet)
-
     return assemble_results(
         Measurement(
             device=device,
@@ -399,7 +501,7 @@ def run_bench(
             model=model,
             weight_bytes=weight_bytes,
             measured=measured,
-            skipped=skipped,
+            skipped=list(sizing.dropped) + skipped + sweep.skipped,
             cal=cal,
             cal_file=cal_file,
             profiles=profiles,
@@ -410,12 +512,16 @@ def run_bench(
             load_before=load_before,
             malloc_note=malloc_note,
             t_start=t_start,
+            budget_s=budget_s,
+            budget_notes=list(sizing.notes),
+            kernel_table=kernel_table_result(sweep, dev.profile_key or slug, dev.name, be, when),
         )
     )
 
 
-#: The files one run writes: ``<slug>.json``, ``.csv`` and ``.toml`` (the calibrated profile).
-RESULT_SUFFIXES = ("json", "csv", "toml")
+#: The files one run writes: ``<slug>.json``, ``.csv``, ``.toml`` (the calibrated profile) and ``.kernels.npz``
+#: (its kernel table, when it measured one).
+RESULT_SUFFIXES = ("json", "csv", "toml", KERNEL_TABLE_SUFFIX)
 
 
 def results_slug(device_name: str, backend_name: str, quick: bool) -> str:
@@ -434,14 +540,19 @@ def planned_slug(device: Literal["cpu", "cuda"], backend: str, quick: bool, cata
 
 def write_results(r: BenchResults, out_dir: Path, force: bool = False) -> list[Path]:
     """``RESULT_SUFFIXES`` files in the existing folder ``out_dir`` (``planner.outfile``: never over a file
-    without ``force``, never through a link out of the folder)."""
+    without ``force``, never through a link out of the folder); the kernel table (``kernels.write_kernel_table``)
+    when the run measured one."""
     texts = dict(
-        zip(RESULT_SUFFIXES, (results_json(r), results_csv(r), profile_toml(r.calibrated_profile)), strict=True)
+        zip(RESULT_SUFFIXES[:3], (results_json(r), results_csv(r), profile_toml(r.calibrated_profile)), strict=True)
     )
     paths = []
     for ext, text in texts.items():
         path = out_dir / f"{r.device.slug}.{ext}"
         outfile.write_text(str(path), text, force)
+        paths.append(path)
+    if r.kernel_table is not None:
+        path = out_dir / f"{r.device.slug}.{KERNEL_TABLE_SUFFIX}"
+        write_kernel_table(path, r.kernel_table, r.device.linear_note, force)
         paths.append(path)
     return paths
 

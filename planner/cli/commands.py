@@ -543,6 +543,12 @@ def calibrate(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: Text
     return 0
 
 
+def predict(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO) -> int:
+    from planner.cli.predict import cmd_predict
+
+    return cmd_predict(args, scenario_from_link(args.link, catalog, err), catalog, out, err)
+
+
 def serve(args: argparse.Namespace, err: TextIO) -> int:
     from planner.cli.serve import run_dashboard
 
@@ -564,4 +570,5 @@ COMMANDS: dict[str, Command] = {
     "models": list_catalog,
     "bench": bench,
     "calibrate": calibrate,
+    "predict": predict,
 }

@@ -19,6 +19,8 @@
   kvplan serve [--port N]                                    (the dashboard)
   kvplan bench [--device cuda|cpu] [--quick] [--out DIR [--force]]    (planner/bench/cli.py)
   kvplan calibrate RESULT.json… --link "<link>" [--format text|json] [--out PROFILE.toml [--force]]
+  kvplan predict "<link>" [--max-concurrency N] [--request-rate R] [--num-prompts N] [--random-input-len N] …
+                 [--max-throughput] [--format text|json] [--out FILE [--force]]   (planner/cli/predict.py)
 
 ``--out`` writes only the file named, never over one without ``--force``, never through a link out of
 its folder (planner/outfile.py).
@@ -37,6 +39,7 @@ from typing import Any, TextIO
 
 from planner.bench.cli import add_bench_parser
 from planner.cli import commands
+from planner.cli.predict import add_predict_parser
 from planner.cli.serve import DEFAULT_PORT
 from planner.errors import EXIT_BAD_INPUT, ProblemsError
 from planner.model.catalog import load_catalog
@@ -202,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
     sv.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     add_bench_parser(sub)
+    add_predict_parser(sub)
     ca = sub.add_parser(
         "calibrate", help="fit the engine profile to `vllm bench serve` / SGLang bench_serving result files"
     )

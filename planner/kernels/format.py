@@ -325,8 +325,21 @@ def write_table(
     value_dtype: type = np.float16,
 ) -> None:
     """Write ``tables`` (name → (keys by column, axes, milliseconds)) with ``meta`` as one file the reader
-    accepts.  ``value_dtype`` float16 keeps 10 mantissa bits (≤ 0.05 % rounding); values ≥ 60,000 ms are
-    kept in float32.  The file is read back and validated before this returns."""
+    accepts (``table_bytes``)."""
+    data = table_bytes(path, meta, tables, value_dtype)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_bytes(data)
+
+
+def table_bytes(
+    path: Path | str,
+    meta: KernelTableMeta,
+    tables: Mapping[str, tuple[Mapping[str, np.ndarray], tuple[np.ndarray, ...], np.ndarray]],
+    value_dtype: type = np.float16,
+) -> bytes:
+    """The bytes of the file ``write_table`` writes at ``path``.  ``value_dtype`` float16 keeps 10 mantissa bits
+    (≤ 0.05 % rounding); values ≥ 60,000 ms are kept in float32.  The bytes are read back and validated
+    before this returns."""
     arrays: dict[str, np.ndarray] = {"meta_json": np.asarray(meta.model_dump_json())}
     for name, (keys, axes, ms) in tables.items():
         schema = TABLE_SCHEMAS[name]
@@ -340,5 +353,4 @@ def write_table(
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub types the kwargs loosely
     read_table(path, buffer.getvalue())
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(buffer.getvalue())
+    return buffer.getvalue()

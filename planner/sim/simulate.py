@@ -50,6 +50,7 @@ from planner.format import fmt_bytes
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.sim.budget import check_work_budget
+from planner.sim.closed_loop import ClosedLoop
 from planner.sim.config import SimConfig
 from planner.sim.prefill_run import MIN_RUN_STEPS, prefill_run, run_length
 from planner.sim.results import (
@@ -186,16 +187,22 @@ def simulate(
     stop_on_slo_miss: bool = False,
     detail: bool = True,
     progress: Callable[[float], None] | None = None,
+    max_concurrency: int | None = None,
 ) -> SimResult:
     """Simulate ``w`` on one replica (module doc).  Pure and deterministic for a given seed.
 
     ``stop_on_slo_miss``: stop as soon as the p99 TTFT or ITL target is certainly missed
     (more than 1 % of requests or tokens over it) or a request does not fit the KV cache.
     ``detail=False`` skips the per-request ITL percentiles (sizing needs only the p99s).
+    ``max_concurrency``: a closed loop of that many clients (``closed_loop``): ``w``'s arrivals are
+    when each request is scheduled, and the result's ``arrival_s`` when it started (its slot came free).
     Raises ``SimulationBudgetError`` before any work when the run would exceed the work budget.
     """
     check_work_budget(w, cfg, step_time.step_s(1, 1.0, (), ()))
     run = RunState(w, cfg, step_time, detail)
+    if max_concurrency is not None:
+        run.loop = ClosedLoop(w.arrival_s, max_concurrency)
+        run.arrival_s = run.loop.initial_starts()
     rep = Replica(0, cfg, len(w))
     rep.feed = list(range(len(w)))
     run.replica = [0] * len(w)
@@ -252,6 +259,7 @@ def assemble(
     ``itl_per_request``: every request's median and largest ITL, when already computed."""
     cfg = run.cfg
     finish_s = np.array(run.finish_s)
+    arrival_s = np.array(run.arrival_s)  # w's, or in a closed loop each request's start
     status = run.status.copy()
     status[np.isnan(finish_s) & (status == SERVED)] = NOT_RUN
     itl_p50_s, itl_max_s = per_request_itl(run, reps) if itl_per_request is None else itl_per_request
@@ -266,13 +274,13 @@ def assemble(
     return with_summary(
         SimResult(
             config=cfg,
-            arrival_s=w.arrival_s[pick].copy(),
+            arrival_s=arrival_s[pick],
             prompt_tokens=w.prompt_tokens[pick].copy(),
             output_tokens=w.output_tokens[pick].copy(),
             cached_tokens=np.array(run.cached_tokens, dtype=np.int64)[pick],
             status=status[pick],
             ttft_s=np.array(run.ttft_s)[pick],
-            e2e_s=(finish_s - w.arrival_s)[pick],
+            e2e_s=(finish_s - arrival_s)[pick],
             itl_p50_s=itl_p50_s[pick],
             itl_max_s=itl_max_s[pick],
             preemptions=_preemptions(run, reps)[pick],

@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.engine.step_time import StepTime
 from planner.sim.acceptance import AcceptanceDraws
+from planner.sim.closed_loop import ClosedLoop
 from planner.sim.config import P99_MISS_FRAC, SimConfig
 from planner.sim.decode_set import DecodeSet
 from planner.sim.prefix_cache import PrefixCache
@@ -81,6 +82,8 @@ class RunState:
         self.done = 0
         self.iterations = 0
         self.stopped = False
+        # a closed loop of clients (vllm bench serve --max-concurrency): it releases the starts in arrival_s
+        self.loop: ClosedLoop | None = None
 
     def _prefix_blocks(self, w: Workload) -> None:
         """Per request: the keys, end tokens and cumulative KV blocks of its shareable prefix blocks."""

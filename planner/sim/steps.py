@@ -19,15 +19,20 @@ MAX_SPEC_JUMP_STEPS = 64
 
 
 def enqueue_arrivals(run: RunState, rep: Replica) -> None:
-    """Queue every request routed here that has arrived by now; rejected ones are done at once."""
-    arrival, servable, feed = run.arrival_s, run.servable, rep.feed
+    """Queue every request routed here that has arrived by now; rejected ones are done at once (and,
+    in a closed loop, free their client's slot: ``closed_loop``)."""
+    arrival, servable, feed, loop = run.arrival_s, run.servable, rep.feed, run.loop
     k, now = rep.next_feed, rep.now_s
     while k < len(feed) and arrival[feed[k]] <= now:
         i = feed[k]
+        if loop is not None:
+            loop.started()
         if servable[i]:
             rep.waiting.append(i)
         else:
             run.done += 1
+            if loop is not None:  # refused at once: its client's slot is free again
+                loop.release(arrival, arrival[i])
         k += 1
     rep.next_feed = k
 
@@ -400,3 +405,5 @@ def retire(run: RunState, rep: Replica, finished: list[int]) -> None:
         end_decode_run(run, rep, i)
         rep.pool.release(i)
         run.done += 1
+        if run.loop is not None:  # a closed loop's client sends its next request
+            run.loop.release(run.arrival_s, rep.now_s)

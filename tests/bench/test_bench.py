@@ -147,13 +147,13 @@ def test_charts_plot_each_context_and_the_prefill(quick):
     assert list(pre.data[1].y) == pytest.approx([c.predictions["calibrated"].time_s * 1e3 for c in rows])
 
 
-def test_cli_quick_run_writes_the_three_files(tmp_path):
+def test_cli_quick_run_writes_the_four_files(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     code = main(["bench", "--device", "cpu", "--backend", "numpy", "--quick", "--out", str(tmp_path)], out=out, err=err)
     assert code == 0, err.getvalue()
     stems = {p.suffix for p in tmp_path.iterdir()}
-    assert stems == {".json", ".csv", ".toml"}
-    assert "median |error|" in out.getvalue()
+    assert stems == {".json", ".csv", ".toml", ".npz"}  # the results, the calibrated profile, the kernel table
+    assert "median |error|" in out.getvalue() and "kernels    gemm" in out.getvalue()
     parse_results(next(tmp_path.glob("*.json")).read_bytes())
 
 
@@ -401,7 +401,7 @@ def test_host_facts_parse():
 
 def test_write_results_names_files_after_the_device(quick, tmp_path):
     paths = write_results(quick, tmp_path)
-    assert [p.name for p in paths] == [f"{quick.device.slug}.{ext}" for ext in ("json", "csv", "toml")]
+    assert [p.name for p in paths] == [f"{quick.device.slug}.{ext}" for ext in ("json", "csv", "toml", "kernels.npz")]
 
 
 # --- the dashboard tab --------------------------------------------------------------------------
@@ -433,6 +433,9 @@ def test_crosscheck_tab_applies_the_calibration(quick, catalog, tmp_path, monkey
     assert labels["Compute–memory overlap"] == f"{on_h100.measured_compute_memory_overlap:+.2f}"
     assert labels["Calibration rounds"] == str(len(on_h100.rounds))
     assert any("The link carries MFU and MBU only" in c.value for c in at.caption)
+    kernels = next(d.value for d in at.dataframe if "table" in d.value.columns)  # the kernel-table panel
+    assert list(kernels["table"]) == ["gemm", "context_attention", "generation_attention"]
+    assert any("first table a scenario on this GPU reads" in c.value.replace("\\", "") for c in at.caption)
     at.button(key="xc_apply").click().run()
     assert not at.exception
     assert at.query_params["mfu"] == "0.55" and at.query_params["mbu"] == "0.65"
@@ -478,7 +481,7 @@ def test_a_quick_run_stays_out_of_the_committed_results(tmp_path, monkeypatch):
     monkeypatch.chdir(elsewhere)
     err = io.StringIO()
     assert main(["bench", "--backend", "numpy", "--quick"], out=io.StringIO(), err=err) == 0, err.getvalue()
-    assert sorted(p.suffix for p in (results / "quick").iterdir()) == [".csv", ".json", ".toml"]
+    assert sorted(p.suffix for p in (results / "quick").iterdir()) == [".csv", ".json", ".npz", ".toml"]
     assert not list(results.glob("*.toml")) and list(elsewhere.iterdir()) == []
     from planner.model.catalog import load_measured
 

@@ -3,8 +3,9 @@
 Two kinds of measurement:
 
 * **Serving benchmark** — the result files of ``vllm bench serve --save-result`` or SGLang
-  ``bench_serving --output-file`` (``planner.calibration.serving_results``): each run's
-  median TTFT and TPOT at its load beside the engine profile's prediction for the
+  ``bench_serving --output-file`` (``planner.calibration.serving_results``): each vLLM run
+  beside ``kvplan predict`` for the same settings, field by field (``crosscheck_predict``);
+  each run's median TTFT and TPOT at its load beside the engine profile's prediction for the
   scenario's deployment, and a calibration (``planner.calibration.calibrate``) of the
   profile's efficiency parameters to them — applied to the link as ``timing=…`` and
   offered as a calibrated engine-profile TOML.
@@ -51,6 +52,8 @@ from ui.figures.bench import decode_figure, prefill_figure
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import md_escape, md_list, plot_text, visitor_text
 from ui.state import PageContext
+from ui.tabs.crosscheck_kernels import render_kernel_table
+from ui.tabs.crosscheck_predict import render_predict_beside
 from ui.tabs.runs import content_key, upload_job
 
 RESULTS_DIR = MEASURED_DIR  # the committed results beside their calibrated profiles
@@ -153,6 +156,7 @@ def render(ctx: PageContext) -> None:
     st.dataframe(ridge_frame(results), hide_index=True)
     if results.skipped:
         st.caption("Skipped: " + md_escape("; ".join(results.skipped)))
+    render_kernel_table(st, results)
     st.divider()
     _calibration(st, ctx, results)
 
@@ -326,6 +330,9 @@ def _serving(ctx: PageContext) -> None:
     ups = _serving_uploads(st)
     if not ups:
         return
+    render_predict_beside(ctx, ups)
+    st.divider()
+    st.markdown("**Calibration of the engine profile to your runs**")
     scenario_json = s.model_dump_json()
     key = content_key(scenario_json, *(part for name, data in ups for part in (name, data)))
     found, problems = upload_job(st, "calibrate", key, (scenario_json, ups), "Fitting the profile to your runs…")
