@@ -371,12 +371,11 @@ def deploy(args: argparse.Namespace, catalog: Catalog, out: TextIO, err: TextIO)
     """``kvplan deploy LINK --target … --out DIR``: the fleet's deployment files (planner/deploy), written into DIR."""
     from pathlib import Path
 
-    from planner.cli.outdir import write_files
     from planner.deploy.bundle import deploy_bundle
     from planner.format import fmt_count
 
     bundle = deploy_bundle(scenario_from_link(args.link, catalog, err), catalog, args.target, args.engine)
-    written = write_files(Path(args.out), bundle.files, force=args.force)
+    written = outfile.write_folder(Path(args.out), bundle.files, force=args.force)
     fleet = bundle.fleet
     pools = "; ".join(f"{p.role} {p.replicas} × {p.layout}" for p in fleet.pools)
     out.write(

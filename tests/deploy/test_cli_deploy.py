@@ -1,5 +1,5 @@
 """``kvplan deploy``: the bundle written into --out exactly, bad input refused with the reason (exit 2, no
-traceback), and nothing written where the user did not ask (planner/cli/outdir.py)."""
+traceback), and nothing written where the user did not ask (planner/outfile.py, write_folder)."""
 
 from __future__ import annotations
 
