@@ -68,6 +68,9 @@ def die_with_parent(parent_pid: int, on_death: Callable[[], None] = kill_own_gro
     and by the watch thread; at once when the parent is already gone."""
     if set_parent_death_signal(signal.SIGTERM):
         signal.signal(signal.SIGTERM, lambda _sig, _frame: on_death())
+        # A child forked from here (the search's process pool) must not inherit the handler: the pool stops its
+        # children with SIGTERM, and the inherited handler would kill the whole group, this process included.
+        os.register_at_fork(after_in_child=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     if os.getppid() != parent_pid:
         on_death()
         return

@@ -115,7 +115,8 @@ def show_partial_sizing(st: Any, z: Sizing) -> None:
     search = z.search
     _verdict_box(st, z.reason, z.best, search.best_basis if search is not None else "")
     flags = z.table["best"].astype(bool).tolist()
-    st.dataframe(table(sizing_display_frame(z.table), SIZING_KINDS, flags), hide_index=True)
+    kinds = SIZING_KINDS | latency_display(z.slo)[1]
+    st.dataframe(table(sizing_display_frame(z.table, z.slo), kinds, flags), hide_index=True)
     if search is not None:
         st.caption(md_text(_sentence(basis_text(search))))
 
