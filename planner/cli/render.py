@@ -47,36 +47,43 @@ def _yes(flag: object) -> str:
 
 def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
     """(section title, [(label, value of the metrics)]) — the figures of the text output."""
+    return [_memory_section(s), *_serving_sections(s)]
+
+
+def _memory_section(s: Scenario) -> tuple[str, list[Line]]:
     ctx = s.prompt + s.output
+    return (
+        "Memory, per GPU",
+        [
+            ("fits", lambda m: _yes(m["fits"]) + ("" if m["fits"] else f" (smallest tp that fits: {_tp(m)})")),
+            ("memory share (mem_util in force)", lambda m: fmt_num(m["mem_util_frac"])),
+            ("weights", lambda m: fmt_bytes(m["weight_bytes_per_gpu"])),
+            ("activation reserve", lambda m: fmt_bytes(m["reserve_bytes_per_gpu"])),
+            (
+                "  of it CUDA graphs (the engine's estimate)",
+                lambda m: fmt_bytes(m["cuda_graph_charged_bytes_per_gpu"]),
+            ),
+            ("KV cache budget", lambda m: fmt_bytes(m["kv_budget_bytes_per_gpu"])),
+            ("KV cache per token", lambda m: fmt_bytes(m["kv_bytes_per_token_per_gpu"])),
+            ("KV cache capacity", lambda m: fmt_count(m["kv_capacity_tokens"], "token")),
+            (
+                "'GPU KV cache size' as the engine logs it",
+                lambda m: fmt_count(m["logged_kv_cache_tokens"], "token"),
+            ),
+            (
+                f"max concurrency at {fmt_num(ctx)} tokens",
+                lambda m: (
+                    f"{fmt_sequences(m['max_concurrent_sequences'])} (paged; vLLM's 'Maximum concurrency' "
+                    f"{fmt_num(m['max_concurrent_sequences'])}x), "
+                    f"{fmt_sequences(m['max_concurrent_sequences_contiguous'], None)} (contiguous)"
+                ),
+            ),
+        ],
+    )
+
+
+def _serving_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
     return [
-        (
-            "Memory, per GPU",
-            [
-                ("fits", lambda m: _yes(m["fits"]) + ("" if m["fits"] else f" (smallest tp that fits: {_tp(m)})")),
-                ("memory share (mem_util in force)", lambda m: fmt_num(m["mem_util_frac"])),
-                ("weights", lambda m: fmt_bytes(m["weight_bytes_per_gpu"])),
-                ("activation reserve", lambda m: fmt_bytes(m["reserve_bytes_per_gpu"])),
-                (
-                    "  of it CUDA graphs (the engine's estimate)",
-                    lambda m: fmt_bytes(m["cuda_graph_charged_bytes_per_gpu"]),
-                ),
-                ("KV cache budget", lambda m: fmt_bytes(m["kv_budget_bytes_per_gpu"])),
-                ("KV cache per token", lambda m: fmt_bytes(m["kv_bytes_per_token_per_gpu"])),
-                ("KV cache capacity", lambda m: fmt_count(m["kv_capacity_tokens"], "token")),
-                (
-                    "'GPU KV cache size' as the engine logs it",
-                    lambda m: fmt_count(m["logged_kv_cache_tokens"], "token"),
-                ),
-                (
-                    f"max concurrency at {fmt_num(ctx)} tokens",
-                    lambda m: (
-                        f"{fmt_sequences(m['max_concurrent_sequences'])} (paged; vLLM's 'Maximum concurrency' "
-                        f"{fmt_num(m['max_concurrent_sequences'])}x), "
-                        f"{fmt_sequences(m['max_concurrent_sequences_contiguous'], None)} (contiguous)"
-                    ),
-                ),
-            ],
-        ),
         (
             "Latency",
             [

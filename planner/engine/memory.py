@@ -1,9 +1,7 @@
-"""Memory plan per GPU as the serving engine sizes it (vLLM 0.19 by default): weights, the
-memory reserved outside the KV cache, the KV budget, paged blocks and concurrency.
-
-All functions take ``EngineInputs`` (arrays broadcast) and return arrays.  Sources: vLLM
-v0.19.0 (V1 engine), file:line in docs/model.md §1–3; the engine's constants are data
-(``engine_profiles/<engine>.toml [memory]``, ``planner.model.engine_memory``).
+"""Memory plan per GPU as the engine version sizes it: weights, the reserve outside the KV cache, the
+KV budget, paged blocks and concurrency (``kv_fit``: the screen's two figures of it, by the same steps).
+Functions take ``EngineInputs`` (arrays broadcast) and return arrays.  Sources: docs/model.md §1–3
+(file:line per version); the constants are data (``engine_profiles/<engine>/<version>.toml [memory]``).
 
 KV bytes per token        = 2 · layers · kv_heads · head_dim · kv_dtype_bytes
                             (MLA: layers · (kv_lora_rank + rope_dim) · kv_dtype_bytes)
@@ -561,25 +559,6 @@ def _logged_kv_tokens(
     ``get_kv_cache_capacity``): far more than the pool holds per layer for window and hybrid models."""
     pool = np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens
     return np.where(x.kv_size_concurrency > 0, np.floor(concurrency / x.dp * ctx), pool)
-
-
-def kv_fit(x: EngineInputs) -> tuple[Array, Array]:
-    """(kv_capacity_tokens, fits) of ``memory_plan`` alone, by the same steps (the sizing search's screen asks
-    for these two over thousands of layouts; tests/search/test_search_layouts.py holds them equal)."""
-    st = _stage(x, None, None)
-    weights, act = weight_bytes_per_gpu(x, stage=st), activation_bytes_per_gpu(x, stage=st)
-    non_torch, graphs, baseline = non_torch_bytes_per_gpu(x), cuda_graph_bytes_per_gpu(x, st), baseline_bytes_per_gpu(x)
-    reserve = np.where(x.mem_rule == 1, 0.0, act + non_torch + cuda_graph_charged_bytes_per_gpu(x, st, graphs))
-    raw = _budget(x, weights, reserve, baseline)
-    budget = np.maximum(raw, 0.0)
-    groups = kv_groups(x, st)
-    bb = block_bytes(x, None, groups, st)
-    blocks = np.floor(budget / bb)
-    concurrency = x.dp * blocks * bb / kv_allocated_bytes_per_sequence(x, context_tokens(x), None, groups, stage=st)
-    outside = np.where(x.graphs_in_budget > 0, 0.0, graphs) + np.where(x.mem_rule == 1, act + non_torch, 0.0)
-    headroom = x.memory_reported_bytes - baseline - (budget + weights + reserve) - outside
-    kv_tokens = x.dp * np.floor(blocks / (groups["full_groups"] + groups["window_groups"])) * x.block_tokens
-    return kv_tokens, (raw > 0) & (concurrency >= x.dp) & (headroom >= 0)
 
 
 def _fits_at_tp(x: EngineInputs, tp: float) -> Array:

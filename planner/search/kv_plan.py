@@ -1,7 +1,7 @@
 """The two KV figures the search needs of every configuration — KV tokens and whether it fits — from the
 same functions as ``memory.memory_plan`` (a test compares them), vectorised over the search's grid: the
 plain tensor-parallel rows from the budget directly, the rows with pipeline stages, data-parallel engines
-or expert parallelism from ``memory.kv_fit``."""
+or expert parallelism from ``kv_fit.kv_fit``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from planner.engine import parallel
 from planner.engine.inputs import Array, EngineInputs, broadcast_shape
+from planner.engine.kv_fit import kv_fit
 from planner.engine.memory import (
     activation_bytes_per_gpu,
     baseline_bytes_per_gpu,
@@ -18,7 +19,6 @@ from planner.engine.memory import (
     cuda_graph_bytes_per_gpu,
     kv_allocated_bytes_per_sequence,
     kv_budget_raw_bytes,
-    kv_fit,
     kv_groups,
     non_torch_bytes_per_gpu,
     reserve_bytes_per_gpu,
@@ -30,7 +30,7 @@ from planner.engine.memory import context_tokens as sequence_tokens
 def kv_plan(x: EngineInputs) -> tuple[Array, np.ndarray]:
     """(KV tokens, fits) of ``memory.memory_plan`` — the two figures the search needs, from the same functions;
     the configurations (first axis) with pipeline stages, data-parallel engines or expert parallelism from
-    ``memory.kv_fit`` (``memory_plan``'s steps: per stage, × dp engines)."""
+    ``kv_fit.kv_fit`` (``memory_plan``'s steps: per stage, × dp engines)."""
     if parallel.plain_layout(x):
         return _plain_kv_plan(x)
     shape = broadcast_shape(x)

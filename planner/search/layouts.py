@@ -18,7 +18,8 @@ import numpy as np
 from planner.engine import parallel
 from planner.engine.evaluate import Resolved, inputs_for, resolve
 from planner.engine.inputs import EngineInputs, stack_inputs
-from planner.engine.memory import kv_fit, memory_plan
+from planner.engine.kv_fit import kv_fit
+from planner.engine.memory import memory_plan
 from planner.engine.validity import quant_block, quant_group
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
@@ -101,7 +102,7 @@ def grid_layouts(
     s: Scenario, catalog: Catalog, gpus: Sequence[str], tps: Sequence[int]
 ) -> dict[str, tuple[Layout, ...]]:
     """``sizing_layouts`` on every GPU of ``gpus`` at once (the sizing search's grid): each GPU's candidate layouts
-    (``layout_candidates``) checked in two ``memory.kv_fit`` calls over all GPUs — the scenario on
+    (``layout_candidates``) checked in two ``kv_fit.kv_fit`` calls over all GPUs — the scenario on
     that GPU in each layout (``on_layout``: tp, pp, ep, dp and batch are the fields a layout sets) —
     then ``choose_layouts``.  First the layouts without pipeline stages; then only the pipelined
     ones the choice can take: at most twice the GPUs of the smallest instance that fits, none for a dense

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.engine.memory import kv_fit, memory_plan
+from planner.engine.kv_fit import kv_fit
+from planner.engine.memory import memory_plan
 from planner.engine.roofline import decode, step_cost
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
