@@ -20,7 +20,7 @@ from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
 from planner.engine.speculative import speculative
-from planner.engine.validity import config_problems, fit_defaults, kv_replication_note
+from planner.engine.validity import config_problems, fit_defaults, format_notes, format_problems, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model
@@ -97,9 +97,12 @@ def _checked(r: Resolved) -> Resolved:
     engine would refuse (``planner.engine.validity``)."""
     s, notes = fit_defaults(r.scenario, r.model)
     problems = config_problems(r.model, s, r.draft if s.spec else None)
+    if not problems:
+        problems = format_problems(r.model, s, r.gpu, r.engine.key, r.engine.version)
     if problems:
         raise ScenarioError(problems)
     replicated = kv_replication_note(r.model, s.tp)
+    notes += format_notes(r.model, s, r.gpu, r.engine.key)
     return replace(r, scenario=s, notes=tuple(notes) + ((replicated,) if replicated else ()))
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from planner.engine.weight_inputs import WeightRates, weight_rates
 from planner.model.api_pricing import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
@@ -41,9 +42,11 @@ from planner.model.params import (
     param_counts,
     state_bytes_per_sequence,
 )
-from planner.model.quantization import FP8_BLOCK, Scheme, scheme_for, weight_layout
+from planner.model.quant_support import mxfp4_padding
+from planner.model.quantization import WeightFormat, kv_bytes_per_element, scheme_for, weight_layout
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
+from planner.model.weight_plan import ResolvedWeights, resolve_weights
 from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
 
 
@@ -61,8 +64,8 @@ def weight_bytes_per_param(wdtype: str, quant: str = "", group: int = 128, model
 
 
 def compute_dtype(wdtype: str, gpu: GPU) -> str:
-    """Tensor-core dtype of the matmuls: fp8/int8/fp4 weights run in that dtype where
-    the chip has it; weight-only int4 (W4A16) and everything else run in bf16."""
+    """Tensor-core dtype of the matmuls of one weight dtype where the chip has it, else bf16 (a user's calibration
+    points and sidebar hints; the engine's per-component rule is ``planner.engine.weight_inputs``)."""
     if wdtype in ("fp8", "int8", "fp4") and wdtype in gpu.peak_flop_per_s:
         return wdtype
     return "bf16"
@@ -113,8 +116,10 @@ class EngineInputs:
     attention_dim_decode: Array
     activation_elements_per_token_per_layer: Array
     state_bytes_per_sequence: Array  # fixed recurrent state of the state layers, one sequence, all GPUs
-    # dtypes
+    # dtypes (planner/engine/weight_inputs.py: the dense part's and the routed experts' own)
     weight_bytes_per_param: Array
+    expert_weight_bytes_per_param: Array
+    expert_peak_flop_per_s: Array  # the routed experts' tensor-core peak (their compute dtype)
     kv_bytes_per_element: Array
     # deployment and workload
     tp: Array
@@ -322,9 +327,9 @@ def _engine_memory_fields(mem: EngineMemory) -> dict[str, float]:
     )
 
 
-def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSpec | None) -> dict[str, float]:
+def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None) -> dict[str, float]:
     """The weights as vLLM stores them (``planner.model.quantization``); the draft in 16 bit."""
-    w = weight_layout(model, scheme, s.qgroup)
+    w = weight_layout(model, fmt)
     d = weight_layout(draft or model, scheme_for("bf16"))
     moe = moe_layers(model)
     forward_ffn = model.ffn if model.layers > moe else model.shared_experts * model.moe_ffn
@@ -339,15 +344,17 @@ def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSp
         moe_ffn=model.moe_ffn,
         dense_layers_count=model.layers - moe,
         forward_ffn=forward_ffn,
-        quant_group=float(s.qgroup) if scheme.scale in ("group", "group_zero") else 0.0,
+        quant_group=float(fmt.group) if fmt.grouped else 0.0,
         draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * 2.0 if draft is not None else 0.0,
         draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * 2.0 if draft is not None else 0.0,
     )
 
 
-def _layout_fields(gpu: GPU, model: ModelSpec, scheme: Scheme, s: Scenario, t: ResolvedTiming) -> dict[str, float]:
+def _layout_fields(
+    gpu: GPU, model: ModelSpec, fmt: WeightFormat, rates: WeightRates, s: Scenario, t: ResolvedTiming
+) -> dict[str, float]:
     """The parallel layout, the network beyond the node and the weight groups layouts split differently."""
-    groups = weight_groups(model, scheme, s.qgroup)
+    groups = weight_groups(model, fmt)
     default_imbalance = EP_IMBALANCE_EPLB if s.eplb else EP_IMBALANCE_NO_EPLB
     return dict(
         pp=s.pp,
@@ -363,12 +370,22 @@ def _layout_fields(gpu: GPU, model: ModelSpec, scheme: Scheme, s: Scenario, t: R
         replicated_linear_bytes=groups.replicated_linear_bytes,
         vocab_table_params=groups.vocab_table_params,
         tied_embeddings=1.0 if model.tied_embeddings else 0.0,
-        dispatch_bytes_per_element=dispatch_bytes_per_element(compute_dtype(s.wdtype, gpu)),
+        dispatch_bytes_per_element=dispatch_bytes_per_element(rates.expert_compute),
         eplb=1.0 if s.eplb else 0.0,
-        quant_block=float(FP8_BLOCK) if scheme.scale == "block" else 0.0,
+        quant_block=float(fmt.block),
         tbo=TBO_OVERLAP_FRAC if s.tbo else 0.0,
         redundant_experts=s.redundant_experts,
     )
+
+
+def allocated(w: ResolvedWeights, s: Scenario, gpu: GPU, engine: str) -> ResolvedWeights:
+    """``w`` with the dimensions the engine allocates MXFP4 experts at on ``gpu`` (``quant_support.mxfp4_padding``):
+    the expert width is split over moe_tp = tp · dp / ep ranks."""
+    if w.fmt.experts.key != "mxfp4":
+        return w
+    hidden, width = mxfp4_padding(engine, gpu)
+    ranks = max(s.tp * s.dp // s.ep, 1)
+    return replace(w, fmt=replace(w.fmt, expert_padding=(hidden, width, ranks)))
 
 
 def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> ResolvedTiming:
@@ -380,12 +397,11 @@ def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> Res
     return resolve_timing(engine or EngineTiming(), gpu, s.timing)
 
 
-def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming) -> tuple[float, float]:
+def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming, eight_bit: bool) -> tuple[float, float]:
     """(MFU, MBU) in force: the scenario's override, else the profile's fitted plateau for the
     compute dtype (8-bit rate for fp8/int8/fp4 tensor cores); 1 on a calibrated profile."""
     if gpu.calibrated:
         return 1.0, 1.0
-    eight_bit = compute_dtype(s.wdtype, gpu) != "bf16"
     mfu = s.mfu if s.mfu is not None else (t.matmul_frac_8bit if eight_bit else t.matmul_frac)
     mbu = s.mbu if s.mbu is not None else t.bandwidth_frac
     return mfu, mbu
@@ -407,9 +423,11 @@ def from_specs(
     whatever the scenario says (the scenario's values still apply to the datasheet GPUs it is
     compared with)."""
     t = timing_for(gpu, s, engine.timing if engine is not None else None)
-    mfu, mbu = efficiencies(gpu, s, t)
+    engine_key = engine.key if engine is not None else "vllm"
+    weights = allocated(resolve_weights(model, s), s, gpu, engine_key)
+    rates = weight_rates(model, weights, gpu, engine_key)
+    mfu, mbu = efficiencies(gpu, s, t, rates.eight_bit)
     mf = _model_fields(model)
-    scheme = scheme_for(s.wdtype, s.quant)
     mem = engine.memory if engine is not None else EngineMemory()
     reported = gpu.memory_reported_bytes or gpu.memory_bytes
     d = draft or model
@@ -423,7 +441,7 @@ def from_specs(
     values: dict[str, float] = dict(
         memory_bytes=gpu.memory_bytes,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
-        peak_flop_per_s=gpu.peak_for(compute_dtype(s.wdtype, gpu)),
+        peak_flop_per_s=rates.peak_flop_per_s,
         link_bytes_per_s=gpu.interconnect_bytes_per_s,
         collective_latency_s=gpu.collective_latency_s + t.allreduce_overhead_s,
         price_per_gpu_hour_usd=price,
@@ -431,8 +449,10 @@ def from_specs(
         attention_compute_frac=gpu.attention_compute_frac if gpu.calibrated else t.attention_compute_frac,
         attention_bandwidth_frac=gpu.attention_bandwidth_frac if gpu.calibrated else t.attention_bandwidth_frac,
         **mf,
-        weight_bytes_per_param=weight_bytes_per_param(s.wdtype, s.quant, s.qgroup, model),
-        kv_bytes_per_element=DTYPE_BYTES[s.kvdtype],
+        weight_bytes_per_param=rates.bytes_per_param,
+        expert_weight_bytes_per_param=rates.expert_bytes_per_param,
+        expert_peak_flop_per_s=rates.expert_peak_flop_per_s,
+        kv_bytes_per_element=kv_bytes_per_element(weights.kvdtype, model.head_dim),
         tp=s.tp,
         batch=s.batch,
         prompt_tokens=s.prompt,
@@ -467,7 +487,7 @@ def from_specs(
         price_in_per_token_usd=s.price_in / TOKENS_PER_MTOK,
         price_out_per_token_usd=s.price_out / TOKENS_PER_MTOK,
         memory_reported_bytes=reported if s.cal_total_gib is None else s.cal_total_gib * GiB,
-        **_weight_fields(model, scheme, s, draft),
+        **_weight_fields(model, weights.fmt, draft),
         hybrid_kv=1.0 if s.hybrid_kv else 0.0,
         draft_kv_heads=d.kv_heads,
         draft_vocab=d.vocab,
@@ -482,10 +502,10 @@ def from_specs(
         gqa_reread_frac=t.gqa_reread_frac,
         matmul_half_tokens=t.matmul_half_tokens,
         moe_matmul_frac=t.moe_matmul_frac,
-        attention_peak_flop_per_s=gpu.peak_for("bf16"),
+        attention_peak_flop_per_s=gpu.peak_for("fp8" if weights.attn_dtype == "fp8" else "bf16"),
         link_frac=t.bus_frac,
         followup_mode=1.0 if s.cache_traffic == "followups" else 0.0,
         response_s=s.response_s,
-        **_layout_fields(gpu, model, scheme, s, t),
+        **_layout_fields(gpu, model, weights.fmt, rates, s, t),
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

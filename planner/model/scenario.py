@@ -12,13 +12,19 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
 from planner.errors import ScenarioError, format_validation_error
+from planner.model.checkpoint_spec import CHECKPOINT_KEY_PATTERN
+from planner.model.dtypes import AttentionDtype, QuantKey
 from planner.model.engine_timing import OVERRIDE_PATTERN, parse_overrides
 from planner.model.engine_versions import ENGINE_KEY_PATTERN
-from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
+from planner.model.specs import FROZEN, KEY_PATTERN
 
 TTL = Literal["5m", "1h"]
-#: Weight quantisation layouts (``planner.model.quantization``); '' = the weight dtype's usual one.
-Quant = Literal["", "none", "fp8", "fp8-channel", "fp8-block", "w8a8", "gptq", "awq", "w4a16", "nvfp4", "mxfp4"]
+#: Weight quantisation layouts (``planner.model.quantization``); '' = the weight dtype's usual one (or, with no
+#: ``wdtype`` either, the checkpoint's: ``planner.model.weight_plan``).
+Quant = QuantKey
+#: '' = the checkpoint's (``planner.model.weight_plan``).
+WeightDtype = Literal["", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+KvCacheDtype = Literal["", "bf16", "fp16", "fp8", "int8", "int8_per_token_head", "fp8_per_token_head"]
 #: The cacheable prefix when none is given: this many tokens, or the whole prompt if shorter.
 DEFAULT_PREFIX_TOKENS = 1024
 CacheTraffic = Literal["arrivals", "followups"]
@@ -90,8 +96,10 @@ class Scenario(BaseModel):
     head_dim: int | None = Field(default=None, ge=1, le=4096)
     ffn: int | None = Field(default=None, ge=1, le=1_048_576)
     vocab: int | None = Field(default=None, ge=1, le=4_000_000)
-    wdtype: Dtype = Field(default="bf16", description="weight dtype")
-    kvdtype: KvDtype = Field(default="bf16", description="KV-cache dtype")
+    wdtype: WeightDtype = Field(
+        default="", description="weight dtype of every linear layer ('' = the preset's published checkpoint)"
+    )
+    kvdtype: KvCacheDtype = Field(default="", description="KV-cache dtype ('' = the checkpoint's, else bf16)")
     batch: int = Field(
         default=32,
         ge=1,
@@ -163,6 +171,20 @@ class Scenario(BaseModel):
     )
     # memory as the serving engine does it (docs/model.md §1-3)
     quant: Quant = Field(default="", description="weight quantisation layout ('' = the weight dtype's usual one)")
+    # the published checkpoint and per-component formats (planner/model/weight_plan.py; docs/model.md §2)
+    ckpt: str = Field(
+        default="",
+        pattern=r"^$|" + CHECKPOINT_KEY_PATTERN,
+        description="the preset's checkpoint to plan with ('' = its default, the published one)",
+    )
+    quant_attn: Quant = Field(default="", description="layout of the attention projections ('' = the checkpoint's)")
+    quant_mlp: Quant = Field(
+        default="", description="layout of the dense MLPs and shared experts ('' = the checkpoint's)"
+    )
+    quant_experts: Quant = Field(default="", description="layout of the routed experts ('' = the checkpoint's)")
+    attn_dtype: AttentionDtype = Field(
+        default="", description="attention math: bf16 ('' = bf16) or fp8 (FlashAttention 3 / FlashInfer, fp8 KV)"
+    )
     qgroup: int = Field(default=128, ge=0, le=1024, description="GPTQ/AWQ/W4A16 group size, weights (0 = per channel)")
     hybrid_kv: bool = Field(
         default=True, description="vLLM's hybrid KV-cache manager on (window layers keep only their window)"

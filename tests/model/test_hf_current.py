@@ -18,7 +18,7 @@ from planner.model.params import kv_elements_per_token, param_counts, state_byte
 
 CONFIGS = Path(__file__).parent / "hf_configs"
 PRESETS, _ = load_models()
-_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens"}
+_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "checkpoints"}
 
 
 def load(name: str) -> dict:

@@ -20,7 +20,7 @@ from planner.model.params import param_counts
 PRESETS, _ = load_models()
 
 #: Fields that describe the preset rather than the architecture.
-_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens"}
+_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "checkpoints"}
 
 
 def shape(m) -> dict:

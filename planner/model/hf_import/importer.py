@@ -137,8 +137,18 @@ def model_fields(reader: ConfigReader, name: str | None) -> dict[str, Any]:
         **vars(mlp),
         **folded,
         **vars(state),
+        "mtp_layers": _mtp_layers(reader),
         "source": SOURCE,
     }
+
+
+#: The multi-token-prediction layers a checkpoint ships: DeepSeek-V3/R1, Kimi, GLM, Nemotron-3 name them
+#: ``num_nextn_predict_layers`` (vLLM's speculative config reads it as n_predict), Qwen3.5 ``mtp_num_hidden_layers``.
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+
+
+def _mtp_layers(reader: ConfigReader) -> int:
+    return reader.shape(MTP_KEYS, "mtp_layers", minimum=0, default=0) or 0
 
 
 def model_from_hf_config(config: str | bytes | dict, name: str | None = None) -> ModelSpec:
