@@ -19,6 +19,7 @@ from planner.links import FIELDS, to_query
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import resolve_weights
 
 
 def scenario_row(scenario: Scenario, catalog: Catalog) -> dict[str, Any]:
@@ -152,12 +153,13 @@ def scenario_text(result: Result) -> str:
     r, m = result.resolved, result.metrics
     s = r.scenario
     given = {k: v for k, v in to_query(s).items() if k != "v"}
+    w = resolve_weights(r.model, s)
     lines = [
-        f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · weights {s.wdtype}, "
-        f"KV cache {s.kvdtype} · "
+        f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · {w.describe()} · "
         f"{r.engine.label} (engine={r.engine.key})",
         "inputs: " + (", ".join(f"{k}={v}" for k, v in given.items()) if given else "the defaults"),
     ]
+    lines += [f"note: {n}" for n in r.notes]  # defaults moved, replicated KV heads, how the engine runs the formats
     sections = _sections(s)
     width = max(len(label) for _, items in sections for label, _ in items)
     for k, (title, items) in enumerate(sections):

@@ -388,6 +388,30 @@ def allocated(w: ResolvedWeights, s: Scenario, gpu: GPU, engine: str) -> Resolve
     return replace(w, fmt=replace(w.fmt, expert_padding=(hidden, width, ranks)))
 
 
+def _speculation_fields(s: Scenario, model: ModelSpec, draft: ModelSpec | None) -> dict[str, float]:
+    """Speculative decoding's inputs: the scenario's γ, α and cost ratio, and the draft's shape
+    (``engine.speculative``)."""
+    d = draft or model
+    dpc = param_counts(d)
+    return dict(
+        spec_on=1.0 if s.spec else 0.0,
+        gamma=s.gamma,
+        alpha=s.alpha,
+        draft_ratio=s.draft_ratio,
+        has_draft_model=1.0 if draft is not None else 0.0,
+        draft_total_params=dpc.total,
+        draft_matmul_params=dpc.matmul_active,
+        draft_lm_head_params=float(d.vocab * d.hidden),
+        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
+        draft_layers=d.layers,
+        draft_hidden=d.hidden,
+        draft_heads=d.heads,
+        draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
+        draft_attention_dim=attention_dims(d)[1],
+        draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
+    )
+
+
 def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> ResolvedTiming:
     """The efficiency parameters in force: the engine profile's for the GPU's family, with the
     scenario's ``timing`` overrides; a calibrated (measured) GPU runs the plain roofline at its
@@ -431,7 +455,6 @@ def from_specs(
     mem = engine.memory if engine is not None else EngineMemory()
     reported = gpu.memory_reported_bytes or gpu.memory_bytes
     d = draft or model
-    dpc = param_counts(d)
     min_cache = (
         s.min_prefix
         if s.min_prefix is not None
@@ -462,21 +485,7 @@ def from_specs(
         mfu=mfu,  # a calibrated profile's rates are achieved ones: no derating
         mbu=mbu,
         mem_util=s.mem_util,
-        spec_on=1.0 if s.spec else 0.0,
-        gamma=s.gamma,
-        alpha=s.alpha,
-        draft_ratio=s.draft_ratio,
-        has_draft_model=1.0 if draft is not None else 0.0,
-        draft_total_params=dpc.total,
-        draft_matmul_params=dpc.matmul_active,
-        draft_lm_head_params=float(d.vocab * d.hidden),
-        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
-        draft_layers=d.layers,
-        draft_hidden=d.hidden,
-        draft_heads=d.heads,
-        draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
-        draft_attention_dim=attention_dims(d)[1],
-        draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
+        **_speculation_fields(s, model, draft),
         cache_hit_rate=s.hit,
         prefix_tokens=s.prefix,
         min_cacheable_tokens=min_cache,

@@ -43,14 +43,20 @@ from dataclasses import dataclass, field
 from planner.engine.evaluate import CUSTOM_MODEL, Resolved
 from planner.errors import ProblemsError
 from planner.launch.ids import hf_repo_id
-from planner.model.quantization import scheme_for
 from planner.model.specs import ModelSpec
+from planner.model.weight_plan import ResolvedWeights, resolve_weights
 
 ENGINES = ("vllm", "sglang")
 #: The placeholder for a custom (imported) shape, whose checkpoint kvplan does not know.
 MODEL_PLACEHOLDER = "<your-checkpoint>"
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
-VLLM_KV_DTYPE = {"fp8": "fp8", "fp16": "float16", "bf16": "bfloat16"}
+VLLM_KV_DTYPE = {
+    "fp8": "fp8",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "int8_per_token_head": "int8_per_token_head",  # vLLM ≥ 0.23 (planner/model/quant_support.py KV_SINCE)
+    "fp8_per_token_head": "fp8_per_token_head",
+}
 SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "bf16": "bf16"}
 
 
@@ -88,8 +94,11 @@ def _activation_dtype(wdtype: str) -> str:
     return wdtype if wdtype in VLLM_DTYPE else "bf16"
 
 
-def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
-    """The checkpoint to serve: the preset's Hugging Face repository, else a placeholder and why."""
+def model_id(model: ModelSpec, preset: str, weights: ResolvedWeights | None = None) -> tuple[str, list[str]]:
+    """The checkpoint to serve: the published checkpoint the plan follows, else the preset's Hugging Face
+    repository, else a placeholder and why."""
+    if preset != CUSTOM_MODEL and weights is not None and weights.checkpoint is not None:
+        return weights.checkpoint.repo, []
     repo = hf_repo_id(model) if preset != CUSTOM_MODEL else None
     if repo:
         return repo, []
@@ -99,19 +108,45 @@ def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
     ]
 
 
-def _quantization(r: Resolved, engine: str) -> tuple[list[str], list[str]]:
-    """``--quantization`` for weights quantised at load time; a note for a pre-quantised checkpoint."""
-    s = r.scenario
-    scheme = scheme_for(s.wdtype, s.quant)
-    if scheme.key == "none":
+def _quantization(r: Resolved, engine: str, w: ResolvedWeights) -> tuple[list[str], list[str]]:
+    """``--quantization`` for weights quantised at load time; a note for a pre-quantised checkpoint (the engine reads
+    its ``quantization_config``) or for a plan whose format no published checkpoint has."""
+    fmt = w.fmt
+    if not fmt.quantised:
         return [], []
-    if scheme.vllm_flag:
-        return ["--quantization", scheme.vllm_flag], []
-    group = f", group size {s.qgroup}" if scheme.scale in ("group", "group_zero") else ""
+    if w.checkpoint is not None and not w.modified:
+        return [], [
+            f"weights: {w.checkpoint.repo} stores them as {w.label}; {engine} reads the scheme from its config.json "
+            "(quantization_config), so no --quantization flag is needed"
+        ]
+    if fmt.is_uniform and fmt.attention.vllm_flag:
+        return ["--quantization", fmt.attention.vllm_flag], []
+    group = f", group size {fmt.group}" if fmt.grouped else ""
     return [], [
-        f"weights: serve a {scheme.label} checkpoint of {r.model.name}{group}; {engine} reads the scheme from "
-        "its config.json (quantization_config), so no --quantization flag is needed"
+        f"weights: the plan holds them as {fmt.attention.label if fmt.is_uniform else w.label}{group}; serve a "
+        f"checkpoint of {r.model.name} stored so — {engine} "
+        "reads the scheme from its config.json (quantization_config), so no --quantization flag is needed"
     ]
+
+
+def _kv_flag(w: ResolvedWeights, table: dict[str, str], engine: str) -> tuple[list[str], list[str]]:
+    """``--kv-cache-dtype`` (auto for the model dtype), or a note when the engine has no such cache."""
+    if w.kvdtype == _activation_dtype(w.wdtype):
+        return ["--kv-cache-dtype", "auto"], []
+    kv = table.get(w.kvdtype)
+    if kv is None:
+        accepted = ", ".join(["auto", *table.values()])
+        return [], [
+            f"KV cache: {engine} has no {w.kvdtype} KV cache (--kv-cache-dtype takes {accepted}); plan with "
+            "kvdtype=fp8 to launch the same footprint"
+        ]
+    notes = []
+    if w.attn_dtype == "fp8" and engine == "vLLM":
+        notes.append(
+            "attention in FP8: vLLM's FlashAttention 3 (Hopper) / FlashInfer backend runs attention in the FP8 domain "
+            "with an fp8 KV cache (queries quantised too; docs/features/quantization/quantized_kvcache.md)"
+        )
+    return ["--kv-cache-dtype", kv], notes
 
 
 def _speculative_vllm(r: Resolved) -> tuple[list[str], list[str]]:
@@ -119,7 +154,7 @@ def _speculative_vllm(r: Resolved) -> tuple[list[str], list[str]]:
     if not s.spec:
         return [], []
     if r.draft is not None:
-        draft, notes = model_id(r.draft, s.draft)
+        draft, notes = model_id(r.draft, s.draft, resolve_weights(r.draft, s.model_copy(update={"ckpt": ""})))
         config = {"method": "draft_model", "model": draft, "num_speculative_tokens": s.gamma}
     else:
         notes = [
@@ -172,28 +207,24 @@ def _vllm_layout(r: Resolved) -> tuple[list[str], list[str]]:
 def vllm_command(r: Resolved) -> LaunchCommand:
     """``vllm serve`` for the resolved scenario (module doc)."""
     s, m = r.scenario, r.model
-    model, notes = model_id(m, s.model)
+    w = resolve_weights(m, s)
+    model, notes = model_id(m, s.model, w)
     argv = ["vllm", "serve", model, "--tensor-parallel-size", str(s.tp)]
     layout_args, layout_notes = _vllm_layout(r)
     argv += layout_args
     notes += layout_notes
     argv += ["--max-num-seqs", str(-(-s.batch // s.dp)), "--max-num-batched-tokens", str(s.chunk)]
     argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(s.mem_util)]
-    if s.wdtype in VLLM_DTYPE:
-        argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else VLLM_KV_DTYPE.get(s.kvdtype)
-    if kv is None:
-        notes.append(
-            f"KV cache: vLLM 0.19 has no {s.kvdtype} KV cache (--kv-cache-dtype takes auto, float16, bfloat16, fp8 "
-            "…); plan with kvdtype=fp8 to launch the same footprint"
-        )
-    else:
-        argv += ["--kv-cache-dtype", kv]
+    if w.wdtype in VLLM_DTYPE:
+        argv += ["--dtype", VLLM_DTYPE[w.wdtype]]
+    kv_args, kv_notes = _kv_flag(w, VLLM_KV_DTYPE, "vLLM")
+    argv += kv_args
+    notes += kv_notes
     argv += ["--block-size", str(s.block)]
     argv += ["--enable-prefix-caching" if s.prefix > 0 and s.hit > 0 else "--no-enable-prefix-caching"]
     if not s.hybrid_kv and m.sliding_window_layers:
         argv += ["--disable-hybrid-kv-cache-manager"]
-    q_args, q_notes = _quantization(r, "vLLM")
+    q_args, q_notes = _quantization(r, "vLLM", w)
     spec_args, spec_notes = _speculative_vllm(r)
     return LaunchCommand("vllm", tuple(argv + q_args + spec_args), tuple(notes + q_notes + spec_notes))
 
@@ -205,7 +236,7 @@ def _speculative_sglang(r: Resolved) -> tuple[list[str], list[str]]:
     steps = ["--speculative-num-steps", str(s.gamma), "--speculative-eagle-topk", "1"]
     steps += ["--speculative-num-draft-tokens", str(s.gamma + 1)]
     if r.draft is not None:
-        draft, notes = model_id(r.draft, s.draft)
+        draft, notes = model_id(r.draft, s.draft, resolve_weights(r.draft, s.model_copy(update={"ckpt": ""})))
         return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft, *steps], notes
     note = f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); NGRAM needs no draft model"
     return ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)], [note]
@@ -238,20 +269,19 @@ def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:
 def sglang_command(r: Resolved) -> LaunchCommand:
     """``python -m sglang.launch_server`` for the resolved scenario (module doc)."""
     s, m = r.scenario, r.model
-    model, notes = model_id(m, s.model)
+    w = resolve_weights(m, s)
+    model, notes = model_id(m, s.model, w)
     argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(s.tp * s.dp)]
     layout_args, layout_notes = _sglang_layout(r)
     argv += layout_args
     notes += layout_notes
     argv += ["--mem-fraction-static", repr(s.mem_util), "--max-running-requests", str(s.batch)]
     argv += ["--chunked-prefill-size", str(s.chunk * s.dp), "--context-length", str(s.prompt + s.output)]
-    if s.wdtype in VLLM_DTYPE:
-        argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else SGLANG_KV_DTYPE.get(s.kvdtype)
-    if kv is None:
-        notes.append(f"KV cache: SGLang has no {s.kvdtype} KV cache (auto, bf16, fp8_e4m3, fp8_e5m2 …)")
-    else:
-        argv += ["--kv-cache-dtype", kv]
+    if w.wdtype in VLLM_DTYPE:
+        argv += ["--dtype", VLLM_DTYPE[w.wdtype]]
+    kv_args, kv_notes = _kv_flag(w, SGLANG_KV_DTYPE, "SGLang")
+    argv += kv_args
+    notes += kv_notes
     argv += ["--page-size", str(s.block)]
     if s.prefix == 0 or s.hit == 0:
         argv += ["--disable-radix-cache"]
@@ -262,7 +292,7 @@ def sglang_command(r: Resolved) -> LaunchCommand:
             f"memory: the plan is sized by {r.engine.name}'s rules; SGLang's mem_fraction_static counts weights and "
             "the KV pool only (plan with engine=sglang to size for it)"
         )
-    q_args, q_notes = _quantization(r, "SGLang")
+    q_args, q_notes = _quantization(r, "SGLang", w)
     spec_args, spec_notes = _speculative_sglang(r)
     return LaunchCommand("sglang", tuple(argv + q_args + spec_args), tuple(notes + q_notes + spec_notes))
 

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_va
 
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.checkpoint_spec import CHECKPOINT_KEY_PATTERN
-from planner.model.dtypes import AttentionDtype, QuantKey
+from planner.model.dtypes import MATRIX_NAMES, AttentionDtype, QuantKey
 from planner.model.engine_timing import OVERRIDE_PATTERN, parse_overrides
 from planner.model.engine_versions import ENGINE_KEY_PATTERN
 from planner.model.specs import FROZEN, KEY_PATTERN
@@ -48,6 +48,15 @@ def _valid_timing(text: str) -> str:
 #: The serving knobs the sizing search may tune (``planner.search.knob_search``); the layout (tp) always is.
 SEARCH_AXES = ("batch", "chunk", "kvdtype", "wdtype", "spec", "disagg")
 DEFAULT_SEARCH = "batch,chunk"
+
+
+def _valid_keep(text: str) -> str:
+    """A comma list of ``MATRIX_NAMES`` in their canonical order (or '')."""
+    items = [t for t in text.split(",") if t]
+    bad = [t for t in items if t not in MATRIX_NAMES]
+    if bad:
+        raise ValueError(f"unknown matrix {', '.join(bad)}; choose from {', '.join(MATRIX_NAMES)}")
+    return ",".join(n for n in MATRIX_NAMES if n in items)
 
 
 def _valid_search(text: str) -> str:
@@ -182,6 +191,11 @@ class Scenario(BaseModel):
         default="", description="layout of the dense MLPs and shared experts ('' = the checkpoint's)"
     )
     quant_experts: Quant = Field(default="", description="layout of the routed experts ('' = the checkpoint's)")
+    quant_keep: Annotated[str, AfterValidator(_valid_keep)] = Field(
+        default="",
+        max_length=400,
+        description="matrices kept in 16 bit, comma-separated (q_a_proj, kv_b_proj, o_proj …; '' = the checkpoint's)",
+    )
     attn_dtype: AttentionDtype = Field(
         default="", description="attention math: bf16 ('' = bf16) or fp8 (FlashAttention 3 / FlashInfer, fp8 KV)"
     )

@@ -8,15 +8,16 @@ Precedence (one rule, used by the engine, the validity checks, the launch comman
   2. otherwise the preset's checkpoint: ``ckpt=<key>``, or its first (the default: what its publisher ships —
      gpt-oss MXFP4 experts + bf16 attention, DeepSeek-V3/R1 FP8 128 × 128 blocks); a preset that lists none, and a
      custom shape, plan in bf16.
-  3. ``quant_attn``, ``quant_mlp``, ``quant_experts`` replace one component's scheme (a checkpoint so changed is no
-     longer the published one: the page says so).
+  3. ``quant_attn``, ``quant_mlp``, ``quant_experts`` replace one component's scheme, ``quant_keep`` the matrices left
+     in 16 bit (an imported config.json's ``modules_to_not_convert``); a checkpoint so changed is no longer the
+     published one (the page says so).
   KV cache: ``kvdtype``, else the checkpoint's (NVIDIA's NVFP4 and FP8 checkpoints ship FP8 KV scales:
   ``kv_cache_quant_algo FP8``), else bf16.  Attention math: ``attn_dtype``, else bf16.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.model.checkpoint_spec import Checkpoint
 from planner.model.quantization import COMPONENTS, NONE, SCHEMES, Scheme, WeightFormat, scheme_for
@@ -39,6 +40,16 @@ class ResolvedWeights:
     @property
     def label(self) -> str:
         return self.fmt.label()
+
+    @property
+    def short_label(self) -> str:
+        """One word for a table cell: the scheme of a one-format plan ('bf16', 'fp8-block'), the published
+        checkpoint's key for a per-component one ('mxfp4'), else 'mixed'."""
+        if self.fmt.is_uniform:
+            return "bf16" if self.fmt.attention.key == "none" else self.fmt.attention.key
+        if self.checkpoint is not None and not self.modified:
+            return self.checkpoint.key
+        return "mixed"
 
     def describe(self) -> str:
         """One line for the page and the CLI: the formats and where they come from."""
@@ -88,6 +99,8 @@ def resolve_weights(model: ModelSpec, s: Scenario) -> ResolvedWeights:
     checkpoint = None if legacy else (model.checkpoint(s.ckpt) or model.checkpoint())
     if legacy:
         fmt = _legacy(s)
+        # the link's one format may be a published checkpoint's (wdtype=fp4&quant=mxfp4 is gpt-oss's): serve that one
+        checkpoint = next((c for c in model.checkpoints if _same(checkpoint_format(c), fmt)), None)
     elif checkpoint is not None:
         fmt = checkpoint_format(checkpoint)
     else:
@@ -95,6 +108,10 @@ def resolve_weights(model: ModelSpec, s: Scenario) -> ResolvedWeights:
     overrides = {c: getattr(s, f"quant_{_SHORT[c]}") for c in COMPONENTS}
     changed = {c: _scheme(v) for c, v in overrides.items() if v}
     modified = False
+    if s.quant_keep:
+        keep = frozenset(s.quant_keep.split(","))
+        modified = checkpoint is not None and keep != fmt.keep_16bit
+        fmt = replace(fmt, keep_16bit=keep)
     if changed:
         before = fmt
         group = s.qgroup if any(v.scale in ("group", "group_zero", "w4a8") for v in changed.values()) else fmt.group
@@ -105,8 +122,8 @@ def resolve_weights(model: ModelSpec, s: Scenario) -> ResolvedWeights:
             keep_16bit=fmt.keep_16bit,
             group=group,
         )
-        modified = checkpoint is not None and fmt != before
-    kv = s.kvdtype or (checkpoint.kvdtype if checkpoint is not None else "bf16")
+        modified = modified or (checkpoint is not None and fmt != before)
+    kv = s.kvdtype or (checkpoint.kvdtype if checkpoint is not None and not legacy else "bf16")
     return ResolvedWeights(
         fmt=fmt,
         wdtype=_main_wdtype(fmt, s),
@@ -119,6 +136,17 @@ def resolve_weights(model: ModelSpec, s: Scenario) -> ResolvedWeights:
 
 
 _SHORT = {"attention": "attn", "mlp": "mlp", "experts": "experts"}
+
+
+def _same(a: WeightFormat, b: WeightFormat) -> bool:
+    """The same stored format (group size only where a scheme has groups)."""
+    return a.schemes == b.schemes and a.keep_16bit == b.keep_16bit and (not a.grouped or a.group == b.group)
+
+
+def format_labels(model: ModelSpec, s: Scenario) -> tuple[str, str]:
+    """(weights, KV cache) of ``s`` as table cells (the search's ``wdtype`` and ``kvdtype`` columns)."""
+    w = resolve_weights(model, s)
+    return w.short_label, w.kvdtype
 
 
 def weight_problems(model: ModelSpec, s: Scenario) -> list[str]:

@@ -43,7 +43,9 @@ from planner.engine.validity import config_valid
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
+from planner.model.quantization import kv_bytes_per_element
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import format_labels, resolve_weights
 from planner.search.analytic import (
     PrefillModel,
     ceil_replicas,
@@ -61,7 +63,7 @@ from planner.search.layouts import MAX_BATCH, grid_layouts, sizing_layouts
 from planner.search.replicas import accepted_tps
 from planner.search.step_grid import ReplicaGrid, TrafficStats
 from planner.sim.slo import CONSTRAINTS, Slo
-from planner.units import DTYPE_BYTES, S_PER_HOUR, TOKENS_PER_MTOK
+from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
 LAYOUT_TPS = (1, 2, 4, 8)
 BATCHES = (8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -108,8 +110,8 @@ class Base:
     gpu: str
     name: str
     layout: Layout
-    wdtype: str
-    kvdtype: str
+    wdtype: str  # the weights' format in words (``weight_plan.format_labels``)
+    kvdtype: str  # the KV cache's dtype
     spec: bool
     changes: dict[str, Any]  # applied to the user's scenario (``Scenario.gpu_switch``'s price rule)
     price_per_gpu_hour_usd: float
@@ -141,6 +143,7 @@ def bases(
     out: list[Base] = []
     xs: list[EngineInputs] = []
     source, kv_bytes, lays = [], [], []
+    kv_formats = _kv_formats(s, r, space)
     for g in gpus:
         gpu = catalog.profile(g)
         if gpu is None:
@@ -151,14 +154,16 @@ def bases(
                 sb = s.with_changes(**_base_changes(s, g, own, wd, s.kvdtype, spec))
                 xs.append(from_specs(gpu, r.model, sb, r.draft if spec else None, r.engine))
                 price = float(xs[-1].price_per_gpu_hour_usd)
+                wd_label = format_labels(r.model, sb)[0]
                 for layout in layouts:
-                    for kv in space.kvdtypes:
+                    for kv, kv_element_bytes in kv_formats:
                         changes = _base_changes(s, g, layout, wd, kv, spec)
                         nodes = layout.nodes(gpu.gpus_per_node)
-                        out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price, nodes))
+                        kv_label = format_labels(r.model, s.model_copy(update={"kvdtype": kv}))[1]
+                        out.append(Base(g, gpu.name, layout, wd_label, kv_label, spec, changes, price, nodes))
                         source.append(len(xs) - 1)
                         lays.append((layout.tp, layout.pp, layout.ep, layout.dp))
-                        kv_bytes.append(DTYPE_BYTES[kv])
+                        kv_bytes.append(kv_element_bytes)
     if not out:
         return out, None, r
     stacked = stack_inputs(xs)
@@ -166,6 +171,16 @@ def bases(
     x = EngineInputs(**{f.name: getattr(stacked, f.name)[rows] for f in fields(EngineInputs)})
     tp, pp, ep, dp = (np.asarray(v, dtype=float) for v in zip(*lays, strict=True))
     return out, x.with_(tp=tp, pp=pp, ep=ep, dp=dp, kv_bytes_per_element=np.asarray(kv_bytes)), r
+
+
+def _kv_formats(s: Scenario, r: Resolved, space: Space) -> list[tuple[str, float]]:
+    """(the link's KV dtype, bytes per element) of each KV dtype of the space, one per stored format ('' is the
+    checkpoint's: an fp8 alternative to a checkpoint that ships fp8 KV is the same row)."""
+    out: dict[str, tuple[str, float]] = {}
+    for kv in space.kvdtypes:
+        stored = resolve_weights(r.model, s.model_copy(update={"kvdtype": kv})).kvdtype
+        out.setdefault(stored, (kv, kv_bytes_per_element(stored, r.model.head_dim)))
+    return list(out.values())
 
 
 def _take(x: EngineInputs, rows: np.ndarray, ndim: int) -> EngineInputs:

@@ -30,10 +30,13 @@ import numpy as np
 import pandas as pd
 
 from planner.engine import parallel
+from planner.engine.evaluate import resolve
 from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_usd
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.model.specs import ModelSpec
+from planner.model.weight_plan import format_labels
 from planner.search.frontiers import FRONTIERS, frontier_points, with_frontiers
 from planner.search.grid import COLOCATED, DISAGGREGATED, PREFILL_POOL_BATCH, Base, score
 from planner.search.pools import PoolSizing, size_pool
@@ -384,21 +387,22 @@ def confirmed_table(points: pd.DataFrame, confs: dict[int, Confirmation], rate: 
     return table
 
 
-def _own_knobs(s: Scenario, points: pd.DataFrame) -> pd.Series | None:
+def _own_knobs(s: Scenario, points: pd.DataFrame, model: ModelSpec) -> pd.Series | None:
     """The cheapest screened point with the scenario's own knobs on its own GPU (any layout)."""
+    wd, kv = format_labels(model, s)
     own = points[
         (points["mode"] == COLOCATED)
         & (points["gpu"] == s.gpu)
         & (points["batch"] == s.batch)
         & (points["chunk"] == s.chunk)
-        & (points["kvdtype"] == s.kvdtype)
-        & (points["wdtype"] == s.wdtype)
+        & (points["kvdtype"] == kv)
+        & (points["wdtype"] == wd)
         & (points["spec"] == s.spec)
     ]
     return own.iloc[0] if len(own) else None
 
 
-def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: float) -> str:
+def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: float, model: ModelSpec) -> str:
     """The answer in one paragraph: the cheapest confirmed fleet, what binds it, the next one, and
     what the scenario's own knobs would need."""
     slo = Slo.of(s)
@@ -418,7 +422,7 @@ def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: fl
         nxt = ok.iloc[1]
         extra = nxt["cost_per_hour_usd"] / best["cost_per_hour_usd"] - 1.0 if best["cost_per_hour_usd"] > 0 else np.nan
         text += f" Next: {_fleet_words(nxt)} ({describe(nxt)}), {int(nxt['gpus'])} GPUs, {extra:+.0%}."
-    own = _own_knobs(s, points)
+    own = _own_knobs(s, points, model)
     if own is not None and own["meets_slo"] and int(own["point"]) != int(best["point"]):
         text += (
             f" With this scenario's own knobs (batch {fmt_count(s.batch)}, chunk {fmt_count(s.chunk)}) a "
@@ -471,7 +475,7 @@ def search_fleet(
         points=scored.points,
         table=table,
         best=int(ok[0]) if len(ok) else None,
-        reason=reason_text(s, table, scored.points, stats.rate_per_s),
+        reason=reason_text(s, table, scored.points, stats.rate_per_s, resolve(s, catalog).model),
         slo=slo,
         rate_per_s=stats.rate_per_s,
         mean_output_tokens=stats.output_mean_tokens,

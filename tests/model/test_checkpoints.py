@@ -124,3 +124,66 @@ def test_one_component_changed_departs_from_the_checkpoint(catalog):
     base = evaluate(Scenario(model="qwen3-235b-a22b", ckpt="fp8", gpu="h200", tp=4), catalog).metrics
     more = evaluate(Scenario(model="qwen3-235b-a22b", ckpt="fp8", gpu="h200", tp=4, quant_attn="none"), catalog)
     assert more.metrics["weight_bytes_per_gpu"] > base["weight_bytes_per_gpu"]
+
+
+def test_a_config_json_with_quantization_config_imports_the_way_the_preset_plans(catalog):
+    """gpt-oss-120b's own config.json (tests/model/hf_configs, aiconfigurator's verbatim copy) as a custom model:
+    modules_to_not_convert leaves attention, router, embedding and head in bf16 — the preset's default weights."""
+    import json
+    from pathlib import Path
+
+    from planner.model.custom_model import encode_model
+    from planner.model.hf_import import model_and_quantization_from_hf_config
+
+    data = json.loads((Path(__file__).parent / "hf_configs" / "gpt-oss-120b.json").read_text())
+    spec, quant = model_and_quantization_from_hf_config(data)
+    assert quant is not None and quant.changes()["quant"] == "mxfp4"
+    custom = Scenario(model="custom", custom=encode_model(spec), **quant.changes())
+    preset = Scenario(model="gpt-oss-120b")
+    assert _weights_gib(catalog, **custom.model_dump(exclude_defaults=True)) == pytest.approx(
+        _weights_gib(catalog, **preset.model_dump(exclude_defaults=True)), rel=1e-9
+    )
+
+
+def test_modelopt_exclusions_become_per_component_keys():
+    """nvidia/DeepSeek-V3.1-NVFP4's hf_quant_config.json (aiconfigurator): NVFP4, FP8 KV, the MLA q/kv projections of
+    every layer, the MTP layer and lm_head excluded."""
+    from planner.model.hf_import import quantization_from_config
+
+    exclude = ["lm_head", "model.layers.61*"] + [
+        f"model.layers.{i}.self_attn.{p}"
+        for i in range(61)
+        for p in ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+    ]
+    q = quantization_from_config(
+        {
+            "quantization": {
+                "quant_algo": "NVFP4",
+                "kv_cache_quant_algo": "FP8",
+                "group_size": 16,
+                "exclude_modules": exclude,
+            }
+        }
+    )
+    assert q is not None
+    c = q.changes()
+    assert (c["quant_attn"], c["quant_mlp"], c["quant_experts"], c["kvdtype"]) == ("nvfp4", "nvfp4", "nvfp4", "fp8")
+    assert c["quant_keep"] == "q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj" and not c["wdtype"]
+
+
+def test_launch_serves_the_checkpoint_the_plan_follows(catalog):
+    from planner.engine.evaluate import resolve
+    from planner.launch.commands import launch_command
+
+    def cmd(**link):
+        return launch_command(resolve(Scenario(**link), catalog))
+
+    gpt = cmd(model="gpt-oss-120b")
+    assert gpt.argv[2] == "openai/gpt-oss-120b" and "--quantization" not in gpt.argv and "--dtype" not in gpt.argv
+    ds = cmd(model="deepseek-r1", ckpt="nvfp4", gpu="b200", tp=8)
+    assert ds.argv[2] == "nvidia/DeepSeek-R1-0528-FP4-v2"
+    assert ds.argv[ds.argv.index("--kv-cache-dtype") + 1] == "fp8"  # the FP8 KV the checkpoint ships
+    sg = launch_command(resolve(Scenario(model="deepseek-r1", ckpt="nvfp4", gpu="b200", tp=8), catalog), "sglang")
+    assert "nvidia/DeepSeek-R1-0528-FP4-v2" in sg.argv and sg.argv[sg.argv.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
+    old = cmd(model="llama-3.1-8b", wdtype="fp8")  # quantised at load time, as before
+    assert old.argv[old.argv.index("--quantization") + 1] == "fp8"
