@@ -19,6 +19,7 @@ from planner.engine.inputs import EngineInputs, MetricValue, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
+from planner.engine.spec_rules import spec_defaults, spec_problems
 from planner.engine.speculative import speculative
 from planner.engine.validity import config_problems, fit_defaults, format_notes, format_problems, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
@@ -96,7 +97,9 @@ def _checked(r: Resolved) -> Resolved:
     """``r`` with its defaults fitted to what the user typed, or ScenarioError naming each rule the
     engine would refuse (``planner.engine.validity``)."""
     s, notes = fit_defaults(r.scenario, r.model)
-    problems = config_problems(r.model, s, r.draft if s.spec else None)
+    s, spec_notes = spec_defaults(s, r.model)
+    notes += spec_notes
+    problems = config_problems(r.model, s, r.draft if s.spec else None) + spec_problems(r.model, s)
     if not problems:
         problems = format_problems(r.model, s, r.gpu, r.engine.key, r.engine.version)
     if problems:

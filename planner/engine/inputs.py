@@ -43,8 +43,16 @@ from planner.model.params import (
     state_bytes_per_sequence,
 )
 from planner.model.quant_support import mxfp4_padding
-from planner.model.quantization import WeightFormat, kv_bytes_per_element, scheme_for, weight_layout
+from planner.model.quantization import (
+    WEIGHT_16BIT_BYTES,
+    WeightFormat,
+    WeightLayout,
+    kv_bytes_per_element,
+    scheme_for,
+    weight_layout,
+)
 from planner.model.scenario import Scenario
+from planner.model.spec_methods import DraftShape, eagle3_head, eagle_head, mtp_layers_shape
 from planner.model.specs import GPU, ModelSpec
 from planner.model.weight_plan import ResolvedWeights, resolve_weights
 from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
@@ -147,6 +155,11 @@ class EngineInputs:
     draft_kv_elements_per_token_per_layer: Array
     draft_attention_dim: Array
     draft_activation_elements_per_token_per_layer: Array
+    draft_kv_sharded: Array  # 1: the proposer's KV heads split over tp (0: an MLA latent, MTP of DeepSeek)
+    draft_moe_layers: Array  # a proposer with routed experts (MTP layers of an MoE model)
+    draft_experts: Array
+    draft_experts_per_token: Array
+    draft_expert_params: Array
     # prompt caching
     cache_hit_rate: Array
     prefix_tokens: Array
@@ -327,10 +340,10 @@ def _engine_memory_fields(mem: EngineMemory) -> dict[str, float]:
     )
 
 
-def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None) -> dict[str, float]:
-    """The weights as vLLM stores them (``planner.model.quantization``); the draft in 16 bit."""
+def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None, s: Scenario) -> dict[str, float]:
+    """The weights as vLLM stores them (``planner.model.quantization``); a draft preset in 16 bit, a method's head
+    as ``planner.model.spec_methods`` holds it."""
     w = weight_layout(model, fmt)
-    d = weight_layout(draft or model, scheme_for("bf16"))
     moe = moe_layers(model)
     forward_ffn = model.ffn if model.layers > moe else model.shared_experts * model.moe_ffn
     return dict(
@@ -345,8 +358,31 @@ def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None)
         dense_layers_count=model.layers - moe,
         forward_ffn=forward_ffn,
         quant_group=float(fmt.group) if fmt.grouped else 0.0,
-        draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * 2.0 if draft is not None else 0.0,
-        draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * 2.0 if draft is not None else 0.0,
+        **_draft_weight_fields(model, draft, s, w),
+    )
+
+
+def _draft_weight_fields(
+    model: ModelSpec, draft: ModelSpec | None, s: Scenario, layout: WeightLayout
+) -> dict[str, float]:
+    b16 = WEIGHT_16BIT_BYTES
+    if s.spec_method in ("eagle", "eagle3", "mtp"):
+        stored = (layout.quantized_bytes + (layout.other_params + layout.embedding_stored_params) * b16) / max(
+            layout.quantized_params + layout.other_params + layout.embedding_stored_params, 1.0
+        )
+        head = _method_head(s, model, stored)
+        if head is None:
+            return dict(draft_weight_bytes_split=0.0, draft_weight_bytes_replicated=0.0)
+        return dict(
+            draft_weight_bytes_split=head.held_split_params * head.held_bytes_per_param,
+            draft_weight_bytes_replicated=head.held_replicated_params * b16,
+        )
+    if draft is None or s.spec_method not in ("", "draft_model"):
+        return dict(draft_weight_bytes_split=0.0, draft_weight_bytes_replicated=0.0)
+    d = weight_layout(draft, scheme_for("bf16"))
+    return dict(
+        draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * b16,
+        draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * b16,
     )
 
 
@@ -389,16 +425,36 @@ def allocated(w: ResolvedWeights, s: Scenario, gpu: GPU, engine: str) -> Resolve
 
 
 def _speculation_fields(s: Scenario, model: ModelSpec, draft: ModelSpec | None) -> dict[str, float]:
-    """Speculative decoding's inputs: the scenario's γ, α and cost ratio, and the draft's shape
-    (``engine.speculative``)."""
-    d = draft or model
+    """Speculative decoding's inputs: the scenario's γ, α and cost ratio, and the proposer's shape
+    (``engine.speculative``): a draft preset, or the head a method adds (``planner.model.spec_methods``): EAGLE /
+    EAGLE-3 heads (16 bit), the checkpoint's MTP layers (its own format); n-gram proposes with no weights."""
+    common = dict(spec_on=1.0 if s.spec else 0.0, gamma=s.gamma, alpha=s.alpha, draft_ratio=s.draft_ratio)
+    head = _method_head(s, model, WEIGHT_16BIT_BYTES)  # (its bytes held: _draft_weight_fields)
+    if head is not None:
+        return common | dict(
+            has_draft_model=1.0,
+            draft_total_params=head.read_params,
+            draft_matmul_params=head.matmul_params,
+            draft_lm_head_params=head.lm_head_params,
+            draft_lookup_params=0.0,  # the target's embedding: a lookup
+            draft_layers=head.layers,
+            draft_hidden=head.hidden,
+            draft_heads=head.heads,
+            draft_kv_elements_per_token_per_layer=head.kv_elements_per_token_per_layer,
+            draft_attention_dim=head.attention_dim,
+            draft_activation_elements_per_token_per_layer=head.activation_elements_per_token_per_layer,
+            draft_kv_sharded=head.kv_sharded,
+            draft_moe_layers=head.moe_layers,
+            draft_experts=head.experts,
+            draft_experts_per_token=head.experts_per_token,
+            draft_expert_params=head.expert_params,
+            draft_kv_heads=head.kv_heads,
+            draft_vocab=head.vocab,
+        )
+    d = draft if draft is not None and s.spec_method in ("", "draft_model") else model
     dpc = param_counts(d)
-    return dict(
-        spec_on=1.0 if s.spec else 0.0,
-        gamma=s.gamma,
-        alpha=s.alpha,
-        draft_ratio=s.draft_ratio,
-        has_draft_model=1.0 if draft is not None else 0.0,
+    return common | dict(
+        has_draft_model=1.0 if d is draft else 0.0,
         draft_total_params=dpc.total,
         draft_matmul_params=dpc.matmul_active,
         draft_lm_head_params=float(d.vocab * d.hidden),
@@ -409,7 +465,27 @@ def _speculation_fields(s: Scenario, model: ModelSpec, draft: ModelSpec | None) 
         draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
         draft_attention_dim=attention_dims(d)[1],
         draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
+        draft_kv_sharded=1.0,  # a draft preset runs at the target's tp, its K/V heads split like the target's
+        draft_moe_layers=0.0,
+        draft_experts=0.0,
+        draft_experts_per_token=0.0,
+        draft_expert_params=0.0,
+        draft_kv_heads=d.kv_heads,
+        draft_vocab=d.vocab,
+        draft_ratio=0.0 if s.spec_method == "ngram" else s.draft_ratio,  # prompt lookup: no model runs
     )
+
+
+def _method_head(s: Scenario, model: ModelSpec, stored_bytes_per_param: float) -> DraftShape | None:
+    if s.spec_method == "eagle":
+        return eagle_head(model)
+    if s.spec_method == "eagle3":
+        return eagle3_head(model)
+    if s.spec_method == "mtp" and model.mtp_layers:
+        ckpt = resolve_weights(model, s).checkpoint
+        held = 2.0 if ckpt is not None and ckpt.mtp_bf16 else stored_bytes_per_param
+        return mtp_layers_shape(model, held)
+    return None
 
 
 def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> ResolvedTiming:
@@ -454,7 +530,6 @@ def from_specs(
     mf = _model_fields(model)
     mem = engine.memory if engine is not None else EngineMemory()
     reported = gpu.memory_reported_bytes or gpu.memory_bytes
-    d = draft or model
     min_cache = (
         s.min_prefix
         if s.min_prefix is not None
@@ -496,10 +571,8 @@ def from_specs(
         price_in_per_token_usd=s.price_in / TOKENS_PER_MTOK,
         price_out_per_token_usd=s.price_out / TOKENS_PER_MTOK,
         memory_reported_bytes=reported if s.cal_total_gib is None else s.cal_total_gib * GiB,
-        **_weight_fields(model, weights.fmt, draft),
+        **_weight_fields(model, weights.fmt, draft, s),
         hybrid_kv=1.0 if s.hybrid_kv else 0.0,
-        draft_kv_heads=d.kv_heads,
-        draft_vocab=d.vocab,
         **_engine_memory_fields(mem),
         cal_weights_bytes=_gib(s.cal_weights_gib),
         cal_activation_bytes=_gib(s.cal_act_gib),

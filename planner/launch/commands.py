@@ -39,10 +39,12 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from planner.engine.evaluate import CUSTOM_MODEL, Resolved
 from planner.errors import ProblemsError
 from planner.launch.ids import hf_repo_id
+from planner.model.spec_methods import HEAD_PLACEHOLDER, HEADS, LABELS, SGLANG_ALGORITHM, VLLM_METHOD
 from planner.model.specs import ModelSpec
 from planner.model.weight_plan import ResolvedWeights, resolve_weights
 
@@ -149,19 +151,51 @@ def _kv_flag(w: ResolvedWeights, table: dict[str, str], engine: str) -> tuple[li
     return ["--kv-cache-dtype", kv], notes
 
 
+def _head(r: Resolved) -> tuple[str, list[str]]:
+    """The EAGLE / EAGLE-3 head to launch with: a published one for the preset (``spec_methods.HEADS``), else a
+    placeholder and why."""
+    s = r.scenario
+    found = HEADS.get((s.spec_method, s.model))
+    if found is not None:
+        return found[0], []
+    placeholder = HEAD_PLACEHOLDER.format(method=s.spec_method)
+    return placeholder, [
+        f"speculation: no published {LABELS[s.spec_method]} for {r.model.name} is known to kvplan; put its Hugging "
+        f"Face id in place of {placeholder} (the plan prices a head of the model's own width)"
+    ]
+
+
+def _proposer(r: Resolved) -> tuple[str, dict[str, Any], list[str]]:
+    """(method, the extra keys of vLLM's speculative config, notes) of the scenario's speculation."""
+    s = r.scenario
+    method = s.spec_method or ("draft_model" if r.draft is not None else "")
+    if method == "draft_model" and r.draft is not None:
+        draft, notes = model_id(r.draft, s.draft, resolve_weights(r.draft, s.model_copy(update={"ckpt": ""})))
+        return method, {"model": draft}, notes
+    if method in ("eagle", "eagle3"):
+        head, notes = _head(r)
+        return method, {"model": head}, notes
+    if method == "mtp":
+        return method, {}, []  # the checkpoint's own layers: no extra model
+    if method == "ngram":
+        return method, {"prompt_lookup_max": 4}, []
+    return (
+        "ngram",
+        {"prompt_lookup_max": 4},
+        [
+            f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); n-gram lookup is the engines' "
+            "draft-free method (pick spec_method, or a draft preset, to launch what the plan prices)"
+        ],
+    )
+
+
 def _speculative_vllm(r: Resolved) -> tuple[list[str], list[str]]:
+    """``--speculative-config`` (vLLM's method names, vllm/config/speculative.py; ``spec_methods.VLLM_METHOD``)."""
     s = r.scenario
     if not s.spec:
         return [], []
-    if r.draft is not None:
-        draft, notes = model_id(r.draft, s.draft, resolve_weights(r.draft, s.model_copy(update={"ckpt": ""})))
-        config = {"method": "draft_model", "model": draft, "num_speculative_tokens": s.gamma}
-    else:
-        notes = [
-            f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); n-gram lookup is "
-            "vLLM's draft-free method (pick a draft preset to launch a draft model instead)"
-        ]
-        config = {"method": "ngram", "num_speculative_tokens": s.gamma, "prompt_lookup_max": 4}
+    method, extra, notes = _proposer(r)
+    config = {"method": VLLM_METHOD[method], **extra, "num_speculative_tokens": s.gamma}
     return ["--speculative-config", json.dumps(config, separators=(",", ":"))], notes
 
 
@@ -230,16 +264,19 @@ def vllm_command(r: Resolved) -> LaunchCommand:
 
 
 def _speculative_sglang(r: Resolved) -> tuple[list[str], list[str]]:
+    """``--speculative-algorithm`` EAGLE3 / EAGLE (NEXTN, MTP) / STANDALONE / NGRAM and their step flags (SGLang
+    docs/advanced_features/speculative_decoding.md; a chain: topk 1, draft tokens = steps + 1)."""
     s = r.scenario
     if not s.spec:
         return [], []
+    method, extra, notes = _proposer(r)
+    algorithm = ["--speculative-algorithm", SGLANG_ALGORITHM[method]]
+    if method == "ngram":
+        return [*algorithm, "--speculative-num-draft-tokens", str(s.gamma + 1)], notes
     steps = ["--speculative-num-steps", str(s.gamma), "--speculative-eagle-topk", "1"]
     steps += ["--speculative-num-draft-tokens", str(s.gamma + 1)]
-    if r.draft is not None:
-        draft, notes = model_id(r.draft, s.draft, resolve_weights(r.draft, s.model_copy(update={"ckpt": ""})))
-        return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft, *steps], notes
-    note = f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); NGRAM needs no draft model"
-    return ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)], [note]
+    path = ["--speculative-draft-model-path", extra["model"]] if "model" in extra else []
+    return [*algorithm, *path, *steps], notes
 
 
 def _sglang_layout(r: Resolved) -> tuple[list[str], list[str]]:

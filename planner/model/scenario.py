@@ -16,6 +16,7 @@ from planner.model.checkpoint_spec import CHECKPOINT_KEY_PATTERN
 from planner.model.dtypes import MATRIX_NAMES, AttentionDtype, QuantKey
 from planner.model.engine_timing import OVERRIDE_PATTERN, parse_overrides
 from planner.model.engine_versions import ENGINE_KEY_PATTERN
+from planner.model.spec_methods import SpecMethod, Workload
 from planner.model.specs import FROZEN, KEY_PATTERN
 
 TTL = Literal["5m", "1h"]
@@ -132,6 +133,14 @@ class Scenario(BaseModel):
     alpha: float = Field(default=0.7, ge=0.0, le=1.0, description="draft token acceptance rate")
     draft: str = Field(default="", pattern=r"^$|" + KEY_PATTERN, description="draft model preset ('' = cost ratio)")
     draft_ratio: float = Field(default=0.05, ge=0.0, le=1.0, description="draft step cost / target step cost")
+    spec_method: SpecMethod = Field(
+        default="",
+        description="what proposes the draft tokens: draft_model, eagle, eagle3, ngram, mtp ('' = the draft preset, "
+        "else the cost ratio; planner/model/spec_methods.py)",
+    )
+    spec_workload: Workload = Field(
+        default="chat", description="the workload whose published acceptance sets α when α is left at its default"
+    )
     gpu_price: float | None = Field(default=None, ge=0.0, le=1000.0, description="USD per GPU-hour")
     mfu: float | None = Field(
         default=None,
