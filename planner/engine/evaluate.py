@@ -15,8 +15,9 @@ from pydantic import ValidationError
 
 from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
-from planner.engine.inputs import EngineInputs, MetricValue, from_specs
+from planner.engine.inputs import Array, EngineInputs, MetricValue, from_specs
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
+from planner.engine.power import power_metrics
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
 from planner.engine.spec_rules import spec_defaults, spec_problems
@@ -151,6 +152,7 @@ def compute(x: EngineInputs) -> dict[str, MetricValue]:
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
     out.update(_rates(x, ttft, tpot))
+    out.update(power_metrics(x, pre, dec, ttft, tpot, out["output_tokens_per_s"], _replica_gpus(x)))
     out.update(prompt_cache(x, prefill_s=ttft))
     out.update(
         decode_overhead_s=dec.overhead_s,  # the efficiency terms in force (docs/model.md §4)
@@ -176,6 +178,11 @@ def _layout_metrics(x: EngineInputs, dec, out: dict[str, MetricValue]) -> dict[s
     )
 
 
+def _replica_gpus(x: EngineInputs) -> Array:
+    """GPUs of one replica: tp, or tp × dp × pp for a parallel layout."""
+    return x.tp if parallel.plain_layout(x) else parallel.gpus_per_instance(x)
+
+
 def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     """Throughput, cost and latency (docs/model.md §10).
 
@@ -190,7 +197,7 @@ def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     """
     decode_rate = x.batch / tpot
     plain = parallel.plain_layout(x)
-    gpus = x.tp if plain else parallel.gpus_per_instance(x)
+    gpus = _replica_gpus(x)
     # a prompt holds the instance for TTFT; pipelined stages and dp ranks prefill several at once
     held = ttft if plain else ttft * parallel.layer_imbalance(x) / (x.pp * x.dp)
     serving_rate = x.batch * x.output_tokens / (x.batch * held + x.output_tokens * tpot)

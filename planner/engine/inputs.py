@@ -16,7 +16,8 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from planner.engine.weight_inputs import WeightRates, weight_rates
+from planner.engine.power_inputs import engine_power_fields
+from planner.engine.weight_inputs import WeightRates, allocated, weight_rates
 from planner.model.api_pricing import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
@@ -42,7 +43,6 @@ from planner.model.params import (
     param_counts,
     state_bytes_per_sequence,
 )
-from planner.model.quant_support import mxfp4_padding
 from planner.model.quantization import (
     WEIGHT_16BIT_BYTES,
     WeightFormat,
@@ -54,7 +54,7 @@ from planner.model.quantization import (
 from planner.model.scenario import Scenario
 from planner.model.spec_methods import DraftShape, eagle3_head, eagle_head, mtp_layers_shape
 from planner.model.specs import GPU, ModelSpec
-from planner.model.weight_plan import ResolvedWeights, resolve_weights
+from planner.model.weight_plan import resolve_weights
 from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
 
 
@@ -96,6 +96,12 @@ class EngineInputs:
     link_bytes_per_s: Array
     collective_latency_s: Array
     price_per_gpu_hour_usd: Array
+    tdp_w: Array  # board power limit (the scenario's gpu_power_w cap, else the profile's; NaN: not published)
+    idle_w: Array  # idle board power (published, else DEFAULT_IDLE_FRAC × TDP)
+    host_power_w_per_gpu: Array  # the server's non-GPU nameplate share per GPU (0: not published)
+    pue: Array
+    electricity_usd_per_kwh: Array
+    power_limit_w: Array  # 0: none
     compute_memory_overlap: Array  # o: per operator group max(c, m) + (1 − o)·min(c, m)
     attention_compute_frac: Array  # attention FLOP/s ÷ peak′
     attention_bandwidth_frac: Array  # attention bytes/s ÷ bw′
@@ -414,16 +420,6 @@ def _layout_fields(
     )
 
 
-def allocated(w: ResolvedWeights, s: Scenario, gpu: GPU, engine: str) -> ResolvedWeights:
-    """``w`` with the dimensions the engine allocates MXFP4 experts at on ``gpu`` (``quant_support.mxfp4_padding``):
-    the expert width is split over moe_tp = tp · dp / ep ranks."""
-    if w.fmt.experts.key != "mxfp4":
-        return w
-    hidden, width = mxfp4_padding(engine, gpu)
-    ranks = max(s.tp * s.dp // s.ep, 1)
-    return replace(w, fmt=replace(w.fmt, expert_padding=(hidden, width, ranks)))
-
-
 def _speculation_fields(s: Scenario, model: ModelSpec, draft: ModelSpec | None) -> dict[str, float]:
     """Speculative decoding's inputs: the scenario's γ, α and cost ratio, and the proposer's shape
     (``engine.speculative``): a draft preset, or the head a method adds (``planner.model.spec_methods``): EAGLE /
@@ -543,6 +539,7 @@ def from_specs(
         link_bytes_per_s=gpu.interconnect_bytes_per_s,
         collective_latency_s=gpu.collective_latency_s + t.allreduce_overhead_s,
         price_per_gpu_hour_usd=price,
+        **engine_power_fields(gpu, s),
         compute_memory_overlap=gpu.compute_memory_overlap,
         attention_compute_frac=gpu.attention_compute_frac if gpu.calibrated else t.attention_compute_frac,
         attention_bandwidth_frac=gpu.attention_bandwidth_frac if gpu.calibrated else t.attention_bandwidth_frac,

@@ -17,11 +17,12 @@ kernels on the GPU (``planner.model.quant_support``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.model.params import moe_layers, param_counts
-from planner.model.quant_support import Support, weight_support
+from planner.model.quant_support import Support, mxfp4_padding, weight_support
 from planner.model.quantization import WEIGHT_16BIT_BYTES, Scheme, linear_matrices, matrix_bytes, weight_layout
+from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
 from planner.model.weight_plan import ResolvedWeights
 from planner.units import DTYPE_BYTES
@@ -112,3 +113,13 @@ def weight_rates(model: ModelSpec, w: ResolvedWeights, gpu: GPU, engine: str) ->
     eight = main_compute != "bf16" and main_compute in gpu.peak_flop_per_s
     dispatch = expert_compute if expert_compute in gpu.peak_flop_per_s else "bf16"
     return WeightRates(b_d, b_e, peak_d, peak_e, eight, dispatch, support)
+
+
+def allocated(w: ResolvedWeights, s: Scenario, gpu: GPU, engine: str) -> ResolvedWeights:
+    """``w`` with the dimensions the engine allocates MXFP4 experts at on ``gpu`` (``quant_support.mxfp4_padding``):
+    the expert width is split over moe_tp = tp · dp / ep ranks."""
+    if w.fmt.experts.key != "mxfp4":
+        return w
+    hidden, width = mxfp4_padding(engine, gpu)
+    ranks = max(s.tp * s.dp // s.ep, 1)
+    return replace(w, fmt=replace(w.fmt, expert_padding=(hidden, width, ranks)))

@@ -28,6 +28,10 @@ WeightDtype = Literal["", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 KvCacheDtype = Literal["", "bf16", "fp16", "fp8", "int8", "int8_per_token_head", "fp8_per_token_head"]
 #: The cacheable prefix when none is given: this many tokens, or the whole prompt if shorter.
 DEFAULT_PREFIX_TOKENS = 1024
+#: Electricity price default, USD per kWh: the mean of the 12 months Feb 2025 – Jan 2026 of EIA's US average retail
+#: price of electricity to the industrial sector (0.0824 … 0.0929 USD/kWh;
+#: https://ycharts.com/indicators/us_average_retail_price_of_electricity_industrial_sector, source EIA).
+DEFAULT_ELECTRICITY_USD_PER_KWH = 0.087
 CacheTraffic = Literal["arrivals", "followups"]
 LengthDist = Literal["fixed", "uniform", "lognormal"]
 #: The simulator's prefix cache (planner/sim/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
@@ -142,6 +146,22 @@ class Scenario(BaseModel):
         default="chat", description="the workload whose published acceptance sets α when α is left at its default"
     )
     gpu_price: float | None = Field(default=None, ge=0.0, le=1000.0, description="USD per GPU-hour")
+    gpu_power_w: float | None = Field(
+        default=None, gt=0.0, le=5000.0, description="board power limit, W (a power cap; None = the profile's TDP)"
+    )
+    electricity_usd_per_kwh: float = Field(
+        default=DEFAULT_ELECTRICITY_USD_PER_KWH, ge=0.0, le=10.0, description="electricity price, USD per kWh"
+    )
+    pue: float = Field(
+        default=1.0, ge=1.0, le=5.0, description="power usage effectiveness: site power ÷ IT power (1 = IT only)"
+    )
+    power_limit_kw: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1e7,
+        description="rack or site power the fleet's IT power must stay within, kW (0 = none; the sizing search "
+        "holds it)",
+    )
     mfu: float | None = Field(
         default=None,
         ge=0.01,
@@ -230,6 +250,14 @@ class Scenario(BaseModel):
                 data = {**data, "prefix": min(DEFAULT_PREFIX_TOKENS, prompt)}
             else:
                 data = {k: v for k, v in data.items() if k != "prefix"}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_turns_speculation_on(cls, data: Any) -> Any:
+        """``spec_method=…`` without ``spec``: speculation on (a method names a proposer to run)."""
+        if isinstance(data, dict) and data.get("spec_method") and "spec" not in data:
+            data = {**data, "spec": True}
         return data
 
     timing: Annotated[str, AfterValidator(_valid_timing)] = Field(
@@ -348,6 +376,8 @@ class Scenario(BaseModel):
             changes["gpu"] = gpu
             if self.gpu_price is not None:
                 changes["gpu_price"] = None
+            if self.gpu_power_w is not None:
+                changes["gpu_power_w"] = None  # a power cap is the user's for their GPU, as the price
         if tp is not None and tp != self.tp:
             changes["tp"] = tp
         return changes

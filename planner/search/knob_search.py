@@ -40,6 +40,7 @@ from planner.model.weight_plan import format_labels
 from planner.search.frontiers import FRONTIERS, frontier_points, with_frontiers
 from planner.search.grid import COLOCATED, DISAGGREGATED, PREFILL_POOL_BATCH, Base, score
 from planner.search.pools import PoolSizing, size_pool
+from planner.search.power_limit import OVER_POWER
 from planner.search.step_grid import TrafficStats
 from planner.sim.simulate import sim_inputs
 from planner.sim.slo import Slo
@@ -283,8 +284,11 @@ def _binding(p: PoolSizing) -> str:
     return p.below.worst.binding_text()
 
 
-def _confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: float) -> dict[str, Any]:
-    """One table row: the point's configuration and what the simulation found."""
+def _confirmed_row(
+    row: pd.Series, conf: Confirmation, rate: float, mean_out: float, limit_kw: float = 0.0
+) -> dict[str, Any]:
+    """One table row: the point's configuration and what the simulation found; the fleet's IT power at the
+    screened board power per GPU (``grid.colocated_power_w``), held to ``power_limit_kw`` when one is set."""
     out: dict[str, Any] = {k: row[k] for k in CONFIG_COLUMNS if k in row}
     out |= dict(
         analytic_gpus=row["gpus"], binding_analytic=row["binding"], simulations=sum(p.simulations for p in conf.pools)
@@ -314,8 +318,12 @@ def _confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: fl
         )
     cost = gpus * row["price_per_gpu_hour_usd"]
     per_hour = rate * mean_out * S_PER_HOUR
+    power_kw = float(gpus * row["fleet_power_kw"] / row["gpus"])  # the screened IT power per GPU × confirmed GPUs
+    over = limit_kw > 0 and not power_kw <= limit_kw
     return out | dict(
-        status=MEETS,
+        status=f"{OVER_POWER} ({power_kw:,.1f} kW > {limit_kw:,.1f} kW)" if over else MEETS,
+        power_per_gpu_w=row["power_per_gpu_w"],
+        fleet_power_kw=power_kw,
         gpus=gpus,
         cost_per_hour_usd=cost,
         cost_per_million_output_tokens_usd=cost / per_hour * TOKENS_PER_MTOK if per_hour > 0 else float("nan"),
@@ -363,6 +371,8 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
     "itl_q_s",
     "goodput_frac",
     "output_tokens_per_s_per_gpu",
+    "power_per_gpu_w",
+    "fleet_power_kw",
     "binding",
     "binding_analytic",
     "analytic_gpus",
@@ -372,9 +382,11 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
 )
 
 
-def confirmed_table(points: pd.DataFrame, confs: dict[int, Confirmation], rate: float, mean_out: float) -> pd.DataFrame:
-    """One row per confirmed candidate, those meeting the SLO cheapest first."""
-    rows = [_confirmed_row(points.iloc[int(p)], c, rate, mean_out) for p, c in confs.items()]
+def confirmed_table(
+    points: pd.DataFrame, confs: dict[int, Confirmation], rate: float, mean_out: float, limit_kw: float = 0.0
+) -> pd.DataFrame:
+    """One row per confirmed candidate, those meeting the SLO (and the power limit) cheapest first."""
+    rows = [_confirmed_row(points.iloc[int(p)], c, rate, mean_out, limit_kw) for p, c in confs.items()]
     table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
     table["meets"] = table["status"] == MEETS
     table = table.sort_values(
@@ -418,6 +430,9 @@ def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: fl
         f"{fmt_usd(best['cost_per_million_output_tokens_usd'])} per million output tokens; binding: "
         f"{best['binding']} (confirmed by simulation; screening model: {best['binding_analytic']})."
     )
+    if np.isfinite(best.get("fleet_power_kw", np.nan)):
+        limit = f" (limit {s.power_limit_kw:,.1f} kW)" if s.power_limit_kw > 0 else ""
+        text += f" Fleet IT power ≈ {best['fleet_power_kw']:,.1f} kW at the configured batch{limit}."
     if len(ok) > 1:
         nxt = ok.iloc[1]
         extra = nxt["cost_per_hour_usd"] / best["cost_per_hour_usd"] - 1.0 if best["cost_per_hour_usd"] > 0 else np.nan
@@ -469,7 +484,7 @@ def search_fleet(
     n = min(s.sim_requests, max_requests)
     seed_list = tuple(s.seed + k for k in range(seeds)) if trace is None or s.spec or "spec" in s.search else (s.seed,)
     confs = confirm_all(cands, s, catalog, trace, n, seed_list, workers, progress)
-    table = confirmed_table(scored.points, confs, stats.rate_per_s, stats.output_mean_tokens)
+    table = confirmed_table(scored.points, confs, stats.rate_per_s, stats.output_mean_tokens, s.power_limit_kw)
     ok = table.index[table["status"] == MEETS]
     return SearchResult(
         points=scored.points,
@@ -495,6 +510,12 @@ def _width(values, title: str) -> int:
     return max([len(title), *(len(str(v)) for v in values)]) + 2
 
 
+def _kw(row: pd.Series) -> str:
+    """The fleet's IT power column (8 wide; blank where unknown)."""
+    kw = row.get("fleet_power_kw", np.nan)
+    return f"{kw:>8,.1f}" if isinstance(kw, float) and np.isfinite(kw) else " " * 8
+
+
 def search_text(z: SearchResult) -> str:
     """The answer and the confirmed table for a terminal: GPU, layout, nodes, mode and the other knobs (text
     columns as wide as their content), then the fleet, the latencies and the decode step's communication share."""
@@ -506,17 +527,18 @@ def search_text(z: SearchResult) -> str:
         z.reason,
         "",
         f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}  {'mode':<{mw}}{'configuration':<{cw}}{'GPUs':>6}{'$/h':>10}"
-        f"{'$/Mtok':>8}{q + ' TTFT':>11}{q + ' ITL':>10}{'comm':>6}  binding / status",
+        f"{'$/Mtok':>8}{q + ' TTFT':>11}{q + ' ITL':>10}{'kW':>8}{'comm':>6}  binding / status",
     ]
     for (_, row), text in zip(z.table.iterrows(), knobs, strict=True):
         comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
         if row["status"] == MEETS:
             nums = (
                 f"{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}{row['cost_per_million_output_tokens_usd']:>8.3g}"
-                f"{row['ttft_q_s'] * MS_PER_S:>9.0f}ms{row['itl_q_s'] * MS_PER_S:>8.1f}ms{comm}  {row['binding']}"
+                f"{row['ttft_q_s'] * MS_PER_S:>9.0f}ms{row['itl_q_s'] * MS_PER_S:>8.1f}ms"
+                f"{_kw(row)}{comm}  {row['binding']}"
             )
         else:
-            nums = " " * 43 + f"{comm}  {row['status']}"
+            nums = " " * 43 + f"{_kw(row)}{comm}  {row['status']}"
         mark = "  ← best" if row["best"] else ""
         where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "
         lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}{mark}")

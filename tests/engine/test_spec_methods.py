@@ -121,3 +121,7 @@ def test_launch_flags_name_each_method(catalog):
     )
     assert mtp.argv[mtp.argv.index("--speculative-algorithm") + 1] == "EAGLE"  # NEXTN is an alias of EAGLE
     assert "--speculative-draft-model-path" not in mtp.argv
+
+
+def test_a_method_turns_speculation_on():
+    assert Scenario(spec_method="mtp").spec and not Scenario(spec_method="mtp", spec=False).spec

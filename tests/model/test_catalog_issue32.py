@@ -76,6 +76,7 @@ def test_llama_3_3_70b_fp8_dynamic_against_vllm_logs(catalog):
 def test_llama_3_3_70b_nvfp4_is_about_3_5x_smaller(catalog):
     """LMSYS: 'FP4-quantized Llama 3.3 70B models achieve a 3.5x reduction in model size' — the blocks' linear layers
     at 4.5 bits (an E4M3 scale per 16 + fp32 per tensor), the 1.05 B-entry embedding and LM head in bf16."""
+
     def total(ckpt: str) -> float:
         r = evaluate(Scenario(model="llama-3.3-70b", ckpt=ckpt, gpu="b200"), catalog)
         return r.metrics["weight_bytes_total"]
