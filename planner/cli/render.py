@@ -94,6 +94,37 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ],
         ),
         (
+            "Power and energy",
+            [
+                (
+                    "board power per GPU at this load",
+                    _power_text,
+                ),
+                (
+                    f"replica IT power (site at PUE {fmt_num(s.pue)})",
+                    lambda m: f"{fmt_num(m['replica_power_kw'])} kW ({fmt_num(m['replica_site_power_kw'])} kW)",
+                ),
+                ("energy per output token (GPU)", lambda m: f"{fmt_num(m['energy_per_output_token_j'])} J"),
+                (
+                    f"per million output tokens at {fmt_usd(s.electricity_usd_per_kwh)}/kWh",
+                    lambda m: (
+                        f"{fmt_num(m['kwh_per_million_output_tokens'])} kWh, "
+                        f"{fmt_usd(m['energy_cost_per_million_output_tokens_usd'])}"
+                    ),
+                ),
+            ]
+            + (
+                [
+                    (
+                        f"replicas within power_limit_kw = {fmt_num(s.power_limit_kw)}",
+                        lambda m: fmt_count(m["replicas_within_power_limit"]),
+                    )
+                ]
+                if s.power_limit_kw > 0
+                else []
+            ),
+        ),
+        (
             "Speculative decoding" + ("" if s.spec else " (off: what it would give)"),
             [
                 (
@@ -127,6 +158,13 @@ def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ],
         ),
     ]
+
+
+def _power_text(m: Metrics) -> str:
+    if not math.isfinite(m["power_per_gpu_w"]):
+        return "n/a (no published board power: give gpu_power_w)"
+    watts = [fmt_num(round(m[k])) for k in ("power_per_gpu_w", "prefill_power_per_gpu_w", "decode_power_per_gpu_w")]
+    return f"{watts[0]} W (prefill {watts[1]} W, decode {watts[2]} W)"
 
 
 def _ridge(m: Metrics) -> str:

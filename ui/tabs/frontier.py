@@ -60,13 +60,14 @@ TABLE_DISPLAY = CONFIG_DISPLAY | {
     "ttft_q_s": "TTFT (ms)",
     "itl_q_s": "ITL (ms)",
     "decode_comm_frac": COMM_HEADER,
+    "fleet_power_kw": "fleet IT power (kW)",
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
     "status": "status",
 }
 #: How each shown column is formatted (``ui.format.table``).
-TABLE_KINDS = CONFIG_KINDS | {"GPUs (screening model)": "count"}
+TABLE_KINDS = CONFIG_KINDS | {"GPUs (screening model)": "count", "fleet IT power (kW)": "num"}
 
 
 def _store(st: Any):
