@@ -263,15 +263,17 @@ class WeightFormat:
     def grouped(self) -> bool:
         return any(s.scale in ("group", "group_zero", "w4a8") for s in self.schemes)
 
-    def label(self) -> str:
-        """'fp8-block' for one format; 'attention bf16 · MLP nvfp4 · experts nvfp4 (q_a_proj … bf16)'."""
-        if self.is_uniform:
+    def label(self, experts: bool = True) -> str:
+        """'fp8-block' for one format; 'attention bf16 · MLP nvfp4 · experts nvfp4 (q_a_proj … bf16)' (without the
+        experts' part for a model that has none: ``experts=False``)."""
+        if self.is_uniform or (not experts and self.attention == self.mlp and not self.keep_16bit):
             return self.attention.key if self.attention.key != "none" else "bf16"
 
         def key(s: Scheme) -> str:
             return "bf16" if s.key == "none" else s.key
 
-        parts = [f"attention {key(self.attention)}", f"MLP {key(self.mlp)}", f"experts {key(self.experts)}"]
+        parts = [f"attention {key(self.attention)}", f"MLP {key(self.mlp)}"]
+        parts += [f"experts {key(self.experts)}"] if experts else []
         kept = f" (16-bit: {', '.join(sorted(self.keep_16bit))})" if self.keep_16bit else ""
         return " · ".join(parts) + kept
 

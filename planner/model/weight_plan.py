@@ -36,10 +36,11 @@ class ResolvedWeights:
     checkpoint: Checkpoint | None  # the published checkpoint the plan follows (None: the link's own format)
     modified: bool = False  # a component override departs from the checkpoint
     legacy: bool = False  # wdtype / quant set every component (rule 1)
+    has_experts: bool = True  # the model has routed experts (labels name their format)
 
     @property
     def label(self) -> str:
-        return self.fmt.label()
+        return self.fmt.label(self.has_experts)
 
     @property
     def short_label(self) -> str:
@@ -132,6 +133,7 @@ def resolve_weights(model: ModelSpec, s: Scenario) -> ResolvedWeights:
         checkpoint=checkpoint,
         modified=modified,
         legacy=legacy,
+        has_experts=model.is_moe,
     )
 
 
