@@ -1,4 +1,4 @@
-"""The headline row: eight numbers with units, each against its natural baseline.
+"""The headline row: nine numbers with units, each against its natural baseline.
 
 * KV bytes/token, max concurrency, TTFT, TPOT, tokens/s per GPU and GPU $/M output
   tokens: against the same scenario with multi-head attention (kv_heads = heads);
@@ -10,6 +10,8 @@
 * API prompt-cache saving: against no cache, in dollars per request — from the scenario's
   prompt layout when it has one (the Prompt layout tab's verdict, ``ui.prompt_source``),
   else from the sidebar's prefix and hit rate;
+* power per GPU: the board power at the scenario's load, with the energy and its electricity cost per million
+  output tokens under it (``planner.engine.power``; "not published" where the profile has no board power);
 * every one against the pinned baseline instead, when the link pins one (``base``).
 
 The two money figures are two cost models and say so: "GPU $" is the rental of the
@@ -36,7 +38,7 @@ from planner.studies.baseline import pinned_scenario
 from planner.studies.ridge import fmt_turn
 from ui.format import md_escape, md_text
 
-#: Keys of the eight cards (tests and the pinned-baseline hook find a card by its key, not its label).
+#: Keys of the nine cards (tests and the pinned-baseline hook find a card by its key, not its label).
 KEYS = ("kv", "concurrency", "ttft", "tpot", "tokens", "cost", "speculative", "cache", "power")
 #: Session key of the "use the best γ" button.
 BEST_GAMMA_KEY = "headline-best-gamma"
