@@ -111,7 +111,7 @@ def link_of(r: dict[str, str], prompt_scale: float) -> dict | None:
         **base,
         **layout,
         "gpu": GPUS[r["gpu_model"]],
-        "engine": "vllm",
+        "engine": "vllm@0.19",  # the profile nearest the measured vLLM 0.11.1 (the newest, 0.33, is the default)
         "batch": max(1, round(float(r["avg_batch_size"]))),
         "prompt": max(1, round(PROMPT_TOKENS[r["task"]] * prompt_scale)),
         "output": max(1, round(float(r["avg_output_len"]))),

@@ -172,12 +172,13 @@ class Dtypes:
     experts: str
     kvdtype: str
     keep_16bit: frozenset[str] = frozenset()
+    attn_dtype: str = "bf16"  # the attention math (FP8 with an fp8 KV cache: no measured kernel)
 
     @classmethod
     def of(cls, m: ModelSpec, s: Scenario) -> Dtypes:
         w = resolve_weights(m, s)
         f = w.fmt
-        return cls(f.attention.key, f.mlp.key, f.experts.key, w.kvdtype, f.keep_16bit)
+        return cls(f.attention.key, f.mlp.key, f.experts.key, w.kvdtype, f.keep_16bit, w.attn_dtype)
 
 
 def _gemm_dtype(key: str) -> str:
@@ -233,6 +234,8 @@ def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes
         unsupported = "an MLA geometry no MLA table measures"
     elif s.keep_16bit:
         unsupported = "a checkpoint's 16-bit matrices beside quantised ones have no kernel table mapping"
+    elif s.attn_dtype == "fp8":
+        unsupported = "FP8 attention math has no measured attention kernel"
     elif s.kvdtype not in KV_DTYPE:
         unsupported = f"{s.kvdtype} KV cache has no measured attention kernel"
     return Shapes(

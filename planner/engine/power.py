@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # engine.inputs builds its power fields with ``power_fields``
     from planner.engine.roofline import StepCost
 
 #: (a, b_c, b_m) of u = a + b_c · u_c + b_m · u_m (module doc); benchmarks/power_fit.py prints the fit.
-POWER_COEFFS = (0.615, 0.968, 0.0)
+POWER_COEFFS = (0.615, 0.931, 0.0)
 J_PER_KWH = 3.6e6
 TOKENS_PER_MTOK = 1e6
 

@@ -114,10 +114,13 @@ def test_launch_flags_name_each_method(catalog):
         "num_speculative_tokens": 1,
     }
     assert config(spec_method="ngram")["prompt_lookup_max"] == 4
-    sg = launch_command(resolve(Scenario(spec=True, spec_method="eagle3"), catalog), "sglang").argv
+    # another engine's command is spelt for its newest version in the catalog (issue 27)
+    sg = launch_command(resolve(Scenario(spec=True, spec_method="eagle3"), catalog), "sglang", catalog).argv
     assert sg[sg.index("--speculative-algorithm") + 1] == "EAGLE3"
     mtp = launch_command(
-        resolve(Scenario(model="deepseek-r1", gpu="h200", tp=8, spec=True, spec_method="mtp"), catalog), "sglang"
+        resolve(Scenario(model="deepseek-r1", gpu="h200", tp=8, spec=True, spec_method="mtp"), catalog),
+        "sglang",
+        catalog,
     )
     assert mtp.argv[mtp.argv.index("--speculative-algorithm") + 1] == "EAGLE"  # NEXTN is an alias of EAGLE
     assert "--speculative-draft-model-path" not in mtp.argv

@@ -183,7 +183,12 @@ def test_launch_serves_the_checkpoint_the_plan_follows(catalog):
     ds = cmd(model="deepseek-r1", ckpt="nvfp4", gpu="b200", tp=8)
     assert ds.argv[2] == "nvidia/DeepSeek-R1-0528-FP4-v2"
     assert ds.argv[ds.argv.index("--kv-cache-dtype") + 1] == "fp8"  # the FP8 KV the checkpoint ships
-    sg = launch_command(resolve(Scenario(model="deepseek-r1", ckpt="nvfp4", gpu="b200", tp=8), catalog), "sglang")
+    sg = launch_command(
+        resolve(Scenario(model="deepseek-r1", ckpt="nvfp4", gpu="b200", tp=8), catalog), "sglang", catalog
+    )
     assert "nvidia/DeepSeek-R1-0528-FP4-v2" in sg.argv and sg.argv[sg.argv.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
     old = cmd(model="llama-3.1-8b", wdtype="fp8")  # quantised at load time, as before
-    assert old.argv[old.argv.index("--quantization") + 1] == "fp8"
+    # spelt for the scenario's vLLM 0.33 (issue 27's [launch] fp8_quantization: 'fp8' is deprecated online)
+    assert old.argv[old.argv.index("--quantization") + 1] == "fp8_per_tensor"
+    old19 = cmd(model="llama-3.1-8b", wdtype="fp8", engine="vllm@0.19")
+    assert old19.argv[old19.argv.index("--quantization") + 1] == "fp8"

@@ -1,43 +1,33 @@
 """KV-cache formats and attention math per engine (planner/model/quant_support.py): vLLM's per-token-head INT8/FP8
-KV (inline fp32 scale, 16-byte slot) from vLLM 0.23, FP8 attention with an fp8 KV cache on Hopper / Blackwell."""
+KV (inline fp32 scales for K and V, 8 B per token and head) from vLLM 0.23, FP8 attention with an fp8 KV cache on
+Hopper / Blackwell."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from planner.engine.evaluate import evaluate
 from planner.errors import ScenarioError
-from planner.model.catalog import ENGINE_PROFILES, data_dirs, load_catalog
 from planner.model.scenario import Scenario
 
 
-@pytest.fixture(scope="module")
-def newer_vllm(tmp_path_factory):
-    """The shipped profiles plus a vLLM 0.33 one (0.19's constants under a newer version: the KV rules under test
-    are version gates, not constants)."""
-    root = tmp_path_factory.mktemp("engines")
-    (root / "vllm").mkdir()
-    text = (Path(str(data_dirs(ENGINE_PROFILES)[0])) / "vllm" / "0.19.toml").read_text()
-    (root / "vllm" / "0.33.toml").write_text(text.replace('version = "0.19.0"', 'version = "0.33.0"'))
-    return load_catalog(engine_dir=[data_dirs(ENGINE_PROFILES)[0], root])
-
-
-def test_per_token_head_int8_kv_holds_an_inline_scale_per_token_and_head(newer_vllm):
-    """flashinfer-ai/flashinfer#3617 on vLLM's layout: 'The fp8-per-token-head KV cache quantization generates an
-    FP32 scale for each head … the scales are stored inline within the KV cache and aligned to 16 bytes'
-    (#5272: 'an inline slot (last dim head_dim + 16)').  Llama-3.1-8B: 32 layers · 2 · 8 heads · (128 + 16) B."""
-    m = evaluate(Scenario(kvdtype="int8_per_token_head", engine="vllm@0.33"), newer_vllm).metrics
-    assert m["kv_bytes_per_token"] == 32 * 2 * 8 * (128 + 16)
-    bf16 = evaluate(Scenario(engine="vllm@0.33"), newer_vllm).metrics
-    assert bf16["kv_capacity_tokens"] / m["kv_capacity_tokens"] == pytest.approx(144 / 256, rel=0.01)
+def test_per_token_head_int8_kv_holds_an_inline_scale_per_token_and_head(catalog):
+    """vLLM 0.33.0 v1/attention/backends/triton_attn.py:306-318 customize_spec: content = (hk + hv) · 1 + 2 · 4 — int8
+    K and V values with one inline fp32 scale each per token and head (issue 27's reading of the engine's page size;
+    it replaces issue 32's 16-byte slot per K and per V, taken from a FlashInfer issue).  Llama-3.1-8B: 32 layers ·
+    8 KV heads · (2 · 128 + 8) B = 67,584 B per token, the same as vLLM 0.33's plain ``int8``."""
+    m = evaluate(Scenario(kvdtype="int8_per_token_head", engine="vllm@0.33"), catalog).metrics
+    assert m["kv_bytes_per_token"] == 32 * 8 * (2 * 128 + 8)
+    assert evaluate(Scenario(kvdtype="int8", engine="vllm@0.33"), catalog).metrics["kv_bytes_per_token"] == 67_584
+    bf16 = evaluate(Scenario(engine="vllm@0.33"), catalog).metrics
+    # bf16: 2 · 128 · 2 B = 512 B per token and head against 264 B: the pool holds 512 / 264 × the tokens
+    assert bf16["kv_capacity_tokens"] / m["kv_capacity_tokens"] == pytest.approx(264 / 512, rel=0.01)
 
 
 @pytest.mark.parametrize(
     "link, words",
     [
-        (dict(kvdtype="int8_per_token_head"), "vLLM has it from 0.23"),
+        (dict(kvdtype="int8_per_token_head", engine="vllm@0.19"), "vLLM has it from 0.23"),  # the default is 0.33
         (dict(kvdtype="fp8_per_token_head", engine="sglang"), "SGLang has no per-token-head"),
         (dict(kvdtype="int8_per_token_head", model="deepseek-v3", gpu="h200", tp=8), "does not serve MLA"),
         (dict(attn_dtype="fp8"), "FP8 attention reads an fp8 KV cache"),
