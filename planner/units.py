@@ -35,10 +35,13 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1.0,
     "int4": 0.5,
     "fp4": 0.5,
+    # vLLM's per-token-head KV payload (its inline scale: planner.model.quantization.kv_bytes_per_element)
+    "int8_per_token_head": 1.0,
+    "fp8_per_token_head": 1.0,
 }
 
 WEIGHT_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4", "fp4")
-KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
+KV_DTYPES = ("bf16", "fp16", "fp8", "int8", "int8_per_token_head", "fp8_per_token_head")
 
 #: Activations are kept in 16-bit in every serving stack we model.
 ACTIVATION_BYTES = 2.0

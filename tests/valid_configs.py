@@ -9,6 +9,8 @@ from typing import Any
 
 from planner.engine.validity import valid_tps
 from planner.model.catalog import Catalog
+from planner.model.quant_support import weight_support
+from planner.model.quantization import scheme_for
 
 
 def valid_kw(kw: dict[str, Any], catalog: Catalog) -> dict[str, Any]:
@@ -16,6 +18,11 @@ def valid_kw(kw: dict[str, Any], catalog: Catalog) -> dict[str, Any]:
     raised to the batch, and output then prompt shortened to fit the context window."""
     kw = dict(kw)
     model = catalog.models[kw.get("model", "llama-3.1-8b")]
+    gpu = catalog.profile(kw.get("gpu", "h100-sxm"))
+    if kw.get("wdtype") and gpu is not None:  # a format the engine runs on this GPU (quant_support)
+        scheme = scheme_for(kw["wdtype"], kw.get("quant", ""))
+        if not weight_support(kw.get("engine", "vllm"), scheme.key, gpu).runs:
+            kw["wdtype"], kw["quant"] = "bf16", ""
     draft = catalog.models.get(kw.get("draft", "")) if kw.get("spec") else None
     group = kw.get("qgroup", 128) if kw.get("wdtype") == "int4" else 0
     tps = valid_tps(model, group, draft)

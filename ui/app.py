@@ -28,6 +28,7 @@ from planner.export import frame_to_csv
 from planner.model.catalog import Catalog, load_catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import resolve_weights
 from planner.prompts.layout_report import LayoutReport
 from planner.studies.compare import compare_gpus
 from planner.studies.explain import ExplainItem, explain
@@ -127,8 +128,8 @@ def header(scenario: Scenario, result: Result | None, cat: Catalog) -> None:
         instance = Layout(scenario.tp, scenario.pp, scenario.ep, scenario.dp).on(r.gpu.name)
         st.caption(
             md_escape(
-                f"{r.model.name} · {r.model.attention_kind}, {heads} · weights {scenario.wdtype}, "
-                f"KV cache {scenario.kvdtype} · {instance} · {r.engine.label}"
+                f"{r.model.name} · {r.model.attention_kind}, {heads} · "
+                f"{resolve_weights(r.model, r.scenario).describe()} · {instance} · {r.engine.label}"
             )
         )
         st.caption(md_escape(f"Times: {result.time_basis}"))

@@ -1,4 +1,4 @@
-"""The headline row: eight numbers with units, each against its natural baseline.
+"""The headline row: nine numbers with units, each against its natural baseline.
 
 * KV bytes/token, max concurrency, TTFT, TPOT, tokens/s per GPU and GPU $/M output
   tokens: against the same scenario with multi-head attention (kv_heads = heads);
@@ -10,6 +10,8 @@
 * API prompt-cache saving: against no cache, in dollars per request — from the scenario's
   prompt layout when it has one (the Prompt layout tab's verdict, ``ui.prompt_source``),
   else from the sidebar's prefix and hit rate;
+* power per GPU: the board power at the scenario's load, with the energy and its electricity cost per million
+  output tokens under it (``planner.engine.power``; "not published" where the profile has no board power);
 * every one against the pinned baseline instead, when the link pins one (``base``).
 
 The two money figures are two cost models and say so: "GPU $" is the rental of the
@@ -47,8 +49,8 @@ from planner.studies.baseline import pinned_scenario
 from planner.studies.ridge import fmt_turn
 from ui.format import md_escape, md_text
 
-#: Keys of the eight cards (tests and the pinned-baseline hook find a card by its key, not its label).
-KEYS = ("kv", "concurrency", "ttft", "tpot", "tokens", "cost", "speculative", "cache")
+#: Keys of the nine cards (tests and the pinned-baseline hook find a card by its key, not its label).
+KEYS = ("kv", "concurrency", "ttft", "tpot", "tokens", "cost", "speculative", "cache", "power")
 #: Session key of the "use the best γ" button.
 BEST_GAMMA_KEY = "headline-best-gamma"
 
@@ -241,6 +243,7 @@ def headline_items(
         _cost_item(result, mha, fits, no_fit),
         _speculative_item(result, fits),
         _cache_item(result, layout),
+        power_item(result, fits, no_fit),
     ]
     if s.base:  # the pinned baseline's deltas replace the speedup's (when it runs) and the saving's own baselines
         if s.spec:
@@ -273,6 +276,46 @@ COST_LABEL = "GPU $ / M output tokens"
 #: The headline's throughput: the first words of its one name (``planner.engine.metrics.label``: what fits a
 #: card); its help starts with the whole name.
 TOKENS_LABEL = "Output tok/s per GPU"
+
+POWER_LABEL = "Power per GPU"
+
+
+def power_item(result: Result, fits: bool, no_fit: str) -> Headline:
+    """Board power per GPU at the scenario's load, with the energy and its cost per million output tokens
+    (``planner.engine.power``)."""
+    m = result.metrics
+    s = result.resolved.scenario
+    watts = float(m["power_per_gpu_w"])
+    if not math.isfinite(watts):
+        return Headline(
+            POWER_LABEL,
+            "not published",
+            help="This GPU profile has no published board power (its tdp_source says so): give the board power "
+            "under Advanced (gpu_power_w).",
+            key="power",
+            muted=True,
+        )
+    energy = (
+        f"{fmt_num(m['kwh_per_million_output_tokens'])} kWh, "
+        f"{fmt_usd(m['energy_cost_per_million_output_tokens_usd'])} / M tokens"
+    )
+    limit = ""
+    if s.power_limit_kw > 0:
+        within = fmt_count(m["replicas_within_power_limit"])
+        limit = f" Within power_limit_kw = {fmt_num(s.power_limit_kw)}: {within} replicas."
+    return Headline(
+        POWER_LABEL,
+        f"{fmt_num(round(watts))} W" if fits else no_fit,
+        delta_description=energy if fits else None,
+        help=f"Board power of one GPU at this load: idle + (TDP − idle) × utilisation, prefill "
+        f"({fmt_num(round(float(m['prefill_power_per_gpu_w'])))} W, {fmt_pct(m['prefill_time_frac'])} of the time) and "
+        f"decode ({fmt_num(round(float(m['decode_power_per_gpu_w'])))} W) time-weighted; fitted to ML.ENERGY's "
+        f"measured vLLM runs (docs/model.md §13). Replica IT power {fmt_num(m['replica_power_kw'])} kW with the "
+        f"server's share, site {fmt_num(m['replica_site_power_kw'])} kW at PUE {fmt_num(s.pue)}; "
+        f"{fmt_num(m['energy_per_output_token_j'])} J per output token (GPU); electricity at "
+        f"{fmt_usd(s.electricity_usd_per_kwh)}/kWh.{limit}",
+        key="power",
+    )
 
 
 def _cost_item(result: Result, mha: Result | None, fits: bool, no_fit: str) -> Headline:

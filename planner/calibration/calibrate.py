@@ -48,6 +48,7 @@ from planner.model.engine_timing import (
 )
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU
+from planner.model.weight_plan import resolve_weights
 from planner.units import US_PER_S
 
 #: parameter → (transform, prior sd in u units): how far the data may move it from the profile
@@ -145,7 +146,8 @@ def calibrate(runs: Sequence[ServingRun], base: Scenario, catalog: Catalog) -> C
     assert gpu is not None and engine is not None  # resolved by PointSet
     t = timing_for(gpu, base.with_changes(timing=""), engine.timing)
     start = asdict(t)
-    eight = compute_dtype(base.wdtype, gpu) != "bf16"
+    model = catalog.models.get(base.model)
+    eight = compute_dtype(resolve_weights(model, base).wdtype if model else base.wdtype or "bf16", gpu) != "bf16"
     names = _names(eight)
     kinds = [FITTED["matmul_frac" if n == "matmul_frac_8bit" else n] for n in names]
     u0 = np.array([float(to_u(k[0], max(start[n], MIN_OVERHEAD_S))) for n, k in zip(names, kinds, strict=True)])

@@ -35,6 +35,7 @@ from planner.engine.roofline import batched_prefill, decode, prefill
 from planner.model.catalog import Catalog
 from planner.model.engine_timing import OVERRIDE_LETTERS, EngineTiming, gpu_family, link_kind
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import resolve_weights
 
 Kind = Literal["ttft", "tpot", "throughput", "e2e_latency", "serving_ttft", "serving_tpot"]
 KINDS: tuple[Kind, ...] = ("ttft", "tpot", "throughput", "e2e_latency", "serving_ttft", "serving_tpot")
@@ -70,7 +71,7 @@ class PointSet:
             neutral = r.engine.model_copy(update={"timing": EngineTiming()})
             xs.append(from_specs(r.gpu, r.model, p.scenario, r.draft, neutral))
             latency.append(r.gpu.collective_latency_s)
-            eight.append(compute_dtype(p.scenario.wdtype, r.gpu) != "bf16")
+            eight.append(compute_dtype(resolve_weights(r.model, p.scenario).wdtype, r.gpu) != "bf16")
             pcie.append(link_kind(r.gpu) == "pcie")
             fams.append(gpu_family(r.gpu))
         self.base = stack_inputs(xs)

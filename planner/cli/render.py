@@ -20,6 +20,7 @@ from planner.links import FIELDS, to_query
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import resolve_weights
 
 
 def scenario_row(scenario: Scenario, catalog: Catalog) -> dict[str, Any]:
@@ -125,6 +126,37 @@ def _serving_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ],
         ),
         (
+            "Power and energy",
+            [
+                (
+                    "board power per GPU at this load",
+                    _power_text,
+                ),
+                (
+                    f"replica IT power (site at PUE {fmt_num(s.pue)})",
+                    lambda m: f"{fmt_num(m['replica_power_kw'])} kW ({fmt_num(m['replica_site_power_kw'])} kW)",
+                ),
+                ("energy per output token (GPU)", lambda m: f"{fmt_num(m['energy_per_output_token_j'])} J"),
+                (
+                    f"per million output tokens at {fmt_usd(s.electricity_usd_per_kwh)}/kWh",
+                    lambda m: (
+                        f"{fmt_num(m['kwh_per_million_output_tokens'])} kWh, "
+                        f"{fmt_usd(m['energy_cost_per_million_output_tokens_usd'])}"
+                    ),
+                ),
+            ]
+            + (
+                [
+                    (
+                        f"replicas within power_limit_kw = {fmt_num(s.power_limit_kw)}",
+                        lambda m: fmt_count(m["replicas_within_power_limit"]),
+                    )
+                ]
+                if s.power_limit_kw > 0
+                else []
+            ),
+        ),
+        (
             "Speculative decoding" + ("" if s.spec else " (off: what it would give)"),
             [
                 (
@@ -158,6 +190,13 @@ def _serving_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ],
         ),
     ]
+
+
+def _power_text(m: Metrics) -> str:
+    if not math.isfinite(m["power_per_gpu_w"]):
+        return "n/a (no published board power: give gpu_power_w)"
+    watts = [fmt_num(round(m[k])) for k in ("power_per_gpu_w", "prefill_power_per_gpu_w", "decode_power_per_gpu_w")]
+    return f"{watts[0]} W (prefill {watts[1]} W, decode {watts[2]} W)"
 
 
 def _ridge(m: Metrics) -> str:
@@ -196,13 +235,14 @@ def scenario_text(result: Result) -> str:
     r, m = result.resolved, result.metrics
     s = r.scenario
     given = {k: v for k, v in to_query(s).items() if k != "v"}
+    w = resolve_weights(r.model, s)
     lines = [
-        f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · weights {s.wdtype}, "
-        f"KV cache {s.kvdtype} · "
+        f"{r.model.name} on {Layout(s.tp, s.pp, s.ep, s.dp).on(r.gpu.name)} · {w.describe()} · "
         f"{r.engine.label} (engine={r.engine.key})",
         f"times: {result.time_basis}",
         "inputs: " + (", ".join(f"{k}={v}" for k, v in given.items()) if given else "the defaults"),
     ]
+    lines += [f"note: {n}" for n in r.notes]  # defaults moved, replicated KV heads, how the engine runs the formats
     sections = _sections(s)
     width = max(len(label) for _, items in sections for label, _ in items)
     for k, (title, items) in enumerate(sections):

@@ -26,6 +26,7 @@ from planner.model.engine_memory import GpuMemoryTier, StaticFraction
 from planner.model.engine_profile import EngineProfile
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
+from planner.model.weight_plan import resolve_weights
 from planner.units import MiB
 
 #: The sizes SGLang captures prefill CUDA graphs at, before the cut at max_bs (cuda_graph_hook.py:480-497).
@@ -108,6 +109,12 @@ def mem_util_in_force(engine: EngineProfile, gpu: GPU, model: ModelSpec, s: Scen
     return engine.memory.default_mem_util
 
 
+def sglang_ngram(s: Scenario) -> bool:
+    """SGLang proposes by n-gram lookup: ``spec_method=ngram``, or speculation priced by a cost ratio (no method, no
+    draft preset: the launch command's draft-free NGRAM)."""
+    return s.spec and (s.spec_method == "ngram" or (not s.spec_method and not s.draft))
+
+
 def block_in_force(engine: EngineProfile, gpu: GPU, model: ModelSpec, s: Scenario) -> int:
     """The scenario's ``block``, else the block (page) the engine version picks (module doc)."""
     if s.block is not None:
@@ -117,10 +124,10 @@ def block_in_force(engine: EngineProfile, gpu: GPU, model: ModelSpec, s: Scenari
     if mem.block_rule == "vllm_backend" and model.is_mla:
         if major == 10:
             return FLASHINFER_MLA_BLOCK
-        if major == 9 and s.kvdtype == "fp8":
+        if major == 9 and resolve_weights(model, s).kvdtype == "fp8":
             return FLASHMLA_BLOCK
     if mem.block_rule == "sglang_backend" and major == 10 and not model.is_mla:
-        ngram = s.spec and not s.draft  # NGRAM leaves the top-k unset: flashinfer or triton, page 1
+        ngram = sglang_ngram(s)  # NGRAM leaves the top-k unset: flashinfer or triton, page 1
         if not ngram:
             return TRTLLM_MHA_PAGE
     return mem.default_block_tokens

@@ -15,15 +15,17 @@ from pydantic import ValidationError
 
 from planner.engine import parallel
 from planner.engine.chunked import chunked_prefill
-from planner.engine.inputs import EngineInputs, MetricValue, broadcast_shape, from_specs
+from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_shape, from_specs
 from planner.engine.kernel_basis import basis_for
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
+from planner.engine.power import power_metrics
 from planner.engine.prefix_reuse import prefix_cache_metrics
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
 from planner.engine.saturation import max_throughput
+from planner.engine.spec_rules import spec_defaults, spec_problems
 from planner.engine.speculative import speculative
-from planner.engine.validity import config_problems, fit_defaults, kv_replication_note
+from planner.engine.validity import config_problems, fit_defaults, format_notes, format_problems, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.catalog import Catalog
 from planner.model.custom_model import decode_model
@@ -99,10 +101,15 @@ def _checked(r: Resolved) -> Resolved:
     """``r`` with its defaults fitted to what the user typed, or ScenarioError naming each rule the
     engine would refuse (``planner.engine.validity``)."""
     s, notes = fit_defaults(r.scenario, r.model)
-    problems = config_problems(r.model, s, r.draft if s.spec else None)
+    s, spec_notes = spec_defaults(s, r.model)
+    notes += spec_notes
+    problems = config_problems(r.model, s, r.draft if s.spec else None) + spec_problems(r.model, s)
+    if not problems:
+        problems = format_problems(r.model, s, r.gpu, r.engine.key, r.engine.version)
     if problems:
         raise ScenarioError(problems)
     replicated = kv_replication_note(r.model, s.tp)
+    notes += format_notes(r.model, s, r.gpu, r.engine.key)
     return replace(r, scenario=s, notes=tuple(notes) + ((replicated,) if replicated else ()))
 
 
@@ -199,6 +206,8 @@ def _compute(x: EngineInputs) -> dict[str, MetricValue]:
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
     out.update(_rates(x, out["ttft_s"], tpot))
+    # power: the step mix of the same times as the rates (the headline TTFT, prefix-cache hits included)
+    out.update(power_metrics(x, pre, dec, out["ttft_s"], tpot, out["output_tokens_per_s"], _replica_gpus(x)))
     out.update(prompt_cache(x))
     out.update(
         decode_overhead_s=dec.overhead_s,  # the efficiency terms in force (docs/model.md §4)
@@ -225,6 +234,11 @@ def _layout_metrics(x: EngineInputs, dec, out: dict[str, MetricValue]) -> dict[s
     )
 
 
+def _replica_gpus(x: EngineInputs) -> Array:
+    """GPUs of one replica: tp, or tp × dp × pp for a parallel layout."""
+    return x.tp if parallel.plain_layout(x) else parallel.gpus_per_instance(x)
+
+
 def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     """Throughput, cost and latency (docs/model.md §10); ``ttft``: the idle prefill expected over the GPUs'
     prefix-cache hits (``prefix_reuse``), the time each request's prefill holds the replica.
@@ -247,7 +261,7 @@ def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     """
     decode_rate = x.batch / tpot
     plain = parallel.plain_layout(x)
-    gpus = x.tp if plain else parallel.gpus_per_instance(x)
+    gpus = _replica_gpus(x)
     # a prompt holds the instance for TTFT; pipelined stages and dp ranks prefill several at once
     held = ttft if plain else ttft * parallel.layer_imbalance(x) / (x.pp * x.dp)
     decode_share_s = x.output_tokens * tpot / x.batch

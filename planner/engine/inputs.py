@@ -18,6 +18,8 @@ import numpy.typing as npt
 
 from planner.engine.defaults import block_in_force, mem_util_in_force
 from planner.engine.kernel_basis import Basis, basis_for
+from planner.engine.power_inputs import engine_power_fields
+from planner.engine.weight_inputs import WeightRates, allocated, weight_rates
 from planner.model.api_pricing import (
     CACHE_READ_MULTIPLIER,
     CACHE_WRITE_MULTIPLIER,
@@ -49,9 +51,18 @@ from planner.model.params import (
     param_counts,
     state_bytes_per_sequence,
 )
-from planner.model.quantization import FP8_BLOCK, Scheme, scheme_for, weight_layout
+from planner.model.quantization import (
+    WEIGHT_16BIT_BYTES,
+    WeightFormat,
+    WeightLayout,
+    kv_bytes_per_element,
+    scheme_for,
+    weight_layout,
+)
 from planner.model.scenario import Scenario
+from planner.model.spec_methods import DraftShape, eagle3_head, eagle_head, mtp_layers_shape
 from planner.model.specs import GPU, ModelSpec
+from planner.model.weight_plan import resolve_weights
 from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
 
 
@@ -69,8 +80,8 @@ def weight_bytes_per_param(wdtype: str, quant: str = "", group: int = 128, model
 
 
 def compute_dtype(wdtype: str, gpu: GPU) -> str:
-    """Tensor-core dtype of the matmuls: fp8/int8/fp4 weights run in that dtype where
-    the chip has it; weight-only int4 (W4A16) and everything else run in bf16."""
+    """Tensor-core dtype of the matmuls of one weight dtype where the chip has it, else bf16 (a user's calibration
+    points and sidebar hints; the engine's per-component rule is ``planner.engine.weight_inputs``)."""
     if wdtype in ("fp8", "int8", "fp4") and wdtype in gpu.peak_flop_per_s:
         return wdtype
     return "bf16"
@@ -93,6 +104,12 @@ class EngineInputs:
     link_bytes_per_s: Array
     collective_latency_s: Array
     price_per_gpu_hour_usd: Array
+    tdp_w: Array  # board power limit (the scenario's gpu_power_w cap, else the profile's; NaN: not published)
+    idle_w: Array  # idle board power (published, else DEFAULT_IDLE_FRAC × TDP)
+    host_power_w_per_gpu: Array  # the server's non-GPU nameplate share per GPU (0: not published)
+    pue: Array
+    electricity_usd_per_kwh: Array
+    power_limit_w: Array  # 0: none
     compute_memory_overlap: Array  # o: per operator group max(c, m) + (1 − o)·min(c, m)
     attention_compute_frac: Array  # attention FLOP/s ÷ peak′
     attention_bandwidth_frac: Array  # attention bytes/s ÷ bw′
@@ -121,8 +138,10 @@ class EngineInputs:
     attention_dim_decode: Array
     activation_elements_per_token_per_layer: Array
     state_bytes_per_sequence: Array  # fixed recurrent state of the state layers, one sequence, all GPUs
-    # dtypes
+    # dtypes (planner/engine/weight_inputs.py: the dense part's and the routed experts' own)
     weight_bytes_per_param: Array
+    expert_weight_bytes_per_param: Array
+    expert_peak_flop_per_s: Array  # the routed experts' tensor-core peak (their compute dtype)
     kv_bytes_per_element: Array
     # deployment and workload
     tp: Array
@@ -150,6 +169,11 @@ class EngineInputs:
     draft_kv_elements_per_token_per_layer: Array
     draft_attention_dim: Array
     draft_activation_elements_per_token_per_layer: Array
+    draft_kv_sharded: Array  # 1: the proposer's KV heads split over tp (0: an MLA latent, MTP of DeepSeek)
+    draft_moe_layers: Array  # a proposer with routed experts (MTP layers of an MoE model)
+    draft_experts: Array
+    draft_experts_per_token: Array
+    draft_expert_params: Array
     # prompt caching
     cache_hit_rate: Array
     gpu_hit_rate: Array  # share of requests whose prefix the GPUs' prefix cache holds (engine/prefix_reuse.py)
@@ -360,31 +384,33 @@ def sglang_swa_ratio(mem: EngineMemory, model: ModelSpec) -> float:
 
 
 def kv_element_bytes(kvdtype: str, model: ModelSpec, mem: EngineMemory) -> float:
-    """Bytes per cached K or V element: the KV dtype's, plus an int8 cache's per-token-head scales spread over
-    the head's elements (vLLM int8_per_token_head: 8 B of scales per token and head for 2 · head_dim values)."""
+    """Bytes per cached K or V element: the KV dtype's, plus a per-token-head cache's scales spread over the head's
+    elements (vLLM int8_per_token_head / fp8_per_token_head: 8 B of scales per token and head for 2 · head_dim
+    values, ``quantization.kv_bytes_per_element``; the plain ``int8`` a version spells int8_per_token_head, vLLM
+    0.33, costs its profile's ``int8_kv_scale_bytes``)."""
+    if kvdtype.endswith("_per_token_head"):
+        return kv_bytes_per_element(kvdtype, model.head_dim)
     element = DTYPE_BYTES[kvdtype]
     if kvdtype == "int8" and mem.int8_kv_scale_bytes and not model.is_mla:
         element += mem.int8_kv_scale_bytes / (2 * model.head_dim)
     return element
 
 
-def _kv_layout_fields(model: ModelSpec, s: Scenario, mem: EngineMemory, draft: ModelSpec) -> dict[str, float]:
-    """The KV cache's element size and how the engine lays out window layers (vLLM's hybrid manager, SGLang's
-    window pool, chunked local attention)."""
+def _kv_layout_fields(model: ModelSpec, s: Scenario, mem: EngineMemory, kvdtype: str) -> dict[str, float]:
+    """The KV cache's element size (``kvdtype``: the one in force, ``weight_plan.resolve_weights``) and how the
+    engine lays out window layers (vLLM's hybrid manager, SGLang's window pool, chunked local attention)."""
     return dict(
-        kv_bytes_per_element=kv_element_bytes(s.kvdtype, model, mem),
+        kv_bytes_per_element=kv_element_bytes(kvdtype, model, mem),
         hybrid_kv=1.0 if s.hybrid_kv else 0.0,
         chunked_local=1.0 if _chunked_local(model) else 0.0,
         swa_ratio=sglang_swa_ratio(mem, model) if s.hybrid_kv else 0.0,
-        draft_kv_heads=draft.kv_heads,
-        draft_vocab=draft.vocab,
     )
 
 
-def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSpec | None) -> dict[str, float]:
-    """The weights as vLLM stores them (``planner.model.quantization``); the draft in 16 bit."""
-    w = weight_layout(model, scheme, s.qgroup)
-    d = weight_layout(draft or model, scheme_for("bf16"))
+def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None, s: Scenario) -> dict[str, float]:
+    """The weights as vLLM stores them (``planner.model.quantization``); a draft preset in 16 bit, a method's head
+    as ``planner.model.spec_methods`` holds it."""
+    w = weight_layout(model, fmt)
     moe = moe_layers(model)
     forward_ffn = model.ffn if model.layers > moe else model.shared_experts * model.moe_ffn
     return dict(
@@ -398,15 +424,40 @@ def _weight_fields(model: ModelSpec, scheme: Scheme, s: Scenario, draft: ModelSp
         moe_ffn=model.moe_ffn,
         dense_layers_count=model.layers - moe,
         forward_ffn=forward_ffn,
-        quant_group=float(s.qgroup) if scheme.scale in ("group", "group_zero") else 0.0,
-        draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * 2.0 if draft is not None else 0.0,
-        draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * 2.0 if draft is not None else 0.0,
+        quant_group=float(fmt.group) if fmt.grouped else 0.0,
+        **_draft_weight_fields(model, draft, s, w),
     )
 
 
-def _layout_fields(gpu: GPU, model: ModelSpec, scheme: Scheme, s: Scenario, t: ResolvedTiming) -> dict[str, float]:
+def _draft_weight_fields(
+    model: ModelSpec, draft: ModelSpec | None, s: Scenario, layout: WeightLayout
+) -> dict[str, float]:
+    b16 = WEIGHT_16BIT_BYTES
+    if s.spec_method in ("eagle", "eagle3", "mtp"):
+        stored = (layout.quantized_bytes + (layout.other_params + layout.embedding_stored_params) * b16) / max(
+            layout.quantized_params + layout.other_params + layout.embedding_stored_params, 1.0
+        )
+        head = _method_head(s, model, stored)
+        if head is None:
+            return dict(draft_weight_bytes_split=0.0, draft_weight_bytes_replicated=0.0)
+        return dict(
+            draft_weight_bytes_split=head.held_split_params * head.held_bytes_per_param,
+            draft_weight_bytes_replicated=head.held_replicated_params * b16,
+        )
+    if draft is None or s.spec_method not in ("", "draft_model"):
+        return dict(draft_weight_bytes_split=0.0, draft_weight_bytes_replicated=0.0)
+    d = weight_layout(draft, scheme_for("bf16"))
+    return dict(
+        draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * b16,
+        draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * b16,
+    )
+
+
+def _layout_fields(
+    gpu: GPU, model: ModelSpec, fmt: WeightFormat, rates: WeightRates, s: Scenario, t: ResolvedTiming
+) -> dict[str, float]:
     """The parallel layout, the network beyond the node and the weight groups layouts split differently."""
-    groups = weight_groups(model, scheme, s.qgroup)
+    groups = weight_groups(model, fmt)
     default_imbalance = EP_IMBALANCE_EPLB if s.eplb else EP_IMBALANCE_NO_EPLB
     return dict(
         pp=s.pp,
@@ -422,12 +473,76 @@ def _layout_fields(gpu: GPU, model: ModelSpec, scheme: Scheme, s: Scenario, t: R
         replicated_linear_bytes=groups.replicated_linear_bytes,
         vocab_table_params=groups.vocab_table_params,
         tied_embeddings=1.0 if model.tied_embeddings else 0.0,
-        dispatch_bytes_per_element=dispatch_bytes_per_element(compute_dtype(s.wdtype, gpu)),
+        dispatch_bytes_per_element=dispatch_bytes_per_element(rates.expert_compute),
         eplb=1.0 if s.eplb else 0.0,
-        quant_block=float(FP8_BLOCK) if scheme.scale == "block" else 0.0,
+        quant_block=float(fmt.block),
         tbo=TBO_OVERLAP_FRAC if s.tbo else 0.0,
         redundant_experts=s.redundant_experts,
     )
+
+
+def _speculation_fields(s: Scenario, model: ModelSpec, draft: ModelSpec | None) -> dict[str, float]:
+    """Speculative decoding's inputs: the scenario's γ, α and cost ratio, and the proposer's shape
+    (``engine.speculative``): a draft preset, or the head a method adds (``planner.model.spec_methods``): EAGLE /
+    EAGLE-3 heads (16 bit), the checkpoint's MTP layers (its own format); n-gram proposes with no weights."""
+    common = dict(spec_on=1.0 if s.spec else 0.0, gamma=s.gamma, alpha=s.alpha, draft_ratio=s.draft_ratio)
+    head = _method_head(s, model, WEIGHT_16BIT_BYTES)  # (its bytes held: _draft_weight_fields)
+    if head is not None:
+        return common | dict(
+            has_draft_model=1.0,
+            draft_total_params=head.read_params,
+            draft_matmul_params=head.matmul_params,
+            draft_lm_head_params=head.lm_head_params,
+            draft_lookup_params=0.0,  # the target's embedding: a lookup
+            draft_layers=head.layers,
+            draft_hidden=head.hidden,
+            draft_heads=head.heads,
+            draft_kv_elements_per_token_per_layer=head.kv_elements_per_token_per_layer,
+            draft_attention_dim=head.attention_dim,
+            draft_activation_elements_per_token_per_layer=head.activation_elements_per_token_per_layer,
+            draft_kv_sharded=head.kv_sharded,
+            draft_moe_layers=head.moe_layers,
+            draft_experts=head.experts,
+            draft_experts_per_token=head.experts_per_token,
+            draft_expert_params=head.expert_params,
+            draft_kv_heads=head.kv_heads,
+            draft_vocab=head.vocab,
+        )
+    d = draft if draft is not None and s.spec_method in ("", "draft_model") else model
+    dpc = param_counts(d)
+    return common | dict(
+        has_draft_model=1.0 if d is draft else 0.0,
+        draft_total_params=dpc.total,
+        draft_matmul_params=dpc.matmul_active,
+        draft_lm_head_params=float(d.vocab * d.hidden),
+        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
+        draft_layers=d.layers,
+        draft_hidden=d.hidden,
+        draft_heads=d.heads,
+        draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
+        draft_attention_dim=attention_dims(d)[1],
+        draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
+        draft_kv_sharded=1.0,  # a draft preset runs at the target's tp, its K/V heads split like the target's
+        draft_moe_layers=0.0,
+        draft_experts=0.0,
+        draft_experts_per_token=0.0,
+        draft_expert_params=0.0,
+        draft_kv_heads=d.kv_heads,
+        draft_vocab=d.vocab,
+        draft_ratio=0.0 if s.spec_method == "ngram" else s.draft_ratio,  # prompt lookup: no model runs
+    )
+
+
+def _method_head(s: Scenario, model: ModelSpec, stored_bytes_per_param: float) -> DraftShape | None:
+    if s.spec_method == "eagle":
+        return eagle_head(model)
+    if s.spec_method == "eagle3":
+        return eagle3_head(model)
+    if s.spec_method == "mtp" and model.mtp_layers:
+        ckpt = resolve_weights(model, s).checkpoint
+        held = 2.0 if ckpt is not None and ckpt.mtp_bf16 else stored_bytes_per_param
+        return mtp_layers_shape(model, held)
+    return None
 
 
 def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> ResolvedTiming:
@@ -446,12 +561,11 @@ def gpu_hit_rate(s: Scenario) -> float:
     return s.gpu_hit if s.gpu_hit is not None else s.hit
 
 
-def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming) -> tuple[float, float]:
+def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming, eight_bit: bool) -> tuple[float, float]:
     """(MFU, MBU) in force: the scenario's override, else the profile's fitted plateau for the
     compute dtype (8-bit rate for fp8/int8/fp4 tensor cores); 1 on a calibrated profile."""
     if gpu.calibrated:
         return 1.0, 1.0
-    eight_bit = compute_dtype(s.wdtype, gpu) != "bf16"
     mfu = s.mfu if s.mfu is not None else (t.matmul_frac_8bit if eight_bit else t.matmul_frac)
     mbu = s.mbu if s.mbu is not None else t.bandwidth_frac
     return mfu, mbu
@@ -464,8 +578,10 @@ def _kernel_fields(
     runs in 16 bit on the target's tensor-parallel GPUs), the untimed element-wise cost, the fixed costs."""
     basis = basis_for(gpu, model, s, engine)
     draft_set = 0.0
-    if draft is not None and basis.measured:
-        plain = s.model_copy(update=dict(wdtype="bf16", quant="", ep=1, dp=1, pp=1))
+    if draft is not None and basis.measured and s.spec_method in ("", "draft_model"):
+        kv = resolve_weights(model, s).kvdtype  # the draft's KV cache is the target's dtype
+        formats = dict(wdtype="bf16", quant="", quant_attn="", quant_mlp="", quant_experts="", quant_keep="")
+        plain = s.model_copy(update=formats | dict(kvdtype=kv, ep=1, dp=1, pp=1))
         draft_set = basis_for(gpu, draft, plain, engine).kernel_set
     return dict(
         kernel_set=basis.kernel_set,
@@ -509,15 +625,14 @@ def from_specs(
     whatever the scenario says (the scenario's values still apply to the datasheet GPUs it is
     compared with)."""
     t = timing_for(gpu, s, engine.timing if engine is not None else None)
-    mfu, mbu = efficiencies(gpu, s, t)
-    kernels = _kernel_fields(gpu, model, s, draft, engine, t)
-    mf = _model_fields(model)
-    scheme = scheme_for(s.wdtype, s.quant)
     profile = engine or DEFAULT_PROFILE
     mem = profile.memory
+    weights = allocated(resolve_weights(model, s), s, gpu, profile.key)
+    rates = weight_rates(model, weights, gpu, profile.key)
+    mfu, mbu = efficiencies(gpu, s, t, rates.eight_bit)
+    kernels = _kernel_fields(gpu, model, s, draft, engine, t)
+    mf = _model_fields(model)
     reported = gpu.memory_reported_bytes or gpu.memory_bytes
-    d = draft or model
-    dpc = param_counts(d)
     min_cache = (
         s.min_prefix
         if s.min_prefix is not None
@@ -527,15 +642,18 @@ def from_specs(
     values: dict[str, float] = dict(
         memory_bytes=gpu.memory_bytes,
         bandwidth_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
-        peak_flop_per_s=gpu.peak_for(compute_dtype(s.wdtype, gpu)),
+        peak_flop_per_s=rates.peak_flop_per_s,
         link_bytes_per_s=gpu.interconnect_bytes_per_s,
         collective_latency_s=gpu.collective_latency_s + t.allreduce_overhead_s,
         price_per_gpu_hour_usd=price,
+        **engine_power_fields(gpu, s),
         compute_memory_overlap=gpu.compute_memory_overlap,
         attention_compute_frac=gpu.attention_compute_frac if gpu.calibrated else t.attention_compute_frac,
         attention_bandwidth_frac=gpu.attention_bandwidth_frac if gpu.calibrated else t.attention_bandwidth_frac,
         **mf,
-        weight_bytes_per_param=weight_bytes_per_param(s.wdtype, s.quant, s.qgroup, model),
+        weight_bytes_per_param=rates.bytes_per_param,
+        expert_weight_bytes_per_param=rates.expert_bytes_per_param,
+        expert_peak_flop_per_s=rates.expert_peak_flop_per_s,
         tp=s.tp,
         batch=s.batch,
         prompt_tokens=s.prompt,
@@ -545,21 +663,7 @@ def from_specs(
         mfu=mfu,  # a calibrated profile's rates are achieved ones: no derating
         mbu=mbu,
         mem_util=mem_util_in_force(profile, gpu, model, s),
-        spec_on=1.0 if s.spec else 0.0,
-        gamma=s.gamma,
-        alpha=s.alpha,
-        draft_ratio=s.draft_ratio,
-        has_draft_model=1.0 if draft is not None else 0.0,
-        draft_total_params=dpc.total,
-        draft_matmul_params=dpc.matmul_active,
-        draft_lm_head_params=float(d.vocab * d.hidden),
-        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
-        draft_layers=d.layers,
-        draft_hidden=d.hidden,
-        draft_heads=d.heads,
-        draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
-        draft_attention_dim=attention_dims(d)[1],
-        draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
+        **_speculation_fields(s, model, draft),
         cache_hit_rate=s.hit,
         gpu_hit_rate=gpu_hit_rate(s),
         prefix_tokens=s.prefix,
@@ -571,8 +675,8 @@ def from_specs(
         price_in_per_token_usd=s.price_in / TOKENS_PER_MTOK,
         price_out_per_token_usd=s.price_out / TOKENS_PER_MTOK,
         memory_reported_bytes=reported if s.cal_total_gib is None else s.cal_total_gib * GiB,
-        **_weight_fields(model, scheme, s, draft),
-        **_kv_layout_fields(model, s, mem, d),
+        **_weight_fields(model, weights.fmt, draft, s),
+        **_kv_layout_fields(model, s, mem, weights.kvdtype),
         **_engine_memory_fields(mem),
         cal_weights_bytes=_gib(s.cal_weights_gib),
         cal_activation_bytes=_gib(s.cal_act_gib),
@@ -582,10 +686,10 @@ def from_specs(
         gqa_reread_frac=t.gqa_reread_frac,
         matmul_half_tokens=t.matmul_half_tokens,
         moe_matmul_frac=t.moe_matmul_frac,
-        attention_peak_flop_per_s=gpu.peak_for("bf16"),
+        attention_peak_flop_per_s=gpu.peak_for("fp8" if weights.attn_dtype == "fp8" else "bf16"),
         link_frac=t.bus_frac,
         followup_mode=1.0 if s.cache_traffic == "followups" else 0.0,
         response_s=s.response_s,
-        **_layout_fields(gpu, model, scheme, s, t),
+        **_layout_fields(gpu, model, weights.fmt, rates, s, t),
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

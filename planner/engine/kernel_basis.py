@@ -117,7 +117,7 @@ def basis_for(gpu: GPU, model: ModelSpec, s: Scenario, engine: EngineProfile | N
     if tables is None:
         name = ENGINE_NAMES.get(k.engine, k.engine)
         return Basis(0.0, roofline_label(engine, f"no {name} kernel table for {gpu.name}"))
-    dtypes = Dtypes.of(s)
+    dtypes = Dtypes.of(model, s)
     unsupported = shapes(model, dtypes, s.tp, s.ep, s.dp).unsupported
     if unsupported:
         return Basis(0.0, roofline_label(engine, unsupported))

@@ -22,9 +22,10 @@ import math
 from dataclasses import dataclass
 
 from planner.model.params import activation_elements_per_token_per_layer, moe_layers, shared_expert_ffn
-from planner.model.quantization import VOCAB_PADDING, scheme_for
+from planner.model.quantization import VOCAB_PADDING
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU, ModelSpec
+from planner.model.weight_plan import resolve_weights
 from planner.units import ACTIVATION_BYTES
 
 #: Quantisation layout (``Scheme.key``) → the GEMM table's dtype.  W8A8 INT8 has no measured table yet.
@@ -162,21 +163,34 @@ def elementwise_s_per_token(gpu: GPU, m: ModelSpec, tp: float, bandwidth_frac: f
 
 @dataclass(frozen=True)
 class Dtypes:
-    """The scenario's dtypes the kernels are keyed by (``Scenario`` fields of the same names)."""
+    """The formats in force the kernels are keyed by (``weight_plan.resolve_weights``: the link's, else the
+    checkpoint's): each component's quantisation layout (``Scheme.key``), the matrices a checkpoint keeps in 16 bit,
+    the KV-cache dtype."""
 
-    wdtype: str
-    quant: str
+    attention: str
+    mlp: str
+    experts: str
     kvdtype: str
+    keep_16bit: frozenset[str] = frozenset()
+    attn_dtype: str = "bf16"  # the attention math (FP8 with an fp8 KV cache: no measured kernel)
 
     @classmethod
-    def of(cls, s: Scenario) -> Dtypes:
-        return cls(s.wdtype, s.quant, s.kvdtype)
+    def of(cls, m: ModelSpec, s: Scenario) -> Dtypes:
+        w = resolve_weights(m, s)
+        f = w.fmt
+        return cls(f.attention.key, f.mlp.key, f.experts.key, w.kvdtype, f.keep_16bit, w.attn_dtype)
+
+
+def _gemm_dtype(key: str) -> str:
+    return GEMM_DTYPE.get(key, key.replace("-", "_"))
 
 
 def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes:
-    """The kernels of ``m`` at dtypes ``s`` under the layout tp × dp with ep-way expert parallelism (module doc)."""
-    scheme = scheme_for(s.wdtype, s.quant)
-    dtype = GEMM_DTYPE.get(scheme.key, scheme.key.replace("-", "_"))
+    """The kernels of ``m`` at dtypes ``s`` under the layout tp × dp with ep-way expert parallelism (module doc):
+    the attention projections at the attention format's GEMM dtype, the dense MLPs and shared experts at the MLP
+    format's, the routed experts at theirs."""
+    dtype = _gemm_dtype(s.attention)
+    mlp_dtype = _gemm_dtype(s.mlp)
     attn_layers = m.attention_layers
     n_moe = moe_layers(m)
     dense_mlp = m.layers - m.mlp_free_layers - n_moe
@@ -185,16 +199,16 @@ def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes
     mla_pre: tuple[Gemm, ...] = ()
     mla_dec: tuple[Gemm, ...] = ()
     if m.is_mla:
-        mla_kind, mla_pre, mla_dec = _mla(m, tp, "fp8_block" if scheme.key == "fp8-block" else "bfloat16", attn_layers)
+        mla_kind, mla_pre, mla_dec = _mla(m, tp, "fp8_block" if s.attention == "fp8-block" else "bfloat16", attn_layers)
     else:
         gemms += _attention_gemms(m, tp, dtype, attn_layers)
-    gemms += _mlp_gemms("mlp", m.hidden, m.ffn / tp, m.gated_mlp, dense_mlp, dtype)
+    gemms += _mlp_gemms("mlp", m.hidden, m.ffn / tp, m.gated_mlp, dense_mlp, mlp_dtype)
     moe = None
     if n_moe:
         experts_local = ep if ep > 1 else 1
         moe_tp = max(1, (tp * dp) // experts_local)
         moe = MoeShape(
-            MOE_DTYPE.get(scheme.key, scheme.key.replace("-", "_")),
+            MOE_DTYPE.get(s.experts, s.experts.replace("-", "_")),
             m.hidden,
             m.moe_ffn,
             m.experts_per_token,
@@ -205,7 +219,7 @@ def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes
             wide=ep > 1 and dp > 1,
         )
         shared = m.shared_experts * shared_expert_ffn(m)
-        gemms += _mlp_gemms("shared", m.hidden, shared / tp, m.gated_mlp, n_moe, dtype)
+        gemms += _mlp_gemms("shared", m.hidden, shared / tp, m.gated_mlp, n_moe, mlp_dtype)
         gemms.append(Gemm("router", m.experts, m.hidden, n_moe, "bfloat16"))
     padded_vocab = math.ceil(m.vocab / VOCAB_PADDING) * VOCAB_PADDING
     win_layers, win_tokens = (
@@ -218,6 +232,10 @@ def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes
         unsupported = "a hybrid model's state layers have no kernel table"
     elif m.is_mla and not mla_kind:
         unsupported = "an MLA geometry no MLA table measures"
+    elif s.keep_16bit:
+        unsupported = "a checkpoint's 16-bit matrices beside quantised ones have no kernel table mapping"
+    elif s.attn_dtype == "fp8":
+        unsupported = "FP8 attention math has no measured attention kernel"
     elif s.kvdtype not in KV_DTYPE:
         unsupported = f"{s.kvdtype} KV cache has no measured attention kernel"
     return Shapes(
@@ -232,7 +250,7 @@ def shapes(m: ModelSpec, s: Dtypes, tp: int, ep: int = 1, dp: int = 1) -> Shapes
         head_dim=m.head_dim,
         kv_dtype=KV_DTYPE.get(s.kvdtype, s.kvdtype),
         mla=mla_kind,
-        mla_gemm_dtype="fp8_block" if scheme.key == "fp8-block" else "bfloat16",
+        mla_gemm_dtype="fp8_block" if s.attention == "fp8-block" else "bfloat16",
         mla_prefill_gemms=mla_pre,
         mla_decode_gemms=mla_dec,
         layers=m.layers,

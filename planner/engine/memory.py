@@ -308,7 +308,7 @@ def kv_groups(x: EngineInputs, stage: Stage | None = None) -> dict[str, Array]:
 def draft_kv_bytes_per_token_per_gpu(x: EngineInputs, tp: Quantity | None = None) -> Array:
     """A draft model's KV per token on one GPU, all its layers, its K/V heads split over tp like the target's."""
     tp = _tp(x, tp)
-    share = np.ceil(x.draft_kv_heads / tp) / x.draft_kv_heads
+    share = np.where(x.draft_kv_sharded > 0, np.ceil(x.draft_kv_heads / tp) / x.draft_kv_heads, 1.0)
     per_token = x.draft_layers * x.draft_kv_elements_per_token_per_layer * x.kv_bytes_per_element * share
     return np.where((x.spec_on > 0) & (x.has_draft_model > 0), per_token, 0.0)
 

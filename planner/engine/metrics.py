@@ -187,6 +187,17 @@ METRICS: dict[str, Metric] = {
     "cost_per_million_tokens_usd": _m("USD", "GPU cost per million tokens, input and output together"),
     "cost_per_request_usd": _m("USD", "GPU cost of one request: its prefill and its share of the decode steps"),
     "request_latency_s": _m("s", "TTFT + (output − 1) × TPOT"),
+    # power and energy (engine/power.py; docs/model.md §13)
+    "power_per_gpu_w": _m("W", "board power of one GPU at the scenario's load: prefill and decode time-weighted"),
+    "prefill_power_per_gpu_w": _m("W", "board power during a prefill step: idle + (TDP − idle) · u(compute, memory)"),
+    "decode_power_per_gpu_w": _m("W", "board power during a decode step at the batch"),
+    "prefill_time_frac": _m("1", "share of the replica's GPU time in prefill: B·TTFT / (B·TTFT + O·TPOT)"),
+    "replica_power_kw": _m("kW", "IT power of one replica: GPUs × (board power + the server's non-GPU share)"),
+    "replica_site_power_kw": _m("kW", "one replica's site power: IT power × PUE"),
+    "energy_per_output_token_j": _m("J", "GPU board energy per output token (ML.ENERGY's measure), prefill included"),
+    "kwh_per_million_output_tokens": _m("kWh", "site energy of a million output tokens"),
+    "energy_cost_per_million_output_tokens_usd": _m("USD", "electricity cost of a million output tokens"),
+    "replicas_within_power_limit": _m("1", "replicas the power limit holds at this load (inf: no limit)"),
     # API prompt caching (engine/prompt_cache.py)
     "cache_applies": _m("bool", "the prefix is at least the model's minimum cacheable length", "flag"),
     "cache_hit_rate": _m("1", "hit rate used: the input, or the TTL-implied one from requests/min"),

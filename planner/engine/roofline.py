@@ -174,13 +174,17 @@ def overlapped_s(compute_s, memory_s, overlap):
 
 
 def weight_bytes_read_per_gpu(x: EngineInputs) -> Array:
-    """W = (N − N_lookup) · b_w / tp: every weight but an untied embedding table (a lookup), every expert
-    (the routed experts over tp · dp when data-parallel ranks share them)."""
-    if parallel.simple(x):
-        return (x.total_params - x.lookup_params) * x.weight_bytes_per_param / x.tp
+    """W = [(N − N_lookup − N_experts) · b_d + N_experts · b_e] / tp: every weight but an untied embedding table
+    (a lookup), every expert (the routed experts over tp · dp when data-parallel ranks share them); b_d and b_e are
+    the dense part's and the experts' bytes per weight (``engine.weight_inputs``: equal for one format)."""
     experts = x.moe_layers * x.experts * x.expert_params
     dense = x.total_params - x.lookup_params - experts
-    return (dense / x.tp + experts * parallel.physical_expert_frac(x) / (x.tp * x.dp)) * x.weight_bytes_per_param
+    if parallel.simple(x):
+        return (dense * x.weight_bytes_per_param + experts * x.expert_weight_bytes_per_param) / x.tp
+    return (
+        dense / x.tp * x.weight_bytes_per_param
+        + experts * parallel.physical_expert_frac(x) / (x.tp * x.dp) * x.expert_weight_bytes_per_param
+    )
 
 
 def experts_hit(x: EngineInputs, tokens) -> Array:
@@ -202,8 +206,11 @@ def weight_bytes_touched_per_gpu(x: EngineInputs, tokens) -> Array:
     dense = x.total_params - x.lookup_params - x.moe_layers * x.experts * x.expert_params
     hit = x.moe_layers * experts_hit(x, tokens) * x.expert_params
     if parallel.simple(x):
-        return (dense + hit) * x.weight_bytes_per_param / x.tp
-    return (dense / x.tp + hit * parallel.physical_expert_frac(x) / (x.tp * x.dp)) * x.weight_bytes_per_param
+        return (dense * x.weight_bytes_per_param + hit * x.expert_weight_bytes_per_param) / x.tp
+    return (
+        dense / x.tp * x.weight_bytes_per_param
+        + hit * parallel.physical_expert_frac(x) / (x.tp * x.dp) * x.expert_weight_bytes_per_param
+    )
 
 
 def _attended_layer_keys(x: EngineInputs, keys) -> Array:
@@ -249,13 +256,14 @@ def matmul_compute_s(x: EngineInputs, tokens, logit_tokens, all_tokens=None) -> 
     routed = routed_params(x)
     body = x.matmul_params - head - routed
     dense = 2.0 * body * (tokens + pad) + 2.0 * head * (logit_tokens + pad)
+    s_per_flop_e = 1.0 / (x.expert_peak_flop_per_s * x.mfu)  # the routed experts at their compute dtype's peak
     if all_tokens is None:
         expert = 2.0 * x.moe_layers * x.expert_params * (x.experts_per_token * tokens + experts_hit(x, tokens) * pad)
-        return (dense + expert / x.moe_matmul_frac) / x.tp * s_per_flop
+        return dense / x.tp * s_per_flop + expert / x.moe_matmul_frac / x.tp * s_per_flop_e
     rows = x.experts_per_token * parallel.expert_imbalance(x) * all_tokens
     rows = rows + experts_hit(x, all_tokens) * matmul_pad_tokens(x, all_tokens)
     expert = 2.0 * x.moe_layers * x.expert_params * rows / (x.tp * x.dp)
-    return (dense / x.tp + expert / x.moe_matmul_frac) * s_per_flop
+    return dense / x.tp * s_per_flop + expert / x.moe_matmul_frac * s_per_flop_e
 
 
 def _none(v) -> bool:
@@ -522,21 +530,20 @@ def ridge_terms(x: EngineInputs, ctx=None) -> RidgeTerms:
     peak = x.peak_flop_per_s * x.mfu
     bw = x.bandwidth_bytes_per_s * x.mbu
     routed = routed_params(x)
+    moe_frac = x.moe_matmul_frac * x.expert_peak_flop_per_s / x.peak_flop_per_s  # the experts at their own peak
     kv = (
         kv_token_bytes_per_sequence(x, ctx) * kv_group_reads(x)
         + state_bytes_per_gpu(x)
         + kv_layers(x) * kv_bytes_per_token_per_layer(x)
     )
     if parallel.simple(x):
-        pad_flop = (
-            2.0 * (x.matmul_params - routed) + 2.0 * x.moe_layers * x.experts * x.expert_params / x.moe_matmul_frac
-        )
-        a_mm = (2.0 * (x.matmul_params - routed) + 2.0 * routed / x.moe_matmul_frac) / x.tp / peak
+        pad_flop = 2.0 * (x.matmul_params - routed) + 2.0 * x.moe_layers * x.experts * x.expert_params / moe_frac
+        a_mm = (2.0 * (x.matmul_params - routed) + 2.0 * routed / moe_frac) / x.tp / peak
         per_rank: Quantity = 1.0
     else:  # per instance sequence: dense work on 1/dp of them, the experts' on all over tp · dp (module doc)
-        experts = 2.0 * x.moe_layers * x.experts * x.expert_params / x.moe_matmul_frac / x.dp
+        experts = 2.0 * x.moe_layers * x.experts * x.expert_params / moe_frac / x.dp
         pad_flop = 2.0 * (x.matmul_params - routed) + experts
-        routed_rows = 2.0 * routed * parallel.expert_imbalance(x) / x.moe_matmul_frac
+        routed_rows = 2.0 * routed * parallel.expert_imbalance(x) / moe_frac
         a_mm = (2.0 * (x.matmul_params - routed) + routed_rows) / x.dp / x.tp / peak
         per_rank = 1.0 / x.dp
     return RidgeTerms(

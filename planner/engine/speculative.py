@@ -37,7 +37,8 @@ def expected_tokens_per_step(alpha, gamma) -> Array:
 
 
 def draft_model_inputs(x: EngineInputs) -> EngineInputs:
-    """The draft preset as a dense model on the same GPUs (same dtypes, tp, context)."""
+    """The proposer as a model of its own on the same GPUs (the target's dtypes, tp, context): a draft preset
+    (dense), an EAGLE head, or the checkpoint's MTP layers (with their routed experts; MLA's latent replicated)."""
     return x.with_(
         total_params=x.draft_total_params,
         matmul_params=x.draft_matmul_params,
@@ -47,16 +48,17 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         hidden=x.draft_hidden,
         heads=x.draft_heads,
         kv_heads=x.draft_kv_heads,  # the draft runs at the target's tp: its K/V heads split like the target's
-        kv_sharded=1.0,
+        kv_sharded=x.draft_kv_sharded,
         kv_elements_per_token_per_layer=x.draft_kv_elements_per_token_per_layer,
         full_attention_layers=x.draft_layers,
         window_layers=0.0,
         attention_dim_decode=x.draft_attention_dim,
         attention_dim_prefill=x.draft_attention_dim,
         activation_elements_per_token_per_layer=x.draft_activation_elements_per_token_per_layer,
-        moe_layers=0.0,
-        experts=0.0,
-        expert_params=0.0,
+        moe_layers=x.draft_moe_layers,
+        experts=x.draft_experts,
+        experts_per_token=x.draft_experts_per_token,
+        expert_params=x.draft_expert_params,
         state_bytes_per_sequence=0.0,
         step_overhead_s=0.0,  # the draft runs inside the target's step: one scheduler overhead
         pp=np.ones_like(np.asarray(x.pp, dtype=float)),  # a dense draft on one stage, every dp rank its own

@@ -83,7 +83,9 @@ _FIELDS = (
     "expert_params",
     "experts_per_token",
     "weight_bytes_per_param",
+    "expert_weight_bytes_per_param",
     "peak_flop_per_s",
+    "expert_peak_flop_per_s",
     "mfu",
     "bandwidth_bytes_per_s",
     "mbu",
@@ -215,6 +217,7 @@ class Roofline:
         all_experts = f["moe_layers"] * f["experts"] * f["expert_params"]
         routed = f["moe_layers"] * f["experts_per_token"] * f["expert_params"]
         s_flop = 1.0 / (f["peak_flop_per_s"] * f["mfu"])
+        s_flop_e = 1.0 / (f["expert_peak_flop_per_s"] * f["mfu"])  # the routed experts at their compute dtype
         s_byte = 1.0 / (f["bandwidth_bytes_per_s"] * f["mbu"])
         att_flop = 1.0 / (f["attention_peak_flop_per_s"] * f["attention_compute_frac"])
         att_byte = 1.0 / (f["bandwidth_bytes_per_s"] * f["attention_bandwidth_frac"])
@@ -223,7 +226,7 @@ class Roofline:
         return cls(
             body_s_per_token=2.0 * (f["matmul_params"] - f["lm_head_params"] - routed) / tp * s_flop,
             head_s_per_token=2.0 * f["lm_head_params"] / tp * s_flop,
-            expert_s_per_token=2.0 * f["moe_layers"] * f["expert_params"] / tp * s_flop / f["moe_matmul_frac"],
+            expert_s_per_token=2.0 * f["moe_layers"] * f["expert_params"] / tp * s_flop_e / f["moe_matmul_frac"],
             experts_per_token=f["experts_per_token"],
             experts=f["experts"],
             half_tokens=f["matmul_half_tokens"],
@@ -241,7 +244,7 @@ class Roofline:
             * f["weight_bytes_per_param"]
             / tp
             * s_byte,
-            expert_weight_s=all_experts * f["weight_bytes_per_param"] / tp * s_byte,
+            expert_weight_s=all_experts * f["expert_weight_bytes_per_param"] / tp * s_byte,
             expert_miss=1.0 - f["experts_per_token"] / max(f["experts"], 1.0),
             overlap=f["compute_memory_overlap"],
             overhead_s=f["step_overhead_s"] + f["layers"] * f["layer_overhead_s"],

@@ -41,15 +41,29 @@ from typing import Any
 
 import numpy as np
 
+from planner.engine.defaults import sglang_ngram
 from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.format import fmt_count
 from planner.model.engine_versions import engine_name
-from planner.model.quantization import FP8_BLOCK, VOCAB_PADDING, scheme_for
+from planner.model.quant_support import (
+    FAMILY_LABELS,
+    attention_problem,
+    kv_problem,
+    weight_support,
+    weight_support_row,
+)
+from planner.model.quantization import COMPONENTS, SCHEMES, VOCAB_PADDING, compatible_quants
 from planner.model.scenario import Scenario
-from planner.model.specs import ModelSpec
+from planner.model.specs import GPU, ModelSpec
+from planner.model.weight_plan import ResolvedWeights, resolve_weights, weight_problems
 
 MAX_TP = 64
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 _DEFAULTS = Scenario()
+#: A shape with no checkpoint: what ``quant_block``/``quant_group`` resolve a scenario against without its model.
+_NO_CHECKPOINT = ModelSpec(
+    name="-", layers=1, hidden=1, heads=1, kv_heads=1, head_dim=1, ffn=1, vocab=1, context_window_tokens=1
+)
 
 
 def _padded_vocab(vocab: int) -> int:
@@ -115,27 +129,91 @@ def valid_tps(
     ]
 
 
-def quant_block(s: Scenario) -> int:
-    """The FP8 block size of the scenario's quantisation (128 for fp8-block; 0: none)."""
-    return FP8_BLOCK if scheme_for(s.wdtype, s.quant).scale == "block" else 0
+def quant_block(s: Scenario, m: ModelSpec | None = None) -> int:
+    """The FP8 block size of the scenario's quantisation (128 where a component is fp8-block; 0: none)."""
+    return _weights(s, m).fmt.block
 
 
-def quant_group(s: Scenario) -> int:
+def quant_group(s: Scenario, m: ModelSpec | None = None) -> int:
     """The group size the scenario's quantisation splits weights into (0: none)."""
-    scheme = scheme_for(s.wdtype, s.quant)
-    return s.qgroup if scheme.scale in ("group", "group_zero") else 0
+    fmt = _weights(s, m).fmt
+    return fmt.group if fmt.grouped else 0
+
+
+def _weights(s: Scenario, m: ModelSpec | None) -> ResolvedWeights:
+    if m is None:  # the link's own format only (no checkpoint to fall back to)
+        return resolve_weights(_NO_CHECKPOINT, s)
+    return resolve_weights(m, s)
 
 
 def quant_problems(s: Scenario) -> list[str]:
     """A ``quant`` layout that does not store ``wdtype`` weights."""
-    from planner.model.quantization import SCHEMES, compatible_quants
-
-    if not s.quant or s.quant == "none" and s.wdtype in ("bf16", "fp16"):
+    if not s.quant or not s.wdtype or s.quant == "none" and s.wdtype in ("bf16", "fp16"):
         return []
     if s.quant == "none" or SCHEMES[s.quant].wdtype != s.wdtype:
         allowed = ", ".join(compatible_quants(s.wdtype))
         return [f"quant={s.quant}: does not store wdtype={s.wdtype} weights; for {s.wdtype} use one of {allowed}"]
     return []
+
+
+def _families(engine: str, quant: str) -> str:
+    """The GPU families ``engine`` runs ``quant`` weights on, in words."""
+    rows = [fam for fam in FAMILY_LABELS if fam != "unknown" and weight_support_row(engine, quant, fam).runs]
+    return "; ".join(FAMILY_LABELS[f] for f in rows) or "none"
+
+
+def format_notes(m: ModelSpec, s: Scenario, gpu: GPU, engine: str) -> list[str]:
+    """What the engine does differently from the format's own kernels here (weight-only fallbacks), and an FP8
+    KV cache on Hopper under vLLM (FlashAttention 3 then runs attention in FP8; the plan prices it at 16 bit
+    unless attn_dtype=fp8)."""
+    w = resolve_weights(m, s)
+    out = []
+    seen = set()
+    for component, scheme in zip(COMPONENTS, w.fmt.schemes, strict=True):
+        if scheme.key == "none" or (component == "experts" and not m.is_moe) or scheme.key in seen:
+            continue
+        support = weight_support(engine, scheme.key, gpu)
+        if support.mode == "weight-only" and support.reason:
+            seen.add(scheme.key)
+            out.append(
+                f"{scheme.key} weights on {gpu.name}: {support.reason}; the plan streams them at {scheme.key}'s "
+                "bytes and "
+                f"prices their arithmetic at the 16-bit peak ({support.kernel})"
+            )
+    if (
+        w.checkpoint is not None
+        and w.checkpoint.gpus
+        and w.checkpoint.quantised
+        and not any(weight_support(engine, sc.key, gpu).mode == "native" for sc in w.fmt.schemes if sc.key != "none")
+    ):
+        out.append(f"{w.checkpoint.repo} is published for {w.checkpoint.gpus} GPUs")
+    return out
+
+
+def format_problems(m: ModelSpec, s: Scenario, gpu: GPU, engine: str, engine_version: str) -> list[str]:
+    """Formats the engine refuses on this GPU (``planner.model.quant_support``), each with where they run."""
+    w = resolve_weights(m, s)
+    out = []
+    refused: dict[str, list[str]] = {}
+    for component, scheme in zip(COMPONENTS, w.fmt.schemes, strict=True):
+        if scheme.key == "none" or (component == "experts" and not m.is_moe):
+            continue
+        if not weight_support(engine, scheme.key, gpu).runs:
+            refused.setdefault(scheme.key, []).append(component)
+    for key, parts in refused.items():
+        reason = weight_support(engine, key, gpu).reason
+        out.append(
+            f"{key} weights ({', '.join(parts)}) on {gpu.name}: {ENGINE_LABELS.get(engine_name(engine), engine)} "
+            f"refuses them — {reason}; {key} runs on: {_families(engine, key)}; or pick another format "
+            "(wdtype/quant, ckpt, quant_attn/quant_mlp/quant_experts)"
+        )
+    kv = kv_problem(engine, engine_version, w.kvdtype, m.is_mla)
+    if kv:
+        out.append(kv)
+    att = attention_problem(w.attn_dtype, w.kvdtype, gpu)
+    if att:
+        out.append(att)
+    return out
 
 
 def engine_rules(engine: str) -> str:
@@ -170,11 +248,11 @@ def layout_problems(m: ModelSpec, s: Scenario) -> list[str]:
             f"{s.dp} replicas instead (sizing counts replicas; vLLM runs dense --data-parallel-size ranks as "
             "independent engines); valid dp: 1"
         )
-    if s.dp > 1 and rule == "sglang" and s.spec and not s.draft:
+    if s.dp > 1 and rule == "sglang" and sglang_ngram(s):
         out.append(
             f"dp={s.dp}: SGLang's n-gram speculation does not support data-parallel attention ('Currently ngram "
             "speculative decoding does not support dp attention', arg_groups/speculative_hook.py _handle_ngram, "
-            "0.5.23); valid dp: 1, or a draft model (draft=…)"
+            "0.5.23); valid dp: 1, or a draft model (draft=…) or another spec_method"
         )
     if s.ep > 1 and not m.is_moe:
         out.append(f"ep={s.ep}: {m.name} has no experts to split (expert parallelism needs an MoE model); valid ep: 1")
@@ -211,9 +289,9 @@ def _ep_reason(m: ModelSpec, s: Scenario, rule: str) -> str:
 
 def config_problems(m: ModelSpec, s: Scenario, draft: ModelSpec | None = None) -> list[str]:
     """One line per rule of the module doc that the scenario breaks, with the values that pass."""
-    problems = quant_problems(s)
-    group = quant_group(s) if not problems else 0
-    block = quant_block(s) if not problems else 0
+    problems = quant_problems(s) + weight_problems(m, s)
+    group = quant_group(s, m) if not problems else 0
+    block = quant_block(s, m) if not problems else 0
     layout = layout_problems(m, s)
     problems += layout
     expert_tp = s.tp * s.dp // s.ep if not layout else s.tp

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 from planner.engine.defaults import block_in_force, mem_util_in_force, sglang_deepep, sglang_defaults
 from planner.engine.evaluate import CUSTOM_MODEL, Resolved
@@ -52,14 +53,21 @@ from planner.launch.ids import hf_repo_id
 from planner.model.catalog import Catalog
 from planner.model.engine_launch import EngineLaunch
 from planner.model.engine_profile import EngineProfile
-from planner.model.quantization import scheme_for
+from planner.model.spec_methods import HEAD_PLACEHOLDER, HEADS, LABELS, SGLANG_ALGORITHM, VLLM_METHOD
 from planner.model.specs import ModelSpec
+from planner.model.weight_plan import ResolvedWeights, resolve_weights
 
 ENGINES = ("vllm", "sglang")
 #: The placeholder for a custom (imported) shape, whose checkpoint kvplan does not know.
 MODEL_PLACEHOLDER = "<your-checkpoint>"
 VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16"}
-VLLM_KV_DTYPE = {"fp8": "fp8", "fp16": "float16", "bf16": "bfloat16"}
+VLLM_KV_DTYPE = {
+    "fp8": "fp8",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "int8_per_token_head": "int8_per_token_head",  # vLLM ≥ 0.23 (planner/model/quant_support.py KV_SINCE)
+    "fp8_per_token_head": "fp8_per_token_head",
+}
 SGLANG_KV_DTYPE = {"fp8": "fp8_e4m3", "bf16": "bf16"}
 
 
@@ -99,8 +107,11 @@ def _activation_dtype(wdtype: str) -> str:
     return wdtype if wdtype in VLLM_DTYPE else "bf16"
 
 
-def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
-    """The checkpoint to serve: the preset's Hugging Face repository, else a placeholder and why."""
+def model_id(model: ModelSpec, preset: str, weights: ResolvedWeights | None = None) -> tuple[str, list[str]]:
+    """The checkpoint to serve: the published checkpoint the plan follows, else the preset's Hugging Face
+    repository, else a placeholder and why."""
+    if preset != CUSTOM_MODEL and weights is not None and weights.checkpoint is not None:
+        return weights.checkpoint.repo, []
     repo = hf_repo_id(model) if preset != CUSTOM_MODEL else None
     if repo:
         return repo, []
@@ -110,35 +121,94 @@ def model_id(model: ModelSpec, preset: str) -> tuple[str, list[str]]:
     ]
 
 
-def _quantization(r: Resolved, engine: str, spell: EngineLaunch) -> tuple[list[str], list[str]]:
-    """``--quantization`` for weights quantised at load time (the version's spelling of load-time FP8); a note
-    for a pre-quantised checkpoint."""
-    s = r.scenario
-    scheme = scheme_for(s.wdtype, s.quant)
-    if scheme.key == "none":
+def _quantization(r: Resolved, engine: str, w: ResolvedWeights, spell: EngineLaunch) -> tuple[list[str], list[str]]:
+    """``--quantization`` for weights quantised at load time (the version's spelling of load-time FP8); a note for a
+    pre-quantised checkpoint (the engine reads its ``quantization_config``) or for a plan whose format no published
+    checkpoint has."""
+    fmt = w.fmt
+    if not fmt.quantised:
         return [], []
-    if scheme.vllm_flag:
-        return ["--quantization", spell.fp8_quantization if scheme.vllm_flag == "fp8" else scheme.vllm_flag], []
-    group = f", group size {s.qgroup}" if scheme.scale in ("group", "group_zero") else ""
+    if w.checkpoint is not None and not w.modified:
+        return [], [
+            f"weights: {w.checkpoint.repo} stores them as {w.label}; {engine} reads the scheme from its config.json "
+            "(quantization_config), so no --quantization flag is needed"
+        ]
+    flag = fmt.attention.vllm_flag
+    if fmt.is_uniform and flag:
+        return ["--quantization", spell.fp8_quantization if flag == "fp8" else flag], []
+    group = f", group size {fmt.group}" if fmt.grouped else ""
     return [], [
-        f"weights: serve a {scheme.label} checkpoint of {r.model.name}{group}; {engine} reads the scheme from "
-        "its config.json (quantization_config), so no --quantization flag is needed"
+        f"weights: the plan holds them as {fmt.attention.label if fmt.is_uniform else w.label}{group}; serve a "
+        f"checkpoint of {r.model.name} stored so — {engine} "
+        "reads the scheme from its config.json (quantization_config), so no --quantization flag is needed"
     ]
 
 
+def _kv_flag(w: ResolvedWeights, table: dict[str, str], engine: str) -> tuple[list[str], list[str]]:
+    """``--kv-cache-dtype`` (auto for the model dtype), or a note when the engine has no such cache."""
+    if w.kvdtype == _activation_dtype(w.wdtype):
+        return ["--kv-cache-dtype", "auto"], []
+    kv = table.get(w.kvdtype)
+    if kv is None:
+        accepted = ", ".join(["auto", *table.values()])
+        return [], [
+            f"KV cache: {engine} has no {w.kvdtype} KV cache (--kv-cache-dtype takes {accepted}); plan with "
+            "kvdtype=fp8 to launch the same footprint"
+        ]
+    notes = []
+    if w.attn_dtype == "fp8" and engine == "vLLM":
+        notes.append(
+            "attention in FP8: vLLM's FlashAttention 3 (Hopper) / FlashInfer backend runs attention in the FP8 domain "
+            "with an fp8 KV cache (queries quantised too; docs/features/quantization/quantized_kvcache.md)"
+        )
+    return ["--kv-cache-dtype", kv], notes
+
+
+def _head(r: Resolved) -> tuple[str, list[str]]:
+    """The EAGLE / EAGLE-3 head to launch with: a published one for the preset (``spec_methods.HEADS``), else a
+    placeholder and why."""
+    s = r.scenario
+    found = HEADS.get((s.spec_method, s.model))
+    if found is not None:
+        return found[0], []
+    placeholder = HEAD_PLACEHOLDER.format(method=s.spec_method)
+    return placeholder, [
+        f"speculation: no published {LABELS[s.spec_method]} for {r.model.name} is known to kvplan; put its Hugging "
+        f"Face id in place of {placeholder} (the plan prices a head of the model's own width)"
+    ]
+
+
+def _proposer(r: Resolved) -> tuple[str, dict[str, Any], list[str]]:
+    """(method, the extra keys of vLLM's speculative config, notes) of the scenario's speculation."""
+    s = r.scenario
+    method = s.spec_method or ("draft_model" if r.draft is not None else "")
+    if method == "draft_model" and r.draft is not None:
+        draft, notes = model_id(r.draft, s.draft, resolve_weights(r.draft, s.model_copy(update={"ckpt": ""})))
+        return method, {"model": draft}, notes
+    if method in ("eagle", "eagle3"):
+        head, notes = _head(r)
+        return method, {"model": head}, notes
+    if method == "mtp":
+        return method, {}, []  # the checkpoint's own layers: no extra model
+    if method == "ngram":
+        return method, {"prompt_lookup_max": 4}, []
+    return (
+        "ngram",
+        {"prompt_lookup_max": 4},
+        [
+            f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); n-gram lookup is the engines' "
+            "draft-free method (pick spec_method, or a draft preset, to launch what the plan prices)"
+        ],
+    )
+
+
 def _speculative_vllm(r: Resolved) -> tuple[list[str], list[str]]:
+    """``--speculative-config`` (vLLM's method names, vllm/config/speculative.py; ``spec_methods.VLLM_METHOD``)."""
     s = r.scenario
     if not s.spec:
         return [], []
-    if r.draft is not None:
-        draft, notes = model_id(r.draft, s.draft)
-        config = {"method": "draft_model", "model": draft, "num_speculative_tokens": s.gamma}
-    else:
-        notes = [
-            f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); n-gram lookup is "
-            "vLLM's draft-free method (pick a draft preset to launch a draft model instead)"
-        ]
-        config = {"method": "ngram", "num_speculative_tokens": s.gamma, "prompt_lookup_max": 4}
+    method, extra, notes = _proposer(r)
+    config = {"method": VLLM_METHOD[method], **extra, "num_speculative_tokens": s.gamma}
     return ["--speculative-config", json.dumps(config, separators=(",", ":"))], notes
 
 
@@ -181,18 +251,27 @@ def _vllm_layout(r: Resolved) -> tuple[list[str], list[str]]:
     return argv, notes
 
 
-def _vllm_kv_dtype(r: Resolved, target: EngineProfile) -> tuple[list[str], list[str]]:
-    """``--kv-cache-dtype``: auto for the model's own dtype, fp8, an int8 cache where the version has one
-    (0.33: int8_per_token_head, dense models: no MLA backend takes it), else a note."""
-    s = r.scenario
-    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else VLLM_KV_DTYPE.get(s.kvdtype)
-    if s.kvdtype == "int8" and target.launch.int8_kv_cache_dtype and not r.model.is_mla:
+def _vllm_kv_dtype(r: Resolved, target: EngineProfile, w: ResolvedWeights) -> tuple[list[str], list[str]]:
+    """``--kv-cache-dtype`` of the KV dtype in force (``w``): auto for the model's own dtype, fp8, the per-token-head
+    caches where the version has them (0.33: int8_per_token_head, also its spelling of an int8 cache; dense models
+    only: no MLA backend takes them), else a note."""
+    per_token_head = bool(target.launch.int8_kv_cache_dtype)
+    kv = "auto" if w.kvdtype == _activation_dtype(w.wdtype) else VLLM_KV_DTYPE.get(w.kvdtype)
+    if w.kvdtype.endswith("_per_token_head") and (not per_token_head or r.model.is_mla):
+        kv = None
+    if w.kvdtype == "int8" and per_token_head and not r.model.is_mla:
         kv = target.launch.int8_kv_cache_dtype
     if kv is not None:
-        return ["--kv-cache-dtype", kv], []
-    mla = r.model.is_mla and target.launch.int8_kv_cache_dtype
-    what = f"{s.kvdtype} KV cache" + (
-        " for an MLA model (no MLA attention backend takes int8_per_token_head)" if mla else ""
+        notes = []
+        if w.attn_dtype == "fp8":
+            notes.append(
+                "attention in FP8: vLLM's FlashAttention 3 (Hopper) / FlashInfer backend runs attention in the FP8 "
+                "domain with an fp8 KV cache (queries quantised too; docs/features/quantization/quantized_kvcache.md)"
+            )
+        return ["--kv-cache-dtype", kv], notes
+    mla = r.model.is_mla and per_token_head
+    what = f"{w.kvdtype} KV cache" + (
+        " for an MLA model (no MLA attention backend takes the per-token-head caches)" if mla else ""
     )
     return [], [
         f"KV cache: {target.label} has no {what} (--kv-cache-dtype takes auto, float16, bfloat16, fp8 …); "
@@ -205,7 +284,8 @@ def vllm_command(r: Resolved, target: EngineProfile | None = None) -> LaunchComm
     s, m = r.scenario, r.model
     target = target or r.engine
     spell = target.launch
-    model, notes = model_id(m, s.model)
+    w = resolve_weights(m, s)
+    model, notes = model_id(m, s.model, w)
     argv = ["vllm", "serve", model, "--tensor-parallel-size", str(s.tp)]
     layout_args, layout_notes = _vllm_layout(r)
     argv += layout_args
@@ -213,9 +293,9 @@ def vllm_command(r: Resolved, target: EngineProfile | None = None) -> LaunchComm
     argv += ["--max-num-seqs", str(-(-s.batch // s.dp)), "--max-num-batched-tokens", str(s.chunk)]
     util = mem_util_in_force(target, r.gpu, m, s)
     argv += ["--max-model-len", str(s.prompt + s.output), "--gpu-memory-utilization", repr(util)]
-    if s.wdtype in VLLM_DTYPE:
-        argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv_args, kv_notes = _vllm_kv_dtype(r, target)
+    if w.wdtype in VLLM_DTYPE:
+        argv += ["--dtype", VLLM_DTYPE[w.wdtype]]
+    kv_args, kv_notes = _vllm_kv_dtype(r, target, w)
     argv += kv_args
     notes += kv_notes
     if s.block is not None or target.memory.block_rule == "fixed":
@@ -223,39 +303,47 @@ def vllm_command(r: Resolved, target: EngineProfile | None = None) -> LaunchComm
     argv += ["--enable-prefix-caching" if s.prefix > 0 and s.hit > 0 else spell.prefix_caching_off]
     if not s.hybrid_kv and m.sliding_window_layers:
         argv += ["--disable-hybrid-kv-cache-manager"]
-    q_args, q_notes = _quantization(r, "vLLM", spell)
+    q_args, q_notes = _quantization(r, "vLLM", w, spell)
     spec_args, spec_notes = _speculative_vllm(r)
     argv, notes = argv + q_args + spec_args, notes + q_notes + spec_notes
     return LaunchCommand("vllm", tuple(argv), tuple(notes), target.label, target.key)
 
 
 def _speculative_sglang(r: Resolved, page: int) -> tuple[list[str], list[str]]:
-    """STANDALONE with a draft model (top-k 1: a chain); NGRAM without one, whose top-k is its BFS breadth
-    (10): at a page above 1 SGLang refuses a top-k above 1 unless the backend is flashinfer, so the breadth
-    is set to 1 there (a chain of drafts, as the plan prices them; arg_groups/speculative_hook.py)."""
+    """``--speculative-algorithm`` EAGLE3 / EAGLE (NEXTN, MTP) / STANDALONE / NGRAM and their step flags (SGLang
+    docs/advanced_features/speculative_decoding.md; a chain: topk 1, draft tokens = steps + 1).  NGRAM's top-k is
+    its BFS breadth (10): at a page above 1 SGLang refuses a top-k above 1 unless the backend is flashinfer, so the
+    breadth is set to 1 there (a chain of drafts, as the plan prices them; arg_groups/speculative_hook.py)."""
     s = r.scenario
     if not s.spec:
         return [], []
+    method, extra, notes = _proposer(r)
+    algorithm = ["--speculative-algorithm", SGLANG_ALGORITHM[method]]
+    if method == "ngram":
+        return _sglang_ngram(r, algorithm, page, notes)
     steps = ["--speculative-num-steps", str(s.gamma), "--speculative-eagle-topk", "1"]
     steps += ["--speculative-num-draft-tokens", str(s.gamma + 1)]
-    if r.draft is not None:
-        draft, notes = model_id(r.draft, s.draft)
-        return ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", draft, *steps], notes
+    path = ["--speculative-draft-model-path", extra["model"]] if "model" in extra else []
+    return [*algorithm, *path, *steps], notes
+
+
+def _sglang_ngram(r: Resolved, algorithm: list[str], page: int, notes: list[str]) -> tuple[list[str], list[str]]:
+    s = r.scenario
     if s.dp > 1:
         raise LaunchError(
             [
                 f"dp={s.dp}: SGLang's n-gram speculation does not support data-parallel attention "
-                "(arg_groups/speculative_hook.py _handle_ngram); use dp=1 or a draft model (draft=…)"
+                "(arg_groups/speculative_hook.py _handle_ngram); use dp=1, a draft model (draft=…) or another "
+                "spec_method"
             ]
         )
-    notes = [f"speculation: the plan prices the draft as a cost ratio ({s.draft_ratio}); NGRAM needs no draft model"]
-    argv = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(s.gamma + 1)]
+    argv = [*algorithm, "--speculative-num-draft-tokens", str(s.gamma + 1)]
     if page > 1:
         argv += ["--speculative-ngram-max-bfs-breadth", "1"]
-        notes.append(
+        notes = notes + [
             f"speculation: at page size {page} SGLang takes n-gram drafts only as a chain (BFS breadth 1; a tree of "
             "top-k > 1 needs page size 1 or --attention-backend flashinfer)"
-        )
+        ]
     return argv, notes
 
 
@@ -290,7 +378,8 @@ def sglang_command(r: Resolved, target: EngineProfile | None = None) -> LaunchCo
     scenario's own profile)."""
     s, m = r.scenario, r.model
     target = target or r.engine
-    model, notes = model_id(m, s.model)
+    w = resolve_weights(m, s)
+    model, notes = model_id(m, s.model, w)
     argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(s.tp * s.dp)]
     layout_args, layout_notes = _sglang_layout(r, target.launch)
     argv += layout_args
@@ -298,13 +387,11 @@ def sglang_command(r: Resolved, target: EngineProfile | None = None) -> LaunchCo
     fraction = mem_util_in_force(target, r.gpu, m, s)
     argv += ["--mem-fraction-static", repr(fraction), "--max-running-requests", str(s.batch)]
     argv += ["--chunked-prefill-size", str(s.chunk * s.dp), "--context-length", str(s.prompt + s.output)]
-    if s.wdtype in VLLM_DTYPE:
-        argv += ["--dtype", VLLM_DTYPE[s.wdtype]]
-    kv = "auto" if s.kvdtype == _activation_dtype(s.wdtype) else SGLANG_KV_DTYPE.get(s.kvdtype)
-    if kv is None:
-        notes.append(f"KV cache: SGLang has no {s.kvdtype} KV cache (auto, bf16, fp8_e4m3, fp8_e5m2 …)")
-    else:
-        argv += ["--kv-cache-dtype", kv]
+    if w.wdtype in VLLM_DTYPE:
+        argv += ["--dtype", VLLM_DTYPE[w.wdtype]]
+    kv_args, kv_notes = _kv_flag(w, SGLANG_KV_DTYPE, "SGLang")
+    argv += kv_args
+    notes += kv_notes
     if s.block is not None:
         argv += ["--page-size", str(s.block)]
     if s.prefix == 0 or s.hit == 0:
@@ -317,7 +404,7 @@ def sglang_command(r: Resolved, target: EngineProfile | None = None) -> LaunchCo
             "the KV pool only (plan with engine=sglang to size for it)"
         )
     notes += _sglang_graph_notes(r, target)
-    q_args, q_notes = _quantization(r, "SGLang", target.launch)
+    q_args, q_notes = _quantization(r, "SGLang", w, target.launch)
     spec_args, spec_notes = _speculative_sglang(r, block_in_force(target, r.gpu, m, s))
     argv, notes = argv + q_args + spec_args, notes + q_notes + spec_notes
     return LaunchCommand("sglang", tuple(argv), tuple(notes), target.label, target.key)

@@ -148,7 +148,7 @@ def _setting_changes(s: Scenario, log: StartupLog) -> tuple[dict[str, Any], list
         changes["wdtype"], changes["quant"] = "fp8", "fp8"
     elif log.quantization:
         notes.append(
-            f"the log's quantization={log.quantization}: the plan keeps wdtype={s.wdtype}"
+            f"the log's quantization={log.quantization}: the plan keeps wdtype={s.wdtype or 'the checkpoint'}"
             + (f", quant={s.quant}" if s.quant else "")
             + " (kvplan cannot tell the scheme from the log; set it to match the checkpoint)"
         )

@@ -52,6 +52,7 @@ CODES: dict[str, str] = {
     "La": "attention_free_layers",
     "Ln": "mlp_free_layers",
     "Fs": "shared_expert_ffn",
+    "Mt": "mtp_layers",
 }
 #: Fields written as 0/1.
 FLAGS = ("tied_embeddings", "gated_mlp", "qkv_bias", "attention_sinks", "attention_output_gate")

@@ -28,8 +28,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.model.params import moe_layers
-from planner.model.quantization import FP8_BLOCK, VOCAB_PADDING, WEIGHT_16BIT_BYTES, Matrix, Scheme
+from planner.model.quantization import (
+    FP8_BLOCK,
+    VOCAB_PADDING,
+    Scheme,
+    WeightFormat,
+    as_format,
+    linear_matrices,
+    matrix_bytes,
+)
 from planner.model.specs import ModelSpec
 from planner.units import GiB
 
@@ -106,41 +113,32 @@ class WeightGroups:
     vocab_table_params: float
 
 
-def _stored_bytes(mats: list[Matrix], scheme: Scheme, group: int) -> float:
-    """Bytes of ``mats`` as vLLM stores them: in the scheme's format where it quantises them, else 16 bit."""
-    total = 0.0
-    for x in mats:
-        quantised = scheme.key != "none" and (x.expert or not scheme.experts_only)
-        if quantised:
-            per = x.fan_in * x.fan_out * scheme.element_bytes + scheme.scale_bytes(x.fan_in, x.fan_out, group)
-        else:
-            per = x.fan_in * x.fan_out * WEIGHT_16BIT_BYTES
-        total += per * x.count
-    return total
+#: MLA's projections vLLM keeps whole on every rank (``ReplicatedLinear``).
+REPLICATED_LINEARS = frozenset({"q_a_proj", "kv_a_proj_with_mqa"})
 
 
-def weight_groups(m: ModelSpec, scheme: Scheme, group: int = 128) -> WeightGroups:
-    """The groups of ``m`` stored with ``scheme`` (the same matrices ``quantization.linear_matrices`` lists)."""
-    d, up = m.hidden, 2 if m.gated_mlp else 1
-    n_moe = moe_layers(m)
-    n_dense = m.layers - m.mlp_free_layers - n_moe
-    dense = [Matrix(d, up * m.ffn, n_dense), Matrix(m.ffn, d, n_dense)] if n_dense else []
-    routed = n_moe * m.experts
-    experts = [Matrix(d, 2 * m.moe_ffn, routed, True), Matrix(m.moe_ffn, d, routed, True)] if routed else []
-    shared_n = n_moe * m.shared_experts
-    shared = [Matrix(d, 2 * m.moe_ffn, shared_n), Matrix(m.moe_ffn, d, shared_n)] if shared_n else []
-    replicated: list[Matrix] = []
-    if m.is_mla:
-        replicated.append(Matrix(d, m.kv_lora_rank + m.qk_rope_head_dim, m.layers))
-        if m.q_lora_rank:
-            replicated.append(Matrix(d, m.q_lora_rank, m.layers))
+def weight_groups(m: ModelSpec, fmt: Scheme | WeightFormat, group: int = 128) -> WeightGroups:
+    """The groups of ``m`` stored in ``fmt`` (the matrices ``quantization.linear_matrices`` lists, each in
+    its component's scheme)."""
+    f = as_format(fmt, group)
+    sums = {"experts": 0.0, "dense": 0.0, "shared": 0.0, "replicated": 0.0}
+    for x in linear_matrices(m):
+        stored = matrix_bytes(x, f.scheme_of(x), f.group, f)
+        if x.expert:
+            sums["experts"] += stored
+        elif x.name.startswith("shared_experts."):
+            sums["shared"] += stored
+        elif x.component == "mlp":
+            sums["dense"] += stored
+        elif m.is_mla and x.name in REPLICATED_LINEARS:
+            sums["replicated"] += stored
     padded = math.ceil(m.vocab / VOCAB_PADDING) * VOCAB_PADDING
     return WeightGroups(
-        expert_bytes=_stored_bytes(experts, scheme, group),
-        dense_mlp_bytes=_stored_bytes(dense, scheme, group),
-        shared_expert_bytes=_stored_bytes(shared, scheme, group),
-        replicated_linear_bytes=_stored_bytes(replicated, scheme, group),
-        vocab_table_params=float(padded * d),
+        expert_bytes=sums["experts"],
+        dense_mlp_bytes=sums["dense"],
+        shared_expert_bytes=sums["shared"],
+        replicated_linear_bytes=sums["replicated"],
+        vocab_table_params=float(padded * m.hidden),
     )
 
 

@@ -12,15 +12,26 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, model_validator
 
 from planner.errors import ScenarioError, format_validation_error
+from planner.model.checkpoint_spec import CHECKPOINT_KEY_PATTERN
+from planner.model.dtypes import MATRIX_NAMES, AttentionDtype, QuantKey
 from planner.model.engine_timing import OVERRIDE_PATTERN, parse_overrides
 from planner.model.engine_versions import ENGINE_KEY_PATTERN
-from planner.model.specs import FROZEN, KEY_PATTERN, Dtype, KvDtype
+from planner.model.spec_methods import SpecMethod, Workload
+from planner.model.specs import FROZEN, KEY_PATTERN
 
 TTL = Literal["5m", "1h"]
-#: Weight quantisation layouts (``planner.model.quantization``); '' = the weight dtype's usual one.
-Quant = Literal["", "none", "fp8", "fp8-channel", "fp8-block", "w8a8", "gptq", "awq", "w4a16", "nvfp4", "mxfp4"]
+#: Weight quantisation layouts (``planner.model.quantization``); '' = the weight dtype's usual one (or, with no
+#: ``wdtype`` either, the checkpoint's: ``planner.model.weight_plan``).
+Quant = QuantKey
+#: '' = the checkpoint's (``planner.model.weight_plan``).
+WeightDtype = Literal["", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
+KvCacheDtype = Literal["", "bf16", "fp16", "fp8", "int8", "int8_per_token_head", "fp8_per_token_head"]
 #: The cacheable prefix when none is given: this many tokens, or the whole prompt if shorter.
 DEFAULT_PREFIX_TOKENS = 1024
+#: Electricity price default, USD per kWh: the mean of the 12 months Feb 2025 – Jan 2026 of EIA's US average retail
+#: price of electricity to the industrial sector (0.0824 … 0.0929 USD/kWh;
+#: https://ycharts.com/indicators/us_average_retail_price_of_electricity_industrial_sector, source EIA).
+DEFAULT_ELECTRICITY_USD_PER_KWH = 0.087
 CacheTraffic = Literal["arrivals", "followups"]
 LengthDist = Literal["fixed", "uniform", "lognormal"]
 #: The simulator's prefix cache (planner/sim/prefix_cache.py), routers (fleet.py) and bundled traces (traces.py).
@@ -57,6 +68,15 @@ SloStat: TypeAlias = float | Literal["mean"]
 #: The serving knobs the sizing search may tune (``planner.search.knob_search``); the layout (tp) always is.
 SEARCH_AXES = ("batch", "chunk", "kvdtype", "wdtype", "spec", "disagg")
 DEFAULT_SEARCH = "batch,chunk"
+
+
+def _valid_keep(text: str) -> str:
+    """A comma list of ``MATRIX_NAMES`` in their canonical order (or '')."""
+    items = [t for t in text.split(",") if t]
+    bad = [t for t in items if t not in MATRIX_NAMES]
+    if bad:
+        raise ValueError(f"unknown matrix {', '.join(bad)}; choose from {', '.join(MATRIX_NAMES)}")
+    return ",".join(n for n in MATRIX_NAMES if n in items)
 
 
 def _valid_search(text: str) -> str:
@@ -105,8 +125,10 @@ class Scenario(BaseModel):
     head_dim: int | None = Field(default=None, ge=1, le=4096)
     ffn: int | None = Field(default=None, ge=1, le=1_048_576)
     vocab: int | None = Field(default=None, ge=1, le=4_000_000)
-    wdtype: Dtype = Field(default="bf16", description="weight dtype")
-    kvdtype: KvDtype = Field(default="bf16", description="KV-cache dtype")
+    wdtype: WeightDtype = Field(
+        default="", description="weight dtype of every linear layer ('' = the preset's published checkpoint)"
+    )
+    kvdtype: KvCacheDtype = Field(default="", description="KV-cache dtype ('' = the checkpoint's, else bf16)")
     batch: int = Field(
         default=32,
         ge=1,
@@ -142,7 +164,31 @@ class Scenario(BaseModel):
     alpha: float = Field(default=0.7, ge=0.0, le=1.0, description="draft token acceptance rate")
     draft: str = Field(default="", pattern=r"^$|" + KEY_PATTERN, description="draft model preset ('' = cost ratio)")
     draft_ratio: float = Field(default=0.05, ge=0.0, le=1.0, description="draft step cost / target step cost")
+    spec_method: SpecMethod = Field(
+        default="",
+        description="what proposes the draft tokens: draft_model, eagle, eagle3, ngram, mtp ('' = the draft preset, "
+        "else the cost ratio; planner/model/spec_methods.py)",
+    )
+    spec_workload: Workload = Field(
+        default="chat", description="the workload whose published acceptance sets α when α is left at its default"
+    )
     gpu_price: float | None = Field(default=None, ge=0.0, le=1000.0, description="USD per GPU-hour")
+    gpu_power_w: float | None = Field(
+        default=None, gt=0.0, le=5000.0, description="board power limit, W (a power cap; None = the profile's TDP)"
+    )
+    electricity_usd_per_kwh: float = Field(
+        default=DEFAULT_ELECTRICITY_USD_PER_KWH, ge=0.0, le=10.0, description="electricity price, USD per kWh"
+    )
+    pue: float = Field(
+        default=1.0, ge=1.0, le=5.0, description="power usage effectiveness: site power ÷ IT power (1 = IT only)"
+    )
+    power_limit_kw: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1e7,
+        description="rack or site power the fleet's IT power must stay within, kW (0 = none; the sizing search "
+        "holds it)",
+    )
     mfu: float | None = Field(
         default=None,
         ge=0.01,
@@ -212,6 +258,25 @@ class Scenario(BaseModel):
     )
     # memory as the serving engine does it (docs/model.md §1-3)
     quant: Quant = Field(default="", description="weight quantisation layout ('' = the weight dtype's usual one)")
+    # the published checkpoint and per-component formats (planner/model/weight_plan.py; docs/model.md §2)
+    ckpt: str = Field(
+        default="",
+        pattern=r"^$|" + CHECKPOINT_KEY_PATTERN,
+        description="the preset's checkpoint to plan with ('' = its default, the published one)",
+    )
+    quant_attn: Quant = Field(default="", description="layout of the attention projections ('' = the checkpoint's)")
+    quant_mlp: Quant = Field(
+        default="", description="layout of the dense MLPs and shared experts ('' = the checkpoint's)"
+    )
+    quant_experts: Quant = Field(default="", description="layout of the routed experts ('' = the checkpoint's)")
+    quant_keep: Annotated[str, AfterValidator(_valid_keep)] = Field(
+        default="",
+        max_length=400,
+        description="matrices kept in 16 bit, comma-separated (q_a_proj, kv_b_proj, o_proj …; '' = the checkpoint's)",
+    )
+    attn_dtype: AttentionDtype = Field(
+        default="", description="attention math: bf16 ('' = bf16) or fp8 (FlashAttention 3 / FlashInfer, fp8 KV)"
+    )
     qgroup: int = Field(default=128, ge=0, le=1024, description="GPTQ/AWQ/W4A16 group size, weights (0 = per channel)")
     hybrid_kv: bool = Field(
         default=True, description="vLLM's hybrid KV-cache manager on (window layers keep only their window)"
@@ -234,6 +299,14 @@ class Scenario(BaseModel):
                 data = {**data, "prefix": min(DEFAULT_PREFIX_TOKENS, prompt)}
             else:
                 data = {k: v for k, v in data.items() if k != "prefix"}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_turns_speculation_on(cls, data: Any) -> Any:
+        """``spec_method=…`` without ``spec``: speculation on (a method names a proposer to run)."""
+        if isinstance(data, dict) and data.get("spec_method") and "spec" not in data:
+            data = {**data, "spec": True}
         return data
 
     timing: Annotated[str, AfterValidator(_valid_timing)] = Field(
@@ -368,6 +441,8 @@ class Scenario(BaseModel):
             changes["gpu"] = gpu
             if self.gpu_price is not None:
                 changes["gpu_price"] = None
+            if self.gpu_power_w is not None:
+                changes["gpu_power_w"] = None  # a power cap is the user's for their GPU, as the price
         if tp is not None and tp != self.tp:
             changes["tp"] = tp
         return changes

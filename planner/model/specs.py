@@ -8,16 +8,14 @@ files are checked.  Units are in every field name, SI inside.
 from __future__ import annotations
 
 import re
-from typing import Literal, cast
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.format import fmt_bytes
+from planner.model.checkpoint_spec import Checkpoint
+from planner.model.dtypes import ComputeDtype, Dtype, KvDtype  # noqa: F401  (re-exported: the schema's types)
 from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, MiB, TiB
-
-Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4", "fp4"]
-KvDtype = Literal["bf16", "fp16", "fp8", "int8"]
-ComputeDtype = Literal["bf16", "fp8", "int8", "fp4"]
 
 FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,6 +37,22 @@ KNOWN_GENERATIONS = {
     "mi300x": "CDNA 3",
     "mi325x": "CDNA 3",
 }
+
+#: Compute architecture of the shipped profiles whose files carry no ``arch`` line (by file stem), and of a
+#: generation (a user's file that names only its generation).
+KNOWN_ARCHS = {"a10g": "sm_86", "rtx-5090": "sm_120", "rtx-pro-6000-blackwell": "sm_120"}
+GENERATION_ARCHS = {
+    "Ampere": "sm_80",
+    "Ada Lovelace": "sm_89",
+    "Hopper": "sm_90",
+    "Blackwell": "sm_100",
+    "Blackwell Ultra": "sm_103",
+    "CDNA 3": "gfx942",
+    "CDNA 4": "gfx950",
+}
+ARCH_PATTERN = r"^(sm_[0-9]{2,3}|gfx[0-9a-f]{3,4})$"
+#: The largest board power a profile may state (a GB300 is 1,400 W, an MI355X 1,400 W).
+MAX_BOARD_POWER_W = 5000.0
 
 #: Vendors in the order their GPU groups are listed (others after them, alphabetically).
 VENDOR_ORDER = ("NVIDIA", "AMD")
@@ -126,6 +140,14 @@ class GPU(BaseModel):
         le=1 / MS_PER_S,
         description="fixed cost per inter-node collective",
     )
+    arch: str = Field(default="", max_length=16, description="compute architecture (sm_90, sm_100, gfx942 …)")
+    # power (planner/engine/power.py; docs/model.md "Power and energy")
+    tdp_w: float | None = Field(default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit (TDP/TGP/TBP)")
+    idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power")
+    server_power_w_per_gpu: float | None = Field(
+        default=None, gt=0, le=10 * MAX_BOARD_POWER_W, description="a whole server's (or tray's) max power ÷ its GPUs"
+    )
+    power_source: str = Field(default="", max_length=4000)
 
     @property
     def memory_words(self) -> str:
@@ -278,11 +300,44 @@ class GpuProfileFile(BaseModel):
     scale_out_source: str | None = Field(
         default=None, max_length=2000, description="where the node and network figures come from"
     )
+    arch: str | None = Field(
+        default=None,
+        pattern=ARCH_PATTERN,
+        description="compute architecture: sm_80 … sm_120 (NVIDIA compute capability), gfx942/gfx950 (AMD); decides "
+        "which quantisation kernels an engine runs (planner/model/quant_support.py)",
+    )
+    tdp_w: float | None = Field(
+        default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit, W (TDP / TGP / TBP as published)"
+    )
+    tdp_source: str | None = Field(default=None, max_length=2000)
+    idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power, W")
+    idle_source: str | None = Field(default=None, max_length=2000)
+    server_power_w_per_gpu: float | None = Field(
+        default=None,
+        gt=0,
+        le=10 * MAX_BOARD_POWER_W,
+        description="a whole server's (or compute tray's) published maximum power ÷ its GPUs, W (GPUs, CPUs, NICs, "
+        "fans)",
+    )
+    server_power_source: str | None = Field(default=None, max_length=2000)
 
     @model_validator(mode="after")
     def _one_capacity_unit(self) -> GpuProfileFile:
         if (self.memory_capacity_gb is None) == (self.memory_capacity_gib is None):
             raise ValueError("give exactly one of memory_capacity_gb or memory_capacity_gib")
+        for value, source in (("tdp_w", "tdp_source"), ("idle_w", "idle_source")):
+            if getattr(self, value) is not None and not getattr(self, source):
+                raise ValueError(f"{value} needs {source} (every datasheet figure names its source)")
+        if self.server_power_w_per_gpu is not None and not self.server_power_source:
+            raise ValueError("server_power_w_per_gpu needs server_power_source")
+        if self.idle_w is not None and self.tdp_w is not None and self.idle_w >= self.tdp_w:
+            raise ValueError(f"idle_w={self.idle_w} must be below tdp_w={self.tdp_w}")
+        if (
+            self.server_power_w_per_gpu is not None
+            and self.tdp_w is not None
+            and self.server_power_w_per_gpu < self.tdp_w
+        ):
+            raise ValueError("server_power_w_per_gpu must be at least tdp_w (the server holds the GPU)")
         return self
 
     @property
@@ -294,6 +349,10 @@ class GpuProfileFile(BaseModel):
             else f"{self.memory_capacity_gib:g} GiB"
         )
         return f"{size} {self.memory_type or ''}".strip()
+
+    def _power_source(self) -> str:
+        parts = [("TDP", self.tdp_source), ("idle", self.idle_source), ("server", self.server_power_source)]
+        return "; ".join(f"{name}: {text}" for name, text in parts if text)
 
     def to_gpu(self, key: str) -> GPU:
         mem = (
@@ -334,6 +393,13 @@ class GpuProfileFile(BaseModel):
                 DEFAULT_SCALE_OUT_LATENCY_US if self.scale_out_latency_us is None else self.scale_out_latency_us
             )
             * _S_PER_US,
+            arch=self.arch
+            or KNOWN_ARCHS.get(key)
+            or GENERATION_ARCHS.get(self.generation or KNOWN_GENERATIONS.get(key, ""), ""),
+            tdp_w=self.tdp_w,
+            idle_w=self.idle_w,
+            server_power_w_per_gpu=self.server_power_w_per_gpu,
+            power_source=self._power_source(),
         )
 
 
@@ -419,6 +485,14 @@ class ModelSpec(BaseModel):
         description="the config.json's architectures[0] (Gemma3ForConditionalGeneration): engines key some rules on "
         "it (SGLang's hybrid sliding-window memory); '' = not known",
     )
+    # the published checkpoints (planner/model/checkpoint_spec.py): the first is the preset's default
+    checkpoints: tuple[Checkpoint, ...] = Field(default=(), max_length=16)
+    mtp_layers: int = Field(
+        default=0,
+        ge=0,
+        le=16,
+        description="multi-token-prediction layers the checkpoint ships (num_nextn_predict_layers)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
@@ -440,7 +514,16 @@ class ModelSpec(BaseModel):
         if self.kv_lora_rank and not (self.qk_nope_head_dim and self.v_head_dim):
             raise ValueError("MLA needs qk_nope_head_dim and v_head_dim")
         self._check_layer_kinds()
+        keys = [c.key for c in self.checkpoints]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"checkpoints: keys must be unique, got {', '.join(keys)}")
         return self
+
+    def checkpoint(self, key: str = "") -> Checkpoint | None:
+        """The checkpoint ``key`` names ('' = the default, the first), or None (no such, or none listed)."""
+        if not key:
+            return self.checkpoints[0] if self.checkpoints else None
+        return next((c for c in self.checkpoints if c.key == key), None)
 
     def _check_layer_kinds(self) -> None:
         """The per-kind layer counts fit in ``layers`` and carry their sizes."""

@@ -16,9 +16,12 @@ import pandas as pd
 
 from planner.format import fmt_count, fmt_num, fmt_usd
 from planner.model.scenario import Scenario
+from planner.model.specs import ModelSpec
+from planner.model.weight_plan import format_labels
 from planner.search.confirm import Candidate, Confirmation
 from planner.search.grid import COLOCATED, DISAGGREGATED
 from planner.search.pools import PoolSizing
+from planner.search.power_limit import OVER_POWER
 from planner.sim.slo import LATENCIES, Slo
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -65,6 +68,8 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
     "e2e_q_s",
     "goodput_frac",
     "output_tokens_per_s_per_gpu",
+    "power_per_gpu_w",
+    "fleet_power_kw",
     "binding",
     "binding_analytic",
     "analytic_gpus",
@@ -87,6 +92,8 @@ _SCREENED_VALUES = (
     "itl_q_s",
     "e2e_q_s",
     "output_tokens_per_s_per_gpu",
+    "power_per_gpu_w",
+    "fleet_power_kw",
 )
 
 
@@ -126,8 +133,12 @@ def screened_row(row: pd.Series, status: str = PENDING) -> dict[str, Any]:
     return out | dict(basis=SCREENED, status=status, binding=row["binding"], simulations=0, simulated_requests=0)
 
 
-def confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: float) -> dict[str, Any]:
-    """One table row: the point's configuration and what the simulation found (a timed-out one: screened)."""
+def confirmed_row(
+    row: pd.Series, conf: Confirmation, rate: float, mean_out: float, limit_kw: float = 0.0
+) -> dict[str, Any]:
+    """One table row: the point's configuration and what the simulation found (a timed-out one: screened); the
+    fleet's IT power at the screened board power per GPU (``grid.colocated_power_w``), held to ``power_limit_kw``
+    when one is set."""
     runs = dict(
         simulations=sum(p.simulations for p in conf.pools), simulated_requests=sum(p.requests for p in conf.pools)
     )
@@ -162,8 +173,12 @@ def confirmed_row(row: pd.Series, conf: Confirmation, rate: float, mean_out: flo
         )
     cost = gpus * row["price_per_gpu_hour_usd"]
     per_hour = rate * mean_out * S_PER_HOUR
+    power_kw = float(gpus * row["fleet_power_kw"] / row["gpus"])  # the screened IT power per GPU × confirmed GPUs
+    over = limit_kw > 0 and not power_kw <= limit_kw
     return out | dict(
-        status=MEETS,
+        status=f"{OVER_POWER} ({power_kw:,.1f} kW > {limit_kw:,.1f} kW)" if over else MEETS,
+        power_per_gpu_w=row["power_per_gpu_w"],
+        fleet_power_kw=power_kw,
         gpus=gpus,
         cost_per_hour_usd=cost,
         cost_per_million_output_tokens_usd=cost / per_hour * TOKENS_PER_MTOK if per_hour > 0 else float("nan"),
@@ -180,15 +195,17 @@ def answer_table(
     rate: float,
     mean_out: float,
     left: str = PENDING,
+    limit_kw: float = 0.0,
 ) -> pd.DataFrame:
     """One row per candidate (module doc): the simulated ones meeting the SLO cheapest first, then the
     screened ones cheapest first (status ``left`` for those not simulated), then those that failed.
-    ``best`` marks the answer: the first simulated row meeting the SLO, else the first screened one."""
+    ``best`` marks the answer: the first simulated row meeting the SLO, else the first screened one.  ``limit_kw``:
+    the power limit a simulated fleet is held to (0: none; the screening already holds the screened points)."""
     rows = []
     for c in cands:
         row = points.iloc[int(c.point)]
         conf = confs.get(c.point)
-        rows.append(screened_row(row, left) if conf is None else confirmed_row(row, conf, rate, mean_out))
+        rows.append(screened_row(row, left) if conf is None else confirmed_row(row, conf, rate, mean_out, limit_kw))
     table = pd.DataFrame(rows).reindex(columns=list(TABLE_COLUMNS))
     group = np.where(table["status"] == MEETS, 0, np.where(table["basis"] == SCREENED, 1, 2))
     table = table.assign(_group=group).sort_values(["_group", "cost_per_hour_usd", "gpus", "ttft_q_s"], kind="stable")
@@ -199,15 +216,17 @@ def answer_table(
     return table
 
 
-def _own_knobs(s: Scenario, points: pd.DataFrame) -> pd.Series | None:
-    """The cheapest screened point with the scenario's own knobs on its own GPU (any layout)."""
+def _own_knobs(s: Scenario, points: pd.DataFrame, model: ModelSpec) -> pd.Series | None:
+    """The cheapest screened point with the scenario's own knobs on its own GPU (any layout; its formats as the
+    table names them, ``weight_plan.format_labels``)."""
+    wd, kv = format_labels(model, s)
     own = points[
         (points["mode"] == COLOCATED)
         & (points["gpu"] == s.gpu)
         & (points["batch"] == s.batch)
         & (points["chunk"] == s.chunk)
-        & (points["kvdtype"] == s.kvdtype)
-        & (points["wdtype"] == s.wdtype)
+        & (points["kvdtype"] == kv)
+        & (points["wdtype"] == wd)
         & (points["spec"] == s.spec)
     ]
     return own.iloc[0] if len(own) else None
@@ -228,7 +247,7 @@ def _cost_words(row: pd.Series) -> str:
     )
 
 
-def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: float) -> str:
+def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: float, model: ModelSpec) -> str:
     """The answer in one paragraph (module doc): the cheapest fleet, its basis, what binds it, the next one,
     a cheaper screened one not yet simulated, and what the scenario's own knobs would need."""
     slo = Slo.of(s)
@@ -260,7 +279,10 @@ def reason_text(s: Scenario, table: pd.DataFrame, points: pd.DataFrame, rate: fl
                 f" Not simulated: {_fleet_words(c)} ({describe(c)}) might cost less, ≈ {_cost_words(c)} by the "
                 "screening model."
             )
-    own = _own_knobs(s, points)
+    if np.isfinite(row.get("fleet_power_kw", np.nan)):
+        limit = f" (limit {s.power_limit_kw:,.1f} kW)" if s.power_limit_kw > 0 else ""
+        text += f" Fleet IT power ≈ {row['fleet_power_kw']:,.1f} kW at the configured batch{limit}."
+    own = _own_knobs(s, points, model)
     if own is not None and own["meets_slo"] and int(own["point"]) != int(row["point"]):
         text += (
             f" With this scenario's own knobs (batch {fmt_count(s.batch)}, chunk {fmt_count(s.chunk)}) a "

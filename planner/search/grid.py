@@ -67,6 +67,7 @@ from planner.search.grid_bases import (
 )
 from planner.search.kv_plan import kv_plan
 from planner.search.layouts import MAX_BATCH, grid_layouts
+from planner.search.power_limit import OVER_POWER, with_power
 from planner.search.step_grid import ReplicaGrid, TrafficStats
 from planner.sim.slo import CONSTRAINTS, LATENCIES, Slo
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
@@ -94,8 +95,10 @@ MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES = (
     "the engine refuses it",
     "prefill pool plus KV transfer misses the TTFT (or E2EL) target at every layout",
 )
-STATUSES = (MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES) + tuple(
-    f"misses the SLO even at low load: {c}" for c in CONSTRAINTS
+STATUSES = (
+    (MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES)
+    + tuple(f"misses the SLO even at low load: {c}" for c in CONSTRAINTS)
+    + (OVER_POWER,)
 )
 MODES = (COLOCATED, DISAGGREGATED)
 
@@ -480,7 +483,7 @@ def score(s: Scenario, catalog: Catalog, t: TrafficStats, gpus: Sequence[str]) -
         valid += int(dec["valid"].sum()) + int(np.sum(pre["ok"]))
         del pre, dec
     del col  # the grids' arrays: freed before the frame is built
-    points = _points_frame(parts)
+    points = with_power(_points_frame(parts), xb, s.power_limit_kw, COLOCATED, STATUSES, PREFILL_POOL_BATCH)
     return Scored(points, scored, valid, base_list)
 
 

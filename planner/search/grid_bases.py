@@ -19,6 +19,7 @@ from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.model.specs import GPU
+from planner.model.weight_plan import format_labels, resolve_weights
 from planner.search.layouts import grid_layouts, sizing_layouts
 from planner.search.replicas import accepted_tps
 
@@ -65,8 +66,8 @@ class Base:
     gpu: str
     name: str
     layout: Layout
-    wdtype: str
-    kvdtype: str
+    wdtype: str  # the weights' format in words (``weight_plan.format_labels``)
+    kvdtype: str  # the KV cache's dtype
     spec: bool
     changes: dict[str, Any]  # applied to the user's scenario (``Scenario.gpu_switch``'s price rule)
     price_per_gpu_hour_usd: float
@@ -99,6 +100,7 @@ def bases(
     out: list[Base] = []
     xs: list[EngineInputs] = []
     source, kv_bytes, lays, utils, kernel_sets = [], [], [], [], []
+    kv_formats = _kv_formats(s, r, space)
     for g in gpus:
         gpu = catalog.profile(g)
         if gpu is None:
@@ -111,16 +113,18 @@ def bases(
                 xs.append(from_specs(gpu, r.model, sb, r.draft if spec else None, r.engine))
                 price = float(xs[-1].price_per_gpu_hour_usd)
                 # the measured kernels of each KV dtype (its attention kernels; the family's curves per layout)
-                sets = {kv: _kernel_sets(gpu, r, sb.with_changes(kvdtype=kv), spec) for kv in space.kvdtypes}
+                sets = {kv: _kernel_sets(gpu, r, sb.with_changes(kvdtype=kv), spec) for kv, _ in kv_formats}
+                wd_label = format_labels(r.model, sb)[0]
                 for layout in layouts:
-                    for kv in space.kvdtypes:
+                    for kv, kv_bytes_one in kv_formats:
                         changes = _base_changes(s, g, layout, wd, kv, spec)
                         kernel_sets.append(sets[kv])
                         nodes = layout.nodes(gpu.gpus_per_node)
-                        out.append(Base(g, gpu.name, layout, wd, kv, spec, changes, price, nodes))
+                        kv_label = format_labels(r.model, s.model_copy(update={"kvdtype": kv}))[1]
+                        out.append(Base(g, gpu.name, layout, wd_label, kv_label, spec, changes, price, nodes))
                         source.append(len(xs) - 1)
                         lays.append((layout.tp, layout.pp, layout.ep, layout.dp))
-                        kv_bytes.append(kv_element_bytes(kv, r.model, r.engine.memory))
+                        kv_bytes.append(kv_bytes_one)
                         utils.append(_mem_util(r, gpu, s, changes, shares))
     if not out:
         return out, None, r
@@ -152,3 +156,14 @@ def _kernel_sets(gpu, r, s: Scenario, spec: bool) -> tuple[float, float]:
     """(kernel_set, draft_kernel_set) ``inputs.from_specs`` gives ``s`` (the ids of the measured-kernel families)."""
     x = from_specs(gpu, r.model, s, r.draft if spec else None, r.engine)
     return float(x.kernel_set), float(x.draft_kernel_set)
+
+
+def _kv_formats(s: Scenario, r: Resolved, space: Space) -> list[tuple[str, float]]:
+    """(the link's KV dtype, bytes per element: ``inputs.kv_element_bytes``, the engine version's scales) of each KV
+    dtype of the space, one per stored format ('' is the checkpoint's: an fp8 alternative to a checkpoint that ships
+    fp8 KV is the same row)."""
+    out: dict[str, tuple[str, float]] = {}
+    for kv in space.kvdtypes:
+        stored = resolve_weights(r.model, s.model_copy(update={"kvdtype": kv})).kvdtype
+        out.setdefault(stored, (kv, kv_element_bytes(stored, r.model, r.engine.memory)))
+    return list(out.values())

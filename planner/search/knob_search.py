@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.engine.evaluate import resolve
 from planner.errors import Cancelled, ScenarioError
 from planner.executors import Executor, make_executor
 from planner.format import fmt_count, fmt_seconds
@@ -191,17 +192,20 @@ def search_fleet(
         raise ScenarioError(["no GPU profile to search"])
     cands = candidates(s, scored.bases, scored.points, per_gpu)
     plan = Plan.of(s, slo, deadline, max_requests)
+    model = resolve(s, catalog).model  # the formats the answer names (``weight_plan.format_labels``)
     executor = executor or make_executor("local", workers=workers if confirm else 1)
     confs: dict[int, Confirmation] = {}
 
     def result(stopped: str, left: str) -> SearchResult:
-        table = answer_table(scored.points, cands, confs, stats.rate_per_s, stats.output_mean_tokens, left)
+        table = answer_table(
+            scored.points, cands, confs, stats.rate_per_s, stats.output_mean_tokens, left, s.power_limit_kw
+        )
         best = table.index[table["best"]]
         return SearchResult(
             points=scored.points,
             table=table,
             best=int(best[0]) if len(best) else None,
-            reason=reason_text(s, table, scored.points, stats.rate_per_s),
+            reason=reason_text(s, table, scored.points, stats.rate_per_s, model),
             slo=slo,
             rate_per_s=stats.rate_per_s,
             mean_output_tokens=stats.output_mean_tokens,
@@ -299,6 +303,12 @@ def basis_text(z: SearchResult) -> str:
     return done + "."
 
 
+def _kw(row: pd.Series) -> str:
+    """The fleet's IT power column (8 wide; blank where unknown)."""
+    kw = row.get("fleet_power_kw", np.nan)
+    return f"{kw:>8,.1f}" if isinstance(kw, float) and np.isfinite(kw) else " " * 8
+
+
 def search_text(z: SearchResult) -> str:
     """The answer and the candidates' table for a terminal: GPU, layout, nodes, mode and the other knobs (text
     columns as wide as their content), then the fleet, the latencies, the decode step's communication share,
@@ -311,7 +321,7 @@ def search_text(z: SearchResult) -> str:
         z.reason,
         "",
         f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}  {'mode':<{mw}}{'configuration':<{cw}}{'GPUs':>6}{'$/h':>10}"
-        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'comm':>6}  {'basis':<10}binding / status",
+        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'kW':>8}{'comm':>6}  {'basis':<10}binding / status",
     ]
     for (_, row), text in zip(z.table.iterrows(), knobs, strict=True):
         comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
@@ -319,10 +329,10 @@ def search_text(z: SearchResult) -> str:
         if priced:
             nums = (
                 f"{int(row['gpus']):>6}{row['cost_per_hour_usd']:>10,.2f}{row['cost_per_million_output_tokens_usd']:>8.3g}"
-                f"{latency_cells(row, names)}{comm}"
+                f"{latency_cells(row, names)}{_kw(row)}{comm}"
             )
         else:
-            nums = " " * (24 + LATENCY_WIDTH * len(names)) + comm
+            nums = " " * (24 + LATENCY_WIDTH * len(names)) + _kw(row) + comm
         note = row["binding"] if row["status"] == MEETS else row["status"]
         mark = "  ← best" if row["best"] else ""
         where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "

@@ -69,6 +69,6 @@ def accepted_tps(s: Scenario, catalog: Catalog, tps: Sequence[int]) -> tuple[int
         r = resolve(s.with_changes(tp=1), catalog)
     except ScenarioError:
         return tuple(tps)  # the model itself cannot be resolved: each row reports why
-    group = quant_group(r.scenario)
+    group = quant_group(r.scenario, r.model)
     ok = set(valid_tps(r.model, group, r.draft if r.scenario.spec else None, max(tps, default=1)))
     return tuple(t for t in tps if t in ok)

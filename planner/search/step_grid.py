@@ -126,6 +126,7 @@ class StepModel:
         x = x.as_arrays()
         tp = x.tp
         s_flop = 1.0 / (x.peak_flop_per_s * x.mfu)
+        s_flop_e = 1.0 / (x.expert_peak_flop_per_s * x.mfu)  # the routed experts at their compute dtype
         s_byte = 1.0 / (x.bandwidth_bytes_per_s * x.mbu)
         att_flop = 1.0 / (x.attention_peak_flop_per_s * x.attention_compute_frac)
         att_byte = 1.0 / (x.bandwidth_bytes_per_s * x.attention_bandwidth_frac)
@@ -137,7 +138,7 @@ class StepModel:
         return cls(
             body=2.0 * (x.matmul_params - x.lm_head_params - routed) / tp * s_flop,
             head=2.0 * x.lm_head_params / tp * s_flop,
-            expert=2.0 * x.moe_layers * x.expert_params / tp * s_flop / x.moe_matmul_frac,
+            expert=2.0 * x.moe_layers * x.expert_params / tp * s_flop_e / x.moe_matmul_frac,
             experts_per_token=x.experts_per_token,
             experts=x.experts,
             half=x.matmul_half_tokens,
@@ -152,7 +153,7 @@ class StepModel:
             state=x.state_bytes_per_sequence / tp * att_byte,
             act=x.layers * x.activation_elements_per_token_per_layer / tp * ACTIVATION_BYTES * s_byte,
             dense_weight=(x.total_params - x.lookup_params - all_experts) * x.weight_bytes_per_param / tp * s_byte,
-            expert_weight=all_experts * x.weight_bytes_per_param / tp * s_byte,
+            expert_weight=all_experts * x.expert_weight_bytes_per_param / tp * s_byte,
             expert_miss=1.0 - x.experts_per_token / np.maximum(x.experts, 1.0),
             overlap=x.compute_memory_overlap,
             prefill_overhead=x.step_overhead_s + x.layers * x.layer_overhead_s,

@@ -17,6 +17,7 @@ from planner.engine import memory as mem
 from planner.engine import parallel
 from planner.engine.validity import kv_replication_note
 from planner.model.quantization import WEIGHT_16BIT_BYTES
+from planner.model.weight_plan import resolve_weights
 from planner.studies.explain_parallel import weights_item
 from planner.studies.explain_scenario import Scalars
 from planner.studies.explain_text import ExplainItem, _bytes_value, _value, exact, num
@@ -113,7 +114,7 @@ def _weights_item(s: Scalars) -> ExplainItem:
         "(quantised weights + their scales + (other 16-bit weights + embedding/LM head, vocabulary padded to 64) "
         "· 2 B) / tp + (norms and routers + RoPE cos/sin cache) · 2 B  (vLLM keeps embeddings and the LM head in "
         "16 bit, splits them over tp, and holds norms and the RoPE cache on every rank; quantisation: "
-        f"{s.r.resolved.scenario.quant or 'the weight dtype’s usual layout'})"
+        f"{resolve_weights(s.r.resolved.model, s.r.resolved.scenario).describe()})"
     )
     sub = f"{split} / {tp} + {every_rank}"
     if draft > 0:

@@ -109,7 +109,8 @@ def test_text_output_is_for_people():
     lines = out.splitlines()
     assert (
         lines[0]
-        == "Llama-3.1-70B on 2 × NVIDIA H200 SXM · weights bf16, KV cache bf16 · vLLM 0.33.0 (engine=vllm@0.33)"
+        == "Llama-3.1-70B on 2 × NVIDIA H200 SXM · weights bf16 (checkpoint meta-llama/Llama-3.1-70B) · KV cache bf16 "
+        "· attention math bf16 · vLLM 0.33.0 (engine=vllm@0.33)"
     )
     assert lines[1] == "inputs: gpu=h200, tp=2, model=llama-3.1-70b"  # only what was given
     for section in (

@@ -18,8 +18,9 @@ from planner.model.params import kv_elements_per_token, param_counts, state_byte
 
 CONFIGS = Path(__file__).parent / "hf_configs"
 PRESETS, _ = load_models()
-#: not shape: names, provenance, and the architecture (SGLang keys a rule on it; a link's custom code does not carry it)
-_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "architecture"}
+#: not shape: names, provenance, the architecture (SGLang keys a rule on it; a link's custom code does not carry it)
+#: and the published checkpoints
+_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "architecture", "checkpoints"}
 
 
 def load(name: str) -> dict:

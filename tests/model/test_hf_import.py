@@ -20,8 +20,9 @@ from planner.model.params import param_counts
 PRESETS, _ = load_models()
 
 #: Fields that describe the preset rather than the architecture.
-#: not shape: names, provenance, and the architecture (SGLang keys a rule on it; a link's custom code does not carry it)
-_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "architecture"}
+#: not shape: names, provenance, the architecture (SGLang keys a rule on it; a link's custom code does not carry it)
+#: and the published checkpoints
+_NOT_SHAPE = {"name", "source", "published_params", "min_cacheable_prompt_tokens", "architecture", "checkpoints"}
 
 
 def shape(m) -> dict:

@@ -111,7 +111,7 @@ def test_state_counts_against_concurrency(catalog) -> None:
 def test_new_presets_round_trip_through_the_custom_code(key: str, catalog) -> None:
     m = catalog.models[key]
     back = decode_model(encode_model(m), m.name)
-    skip = {"source", "published_params", "architecture"}  # the custom code carries the shape only
+    skip = {"source", "published_params", "architecture", "checkpoints"}  # the custom code carries the shape only
     assert back.model_dump(exclude=skip) == m.model_dump(exclude=skip)
 
 

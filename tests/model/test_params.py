@@ -52,6 +52,9 @@ TOTALS = [
     ("mistral-small-3.1-24b", 0.02, "24B incl. vision, Mistral-Small-3.1 model card"),
     ("gemma-3-27b", 0.02, "27.016B text = 1,416M + 25,600M, Gemma 3 report arXiv:2503.19786"),
     ("phi-4", 0.02, "14.7B, HF safetensors count (card: 14B)"),
+    # Issue 32: the 2025-26 measurements' models.
+    ("llama-3.3-70b", 0.005, "70.6B, the Llama-3.1-70B safetensors count (same shape)"),
+    ("qwen3-next-80b-a3b", 0.02, "80B total, Qwen/Qwen3-Next-80B-A3B model card"),
 ]
 
 # (preset key, published activated parameters, source)

@@ -63,7 +63,7 @@ def test_group_size_and_scale_layouts():
     assert SCHEMES["w4a16"].scale_bytes(4096, 4096, 128) == 2 * 4096 * 32
     assert gptq.scale_bytes(4096, 4096, 0) == 2.5 * 4096  # one group per output channel
     assert SCHEMES["fp8-block"].scale_bytes(4096, 14336, 0) == 4 * 112 * 32
-    assert compatible_quants("int4") == ["gptq", "awq", "w4a16"] and compatible_quants("bf16") == ["none"]
+    assert compatible_quants("int4") == ["gptq", "awq", "w4a16", "w4a8"] and compatible_quants("bf16") == ["none"]
 
 
 def test_a_quant_that_does_not_store_the_weight_dtype_is_named(catalog):

@@ -216,7 +216,7 @@ def test_the_search_key_names_each_bad_knob():
     with pytest.raises(ScenarioError, match="unknown search knob.*bacth.*choose from batch, chunk"):
         EXAMPLE.with_changes(search="bacth,chunk")
     assert Scenario(search="spec,batch").search == "batch,spec"  # canonical order
-    assert Space.of(Scenario(search="none")) == Space((32,), (2048,), ("bf16",), ("bf16",), (False,), False)
+    assert Space.of(Scenario(search="none")) == Space((32,), (2048,), ("",), ("",), (False,), False)  # the checkpoint
 
 
 def test_every_point_names_a_binding_constraint_and_a_fleet(catalog):

@@ -138,7 +138,7 @@ def test_every_gpu_and_model_through_the_page_functions(catalog):
         result = evaluate(s, catalog)
         baseline = headline.mha_baseline(s, result.resolved.model)
         items = headline.headline_items(result, evaluate(baseline, catalog) if baseline else None)
-        assert len(items) == 8 and all(i.value and "nan" not in i.value for i in items), (gpu, model)
+        assert len(items) == len(headline.KEYS) and all(i.value and "nan" not in i.value for i in items), (gpu, model)
         assert headline.notices(result) and explain(result)
     for model in sorted(catalog.models):
         frame = compare_gpus(Scenario(model=model), catalog)
@@ -361,7 +361,7 @@ def test_a_failing_tab_shows_an_error_and_the_page_survives(monkeypatch):
     errors = [e.value for e in at.error]
     # the exception's type only: its text (and any path in it) goes to the server log, never to a visitor
     assert len(errors) == 2 and all("ValueError" in e and "boom" not in e for e in errors)
-    assert len(at.metric) == 8 and "Broken" in tab_names(at)
+    assert len(at.metric) == len(headline.KEYS) and "Broken" in tab_names(at)
 
 
 def representative_combos(catalog) -> list[tuple[str, str]]:

@@ -54,7 +54,7 @@ def test_a_click_on_a_frontier_point_sets_the_scenario_and_the_link(server, brow
             moved, issues = from_query(page.evaluate("() => location.search"))
             assert not issues
             now = screen_points(moved, catalog).points
-            me = now[now["point"] == current_point(now, moved)].iloc[0]
+            me = now[now["point"] == current_point(now, moved, catalog.models[moved.model])].iloc[0]
             if (me["meets_slo"] and moved.replicas == int(me["replicas"])) or time.monotonic() > deadline:
                 break
             page.wait_for_timeout(500)

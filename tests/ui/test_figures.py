@@ -76,7 +76,7 @@ def test_every_tab_for_every_gpu_and_model_preset(monkeypatch):
 SPECIAL = [
     dict(model="deepseek-v3", gpu="h200", tp=8, spec=True, draft="llama-3.2-1b", alpha=0.3),
     dict(model="gemma-2-9b", tp=2, chunk=256, rpm=3.0, ttl="1h", prefix=2000),
-    dict(model="mixtral-8x7b", gpu="mi300x", wdtype="int4", kvdtype="fp8", batch=4096, prompt=16, prefix=0, output=1),
+    dict(model="mixtral-8x7b", gpu="mi300x", wdtype="fp8", kvdtype="fp8", batch=4096, prompt=16, prefix=0, output=1),
     dict(
         model="llama-3.1-8b",
         prompt=1,

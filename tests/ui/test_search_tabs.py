@@ -140,5 +140,5 @@ def test_the_star_is_the_scenarios_own_layout(catalog):
     s = Scenario(model="llama-3.1-405b", gpu="h100-sxm", tp=8, pp=2)
     points = screen_points(s, catalog, gpus=["h100-sxm"]).points.sort_values("pp", kind="stable")  # tp8 rows first
     assert {"tp8", "tp8·pp2"} <= set(points["layout"].astype(str))
-    me = points[points["point"] == current_point(points, s)].iloc[0]
+    me = points[points["point"] == current_point(points, s, catalog.models[s.model])].iloc[0]
     assert me["layout"] == "tp8·pp2"

@@ -171,6 +171,7 @@ def advanced_section(st: Any, catalog: Catalog) -> None:
             value=None,
             placeholder=f"profile: {fmt_usd(gpu.price_per_gpu_hour_usd)}" if gpu else "profile",
         )
+        power_inputs(st, gpu)
         stat_input(st, "slo_pct", ss.get("slo_pct", DEFAULTS.slo_pct))
         target_inputs(st, "")
 
@@ -183,6 +184,37 @@ def _engine_default(engine: Any, key: str) -> str:
     if key == "block" and engine is not None and engine.memory.block_rule == "fixed":
         return f"{label}: {engine.memory.default_block_tokens}"
     return f"{label}'s own"
+
+
+def power_inputs(st: Any, gpu: Any) -> None:
+    """Power and energy (planner/engine/power.py): a board power cap, the electricity price, PUE and a rack or
+    site power limit the sizing search holds."""
+    tdp = getattr(gpu, "tdp_w", None)
+    c1, c2 = st.columns(2)
+    with c1:
+        float_input(
+            st,
+            "gpu_power_w",
+            "GPU board power",
+            "Board power limit (a power cap); W; blank = the profile's TDP.",
+            step=10.0,
+            floor=1.0,
+            value=None,
+            placeholder=f"profile: {fmt_num(tdp)} W" if tdp else "not published",
+        )
+    with c2:
+        float_input(st, "electricity_usd_per_kwh", "Electricity price", "Energy price; USD per kWh.", step=0.01)
+    c1, c2 = st.columns(2)
+    with c1:
+        float_input(st, "pue", "PUE", "Power usage effectiveness: site power ÷ IT power; 1 = IT only.", step=0.05)
+    with c2:
+        float_input(
+            st,
+            "power_limit_kw",
+            "Power limit",
+            "Rack or site IT power the fleet must stay within; kW; 0 = none (the Sizing search holds it).",
+            step=10.0,
+        )
 
 
 def clear_calibration(st: Any) -> None:

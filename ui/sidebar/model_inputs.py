@@ -10,14 +10,11 @@ from typing import Any
 from planner.engine.evaluate import CUSTOM_MODEL, SHAPE_KEYS, resolve
 from planner.errors import ScenarioError
 from planner.format import fmt_count
-from planner.links import DEFAULTS
 from planner.model.catalog import Catalog
 from planner.model.custom_model import encode_model
 from planner.model.hf_import import MAX_CONFIG_BYTES, model_and_quantization_from_hf_config
 from planner.model.hf_import.reader import parse_config
-from planner.model.quantization import compatible_quants, scheme_for
 from planner.model.specs import ModelSpec
-from planner.units import KV_DTYPES, WEIGHT_DTYPES
 from ui.format import md_escape
 from ui.sidebar.options import (
     CONFIG_LIMIT_MB,
@@ -29,6 +26,7 @@ from ui.sidebar.options import (
     model_label,
     model_options,
 )
+from ui.sidebar.weight_inputs import weights_section
 from ui.sidebar.widgets import int_input
 from ui.state import SCENARIO_KEY
 
@@ -159,15 +157,7 @@ def model_section(st: Any, catalog: Catalog, base: ModelSpec | None, base_proble
         st.caption(
             md_escape(f"{base.name} uses MLA: its KV cache is a compressed latent, so there is no KV-heads choice.")
         )
-    c1, c2 = st.columns(2)
-    c1.selectbox(
-        "Weight dtype",
-        WEIGHT_DTYPES,
-        key="wdtype",
-        help="Storage type of the weights: bytes per parameter (int4 adds group scales).",
-    )
-    c2.selectbox("KV dtype", KV_DTYPES, key="kvdtype", help="Storage type of the KV cache: bytes per cached element.")
-    quantisation_section(st)
+    weights_section(st, base)
     with st.expander("Shape overrides"):
         for key, (label, help) in OVERRIDE_LABELS.items():
             preset = getattr(base, key, None) if base is not None else None
@@ -195,24 +185,3 @@ def model_section(st: Any, catalog: Catalog, base: ModelSpec | None, base_proble
         message = import_message(ss)
         if message:
             getattr(st, message[0])(md_escape(message[1]))
-
-
-def quantisation_section(st: Any) -> None:
-    """The layout of quantised weights (``planner.model.quantization``): scales, and what stays 16 bit."""
-    ss = st.session_state
-    options = [""] + compatible_quants(ss.get("wdtype", DEFAULTS.wdtype))
-    if len(options) <= 2 and options[-1] == "none":
-        return
-    c1, c2 = st.columns(2)
-    c1.selectbox(
-        "Quantisation layout",
-        options,
-        key="quant",
-        format_func=lambda k: k or f"usual ({scheme_for(ss.get('wdtype', DEFAULTS.wdtype)).key})",
-        help="How the checkpoint stores the weights (scales per tensor, channel, block or group; NVFP4/MXFP4); "
-        "embeddings and the LM head stay 16 bit (docs/model.md §2).",
-    )
-    scheme = scheme_for(ss.get("wdtype", DEFAULTS.wdtype), ss.get("quant") or "")
-    if scheme.scale in ("group", "group_zero"):
-        with c2:
-            int_input(st, "qgroup", "Group size", "Weights per scale group (GPTQ/AWQ/W4A16); 0 = per channel.", step=32)

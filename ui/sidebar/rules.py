@@ -20,6 +20,7 @@ from planner.model.engine_timing import resolve_timing
 from planner.model.quantization import compatible_quants
 from planner.model.scenario import Scenario
 from planner.model.specs import ModelSpec
+from planner.model.weight_plan import resolve_weights
 from planner.units import US_PER_S
 from ui.sidebar.options import (
     closest,
@@ -67,7 +68,7 @@ def enforce_cross_field_rules(ss: Any, base: ModelSpec | None) -> list[str]:
     """
     notes = []
     quant, wdtype = ss.get("quant") or "", ss.get("wdtype", DEFAULTS.wdtype)
-    if quant and quant not in compatible_quants(wdtype):
+    if quant and wdtype and quant not in compatible_quants(wdtype):
         notes.append(f"quant={quant}: does not store {wdtype} weights; using the usual layout")
         ss["quant"] = ""
     if base is not None and base.is_mla:
@@ -126,5 +127,15 @@ def profile_fracs(catalog: Catalog, state: Mapping[str, Any]) -> tuple[float, fl
     if engine is None or gpu is None or gpu.calibrated:
         return None
     t = resolve_timing(engine.timing, gpu, state.get("timing") or "")
-    eight = compute_dtype(state.get("wdtype", DEFAULTS.wdtype), gpu) != "bf16"
+    wdtype = state.get("wdtype", DEFAULTS.wdtype) or (_checkpoint_wdtype(catalog, state) or "bf16")
+    eight = compute_dtype(wdtype, gpu) != "bf16"
     return (t.matmul_frac_8bit if eight else t.matmul_frac), t.bandwidth_frac
+
+
+def _checkpoint_wdtype(catalog: Catalog, state: Mapping[str, Any]) -> str | None:
+    """The weight dtype of the preset's checkpoint in force (``weight_plan``), None for a custom shape."""
+    model = catalog.models.get(state.get("model", ""))
+    if model is None:
+        return None
+    scenario, _ = scenario_from_state(state, model)
+    return resolve_weights(model, scenario).wdtype if scenario is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model.catalog import Catalog
+from planner.model.spec_methods import LABELS, SPEC_METHODS, WORKLOADS
 from ui.format import md_escape
 from ui.sidebar.options import (
     BATCH_STOPS,
@@ -131,14 +132,32 @@ def speculative_section(st: Any, catalog: Catalog) -> None:
         key="spec",
         help="A draft proposes γ tokens; the target verifies them in one pass (on/off).",
     )
-    st.selectbox(
-        "Draft",
-        [""] + model_options(catalog)[:-1],
-        key="draft",
-        format_func=lambda k: "Cost ratio (no draft model)" if not k else model_label(catalog, k),
-        help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
+    c1, c2 = st.columns(2)
+    c1.selectbox(
+        "Method",
+        SPEC_METHODS,
+        key="spec_method",
+        format_func=lambda k: LABELS[k] if k else "draft preset / cost ratio",
+        help="What proposes the draft tokens: a draft model, an EAGLE / EAGLE-3 head, the model's own MTP layers "
+        "(DeepSeek-V3/R1, Qwen3-Next) or n-gram prompt lookup — each with its weights, KV and cost "
+        "(planner/model/spec_methods.py).",
     )
-    if not ss.get("draft"):
+    c2.selectbox(
+        "Workload",
+        WORKLOADS,
+        key="spec_workload",
+        help="Sets α to the method's published acceptance on this kind of text when α is left at its default.",
+    )
+    method = ss.get("spec_method") or ""
+    if method in ("", "draft_model"):
+        st.selectbox(
+            "Draft",
+            [""] + model_options(catalog)[:-1],
+            key="draft",
+            format_func=lambda k: "Cost ratio (no draft model)" if not k else model_label(catalog, k),
+            help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
+        )
+    if method == "" and not ss.get("draft"):
         slider(
             st,
             "draft_ratio",

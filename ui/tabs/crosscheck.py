@@ -325,7 +325,8 @@ def _serving(ctx: PageContext) -> None:
     st.caption(
         "Upload the JSON that `vllm bench serve --save-result` writes (one run per file) or the JSON-lines file "
         "of SGLang `python -m sglang.bench_serving --output-file` (one run per line), measured on the deployment "
-        "the sidebar describes: " + md_escape(f"{s.model} on {s.tp} × {s.gpu}, {s.wdtype} weights, {engine_text}.")
+        "the sidebar describes: "
+        + md_escape(f"{s.model} on {s.tp} × {s.gpu}, {s.wdtype or 'checkpoint'} weights, {engine_text}.")
     )
     ups = _serving_uploads(st)
     if not ups:

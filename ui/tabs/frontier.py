@@ -23,6 +23,8 @@ from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
 from planner.links import DEFAULTS
 from planner.model.scenario import SEARCH_AXES, Scenario
+from planner.model.specs import ModelSpec
+from planner.model.weight_plan import format_labels
 from planner.search.frontiers import FRONTIERS, frontier_points
 from planner.search.knob_search import MEETS, Screened, SearchResult, basis_text, describe, screen_points
 from planner.search.latency_text import latency_columns
@@ -58,6 +60,7 @@ SEARCH_JOB, SIMULATE_POINT_JOB = "search", "simulate_point"  # ui/jobs.py kinds
 UPDATE, SEARCH = "update", "search"
 TABLE_DISPLAY = CONFIG_DISPLAY | {
     "decode_comm_frac": COMM_HEADER,
+    "fleet_power_kw": "fleet IT power (kW)",
     "binding": "binding (simulated)",
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
@@ -65,7 +68,7 @@ TABLE_DISPLAY = CONFIG_DISPLAY | {
     "status": "status",
 }
 #: How each shown column is formatted (``ui.format.table``).
-TABLE_KINDS = CONFIG_KINDS | {"GPUs (screening model)": "count"}
+TABLE_KINDS = CONFIG_KINDS | {"GPUs (screening model)": "count", "fleet IT power (kW)": "num"}
 
 
 def _store(st: Any):
@@ -144,8 +147,10 @@ def _form(st: Any) -> tuple[str | None, dict[str, Any]]:
     return (SEARCH if search else UPDATE if update else None), values
 
 
-def current_point(points: pd.DataFrame, s: Scenario) -> int | None:
-    """The colocated point that is the scenario itself (its GPU, layout, knobs), if the grid has it."""
+def current_point(points: pd.DataFrame, s: Scenario, model: ModelSpec | None = None) -> int | None:
+    """The colocated point that is the scenario itself (its GPU, layout, knobs), if the grid has it (its weights and
+    KV cache as the search names them, ``weight_plan.format_labels``; without ``model``: the link's own values)."""
+    wd, kv = format_labels(model, s) if model is not None else (s.wdtype or "bf16", s.kvdtype or "bf16")
     own = points[
         (points["mode"] == "colocated")
         & (points["gpu"] == s.gpu)
@@ -155,8 +160,8 @@ def current_point(points: pd.DataFrame, s: Scenario) -> int | None:
         & (points["dp"] == s.dp)
         & (points["batch"] == s.batch)
         & (points["chunk"] == s.chunk)
-        & (points["kvdtype"] == s.kvdtype)
-        & (points["wdtype"] == s.wdtype)
+        & (points["kvdtype"] == kv)
+        & (points["wdtype"] == wd)
         & (points["spec"] == s.spec)
     ]
     return int(own["point"].iloc[0]) if len(own) else None
@@ -180,7 +185,7 @@ def _clicked(event: Any) -> int | None:
 def _charts(ctx: PageContext, z: Screened) -> None:
     """Both frontiers; a click on a point makes it the scenario."""
     st = ctx.st
-    current = current_point(z.points, ctx.scenario)
+    current = current_point(z.points, ctx.scenario, ctx.result.resolved.model if ctx.result else None)
     if current is not None:
         row = z.points.loc[z.points["point"] == current].iloc[0]
         if row["meets_slo"]:

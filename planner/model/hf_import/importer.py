@@ -139,6 +139,7 @@ def model_fields(reader: ConfigReader, name: str | None) -> dict[str, Any]:
         **folded,
         **vars(state),
         "architecture": _architecture(reader),
+        "mtp_layers": _mtp_layers(reader, model_type),
         "source": SOURCE,
     }
 
@@ -148,6 +149,20 @@ def _architecture(reader: ConfigReader) -> str:
     arch = reader.cfg.get("architectures")
     first = arch[0] if isinstance(arch, list) and arch else None
     return first if isinstance(first, str) and len(first) <= 120 and re.fullmatch(r"[A-Za-z0-9_]+", first) else ""
+
+
+#: The multi-token-prediction layers a checkpoint ships: DeepSeek-V3/R1, Kimi, GLM, Nemotron-3 name them
+#: ``num_nextn_predict_layers`` (vLLM's speculative config reads it as n_predict), Qwen3.5 ``mtp_num_hidden_layers``.
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+#: Families whose checkpoint ships an MTP layer its config.json does not count: Qwen3-Next
+#: (vLLM qwen3_next_mtp.py: ``self.num_mtp_layers = getattr(config, "num_nextn_predict_layers", 1)``,
+#: vllm-project/vllm@055e47c28003156421365af985d676fc921cb075).
+MTP_DEFAULT_BY_TYPE = {"qwen3_next": 1}
+
+
+def _mtp_layers(reader: ConfigReader, model_type: str) -> int:
+    default = MTP_DEFAULT_BY_TYPE.get(model_type, 0)
+    return reader.shape(MTP_KEYS, "mtp_layers", minimum=0, default=default) or 0
 
 
 def model_from_hf_config(config: str | bytes | dict, name: str | None = None) -> ModelSpec:

@@ -16,28 +16,141 @@ What vLLM 0.19 reads (``vllm/model_executor/layers/quantization/*``) and how it 
   modelopt              quant_algo NVFP4 | FP8 (or hf_quant_config.json)   fp4 / nvfp4 | fp8 / fp8
   mxfp4                 (gpt-oss: the routed experts)                      fp4 / mxfp4
 
+Per component: the config's list of modules left unquantised — ``modules_to_not_convert`` (fp8, mxfp4, AWQ),
+``ignore`` (compressed-tensors), ModelOpt's ``exclude_modules`` — is matched against each linear matrix's module
+name (``model.layers.N.self_attn.q_a_proj`` …, at a middle layer N): a component all of whose matrices are excluded
+keeps 16 bit (gpt-oss's ``model.layers.*.self_attn``), single excluded matrices are ``quant_keep`` (NVIDIA's DeepSeek
+NVFP4: the MLA q/kv projections).  Patterns are globs (``*``), ``re:`` regular expressions (compressed-tensors), or
+module-name prefixes.  ModelOpt's ``kv_cache_quant_algo: FP8`` sets an fp8 KV cache.  The result is the link keys
+``quant_attn``, ``quant_mlp``, ``quant_experts``, ``quant_keep``, ``qgroup`` and ``kvdtype``
+(``planner.model.weight_plan``).
+
 Any other method (bitsandbytes, gguf, …) or shape is reported naming the field, never guessed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import fnmatch
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from planner.model.dtypes import MATRIX_NAMES
 
 SUPPORTED = "gptq, awq, fp8, compressed-tensors, modelopt (NVFP4, FP8), mxfp4"
 
 
+#: Each matrix's module names in the checkpoints' own naming (a middle layer N), for the exclusion lists.
+MODULES: dict[str, tuple[str, ...]] = {
+    "qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    "q_proj": ("self_attn.q_proj",),
+    "q_a_proj": ("self_attn.q_a_proj",),
+    "q_b_proj": ("self_attn.q_b_proj",),
+    "kv_a_proj_with_mqa": ("self_attn.kv_a_proj_with_mqa",),
+    "kv_b_proj": ("self_attn.kv_b_proj",),
+    "o_proj": ("self_attn.o_proj",),
+    "gate_up_proj": ("mlp.gate_proj", "mlp.up_proj"),
+    "down_proj": ("mlp.down_proj",),
+    "shared_experts.gate_up_proj": ("mlp.shared_experts.gate_proj", "mlp.shared_expert.gate_proj"),
+    "shared_experts.down_proj": ("mlp.shared_experts.down_proj", "mlp.shared_expert.down_proj"),
+    "experts.gate_up_proj": ("mlp.experts.0.gate_proj", "mlp.experts.gate_up_proj", "block_sparse_moe.experts.0.w1"),
+    "experts.down_proj": ("mlp.experts.0.down_proj", "mlp.experts.down_proj", "block_sparse_moe.experts.0.w2"),
+}
+COMPONENT_OF = {
+    name: (
+        "experts"
+        if name.startswith("experts.")
+        else "mlp"
+        if "proj" in name and (name.startswith("shared_experts.") or name in ("gate_up_proj", "down_proj"))
+        else "attention"
+    )
+    for name in MATRIX_NAMES
+}
+#: The layer index the lists are matched at (a middle layer: not DeepSeek's first dense ones, not an MTP layer).
+PROBE_LAYER = 30
+
+
 @dataclass(frozen=True)
 class WeightQuant:
-    """The scenario keys a quantised checkpoint sets, and a label for messages."""
+    """The scenario keys a quantised checkpoint sets, and a label for messages.  ``wdtype``/``quant`` name the
+    checkpoint's one scheme; ``excluded`` the matrices its lists leave in 16 bit (module doc)."""
 
     wdtype: str
     quant: str
     qgroup: int = 128
     label: str = ""
+    excluded: tuple[str, ...] = field(default=())
+    kvdtype: str = ""
+
+    def components(self) -> dict[str, str]:
+        """The scheme of each component: 'none' where every matrix of it is excluded; MXFP4 is experts-only."""
+        out = {}
+        for component in ("attention", "mlp", "experts"):
+            names = [n for n, c in COMPONENT_OF.items() if c == component]
+            all_out = all(n in self.excluded for n in names)
+            experts_only = self.quant == "mxfp4" and component != "experts"
+            out[component] = "none" if all_out or experts_only else self.quant
+        return out
+
+    def keep(self) -> tuple[str, ...]:
+        """Matrices excluded one by one (their component otherwise quantised)."""
+        comps = self.components()
+        return tuple(n for n in MATRIX_NAMES if n in self.excluded and comps[COMPONENT_OF[n]] != "none")
 
     def changes(self) -> dict[str, Any]:
-        return {"wdtype": self.wdtype, "quant": self.quant, "qgroup": self.qgroup}
+        """The link keys: one scheme for every layer as ``wdtype``/``quant`` (what such a link always said), else one
+        per component (``quant_attn`` …, ``quant_keep``)."""
+        comps = self.components()
+        uniform = {c: ("none" if self.quant == "mxfp4" and c != "experts" else self.quant) for c in comps}
+        group = self.qgroup if self.quant in ("gptq", "awq", "w4a16", "w4a8") else 128
+        if comps == uniform and not self.keep():
+            blank = {"quant_attn": "", "quant_mlp": "", "quant_experts": "", "quant_keep": ""}
+            return {"wdtype": self.wdtype, "quant": self.quant, "qgroup": self.qgroup, **blank, "kvdtype": self.kvdtype}
+        return {
+            "wdtype": "",
+            "quant": "",
+            "quant_attn": comps["attention"],
+            "quant_mlp": comps["mlp"],
+            "quant_experts": comps["experts"],
+            "quant_keep": ",".join(self.keep()),
+            "qgroup": group,
+            "kvdtype": self.kvdtype,
+        }
+
+
+def _excludes(pattern: str, module: str) -> bool:
+    """Whether one list entry leaves ``module`` unquantised (module doc)."""
+    if pattern.startswith("re:"):
+        try:
+            return re.fullmatch(pattern[3:], module) is not None or re.search(pattern[3:], module) is not None
+        except re.error:
+            return False
+    if "*" in pattern or "?" in pattern:
+        return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
+    return (
+        module == pattern
+        or module.startswith(pattern + ".")
+        or module.endswith("." + pattern)
+        or ("." + pattern + "." in "." + module + ".")
+    )
+
+
+def excluded_matrices(patterns: Any, where: str) -> tuple[str, ...]:
+    """The matrices (``MATRIX_NAMES``) a config's exclusion list leaves in 16 bit; ValueError naming ``where``."""
+    if patterns is None:
+        return ()
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise ValueError(f"quantization_config.{where}: expected a list of module names")
+    if len(patterns) > 100_000:
+        raise ValueError(f"quantization_config.{where}: {len(patterns)} entries (at most 100,000)")
+    out = []
+    for name, modules in MODULES.items():
+        full = [f"model.layers.{PROBE_LAYER}.{m}" for m in modules]
+        if any(any(_excludes(p, f) for p in patterns) for f in full[:1]) or all(
+            any(_excludes(p, f) for p in patterns) for f in full
+        ):
+            out.append(name)
+    return tuple(out)
 
 
 def _group(value: Any, where: str) -> int:
@@ -110,24 +223,35 @@ def _compressed(cfg: dict[str, Any]) -> WeightQuant:
 
 def _modelopt(cfg: dict[str, Any]) -> WeightQuant:
     algo = str(cfg.get("quant_algo", "")).upper()
+    kv = "fp8" if str(cfg.get("kv_cache_quant_algo") or "").upper() == "FP8" else ""
     if algo == "NVFP4":
-        return WeightQuant("fp4", "nvfp4", 16, "ModelOpt NVFP4")
+        return WeightQuant("fp4", "nvfp4", 16, "ModelOpt NVFP4", kvdtype=kv)
     if algo == "FP8":
-        return WeightQuant("fp8", "fp8", 128, "ModelOpt FP8")
+        return WeightQuant("fp8", "fp8", 128, "ModelOpt FP8", kvdtype=kv)
     raise ValueError(f"quantization_config.quant_algo: {algo or 'missing'!r}; modelled: NVFP4, FP8")
 
 
 def quantization_from_config(config: dict[str, Any]) -> WeightQuant | None:
-    """The weight quantisation a parsed config.json declares, or None for a 16-bit checkpoint.
+    """The weight quantisation a parsed config.json declares (per component, module doc), or None for a 16-bit
+    checkpoint.
 
     ``ValueError`` names the field when the scheme is one kvplan does not model."""
     cfg = config.get("quantization_config")
     if cfg is None and isinstance(config.get("quantization"), dict):  # an hf_quant_config.json
-        return _modelopt(config["quantization"])
+        q = config["quantization"]
+        return replace(_modelopt(q), excluded=excluded_matrices(q.get("exclude_modules"), "exclude_modules"))
     if cfg is None:
         return None
     if not isinstance(cfg, dict):
         raise ValueError("quantization_config: expected an object")
+    quant = _method(cfg)
+    for key in ("modules_to_not_convert", "ignore", "exclude_modules"):
+        if cfg.get(key) is not None:
+            quant = replace(quant, excluded=quant.excluded + excluded_matrices(cfg.get(key), key))
+    return quant
+
+
+def _method(cfg: dict[str, Any]) -> WeightQuant:
     method = str(cfg.get("quant_method", "")).lower()
     if method in ("gptq", "awq"):
         return _gptq_awq(cfg, method)

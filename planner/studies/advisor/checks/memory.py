@@ -13,6 +13,7 @@ import numpy as np
 from planner.engine.memory import kv_bytes_per_sequence, memory_plan, paged_context_tokens
 from planner.format import fmt_bytes, fmt_count, fmt_pct, whole_sequences
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import resolve_weights
 from planner.studies.advisor.context import MAX_TP, Context, Finding, Option, metric_value
 
 #: "Weights leave little room for KV" below this share of usable memory per GPU.
@@ -88,7 +89,7 @@ def _concurrency_tries(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     """The remedies, least disruptive first: fp8 KV, twice the GPUs, shorter prompts, fewer KV heads."""
     scenario, model = ctx.scenario, ctx.model
     tries: list[tuple[str, dict[str, Any]]] = []
-    if scenario.kvdtype in ("bf16", "fp16"):
+    if resolve_weights(model, scenario).kvdtype in ("bf16", "fp16"):
         tries.append(("Store the KV cache in fp8 (kvdtype=fp8).", {"kvdtype": "fp8"}))
     if scenario.tp * 2 <= MAX_TP:
         tries.append((f"Double the GPUs per replica (tp={scenario.tp * 2}).", {"tp": scenario.tp * 2}))
