@@ -42,9 +42,19 @@ UNTRUSTED = (
     "planner.deploy.fleet",
     "planner.deploy.images",
     "planner.deploy.shell",
+    "planner.logs.sglang_log",
+    "planner.kernels.format",
+    "planner.model.hf_import.importer",
+    "planner.model.hf_import.quantization",
+    "planner.predict.crosscheck",
     "ui.format",
     "ui.sidebar.model_inputs",
 )
+#: Functions of untrusted modules that compile a pattern the input supplies, and why that is safe.
+DYNAMIC_PATTERNS = {
+    ("planner.model.hf_import.quantization", "_regex"): "a config.json's own 're:' module patterns (vLLM's ignore-list "
+    "syntax), compiled only after _RE_TOKENS admits them: no repetition inside a group, at most 3 repeats",
+}
 TRUSTED = {
     "planner.bench.host": "reads this machine's own lscpu and /proc/cpuinfo (kvplan bench)",
     "planner.bench.threads": "reads this process's own /proc/self/maps (kvplan bench)",
@@ -82,6 +92,8 @@ def test_untrusted_modules_compile_every_pattern_at_module_level():
     for name in UNTRUSTED:
         for fn in ast.walk(trees[name]):
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if (name, getattr(fn, "name", "")) in DYNAMIC_PATTERNS:
                 continue
             for call in ast.walk(fn):
                 if (

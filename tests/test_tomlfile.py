@@ -20,7 +20,8 @@ HOSTILE = "H100 🚀 lab \x7f \"q\" 's' \\ \n2nd\r\n\t \x00\x01\x1f \u2028 \ufef
 
 
 #: String fields that are a choice, not text (a Literal of the schema): they keep their value.
-CHOICES = {"budget_rule", "kv_size_printed", "block_rule", "dp_attention"}
+#: choices and patterned keys, not free text ([memory], [launch], [kernels]: the table release's engine name)
+CHOICES = {"budget_rule", "kv_size_printed", "block_rule", "dp_attention", "engine", "moe_distribution"}
 
 
 def _hostile_strings(value, hostile: str = HOSTILE, key: str = ""):

@@ -5,6 +5,9 @@ dtypes, lengths, batch or concurrency).  ``PointSet`` resolves every point once,
 them into one ``EngineInputs`` and predicts all of them in one vectorised call for any
 efficiency parameters (one value, or one per point), which is what a fit needs.
 
+Points are predicted on the fitted roofline, also for an engine version whose step times are measured
+kernels elsewhere: the fit's parameters are the roofline's, and the calibrated link runs on it.
+
 Kinds, and the engine quantity that predicts each (docs/model.md §4–10):
   ttft            prefill of one prompt on an idle replica                 ``ttft_s``
   tpot            one decode step at the batch, context P + O/2            ``plain_tpot_s``
@@ -33,6 +36,7 @@ from planner.engine.evaluate import resolve
 from planner.engine.inputs import EngineInputs, compute_dtype, from_specs, stack_inputs
 from planner.engine.roofline import batched_prefill, decode, prefill
 from planner.model.catalog import Catalog
+from planner.model.engine_kernels import EngineKernels
 from planner.model.engine_timing import OVERRIDE_LETTERS, EngineTiming, gpu_family, link_kind
 from planner.model.scenario import Scenario
 from planner.model.weight_plan import resolve_weights
@@ -67,8 +71,9 @@ class PointSet:
         xs, latency, eight, pcie, fams = [], [], [], [], []
         for p in self.points:
             r = resolve(p.scenario, catalog)
-            # the engine's memory, a neutral timing: the fit supplies every timing parameter
-            neutral = r.engine.model_copy(update={"timing": EngineTiming()})
+            # the engine's memory, a neutral timing on the roofline (no measured-kernel tables: the fit's parameters
+            # are the roofline's, and a calibrated link runs on the roofline, kernel_basis.basis_for)
+            neutral = r.engine.model_copy(update={"timing": EngineTiming(), "kernels": EngineKernels()})
             xs.append(from_specs(r.gpu, r.model, p.scenario, r.draft, neutral))
             latency.append(r.gpu.collective_latency_s)
             eight.append(compute_dtype(resolve_weights(r.model, p.scenario).wdtype, r.gpu) != "bf16")

@@ -48,7 +48,7 @@ def _yes(flag: object) -> str:
 
 def _sections(s: Scenario) -> list[tuple[str, list[Line]]]:
     """(section title, [(label, value of the metrics)]) — the figures of the text output."""
-    return [_memory_section(s), *_serving_sections(s)]
+    return [_memory_section(s), *_serving_sections(s), *_power_and_option_sections(s)]
 
 
 def _memory_section(s: Scenario) -> tuple[str, list[Line]]:
@@ -125,6 +125,11 @@ def _serving_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
                 ("prefill time saved per request", lambda m: fmt_seconds(m["prefill_saved_per_request_s"])),
             ],
         ),
+    ]
+
+
+def _power_and_option_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
+    return [
         (
             "Power and energy",
             [

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.engine.defaults import block_in_force, mem_util_in_force
+from planner.engine.draft_inputs import draft_weight_fields, speculation_fields
 from planner.engine.kernel_basis import Basis, basis_for
 from planner.engine.power_inputs import engine_power_fields
 from planner.engine.weight_inputs import WeightRates, allocated, weight_rates
@@ -52,15 +53,12 @@ from planner.model.params import (
     state_bytes_per_sequence,
 )
 from planner.model.quantization import (
-    WEIGHT_16BIT_BYTES,
     WeightFormat,
-    WeightLayout,
     kv_bytes_per_element,
     scheme_for,
     weight_layout,
 )
 from planner.model.scenario import Scenario
-from planner.model.spec_methods import DraftShape, eagle3_head, eagle_head, mtp_layers_shape
 from planner.model.specs import GPU, ModelSpec
 from planner.model.weight_plan import resolve_weights
 from planner.units import DTYPE_BYTES, TOKENS_PER_MTOK, GiB
@@ -425,31 +423,7 @@ def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None,
         dense_layers_count=model.layers - moe,
         forward_ffn=forward_ffn,
         quant_group=float(fmt.group) if fmt.grouped else 0.0,
-        **_draft_weight_fields(model, draft, s, w),
-    )
-
-
-def _draft_weight_fields(
-    model: ModelSpec, draft: ModelSpec | None, s: Scenario, layout: WeightLayout
-) -> dict[str, float]:
-    b16 = WEIGHT_16BIT_BYTES
-    if s.spec_method in ("eagle", "eagle3", "mtp"):
-        stored = (layout.quantized_bytes + (layout.other_params + layout.embedding_stored_params) * b16) / max(
-            layout.quantized_params + layout.other_params + layout.embedding_stored_params, 1.0
-        )
-        head = _method_head(s, model, stored)
-        if head is None:
-            return dict(draft_weight_bytes_split=0.0, draft_weight_bytes_replicated=0.0)
-        return dict(
-            draft_weight_bytes_split=head.held_split_params * head.held_bytes_per_param,
-            draft_weight_bytes_replicated=head.held_replicated_params * b16,
-        )
-    if draft is None or s.spec_method not in ("", "draft_model"):
-        return dict(draft_weight_bytes_split=0.0, draft_weight_bytes_replicated=0.0)
-    d = weight_layout(draft, scheme_for("bf16"))
-    return dict(
-        draft_weight_bytes_split=(d.other_params + d.embedding_stored_params) * b16,
-        draft_weight_bytes_replicated=(d.replicated_params + d.rope_cache_elements) * b16,
+        **draft_weight_fields(model, draft, s, w),
     )
 
 
@@ -481,70 +455,6 @@ def _layout_fields(
     )
 
 
-def _speculation_fields(s: Scenario, model: ModelSpec, draft: ModelSpec | None) -> dict[str, float]:
-    """Speculative decoding's inputs: the scenario's γ, α and cost ratio, and the proposer's shape
-    (``engine.speculative``): a draft preset, or the head a method adds (``planner.model.spec_methods``): EAGLE /
-    EAGLE-3 heads (16 bit), the checkpoint's MTP layers (its own format); n-gram proposes with no weights."""
-    common = dict(spec_on=1.0 if s.spec else 0.0, gamma=s.gamma, alpha=s.alpha, draft_ratio=s.draft_ratio)
-    head = _method_head(s, model, WEIGHT_16BIT_BYTES)  # (its bytes held: _draft_weight_fields)
-    if head is not None:
-        return common | dict(
-            has_draft_model=1.0,
-            draft_total_params=head.read_params,
-            draft_matmul_params=head.matmul_params,
-            draft_lm_head_params=head.lm_head_params,
-            draft_lookup_params=0.0,  # the target's embedding: a lookup
-            draft_layers=head.layers,
-            draft_hidden=head.hidden,
-            draft_heads=head.heads,
-            draft_kv_elements_per_token_per_layer=head.kv_elements_per_token_per_layer,
-            draft_attention_dim=head.attention_dim,
-            draft_activation_elements_per_token_per_layer=head.activation_elements_per_token_per_layer,
-            draft_kv_sharded=head.kv_sharded,
-            draft_moe_layers=head.moe_layers,
-            draft_experts=head.experts,
-            draft_experts_per_token=head.experts_per_token,
-            draft_expert_params=head.expert_params,
-            draft_kv_heads=head.kv_heads,
-            draft_vocab=head.vocab,
-        )
-    d = draft if draft is not None and s.spec_method in ("", "draft_model") else model
-    dpc = param_counts(d)
-    return common | dict(
-        has_draft_model=1.0 if d is draft else 0.0,
-        draft_total_params=dpc.total,
-        draft_matmul_params=dpc.matmul_active,
-        draft_lm_head_params=float(d.vocab * d.hidden),
-        draft_lookup_params=0.0 if d.tied_embeddings else float(d.vocab * d.hidden),
-        draft_layers=d.layers,
-        draft_hidden=d.hidden,
-        draft_heads=d.heads,
-        draft_kv_elements_per_token_per_layer=kv_elements_per_token_per_layer(d),
-        draft_attention_dim=attention_dims(d)[1],
-        draft_activation_elements_per_token_per_layer=activation_elements_per_token_per_layer(d),
-        draft_kv_sharded=1.0,  # a draft preset runs at the target's tp, its K/V heads split like the target's
-        draft_moe_layers=0.0,
-        draft_experts=0.0,
-        draft_experts_per_token=0.0,
-        draft_expert_params=0.0,
-        draft_kv_heads=d.kv_heads,
-        draft_vocab=d.vocab,
-        draft_ratio=0.0 if s.spec_method == "ngram" else s.draft_ratio,  # prompt lookup: no model runs
-    )
-
-
-def _method_head(s: Scenario, model: ModelSpec, stored_bytes_per_param: float) -> DraftShape | None:
-    if s.spec_method == "eagle":
-        return eagle_head(model)
-    if s.spec_method == "eagle3":
-        return eagle3_head(model)
-    if s.spec_method == "mtp" and model.mtp_layers:
-        ckpt = resolve_weights(model, s).checkpoint
-        held = 2.0 if ckpt is not None and ckpt.mtp_bf16 else stored_bytes_per_param
-        return mtp_layers_shape(model, held)
-    return None
-
-
 def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> ResolvedTiming:
     """The efficiency parameters in force: the engine profile's for the GPU's family, with the
     scenario's ``timing`` overrides; a calibrated (measured) GPU runs the plain roofline at its
@@ -552,13 +462,6 @@ def timing_for(gpu: GPU, s: Scenario, engine: EngineTiming | None = None) -> Res
     if gpu.calibrated:
         return neutral_timing()
     return resolve_timing(engine or EngineTiming(), gpu, s.timing)
-
-
-def gpu_hit_rate(s: Scenario) -> float:
-    """The GPUs' prefix-cache hit rate: ``gpu_hit``, else ``hit``; 0 with the prefix cache off."""
-    if s.prefix_cache == "off":
-        return 0.0
-    return s.gpu_hit if s.gpu_hit is not None else s.hit
 
 
 def efficiencies(gpu: GPU, s: Scenario, t: ResolvedTiming, eight_bit: bool) -> tuple[float, float]:
@@ -663,9 +566,9 @@ def from_specs(
         mfu=mfu,  # a calibrated profile's rates are achieved ones: no derating
         mbu=mbu,
         mem_util=mem_util_in_force(profile, gpu, model, s),
-        **_speculation_fields(s, model, draft),
+        **speculation_fields(s, model, draft),
         cache_hit_rate=s.hit,
-        gpu_hit_rate=gpu_hit_rate(s),
+        gpu_hit_rate=s.gpu_hit_rate,
         prefix_tokens=s.prefix,
         min_cacheable_tokens=min_cache,
         requests_per_min_per_prefix=s.rpm,

@@ -43,6 +43,9 @@ ANY_ENGINE = "*"
 KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 VERSION_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,39}$"
 
+#: Characters a table's file name does not take from its header's engine version (``table_name``).
+_UNSAFE_NAME_CHAR = re.compile(r"[^0-9A-Za-z._+-]")
+
 
 @dataclass(frozen=True)
 class TableSchema:
@@ -315,7 +318,7 @@ def read_header(path: Path | str, data: bytes) -> KernelTableMeta:
 def table_file_name(meta: KernelTableMeta) -> str:
     """``<engine>-<version>.npz`` (``any`` for an engine-independent table), under ``<gpu>/``."""
     engine = "any" if meta.engine == ANY_ENGINE else meta.engine
-    return f"{meta.gpu}/{engine}-{re.sub(r'[^0-9A-Za-z._+-]', '_', meta.engine_version)}.npz"
+    return f"{meta.gpu}/{engine}-{_UNSAFE_NAME_CHAR.sub('_', meta.engine_version)}.npz"
 
 
 def write_table(

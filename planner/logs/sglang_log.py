@@ -25,15 +25,23 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.errors import format_validation_error
-from planner.logs.vllm_log import MAX_ARGS_CHARS, MAX_LOG_CHARS, LogError
+from planner.logs.vllm_log import MAX_ARGS_CHARS, MAX_LOG_CHARS, LogError, OnOneLine
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
-_ARGS = re.compile(r"server_args=(\{[^\n]*\}|ServerArgs\([^\n]*\))")
-_PAIR = re.compile(r"'?([A-Za-z_][A-Za-z0-9_]*)'?[=:] ?('[^']*'|[^,{}()\[\]]*)")
+#: ``server_args={`` or ``server_args=ServerArgs(``: the body runs to the line's last ``}`` / ``)`` (``_args_body``:
+#: one pass, not ``\{.*\}``, which rescans the line from every repetition of its head).
+_ARGS = re.compile(r"server_args=(\{|ServerArgs\()")
+#: ``key=value`` pairs; a key of at most 64 characters, so a failed try costs a bounded scan (linear in the body).
+_PAIR = re.compile(r"'?([A-Za-z_][A-Za-z0-9_]{0,63})'?[=:] ?('[^']*'|[^,{}()\[\]]*)")
 _LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=" + _NUM + r" GB")
-_LOAD_END = re.compile(r"Load weight end\.[^\n]*avail mem=" + _NUM + r" GB, mem usage=" + _NUM + r" GB")
-_KV_POOL = re.compile(r"KV Cache is allocated\.[^\n]*#tokens: " + _NUM + r", K size: " + _NUM + r" GB, V size: " + _NUM)
-_KV_POOL_ONE = re.compile(r"KV Cache is allocated\.[^\n]*#tokens: " + _NUM + r", KV size: " + _NUM + r" GB")
+# head-then-tail on one line (``vllm_log.OnOneLine``: one pass; ``head[^\n]*tail`` is quadratic on a line that
+# repeats the head)
+_LOAD_END = OnOneLine(
+    re.compile(r"Load weight end\."), re.compile(r"avail mem=" + _NUM + r" GB, mem usage=" + _NUM + r" GB")
+)
+_KV_HEAD = re.compile(r"KV Cache is allocated\.")
+_KV_POOL = OnOneLine(_KV_HEAD, re.compile(r"#tokens: " + _NUM + r", K size: " + _NUM + r" GB, V size: " + _NUM))
+_KV_POOL_ONE = OnOneLine(_KV_HEAD, re.compile(r"#tokens: " + _NUM + r", KV size: " + _NUM + r" GB"))
 _SWA = re.compile(r"full_layer_tokens=" + _NUM + r", swa_layer_tokens=" + _NUM)
 _SCHEDULER = re.compile(
     r"max_total_num_tokens=" + _NUM + r", chunked_prefill_size=(-?[0-9]+), max_prefill_tokens=[0-9]+, "
@@ -87,12 +95,24 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+def _args_body(text: str) -> str | None:
+    r"""``server_args=(\{.*\}|ServerArgs\(.*\))`` on the first line that has one, in one pass."""
+    pos = 0
+    while (m := _ARGS.search(text, pos)) is not None:
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        close = text.rfind("}" if m.group(1) == "{" else ")", m.start(1), end)
+        if close >= 0:
+            return text[m.start(1) : close + 1]
+        pos = end + 1
+    return None
+
+
 def _args(text: str) -> dict[str, Any]:
     """The server_args dict (``ast.literal_eval``, never ``eval``), else its ``key=value`` pairs."""
-    m = _ARGS.search(text)
-    if not m or len(m.group(1)) > MAX_ARGS_CHARS:
+    body = _args_body(text)
+    if body is None or len(body) > MAX_ARGS_CHARS:
         return {}
-    body = m.group(1)
     if body.startswith("{"):
         try:
             value = ast.literal_eval(body)

@@ -112,7 +112,7 @@ class VllmStartup(BaseModel):
         """The vLLM release the log is from: its banner's version, else the oldest release that prints its
         format (the one-line KV size 0.28, the "consumed memory" summary 0.27), else None (0.19's format)."""
         if self.engine_version:
-            parts = re.findall(r"[0-9]+", self.engine_version)[:3]
+            parts = _DIGITS.findall(self.engine_version)[:3]
             return tuple(int(p) for p in parts) or None
         if self.one_line_kv_size:
             return (0, 28, 0)
@@ -158,6 +158,7 @@ class OnOneLine:
         return None
 
 
+_DIGITS = re.compile(r"[0-9]+")
 _GIB_PATTERNS: dict[str, tuple[re.Pattern[str] | OnOneLine, ...]] = {
     "total_memory_gib": (
         re.compile(r"total_memory=" + _NUM + r"\s*GiB"),

@@ -452,6 +452,13 @@ class Scenario(BaseModel):
         return self.with_changes(**self.gpu_switch(gpu, tp))
 
     @property
+    def gpu_hit_rate(self) -> float:
+        """The GPUs' prefix-cache hit rate: ``gpu_hit``, else ``hit``; 0 with the prefix cache off."""
+        if self.prefix_cache == "off":
+            return 0.0
+        return self.gpu_hit if self.gpu_hit is not None else self.hit
+
+    @property
     def disaggregated(self) -> bool:
         """Whether the plan has a separate prefill pool (``prefill_replicas`` > 0)."""
         return self.prefill_replicas > 0

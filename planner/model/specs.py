@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.format import fmt_bytes
 from planner.model.checkpoint_spec import Checkpoint
 from planner.model.dtypes import ComputeDtype, Dtype, KvDtype  # noqa: F401  (re-exported: the schema's types)
+from planner.model.listing_order import GENERATION_ORDER, MODEL_FAMILIES, OTHER_FAMILY, VENDOR_ORDER
 from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, MiB, TiB
 
 FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -54,25 +55,6 @@ ARCH_PATTERN = r"^(sm_[0-9]{2,3}|gfx[0-9a-f]{3,4})$"
 #: The largest board power a profile may state (a GB300 is 1,400 W, an MI355X 1,400 W).
 MAX_BOARD_POWER_W = 5000.0
 
-#: Vendors in the order their GPU groups are listed (others after them, alphabetically).
-VENDOR_ORDER = ("NVIDIA", "AMD")
-#: Architecture generations, oldest first per vendor: the order GPU groups are listed in.
-GENERATION_ORDER = ("Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4")
-#: Model families by the start of the model's name (lower case), in the order they are listed.
-MODEL_FAMILIES = (
-    ("llama", "Llama (Meta)"),
-    ("qwen", "Qwen (Alibaba)"),
-    ("deepseek", "DeepSeek"),
-    ("kimi", "Kimi (Moonshot AI)"),
-    ("gpt-oss", "gpt-oss (OpenAI)"),
-    ("mistral", "Mistral"),
-    ("mixtral", "Mistral"),
-    ("gemma", "Gemma (Google)"),
-    ("phi", "Phi (Microsoft)"),
-    ("falcon", "Falcon (TII)"),
-    ("opt", "OPT (Meta)"),
-)
-OTHER_FAMILY = "Other"
 
 #: Seconds per microsecond: the same double as the literal 1e-6, so profile values stay bit-identical.
 _S_PER_US = 1 / US_PER_S

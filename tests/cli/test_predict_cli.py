@@ -17,7 +17,7 @@ def test_text_is_vllms_printout():
     assert "Maximum request concurrency:             4" in out
     for row in ("Successful requests:                     40", "Mean TTFT (ms):", "P99 TPOT (ms):", "Median ITL (ms):"):
         assert row in out
-    assert "engine=vllm@0.19" in out and out.rstrip().splitlines()[-1].startswith("note:")
+    assert "engine=vllm@0.33" in out and out.rstrip().splitlines()[-1].startswith("note:")
 
 
 def test_json_is_vllms_result_file():

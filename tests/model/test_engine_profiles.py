@@ -42,7 +42,8 @@ def test_engine_key_selects_the_version(catalog):
     assert resolve(Scenario(engine="vllm@0.19"), catalog).engine.version == "0.19.0"
     assert resolve(Scenario(engine="vllm@0.19.0"), catalog).engine.key == "vllm@0.19"  # the release spelling
     assert resolve(Scenario(engine="sglang"), catalog).engine.name == "SGLang"
-    assert resolve(Scenario(engine="trtllm@0"), catalog).engine.key == _newest(catalog, "trtllm")
+    assert resolve(Scenario(engine="trtllm@0"), catalog).engine.key == "trtllm@0.9"  # the newest 0.x
+    assert resolve(Scenario(engine="trtllm@1"), catalog).engine.key == _newest(catalog, "trtllm")  # the newest 1.x
 
 
 @pytest.mark.parametrize("key", ["tgi", "vllm@0.7", "vllm@0.1", "trtllm@9"])

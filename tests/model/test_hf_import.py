@@ -701,3 +701,14 @@ def test_a_long_mlp_only_layers_list_is_cheap() -> None:
     m = model_from_hf_config(cfg)
     assert time.perf_counter() - started < 0.5
     assert m.dense_layers == 500  # the even-indexed layers
+
+
+def test_a_hostile_re_pattern_in_an_ignore_list_is_refused_by_name():
+    """An uploaded config.json's 're:' patterns run only within the safe subset (tests/test_linear_regex.py
+    DYNAMIC_PATTERNS): nested repetition, like '(a+)+$', is refused naming the field, before anything runs it."""
+    from planner.model.hf_import.quantization import excluded_matrices
+
+    assert excluded_matrices([r"re:.*self_attn\.(q|k|v|o)_proj$"], "ignore")  # compressed-tensors' own style
+    for hostile in ("re:(a+)+$", "re:" + ".*" * 4 + "x", "re:" + "a" * 201):
+        with pytest.raises(ValueError, match=r"quantization_config\.ignore: the pattern"):
+            excluded_matrices([hostile], "ignore")

@@ -94,7 +94,7 @@ def test_json_has_the_keys_of_vllm_bench_serve_save_result(catalog):
     settings += ["request_rate", "burstiness", "max_concurrency"]
     assert list(record) == settings + VLLM_RESULT_KEYS + ["kvplan"]
     assert record["request_rate"] == "inf" and record["max_concurrency"] == 4 and record["completed"] == 30
-    assert record["kvplan"]["engine"] == "vllm@0.19"
+    assert record["kvplan"]["engine"] == "vllm@0.33"  # the default vLLM: its newest version
 
 
 def test_printout_rows_are_vllms_in_its_order(catalog):
@@ -112,7 +112,7 @@ def test_printout_rows_are_vllms_in_its_order(catalog):
     ]  # fmt: skip
     text = vllm_text(p, "model=llama-3.1-8b")
     assert "============ Serving Benchmark Result ============" in text
-    assert "Traffic request rate: 5.0" in text and "engine=vllm@0.19" in text
+    assert "Traffic request rate: 5.0" in text and "engine=vllm@0.33" in text
     assert "Peak output token throughput (tok/s) is not predicted" in text
 
 

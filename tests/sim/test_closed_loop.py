@@ -14,6 +14,7 @@ from planner.sim.closed_loop import ClosedLoop
 from planner.sim.config import SimConfig
 from planner.sim.results import SERVED
 from planner.sim.simulate import sim_inputs, simulate
+from planner.sim.slo import Slo
 from planner.sim.workload import Workload
 from tests.sim.test_simulate import ConstantStep
 
@@ -73,7 +74,7 @@ def test_concurrency_one_runs_the_requests_back_to_back():
     w = Workload(np.zeros(3), np.array([100, 100, 100]), np.array([5, 5, 5]), "test")
     cfg = SimConfig(
         batch=8, chunk_tokens=512, block_tokens=16, kv_capacity_blocks=10_000, context_window_tokens=10_000,
-        gamma=0, alpha=0.0, seed=0, slo_ttft_s=1.0, slo_tpot_s=1.0,
+        gamma=0, alpha=0.0, seed=0, slo=Slo(ttft_s=1.0, itl_s=1.0),
     )  # fmt: skip
     r = simulate(w, cfg, ConstantStep(0.01), max_concurrency=1)
     # each request: one prefill step, then 4 decode steps, 5 × 10 ms; the next starts when it ends
@@ -87,7 +88,7 @@ def test_a_refused_request_frees_its_slot_at_once():
     w = Workload(np.zeros(3), np.array([100, 50_000, 100]), np.array([5, 5, 5]), "test")
     cfg = SimConfig(
         batch=8, chunk_tokens=512, block_tokens=16, kv_capacity_blocks=10_000, context_window_tokens=10_000,
-        gamma=0, alpha=0.0, seed=0, slo_ttft_s=1.0, slo_tpot_s=1.0,
+        gamma=0, alpha=0.0, seed=0, slo=Slo(ttft_s=1.0, itl_s=1.0),
     )  # fmt: skip
     r = simulate(w, cfg, ConstantStep(0.01), max_concurrency=1)
     assert r.status[1] != SERVED

@@ -22,6 +22,7 @@ from planner.sim.serve_metrics import (
     statistic,
 )
 from planner.sim.simulate import simulate
+from planner.sim.slo import Slo
 from planner.sim.workload import Workload
 from tests.sim.test_simulate import ConstantStep
 
@@ -105,7 +106,7 @@ def test_peak_concurrency_is_vllms_bucketing(pairs):
 def _cfg(gamma: int = 0) -> SimConfig:
     return SimConfig(
         batch=8, chunk_tokens=512, block_tokens=16, kv_capacity_blocks=10_000, context_window_tokens=10_000,
-        gamma=gamma, alpha=0.8, seed=0, slo_ttft_s=1.0, slo_tpot_s=1.0,
+        gamma=gamma, alpha=0.8, seed=0, slo=Slo(ttft_s=1.0, itl_s=1.0),
     )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import math
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from planner.engine.evaluate import evaluate
@@ -49,7 +49,7 @@ METRIC = {
     "Decode FLOP per GPU": "decode_flop",
     "Decode bytes per GPU": "decode_bytes",
     "Decode step time (plain)": "plain_tpot_s",
-    "Prefill on measured kernels": "ttft_s",
+    "Prefill on measured kernels (the whole prompt: TTFT without a prefix-cache hit)": "ttft_nocache_s",
     "Decode step on measured kernels": "plain_tpot_s",
     "Compute-bound turn (ridge batch)": "ridge_batch",
     "Time per output token (TPOT)": "tpot_s",
@@ -217,6 +217,7 @@ def test_substitution_holds_across_scenarios(**kw):
     prompt + output within the window)."""
     model = CATALOG.models[kw["model"]]
     tps = valid_tps(model, 128 if kw["wdtype"] == "int4" else 0)
+    assume(tps)  # no tp divides the model's widths into groups of 128 (gpt-oss: 2,880): vLLM refuses it at any tp
     kw["tp"] = max(t for t in tps if t <= kw["tp"]) if any(t <= kw["tp"] for t in tps) else tps[0]
     kw["chunk"] = max(kw["chunk"], kw["batch"])
     kw["output"] = min(kw["output"], model.context_window_tokens // 2)

@@ -34,6 +34,8 @@ MAX_NAME_CHARS = 120
 #: ``head_dim`` and the alias Nemotron-H uses.
 HEAD_DIM_KEYS = ("head_dim", "attention_head_dim")
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_]+")
+
 
 def read_core(reader: ConfigReader, model_type: str, family: Family) -> Core:
     """Layers, hidden, heads, vocab and context, each checked against the ModelSpec bounds."""
@@ -148,7 +150,7 @@ def _architecture(reader: ConfigReader) -> str:
     """``architectures[0]`` when it is a class name (SGLang keys its hybrid sliding-window memory on it), else ''."""
     arch = reader.cfg.get("architectures")
     first = arch[0] if isinstance(arch, list) and arch else None
-    return first if isinstance(first, str) and len(first) <= 120 and re.fullmatch(r"[A-Za-z0-9_]+", first) else ""
+    return first if isinstance(first, str) and len(first) <= 120 and _IDENTIFIER.fullmatch(first) else ""
 
 
 #: The multi-token-prediction layers a checkpoint ships: DeepSeek-V3/R1, Kimi, GLM, Nemotron-3 name them

@@ -118,13 +118,35 @@ class WeightQuant:
         }
 
 
-def _excludes(pattern: str, module: str) -> bool:
-    """Whether one list entry leaves ``module`` unquantised (module doc)."""
-    if pattern.startswith("re:"):
-        try:
-            return re.fullmatch(pattern[3:], module) is not None or re.search(pattern[3:], module) is not None
-        except re.error:
-            return False
+#: A ``re:`` pattern kvplan runs: literal module-name characters, ``.``, ``\.`` ``\d`` ``\w``, a character class of
+#: name characters, a group of literal alternatives, each with at most one ``*``/``+``/``?``, anchors at the ends
+#: (``_RE_TOKENS``) — no repetition inside a group, so no catastrophic backtracking — with at most
+#: ``MAX_RE_REPEATS`` repeated tokens in ``MAX_RE_CHARS`` characters (at most n³ steps on a ≤ 200-character name).
+_RE_ATOM = (
+    r"(?:[A-Za-z0-9_:/-]|\\[.dw]|\.|\[[A-Za-z0-9_.-]+\]|\((?:[A-Za-z0-9_-]|\\\.)+(?:\|(?:[A-Za-z0-9_-]|\\\.)+)*\))"
+)
+_RE_TOKENS = re.compile(r"\^?(?:" + _RE_ATOM + r"[*+?]?)*\$?")
+_RE_REPEAT = re.compile(r"(?<!\\)[*+?]")
+MAX_RE_REPEATS = 3
+MAX_RE_CHARS = 200
+
+
+def _regex(pattern: str, where: str) -> re.Pattern[str]:
+    """A config's ``re:`` pattern compiled once it passes ``_RE_TOKENS``; ValueError naming ``where`` otherwise."""
+    body = pattern[3:]
+    if len(body) > MAX_RE_CHARS or not _RE_TOKENS.fullmatch(body) or len(_RE_REPEAT.findall(body)) > MAX_RE_REPEATS:
+        raise ValueError(
+            f"quantization_config.{where}: the pattern {pattern[:60]!r} uses more of regular expressions than kvplan "
+            f"runs on an uploaded file (module-name characters, '.', '\\.', '\\d', a [class], a (a|b) group, at "
+            f"most {MAX_RE_REPEATS} of '*', '+', '?', {MAX_RE_CHARS} characters): list the modules instead"
+        )
+    return re.compile(body)  # admitted by _RE_TOKENS: no nested repetition (tests/test_linear_regex.py)
+
+
+def _excludes(pattern: str | re.Pattern[str], module: str) -> bool:
+    """Whether one list entry leaves ``module`` unquantised (module doc); a ``re:`` entry comes compiled."""
+    if isinstance(pattern, re.Pattern):
+        return pattern.search(module) is not None
     if "*" in pattern or "?" in pattern:
         return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
     return (
@@ -143,11 +165,12 @@ def excluded_matrices(patterns: Any, where: str) -> tuple[str, ...]:
         raise ValueError(f"quantization_config.{where}: expected a list of module names")
     if len(patterns) > 100_000:
         raise ValueError(f"quantization_config.{where}: {len(patterns)} entries (at most 100,000)")
+    entries = [_regex(p, where) if p.startswith("re:") else p for p in patterns]
     out = []
     for name, modules in MODULES.items():
         full = [f"model.layers.{PROBE_LAYER}.{m}" for m in modules]
-        if any(any(_excludes(p, f) for p in patterns) for f in full[:1]) or all(
-            any(_excludes(p, f) for p in patterns) for f in full
+        if any(any(_excludes(p, f) for p in entries) for f in full[:1]) or all(
+            any(_excludes(p, f) for p in entries) for f in full
         ):
             out.append(name)
     return tuple(out)
