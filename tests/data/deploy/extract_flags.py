@@ -1,11 +1,12 @@
 """Write flags.json: the flags (and their choices) of every command the deployment files run, read from the
 tools' own sources.  Run once per tool release; the tests read the JSON (no engine is installed here).
 
-    # VLLM, SGLANG, VROUTER, SROUTER: the unzipped PyPI wheels vllm 0.19.0, sglang 0.5.23, vllm-router 0.1.17,
-    # sglang-router 0.3.2; FLAGS: the parser tables of /work/research/engines/extract_flags.py
+    # VLLM, SGLANG, VROUTER, SROUTER: the unzipped PyPI wheels vllm 0.33.0 (the images' release: a plan's engine
+    # name alone is its newest version), sglang 0.5.23, vllm-router 0.1.17, sglang-router 0.3.2; FLAGS: the parser
+    # tables of /work/research/engines/extract_flags.py
     python tests/data/deploy/extract_flags.py \
-        --parser-json vllm_serve=$FLAGS/vllm-0.19.0.json --parser-json sglang_launch_server=$FLAGS/sglang-0.5.23.json \
-        --source vllm_bench_serve=$VLLM/vllm/benchmarks/serve.py,$VLLM/vllm/benchmarks/datasets.py \
+        --parser-json vllm_serve=$FLAGS/vllm-0.33.0.json --parser-json sglang_launch_server=$FLAGS/sglang-0.5.23.json \
+        --source vllm_bench_serve=$VLLM/vllm/benchmarks/serve.py,$VLLM/vllm/benchmarks/datasets/datasets.py \
         --source sglang_bench_serving=$SGLANG/sglang/benchmark/serving.py \
         --source vllm_router=$VROUTER/vllm_router/router_args.py \
         --source sglang_router=$SROUTER/sglang_router/router_args.py
