@@ -25,7 +25,10 @@ requests, time-scaled).
 
 **Which candidates get the whole sample.**  A GPU whose cheapest point costs more than ``CONFIRM_FAR`` (1.5)
 × the cheapest of all cannot win; its candidate is confirmed on the independent count alone (1,800 for
-p99: enough to place it, a replica either way does not change the answer) — ``Plan.far_requests``.
+p99: enough to place it, a replica either way does not change the answer), never fewer than the simulator's
+default 2,000 (a mean or p50 needs few requests to place, but a shorter run ends before a loaded replica's
+queue reaches its steady state: 600 requests had a 70B tp4 replica "meet" a mean TTFT at 1.6 × the rate 4,000
+sustain) — ``Plan.far_requests``.
 
 **When.**  The candidates are confirmed cheapest first (every GPU's cheapest before any second point), so
 what the time budget leaves unconfirmed is the least likely to win; ``deadline`` (``time.time()``) stops
@@ -108,7 +111,10 @@ class Plan:
         n = max(needed, s.sim_requests) if s.sim_requests >= DEFAULT_SIM_REQUESTS else s.sim_requests
         if max_requests:
             n = min(n, max_requests)
-        return cls(int(n), (s.seed,), deadline, far_requests=int(min(n, requests_for(slo.q))))
+        # never fewer than the simulator's default sample: a shorter run ends before the queue of a loaded replica
+        # reaches its steady state (a mean or median needs few requests to place, but not fewer than that)
+        far = min(n, max(requests_for(slo.q), DEFAULT_SIM_REQUESTS))
+        return cls(int(n), (s.seed,), deadline, far_requests=int(far))
 
 
 def point_changes(base_list: Sequence[Base], points: pd.DataFrame, rows: Sequence[int]) -> dict[int, dict[str, Any]]:

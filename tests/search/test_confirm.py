@@ -42,6 +42,11 @@ def test_a_search_run_simulates_what_its_percentile_needs():
     assert Plan.of(Scenario(sim_requests=300), slo).requests == 300  # lowered: faster, less certain
     assert Plan.of(Scenario(sim_requests=9000), slo).requests == 9000
     assert Plan.of(Scenario(slo_pct=90.0), Slo.of(Scenario(slo_pct=90.0))).requests == 2000  # the default floor
+    # a candidate that cannot win: the percentile's independent count, never below the default sample (a mean
+    # placed on 600 requests had a loaded 70B replica "meet" its target at 1.6 × the rate 4,000 requests sustain)
+    assert Plan.of(Scenario(), slo).far_requests == 2000  # p99: 1,800 independent, raised to the default 2,000
+    mean = Scenario(slo_pct="mean", slo_tpot_s=0.05, slo_itl_s=None)
+    assert Plan.of(mean, Slo.of(mean)).far_requests == 2000
 
 
 @given(

@@ -38,3 +38,25 @@ def test_a_mean_target_carries_more_than_a_p99_one(catalog):
     assert mean["capacity_per_replica_per_s"] > p99["capacity_per_replica_per_s"] > 0
     assert p99["binding"] == TPOT
     assert p99["tpot_q_s"] > mean["tpot_q_s"]
+
+
+def test_the_70b_question_held_as_means_and_as_p99_gaps(catalog):
+    """Issue 26: the same question under each statistic (README "The same question under each statistic"): means
+    with AIConfigurator's inputs 40 H100s (it answers 48: its static model, README), kvplan's defaults 32, the old
+    link's p99 inter-token gaps 60 — each verdict saying what it held."""
+    from planner.links import from_query
+    from planner.search.knob_search import search_fleet
+
+    base = "model=llama-3.1-70b&rate=50&prompt=2048&output=300&slo_ttft_s=1&slo_tpot_s=0.05"
+    answers = {}
+    for name, extra in (
+        ("means, AIConfigurator's inputs", "&slo_itl_s=none&slo_pct=mean&hit=0&prefix=0&dist=fixed"),
+        ("means, kvplan's defaults", "&slo_itl_s=none&slo_pct=mean"),
+        ("old link: p99 ITL", ""),
+    ):
+        s, _ = from_query(base + extra)
+        z = search_fleet(s, catalog, gpus=["h100-sxm"], confirm=False)
+        answers[name] = (int(z.table.loc[z.best, "gpus"]), z.slo.text())
+    assert answers["means, AIConfigurator's inputs"] == (40, "mean TTFT ≤ 1.00 s and mean per-request TPOT ≤ 50.0 ms")
+    assert answers["means, kvplan's defaults"][0] == 32
+    assert answers["old link: p99 ITL"] == (60, "p99 TTFT ≤ 1.00 s and p99 ITL ≤ 50.0 ms")
