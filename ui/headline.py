@@ -243,7 +243,7 @@ def headline_items(
         _cost_item(result, mha, fits, no_fit),
         _speculative_item(result, fits),
         _cache_item(result, layout),
-        power_item(result, fits, no_fit),
+        power_item(result, fits, no_fit, mha),
     ]
     if s.base:  # the pinned baseline's deltas replace the speedup's (when it runs) and the saving's own baselines
         if s.spec:
@@ -280,9 +280,9 @@ TOKENS_LABEL = "Output tok/s per GPU"
 POWER_LABEL = "Power per GPU"
 
 
-def power_item(result: Result, fits: bool, no_fit: str) -> Headline:
+def power_item(result: Result, fits: bool, no_fit: str, pinned: Result | None = None) -> Headline:
     """Board power per GPU at the scenario's load, with the energy and its cost per million output tokens
-    (``planner.engine.power``)."""
+    (``planner.engine.power``); against the pinned baseline when the link pins one (``pinned``: its result)."""
     m = result.metrics
     s = result.resolved.scenario
     watts = float(m["power_per_gpu_w"])
@@ -306,7 +306,11 @@ def power_item(result: Result, fits: bool, no_fit: str) -> Headline:
     return Headline(
         POWER_LABEL,
         f"{fmt_num(round(watts))} W" if fits else no_fit,
-        delta_description=energy if fits else None,
+        **(
+            _vs_pinned(result, pinned, "power_per_gpu_w", inverse=True) | {"delta_description": f"vs pinned; {energy}"}
+            if fits and s.base and pinned is not None
+            else {"delta_description": energy if fits else None}
+        ),
         help=f"Board power of one GPU at this load: idle + (TDP − idle) × utilisation, prefill "
         f"({fmt_num(round(float(m['prefill_power_per_gpu_w'])))} W, {fmt_pct(m['prefill_time_frac'])} of the time) and "
         f"decode ({fmt_num(round(float(m['decode_power_per_gpu_w'])))} W) time-weighted; fitted to ML.ENERGY's "
