@@ -14,15 +14,19 @@ from planner.model.scenario import Scenario
 from planner.search.frontiers import FRONTIERS, frontier_points
 from planner.search.knob_search import screen_points
 from planner.studies.baseline import pin_query
-from tests.ui.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, browser, server, sync_api  # noqa: F401
+from tests.ui.test_browser import (  # noqa: F401
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TIMEOUT_MS,
+    browser,
+    open_tab,
+    server,
+    sync_api,
+)
 from ui.tabs.frontier import current_point
 
 FRONTIER_LINK = Scenario(model="llama-3.2-1b", rate=20.0, gpu="l4")
-
-
-def open_tab(page, title: str) -> None:
-    page.get_by_role("tab", name=title).click()
-    sync_api.expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
 
 
 def test_a_clicked_frontier_point_becomes_the_scenario_only_when_used(server, browser, catalog):  # noqa: F811
