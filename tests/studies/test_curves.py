@@ -262,12 +262,19 @@ def test_speculative_grid_monotone_in_alpha_and_marks_losses(kw, draft):
 def test_speculative_vs_batch_hits_the_metric_and_can_lose():
     r = ev(model="mixtral-8x7b", gpu="h100-sxm", tp=2, spec=True, alpha=0.3, gamma=4, batch=64)
     df = curves.speculative_vs_batch(r)
-    assert df.batch.iloc[0] == 1 and df.batch.iloc[-1] == 1024
+    assert df.batch.iloc[0] == 1 and df.batch.iloc[-1] == curves.spec_batch_top(r)
     assert df[df.batch == 64].speedup.item() == pytest.approx(r.metrics["spec_speedup"], rel=1e-9)
     assert df.loses.any() and (df.loses == (df.speedup < 1)).all()
 
 
-# ---------------------------------------------------------------- prompt caching
+def test_speculative_vs_batch_stops_at_the_batch_the_kv_cache_holds():
+    """Issue 30: the chart ran to batch 1,024 where 102 sequences fit."""
+    r = ev(model="llama-3.1-70b", gpu="h100-sxm", tp=4, spec=True, prompt=8192, batch=64)
+    held = r.metrics["max_concurrent_sequences"]
+    assert 1 < held < 1024
+    df = curves.speculative_vs_batch(r)
+    assert df.batch.iloc[-1] == int(held) and (df.batch <= held).all()
+    assert 64 in set(df.batch) or held < 64
 
 
 def test_cache_costs_cross_no_cache_at_break_even():

@@ -319,3 +319,18 @@ def test_the_ink_colour_reads_on_light_and_dark_pages():
     for page in ("#FFFFFF", "#0E1117"):
         bg = _luminance(page)
         assert (max(ink, bg) + 0.05) / (min(ink, bg) + 0.05) >= 3.0, page
+
+
+def test_the_cause_of_flat_concurrency_is_beside_it_when_kv_heads_are_below_tp(catalog):
+    """Issue 30: below 4 KV heads at tp=4 concurrency stops rising (vLLM replicates KV heads); the reason was only
+    deep in Explain.  Now on the concurrency chart, the KV chart and the card's help."""
+    from ui.headline import headline_items
+
+    r = evaluate(Scenario(model="llama-3.1-70b", tp=16, gpu="l4"), catalog)  # 8 KV heads over 16 GPUs
+    by_key = {c.key: c for c in tab_charts("Memory", r)}
+    assert "vLLM replicates them" in by_key["concurrency-vs-context"].caption
+    assert "below 16 KV heads vLLM replicates them" in by_key["kv-per-token-by-attention"].caption
+    card = next(h for h in headline_items(r, None) if h.label == "Max concurrency")
+    assert "vLLM replicates them" in card.help and "concurrency stops rising" in card.help
+    plain = evaluate(Scenario(model="llama-3.1-70b", tp=4), catalog)  # 8 heads over 4: nothing replicated
+    assert "replicates" not in {c.key: c for c in tab_charts("Memory", plain)}["concurrency-vs-context"].caption
