@@ -58,6 +58,7 @@ from planner.search.analytic import (
     prefill_screen,
     screen_where,
 )
+from planner.search.at_capacity import capacity_columns, per_user_at_capacity, pools_per_gpu
 from planner.search.kv_plan import kv_plan
 from planner.search.layouts import MAX_BATCH, grid_layouts, sizing_layouts
 from planner.search.replicas import accepted_tps
@@ -289,27 +290,9 @@ def _colocated(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats
         capacity=cap,
         binding=screen.binding,
         replicas=replicas,
-        per_user_at_capacity=_per_user_at_capacity(g, shape_a, ok, cap, t, slo),
+        per_user_at_capacity=per_user_at_capacity(g, shape_a, ok, cap, t, slo),
     )
     return out | _operating(g, shape_a, ok, replicas, t, slo)
-
-
-def _per_user_at_capacity(
-    g: ReplicaGrid, shape_a: tuple[int, ...], ok: np.ndarray, capacity_per_s: Array, t: TrafficStats, slo: Slo
-) -> Array:
-    """Output tokens/s per user (tokens per step ÷ mean step) of each feasible point when its replica carries
-    its capacity (the most requests/s it serves within the SLO): the frontier's x axis, as InferenceMAX and
-    AIConfigurator draw it at each configuration's own saturation point (NaN where infeasible)."""
-    where = np.nonzero(ok)
-    out = np.full(ok.shape, np.nan)
-    if not where[0].size:
-        return out
-    sub = g.take(shape_a, (where[0], np.zeros_like(where[0]), where[2]))
-    lam = np.asarray(capacity_per_s, dtype=float)[where]
-    x_op = operating_x(lambda v: mean_step_s(sub, t, v)[0], lam, lam * sub.step_s(1.0, t.decode_context_tokens))
-    st = colocated_state(sub, t, slo, x_op)
-    out[where] = np.broadcast_to(sub.tokens_per_step / st.mean_step_s, lam.shape)
-    return out
 
 
 def _operating(
@@ -422,12 +405,6 @@ def _base_columns(base_list: list[Base], idx: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _capacity_columns(per_gpu: Array, per_user: Array) -> dict[str, Array]:
-    """The frontier's columns at capacity: output tokens/s per GPU when every replica carries its capacity
-    (λ* × mean output ÷ GPUs per replica; independent of the arrival rate) and tokens/s per user there."""
-    return dict(capacity_output_tokens_per_s_per_gpu=per_gpu, capacity_output_tokens_per_s_per_user=per_user)
-
-
 def _colocated_columns(base_list: list[Base], d: dict[str, Array], t: TrafficStats) -> dict[str, Any]:
     keep = d["valid"]
     base = d["base"][keep]
@@ -444,7 +421,7 @@ def _colocated_columns(base_list: list[Base], d: dict[str, Array], t: TrafficSta
         chunk=d["chunk"][keep].astype(int),
         **_fleet_columns(t.rate_per_s, t.output_mean_tokens, replicas, gpus, cols["price_per_gpu_hour_usd"]),
         capacity_per_replica_per_s=d["capacity"][keep],
-        **_capacity_columns(
+        **capacity_columns(
             np.where(ok, d["capacity"][keep] * t.output_mean_tokens / cols["gpus_per_replica"], np.nan),
             np.where(ok, d["per_user_at_capacity"][keep], np.nan),
         ),
@@ -529,10 +506,11 @@ def _disaggregated_columns(
     pre_gpus = np.append(per_replica, np.nan)[pre_base]
     status = _status(keep[keep], dec["fits"][keep], dec["low_ok"][keep], dec["binding"][keep])
     status = np.where(reaches | (status != 0), status, STATUSES.index(PREFILL_MISSES))
-    # at capacity: decode replicas at λ*_d with the prefill GPUs that carry the same rate (λ*_p per replica)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gpu_s_per_request = cols["gpus_per_replica"] / dec["capacity"][keep] + pre_gpus / p[:, 6]
-        per_gpu_at_capacity = np.where(ok, t.output_mean_tokens / gpu_s_per_request, np.nan)
+    per_gpu_at_capacity = np.where(
+        ok,
+        pools_per_gpu(t.output_mean_tokens, cols["gpus_per_replica"], dec["capacity"][keep], pre_gpus, p[:, 6]),
+        np.nan,
+    )
     return dict(
         mode=_cat(np.ones(base.size, dtype=np.int64), MODES),
         base=base,
@@ -550,7 +528,7 @@ def _disaggregated_columns(
         e2e_q_s=np.where(ok, e2e, np.nan),
         output_tokens_per_s_per_user=np.where(ok, dec["per_user"][keep], np.nan),
         request_latency_s=np.where(ok, p[:, 1] + kv_s + (t.output_mean_tokens - 1.0) * tpot_mean, np.nan),
-        **_capacity_columns(per_gpu_at_capacity, np.where(ok, dec["per_user_at_capacity"][keep], np.nan)),
+        **capacity_columns(per_gpu_at_capacity, np.where(ok, dec["per_user_at_capacity"][keep], np.nan)),
         kv_transfer_s=kv_s,
         decode_comm_frac=dec["comm"][keep],
         prefill_base=pre_base,
