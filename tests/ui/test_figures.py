@@ -334,3 +334,12 @@ def test_the_cause_of_flat_concurrency_is_beside_it_when_kv_heads_are_below_tp(c
     assert "vLLM replicates them" in card.help and "concurrency stops rising" in card.help
     plain = evaluate(Scenario(model="llama-3.1-70b", tp=4), catalog)  # 8 heads over 4: nothing replicated
     assert "replicates" not in {c.key: c for c in tab_charts("Memory", plain)}["concurrency-vs-context"].caption
+
+
+def test_a_second_y_axis_picks_its_own_round_ticks():
+    """Issue 30: the KV-used axis beside the queue read 23.7, 47.5, 71.3 (ticks synced to the first axis)."""
+    from ui.figures.theme import axis
+
+    second = axis("KV cache used (%)", overlaying="y", side="right", range=[0, 100])
+    assert second["tickmode"] == "auto" and second["showgrid"] is False
+    assert "tickmode" not in axis("waiting requests")

@@ -151,9 +151,13 @@ def tick_text(x: float) -> str:
 
 def axis(title: str, log: bool = False, category: bool = False, values: Any = None, **kw: Any) -> dict:
     """An axis: its title (plot-escaped), type, and for a log axis the 1-2-5 / decade ticks over ``values``
-    (``log_ticks``) unless explicit ticks are given."""
+    (``log_ticks``) unless explicit ticks are given; a second axis (``overlaying``) its own round ticks."""
     if log and "tickvals" not in kw and "dtick" not in kw:
         kw.update(log_ticks(values if values is not None else []))
+    if "overlaying" in kw and "tickvals" not in kw:
+        # a second y axis picks its own round ticks (0, 20, 40 … %, $0.5, $1 …): streamlit's theme syncs it
+        # to the first axis' grid, which labelled it 23.7, 47.5, 71.3 (issue 30); no grid of its own
+        kw = {"tickmode": "auto", "showgrid": False, **kw}
     return dict(title=dict(text=plot_text(title)), type="category" if category else "log" if log else "linear", **kw)
 
 

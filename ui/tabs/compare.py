@@ -10,6 +10,8 @@ says which: yours, the smallest that fits, or chosen).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from planner.engine.metrics import label
@@ -57,6 +59,25 @@ COMPARE_KINDS = {
     "$ / GPU-hour": "usd",
     "meets SLOs": "yes_no",
 }
+#: Short labels and widths (px) for the main table, so its eight columns fit the page at 1280 px; each
+#: header's full words in its help.
+NARROW = {
+    "GPU": ("GPU", 200),
+    "tp": ("tp", 150),
+    "max concurrency (sequences)": ("max seqs", 70),
+    "idle TTFT (ms)": ("idle TTFT ms", 85),
+    "TPOT (ms)": ("TPOT ms", 65),
+    THROUGHPUT_HEADER: ("tok/s per GPU", 95),
+    "GPU $ / M output tokens (from it)": ("$ / M tokens", 80),
+    "meets SLOs": ("meets SLOs", 75),
+}
+
+
+def column_config(st: Any) -> dict[str, Any]:
+    """The main table's columns: short labels, fixed widths, the full header as help."""
+    return {h: st.column_config.Column(label, help=h, width=w) for h, (label, w) in NARROW.items()}
+
+
 #: The tps a GPU can be given here (powers of two, as engines shard heads).
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 _TP_KEY = "_cmp_tp"  # {gpu key: tp} chosen on this tab
@@ -136,7 +157,9 @@ def render(ctx: PageContext) -> None:
         frame["cheapest_meeting_slo"].astype(bool).tolist() if "cheapest_meeting_slo" in frame else [False] * len(frame)
     )
     st.markdown(cheapest_sentence(frame, Slo.of(s)))
-    st.dataframe(table(compare_display_frame(frame), COMPARE_KINDS, flags), hide_index=True)
+    st.dataframe(
+        table(compare_display_frame(frame), COMPARE_KINDS, flags), hide_index=True, column_config=column_config(st)
+    )
     with st.expander("Every column"):
         st.dataframe(table(compare_display_frame(frame, MORE_DISPLAY), COMPARE_KINDS, flags), hide_index=True)
     st.caption(
