@@ -62,8 +62,8 @@ def open_tab(page, title: str) -> None:
 
     section = section_of(title, TABS)
     assert section is not None, title
-    page.get_by_role("tab", name=section, exact=True).click()
-    tab = page.get_by_role("tab", name=title, exact=True)
+    page.get_by_role("tab", name=section, exact=True).first.click()  # the section row comes first
+    tab = page.get_by_role("tab", name=title, exact=True).last  # "Explain" names a section and its tab
     tab.click()
     sync_api.expect(tab).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
 
