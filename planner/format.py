@@ -123,4 +123,7 @@ def fmt_pct(frac: float, signed: bool = False) -> str:
     frac = float(frac)
     if not math.isfinite(frac):
         return "n/a"
-    return f"{frac * PERCENT:+.1f}%" if signed else f"{frac * PERCENT:.1f}%"
+    pct = round(frac * PERCENT, 1)
+    if pct == 0:  # never "-0.0%" (a tiny negative rounded): zero is unsigned
+        return "0.0%"
+    return f"{pct:+.1f}%" if signed else f"{pct:.1f}%"

@@ -45,7 +45,9 @@ from ui.tabs import registry
 from ui.tabs.charts import tab_charts
 
 LOG = logging.getLogger("kvplan.app")
-TAB_KEY = "_tab"
+TAB_KEY = "_tab"  # the tab shown, by its title (a test or a rerun names one here to open it)
+SECTION_KEY = "_section"
+_SHOWN_TAB = "_tab_shown"
 NO_RESULT = "Nothing to show until the scenario can be evaluated (see the error above)."
 
 
@@ -189,18 +191,44 @@ def headline_row(ctx: PageContext, result: Result, key: str) -> None:
             ctx.update_scenario(gamma=gamma)
 
 
+def _select_requested_tab(entries: tuple[registry.Tab, ...]) -> None:
+    """A tab named in ``_tab`` (a test, a link's state, the tab a rerun was on) that the page has not shown
+    yet opens: its section and, in it, the tab (``registry.section_of``)."""
+    ss = st.session_state
+    wanted = ss.get(TAB_KEY)
+    if wanted is None or ss.get(_SHOWN_TAB) == wanted:
+        return
+    section = registry.section_of(str(wanted), entries)
+    if section is not None:
+        ss[SECTION_KEY] = section
+        ss[_tab_key(section)] = wanted
+
+
+def _tab_key(section: str) -> str:
+    return f"{TAB_KEY}:{section}"
+
+
 def tabs(ctx: PageContext) -> None:
-    """Every tab of the registry; only the selected one runs (lazy tabs)."""
+    """The registry's sections, each with its own tabs; only the selected section's selected tab runs (lazy
+    tabs); ``_tab`` names the tab shown (``_select_requested_tab`` opens another)."""
     entries = registry.TABS
-    containers = st.tabs([tab.title for tab in entries], key=TAB_KEY, on_change="rerun")
-    for container, tab in zip(containers, entries, strict=True):
-        if container.open is False:
+    _select_requested_tab(entries)
+    grouped = registry.sections(entries)
+    outer = st.tabs(list(grouped), key=SECTION_KEY, on_change="rerun")
+    for section_box, (section, group) in zip(outer, grouped.items(), strict=True):
+        if section_box.open is False:
             continue
-        with container:
-            if tab.needs_result and ctx.result is None:
-                st.info(NO_RESULT)
-            else:
-                guarded(tab.title, tab.render, ctx)
+        with section_box:
+            inner = st.tabs([t.title for t in group], key=_tab_key(section), on_change="rerun")
+            for container, tab in zip(inner, group, strict=True):
+                if container.open is False:
+                    continue
+                st.session_state[TAB_KEY] = st.session_state[_SHOWN_TAB] = tab.title
+                with container:
+                    if tab.needs_result and ctx.result is None:
+                        st.info(NO_RESULT)
+                    else:
+                        guarded(tab.title, tab.render, ctx)
 
 
 def main() -> None:

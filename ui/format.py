@@ -174,10 +174,11 @@ def table(frame: pd.DataFrame, kinds: Mapping[str, str], flags: Sequence[bool] |
     ``MAX_TABLE_ROWS`` rows.  The values underneath stay numbers, so a click on a header still sorts them."""
     frame = frame.head(MAX_TABLE_ROWS).reset_index(drop=True)
     styler = frame.style if flags is None else highlighted(frame, list(flags)[: len(frame)])
-    formats = {c: CELL_FORMATS[k] for c, k in kinds.items() if c in frame.columns}
-    return styler.format(formats, na_rep=MISSING_CELL).format(
-        {c: _text_or_missing for c in frame.columns if c not in formats}, na_rep=MISSING_CELL
-    )
+    formats: dict[Any, Callable[[Any], str]] = {c: CELL_FORMATS[k] for c, k in kinds.items() if c in frame.columns}
+    formats |= {c: _text_or_missing for c in frame.columns if c not in formats}
+    # one call: a second ``Styler.format`` resets every column its subset covers (all of them by default),
+    # which put raw floats ("95.479167") back in every table
+    return styler.format(formats, na_rep=MISSING_CELL)
 
 
 def _text_or_missing(v: Any) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 
 from planner.engine.evaluate import Result
 from planner.engine.metrics import label
+from planner.engine.validity import kv_replication_sentence
 from planner.format import (
     fmt_bytes,
     fmt_count,
@@ -217,7 +218,8 @@ def headline_items(
             "Max concurrency",
             fmt_sequences(m["max_concurrent_sequences"], "seq") if fits else no_fit,
             help=f"Whole sequences of {sequence_tokens} tokens (prompt + output) the paged KV cache holds per replica "
-            f"(vLLM's 'Maximum concurrency': {fmt_num(m['max_concurrent_sequences'])}x).",
+            f"(vLLM's 'Maximum concurrency': {fmt_num(m['max_concurrent_sequences'])}x)."
+            + kv_replication_sentence(result.resolved.model, int(s.tp)),
             key="concurrency",
             **(_vs_mha(result, mha, "max_concurrent_sequences", inverse=False) if fits else {}),
         ),

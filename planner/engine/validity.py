@@ -364,6 +364,13 @@ def kv_replication_note(m: ModelSpec, tp: int) -> str | None:
     )
 
 
+def kv_replication_sentence(m: ModelSpec, tp: int) -> str:
+    """``kv_replication_note`` as a sentence beside its effect (the concurrency card and chart), "" when it
+    does not apply."""
+    note = kv_replication_note(m, tp)
+    return f" {note[0].upper()}{note[1:]}: concurrency stops rising with tp there." if note else ""
+
+
 def _divides(n: Array, d: Array) -> Array:
     return np.mod(n, d) == 0
 

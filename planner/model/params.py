@@ -19,6 +19,7 @@ Biases outside Q/K/V and positional tables are ignored (< 0.2 % for the presets)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from planner.model.specs import ModelSpec
@@ -157,3 +158,11 @@ def kv_elements_per_token(m: ModelSpec) -> float:
 def state_bytes_per_sequence(m: ModelSpec) -> float:
     """Fixed recurrent state one sequence holds, whatever its length: state layers · bytes per layer."""
     return float(m.state_layers * m.state_bytes_per_layer)
+
+
+def smaller_models(models: Mapping[str, ModelSpec], target: ModelSpec) -> list[str]:
+    """The keys of ``models`` with fewer parameters than ``target`` (``param_counts(…).total``), in their
+    order: the drafts worth offering.  A draft pays only when its step costs a fraction of the target's; one
+    as large or larger (Llama-3.1-405B drafting for a 70B) makes every step slower, whatever α."""
+    limit = param_counts(target).total
+    return [k for k, m in models.items() if param_counts(m).total < limit]

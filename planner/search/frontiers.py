@@ -2,7 +2,13 @@
 
 A point is on a frontier when no other feasible point (one that meets the SLO) is at least as good
 on both axes and better on one.  Two frontiers, as in NVIDIA AIConfigurator and Vidur-Search:
-  throughput   output tokens/s per GPU (higher) against output tokens/s per user, 1 / mean ITL (higher)
+  throughput   output tokens/s per GPU at capacity (higher) against output tokens/s per user there (higher):
+               each configuration's replica carrying the most requests/s it serves within the SLO (λ*, the
+               screen's ``capacity_per_replica_per_s``): λ* × mean output tokens ÷ GPUs per replica, and
+               tokens per step ÷ mean step at that load.  What the configuration can do, not what this
+               scenario's demand asks of it (rate × output ÷ GPUs), so the frontier does not move with the
+               arrival rate — as InferenceMAX and NVIDIA AIConfigurator draw throughput against interactivity.
+               A disaggregated point counts the prefill GPUs that carry its decode pool's λ*.
   cost         $ per million output tokens (lower) against the TTFT percentile (lower)
 Computed by one sort: along the first axis from best to worst, a point is on the frontier when it
 beats the best second-axis value seen so far (a running maximum; ties on the first axis: the best of
@@ -30,9 +36,9 @@ class Frontier:
 FRONTIERS = (
     Frontier(
         "throughput_frontier",
-        "Output tok/s per GPU (prefill included) vs tok/s per user",
-        "output_tokens_per_s_per_user",
-        "output_tokens_per_s_per_gpu",
+        "Output tok/s per GPU at capacity (prefill included) vs tok/s per user",
+        "capacity_output_tokens_per_s_per_user",
+        "capacity_output_tokens_per_s_per_gpu",
         True,
         True,
     ),

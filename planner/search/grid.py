@@ -54,6 +54,7 @@ from planner.search.analytic import (
     prefill_screen,
     screen_where,
 )
+from planner.search.at_capacity import capacity_columns, per_user_at_capacity, pools_per_gpu
 from planner.search.grid_bases import (
     BATCHES,
     CHUNKS,
@@ -167,6 +168,7 @@ def _colocated(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficStats
         capacity=cap,
         binding=screen.binding,
         replicas=replicas,
+        per_user_at_capacity=per_user_at_capacity(g, shape_a, ok, cap, t, slo),
     )
     return out | _operating(g, shape_a, ok, replicas, t, slo)
 
@@ -208,12 +210,14 @@ def _prefill_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSt
     screen = prefill_screen(m, slo, shape)
     valid = np.broadcast_to(config_valid(x), shape)
     ok = valid & np.broadcast_to(fits, shape) & screen.low_ok
-    replicas = ceil_replicas(t.rate_per_s, np.where(ok, screen.capacity_per_s, 0.0))
+    capacity = np.where(ok, screen.capacity_per_s, 0.0)
+    replicas = ceil_replicas(t.rate_per_s, capacity)
     rate = t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0)
     return dict(
         base=np.broadcast_to(rows[:, None], shape),
         ok=ok,
         replicas=replicas,
+        capacity=np.broadcast_to(capacity, shape),
         binding=screen.binding,
         ttft_q=m.ttft_stat(rate, slo),
         chunk=np.broadcast_to(c, shape),
@@ -234,8 +238,10 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
     fits = np.broadcast_to(fits, shape)
     screen = screen_where(decode_screen, g, t, slo, (rows.size, 1), b, kv_tokens, valid & fits)
     ok = valid & fits & screen.low_ok
-    replicas = ceil_replicas(t.rate_per_s, np.where(ok, screen.capacity_per_s, 0.0))
+    capacity = np.where(ok, screen.capacity_per_s, 0.0)
+    replicas = ceil_replicas(t.rate_per_s, capacity)
     stats, step = decode_stats(g, t, slo, t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0))
+    step_at_capacity = decode_stats(g, t, slo, capacity)[1]
     return dict(
         base=np.broadcast_to(rows[:, None], shape),
         valid=valid,
@@ -247,6 +253,8 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
         itl_q=np.broadcast_to(stats["itl"], shape),
         tpot_q=np.broadcast_to(stats["tpot"], shape),
         per_user=np.broadcast_to(g.tokens_per_step / step, shape),
+        capacity=np.broadcast_to(capacity, shape),
+        per_user_at_capacity=np.broadcast_to(g.tokens_per_step / step_at_capacity, shape),
         batch=np.broadcast_to(b, shape),
         chunk=np.broadcast_to(x.chunk_tokens, shape),
         comm=np.broadcast_to(decode_comm_frac(x), shape),
@@ -291,6 +299,10 @@ def _colocated_columns(base_list: list[Base], d: dict[str, Array], t: TrafficSta
         chunk=d["chunk"][keep].astype(int),
         **_fleet_columns(t.rate_per_s, t.output_mean_tokens, replicas, gpus, cols["price_per_gpu_hour_usd"]),
         capacity_per_replica_per_s=d["capacity"][keep],
+        **capacity_columns(
+            np.where(ok, d["capacity"][keep] * t.output_mean_tokens / cols["gpus_per_replica"], np.nan),
+            np.where(ok, d["per_user_at_capacity"][keep], np.nan),
+        ),
         binding=_cat(d["binding"][keep], CONSTRAINTS),
         meets_slo=ok,
         status=_cat(status, STATUSES),
@@ -332,7 +344,7 @@ def _disaggregated_columns(
     cand = np.flatnonzero(np.isfinite(pgpus))
     order = cand[np.lexsort((cand, pttft[cand], pgpus[cand], group_of[pb[cand]]))]
     first = order[np.r_[True, np.diff(group_of[pb[order]]) != 0]] if order.size else order
-    table = np.full((len(groups) + 1, 6), np.nan)  # the last row: no prefill pool for the group
+    table = np.full((len(groups) + 1, 7), np.nan)  # the last row: no prefill pool for the group
     table[:, 2], table[:, 3], table[:, 5] = -1, 0, 0
     rows = group_of[pb[first]]
     table[rows] = np.column_stack(
@@ -343,6 +355,7 @@ def _disaggregated_columns(
             pre["chunk"].ravel()[first],
             pre["replicas"].ravel()[first],
             pre["binding"].ravel()[first],
+            pre["capacity"].ravel()[first],
         )
     )
     keep = dec["valid"]
@@ -371,6 +384,11 @@ def _disaggregated_columns(
     pre_gpus = np.append(per_replica, np.nan)[pre_base]
     status = _status(keep[keep], dec["fits"][keep], dec["low_ok"][keep], dec["binding"][keep])
     status = np.where(reaches | (status != 0), status, STATUSES.index(PREFILL_MISSES))
+    per_gpu_at_capacity = np.where(
+        ok,
+        pools_per_gpu(t.output_mean_tokens, cols["gpus_per_replica"], dec["capacity"][keep], pre_gpus, p[:, 6]),
+        np.nan,
+    )
     return dict(
         mode=_cat(np.ones(base.size, dtype=np.int64), MODES),
         base=base,
@@ -388,6 +406,7 @@ def _disaggregated_columns(
         e2e_q_s=np.where(ok, e2e, np.nan),
         output_tokens_per_s_per_user=np.where(ok, dec["per_user"][keep], np.nan),
         request_latency_s=np.where(ok, p[:, 1] + kv_s + (t.output_mean_tokens - 1.0) * tpot_mean, np.nan),
+        **capacity_columns(per_gpu_at_capacity, np.where(ok, dec["per_user_at_capacity"][keep], np.nan)),
         kv_transfer_s=kv_s,
         decode_comm_frac=dec["comm"][keep],
         prefill_base=pre_base,

@@ -378,13 +378,14 @@ def pareto_text(points: pd.DataFrame, slo: Slo) -> str:
         on = frontier_points(points, f)
         lines += ["", f"{f.title} ({len(on)} points on the frontier):"]
         lines.append(
-            f"{'GPU':<14}{'mode':<14}{'configuration':<44}{'GPUs':>6}{'tok/s/GPU':>10}{'tok/s/user':>11}"
+            f"{'GPU':<14}{'mode':<14}{'configuration':<44}{'GPUs':>6}{'tok/s/GPU':>10}{'tok/s/user':>11}"  # at capacity
             f"{'$/Mtok':>8}{slo.ttft_label:>11}"
         )
         for _, row in on.iterrows():
             lines.append(
                 f"{row['gpu']:<14}{row['mode']:<14}{describe(row)[:43]:<44}{int(row['gpus']):>6}"
-                f"{row['output_tokens_per_s_per_gpu']:>10.0f}{row['output_tokens_per_s_per_user']:>11.1f}"
+                f"{row['capacity_output_tokens_per_s_per_gpu']:>10.0f}"
+                f"{row['capacity_output_tokens_per_s_per_user']:>11.1f}"
                 f"{row['cost_per_million_output_tokens_usd']:>8.3g}{row['ttft_q_s'] * MS_PER_S:>9.0f}ms"
             )
     lines.append("(screening model; `kvplan size` confirms the cheapest by simulation)")

@@ -3,8 +3,9 @@
 All profiles are stacked into one ``EngineInputs`` (one array element per GPU)
 and evaluated in two ``engine.compute`` calls: first at the scenario's tp (does
 it fit? smallest tp that fits?), then at ``tp_used`` — the scenario's tp where
-it fits, otherwise the smallest tp that does — so an unfit GPU is shown at the
-tp where it would run (its pp and dp kept; expert parallelism, when on, spanning tp · dp; a layout
+it fits, otherwise the smallest tp that does, or the tp the caller chose for that GPU
+(``tp_by_gpu``) — so an unfit GPU is shown at the tp where it would run (its pp and dp kept; expert
+parallelism, when on, spanning tp · dp; a layout
 the engine would refuse is no row's answer).  A GPU that fits at no tp ≤ 64 keeps empty metrics and a
 ``note``; no cell is NaN or inf.
 
@@ -14,6 +15,10 @@ meets_slo            = one request's figures within the set targets (``slo.meets
                        batch (``batch_fits_memory``: a TPOT at a batch the KV cache cannot hold is not
                        one the GPU can deliver)
 cheapest_meeting_slo = the lowest $/M output tokens among the priced rows meeting the SLO
+tp_text              = the tp shown and why: "tp4 (yours)", "tp2 (smallest that fits)", "tp8 (chosen)";
+                       "does not fit" where the GPU holds no whole sequence at any tp up to 64 (or at the
+                       chosen one) — its metrics are then empty: nobody deploys a GPU that serves nothing
+vendor               = the profile's vendor (the tab's filter)
 Price: each profile's own $/GPU-hour; the scenario's ``gpu_price`` override applies
 only to the scenario's own GPU.  A profile priced at 0 (a measured machine,
 ``price_source`` "not priced") has no cost: its cost cell is empty and it is never
@@ -21,6 +26,8 @@ the cheapest.  A measured profile is a row only when it is the scenario's GPU.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -44,11 +51,13 @@ METRIC_COLUMNS = (
 COST_COLUMNS = ("cost_per_million_output_tokens_usd", "decode_cost_per_million_output_tokens_usd")
 
 
-def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
-    """One row per GPU profile (catalog order); see the module doc for the columns' meaning.
+def compare_gpus(scenario: Scenario, catalog: Catalog, tp_by_gpu: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """One row per GPU profile (catalog order); see the module doc for the columns' meaning.  ``tp_by_gpu``:
+    a tp chosen per GPU profile key (others: the scenario's where it fits, else the smallest that fits).
 
     Raises ``engine.ScenarioError`` when the scenario's model cannot be resolved.
     """
+    chosen = dict(tp_by_gpu or {})
     r = resolve(scenario, catalog)
     scenario = r.scenario  # with its defaults fitted to the model (engine.validity.fit_defaults)
     keys = list(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
@@ -60,12 +69,16 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
     fits = np.asarray(at_tp["fits"], dtype=bool)
     min_tp = np.asarray(at_tp["min_tp_that_fits"])
     tp_used = np.where(fits, float(scenario.tp), min_tp)
+    picked = np.array([float(chosen.get(k, 0)) for k in keys])
+    tp_used = np.where(picked > 0, picked, tp_used)
     runs = tp_used > 0
     shown_tp = np.where(runs, tp_used, float(scenario.tp))
     # expert parallelism stays on at another tp: ep spans tp · dp (the layout min_tp_that_fits searched)
     shown_ep = shown_tp * scenario.dp if scenario.ep > 1 else np.ones_like(shown_tp)
     out = compute(x.with_(tp=shown_tp, ep=np.where(fits, float(scenario.ep), shown_ep)))
     runs = runs & np.asarray(out["config_valid"], dtype=bool)  # only layouts the engine accepts
+    holds = np.nan_to_num(np.asarray(out["max_concurrent_sequences"], dtype=float), nan=0.0) >= 1.0
+    runs = runs & holds  # a GPU that holds no whole sequence at the tp shown serves nothing there
     price = np.asarray(x.price_per_gpu_hour_usd)
 
     priced = price > 0
@@ -99,7 +112,21 @@ def compare_gpus(scenario: Scenario, catalog: Catalog) -> pd.DataFrame:
         cheapest[int(np.argmin(cost))] = True
     frame["cheapest_meeting_slo"] = cheapest
     frame["note"] = [_note(scenario, fits[i], tp_used[i], out, i, bool(priced[i])) for i in range(len(keys))]
+    frame["tp_text"] = [
+        _tp_text(scenario.tp, int(tp_used[i]), bool(runs[i]), bool(fits[i]), keys[i] in chosen)
+        for i in range(len(keys))
+    ]
+    frame["vendor"] = [g.vendor for g in profiles]
     return frame
+
+
+def _tp_text(own_tp: int, tp: int, runs: bool, fits: bool, chosen: bool) -> str:
+    """The tp column in words (module doc)."""
+    if not runs:
+        return "does not fit" + (f" at tp{tp} (chosen)" if chosen and tp > 0 else "")
+    if chosen:
+        return f"tp{tp} (chosen)"
+    return f"tp{tp} (yours)" if fits and tp == own_tp else f"tp{tp} (smallest that fits)"
 
 
 def _note(s: Scenario, fits: bool, tp_used: float, out: dict, i: int, priced: bool = True) -> str:

@@ -30,6 +30,7 @@ from planner.engine.prompt_cache import (
 )
 from planner.engine.roofline import prefill
 from planner.engine.speculative import expected_tokens_per_step, speedup
+from planner.format import whole_sequences
 from planner.model.api_pricing import CACHE_WRITE_MULTIPLIER
 from planner.units import MEGA
 
@@ -44,6 +45,33 @@ PROMPT_POINTS = 40
 ALPHA_GRID = np.round(np.arange(0.0, 1.0 + 1e-9, 0.05), 2)
 GAMMA_GRID = np.arange(1.0, 13.0)
 SPEC_BATCH_MAX = 1024
+#: Where the sidebar's speculative defaults come from and where they hold (the speedup charts' captions;
+#: research notes in catalog/speculative.json).  α = 0.70 at γ = 4 gives (1 − α^5)/(1 − α) = 2.77 tokens
+#: per target pass: EAGLE-3's published acceptance length on MT-bench at T = 1 (Llama-3.1-8B head 2.77,
+#: Llama-3.3-70B head 2.88); a draft cost of 0.05 is about an EAGLE-3 head beside an 8B target (0.42 B
+#: of 8 B parameters).  Published speedups shrink with the batch: EAGLE-3 1.38× at batch 64 in SGLang
+#: (arXiv:2503.01840); vLLM's n-gram and draft-model runs turn to a slowdown at high QPS (vLLM blog).
+SPEC_DEFAULTS_NOTE = (
+    "Defaults: α 0.70 at γ 4 is 2.77 tokens per target pass — EAGLE-3's published acceptance length on "
+    "MT-bench (Llama-3.1-8B head 2.77, Llama-3.3-70B head 2.88, T = 1); draft cost 0.05 is an EAGLE-3 head "
+    "beside an 8B target (0.42 B of 8 B parameters). They hold at small batches on chat-like text: published "
+    "speedups shrink as the batch grows (EAGLE-3 1.38× at batch 64 in SGLang, arXiv:2503.01840; vLLM's "
+    "n-gram and draft-model runs turn to a slowdown at high load), and code or summaries accept more."
+)
+
+
+def spec_defaults_note(r: Result) -> str:
+    """Where α and the draft cost come from: a method's published acceptance (``spec_rules.spec_defaults``' notes,
+    when ``spec_method`` is set), else the generic defaults (``SPEC_DEFAULTS_NOTE``)."""
+    s = r.resolved.scenario
+    if not s.spec_method:
+        return SPEC_DEFAULTS_NOTE
+    said = [n for n in r.resolved.notes if n.startswith(("α = ", "γ = ", "no acceptance of "))]
+    return " ".join(f"{n[:1].upper() if n[:1].isascii() else n[:1]}{n[1:]}." for n in said) or (
+        f"α {s.alpha:g} and draft cost {s.draft_ratio:g} are this scenario's own values."
+    )
+
+
 HIT_RATE_GRID = np.round(np.linspace(0.0, 1.0, 101), 2)
 WRITE_POLICIES = ("none", "5m", "1h")
 
@@ -347,10 +375,21 @@ def speculative_grid(result: Result) -> pd.DataFrame:
     )
 
 
+def spec_batch_top(result: Result) -> int:
+    """The largest batch the speedup-vs-batch chart draws: the sequences the KV cache holds (whole, at least
+    one), at most ``SPEC_BATCH_MAX`` — a batch memory cannot hold is not one the GPU runs (issue 30: the
+    chart ran to 1,024 where 102 sequences fit)."""
+    held = float(result.metrics["max_concurrent_sequences"])
+    return int(min(SPEC_BATCH_MAX, max(1.0, whole_sequences(held)))) if np.isfinite(held) else SPEC_BATCH_MAX
+
+
 def speculative_vs_batch(result: Result) -> pd.DataFrame:
-    """Speedup at the scenario's α, γ vs batch 1 … 1024 (log2, plus the scenario's batch)."""
+    """Speedup at the scenario's α, γ vs batch 1, 2, 4 … up to the batch that fits in KV (``spec_batch_top``),
+    plus that batch and the scenario's batch where it fits."""
     x = result.inputs.as_arrays()
-    grid = pow2_grid(1, SPEC_BATCH_MAX, min(_f(x.batch), SPEC_BATCH_MAX))
+    top = spec_batch_top(result)
+    grid = pow2_grid(1, top, top, *([_f(x.batch)] if _f(x.batch) <= top else []))
+    grid = grid[grid <= top]
     s = np.broadcast_to(speedup(x, batch=grid), grid.shape)
     return pd.DataFrame({"batch": grid.astype(int), "speedup": s, "loses": s < 1.0})
 

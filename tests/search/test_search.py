@@ -23,7 +23,7 @@ from planner.engine.roofline import step_cost
 from planner.errors import ScenarioError
 from planner.model.scenario import Scenario
 from planner.search.analytic import colocated_screen, screen_where
-from planner.search.frontiers import pareto_mask, with_frontiers
+from planner.search.frontiers import FRONTIERS, frontier_points, pareto_mask, with_frontiers
 from planner.search.grid import BATCHES, CHUNKS, Space, _take, bases, parallel_layouts, score
 from planner.search.knob_search import (
     MEETS,
@@ -340,3 +340,30 @@ def test_sizing_hooks_the_search_in(catalog):
     assert {"batch", "chunk", "binding", "ttft_q_s", "replicas", "gpus"} <= set(z.table.columns)
     assert z.table.loc[z.best, "status"] == "meets SLOs" and z.reason.startswith("Cheapest way to meet")
     assert len(z.disaggregated) == 2
+
+
+def test_the_throughput_frontier_is_at_capacity_not_the_scenarios_demand(catalog):
+    """Issue 30: "output tokens/s per GPU" topped out at rate × output ÷ GPUs (≈ 250 at 2 req/s).  At capacity
+    (λ* × mean output ÷ GPUs per replica) the frontier's best tokens/s per GPU is the configuration's, so a
+    fourfold arrival rate leaves it where it was; and it is far above the demand of the low rate."""
+    f = FRONTIERS[0]
+    best = {}
+    for rate in (2.0, 8.0):
+        s = Scenario(rate=rate, search="batch,chunk,disagg")
+        on = frontier_points(score(s, catalog, traffic_stats(s, None), ["h100-sxm", "h200"]).points, f)
+        best[rate] = float(on[f.y].max())
+        assert (on["mode"] == "colocated").any()
+    assert best[2.0] == pytest.approx(best[8.0], rel=1e-9)
+    assert best[2.0] > 4 * 2.0 * Scenario().output  # well above the demand per GPU of 2 req/s on one GPU
+
+
+def test_a_points_capacity_per_gpu_is_its_replicas_capacity_over_its_gpus(catalog):
+    s = Scenario(rate=2.0)
+    p = score(s, catalog, traffic_stats(s, None), ["h100-sxm"]).points
+    ok = p[p["meets_slo"].astype(bool) & (p["mode"] == "colocated")]
+    t = traffic_stats(s, None)
+    want = ok["capacity_per_replica_per_s"] * t.output_mean_tokens / ok["gpus_per_replica"]
+    assert np.allclose(ok["capacity_output_tokens_per_s_per_gpu"], want)
+    assert (ok["capacity_output_tokens_per_s_per_user"] > 0).all()
+    # at capacity a replica is busier than at this scenario's own load: never faster per user
+    assert (ok["capacity_output_tokens_per_s_per_user"] <= ok["output_tokens_per_s_per_user"] * (1 + 1e-9)).all()

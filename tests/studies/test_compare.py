@@ -35,6 +35,8 @@ COLUMNS = [
     "meets_slo",
     "cheapest_meeting_slo",
     "note",
+    "tp_text",
+    "vendor",
 ]
 
 
@@ -54,6 +56,11 @@ def check_invariants(s: Scenario, df: pd.DataFrame) -> None:
     nowhere = df[~runs]
     assert nowhere[list(METRIC_COLUMNS)].isna().all().all()
     assert (nowhere.note == "does not fit at any tp up to 64").all()
+    assert (nowhere.tp_text == "does not fit").all()
+    # the tp column says why (issue 30): yours where it fits, else the smallest that fits
+    assert (df.tp_text[df.fits & runs] == f"tp{s.tp} (yours)").all()
+    smallest = [f"tp{int(u)} (smallest that fits)" for u in df.tp_used[unfit]]
+    assert list(df.tp_text[unfit]) == smallest
     assert not (nowhere.meets_slo | nowhere.cheapest_meeting_slo | nowhere.fits).any()
     # every metric where the GPU runs; the cost only where it is priced (a profile with no
     # published price, e.g. H20, says "not priced" and is never the cheapest)

@@ -262,12 +262,19 @@ def test_speculative_grid_monotone_in_alpha_and_marks_losses(kw, draft):
 def test_speculative_vs_batch_hits_the_metric_and_can_lose():
     r = ev(model="mixtral-8x7b", gpu="h100-sxm", tp=2, spec=True, alpha=0.3, gamma=4, batch=64)
     df = curves.speculative_vs_batch(r)
-    assert df.batch.iloc[0] == 1 and df.batch.iloc[-1] == 1024
+    assert df.batch.iloc[0] == 1 and df.batch.iloc[-1] == curves.spec_batch_top(r)
     assert df[df.batch == 64].speedup.item() == pytest.approx(r.metrics["spec_speedup"], rel=1e-9)
     assert df.loses.any() and (df.loses == (df.speedup < 1)).all()
 
 
-# ---------------------------------------------------------------- prompt caching
+def test_speculative_vs_batch_stops_at_the_batch_the_kv_cache_holds():
+    """Issue 30: the chart ran to batch 1,024 where 102 sequences fit."""
+    r = ev(model="llama-3.1-70b", gpu="h100-sxm", tp=4, spec=True, prompt=8192, batch=64)
+    held = r.metrics["max_concurrent_sequences"]
+    assert 1 < held < 1024
+    df = curves.speculative_vs_batch(r)
+    assert df.batch.iloc[-1] == int(held) and (df.batch <= held).all()
+    assert 64 in set(df.batch) or held < 64
 
 
 def test_cache_costs_cross_no_cache_at_break_even():
@@ -297,3 +304,18 @@ def test_prefix_below_minimum_is_flagged_and_changes_nothing():
     assert df.below_minimum.all() and df.cost_per_request_usd.nunique() == 1
     assert curves.cache_break_even(r).below_minimum.all()
     assert not curves.prefix_below_minimum(ev(prompt=4096, prefix=0))
+
+
+def test_the_speculation_caption_names_the_methods_published_acceptance(catalog):
+    """Issue 30: with a method (issue 32's spec_method), the speedup chart's caption says where α comes from — the
+    method's published acceptance — instead of the generic EAGLE-3 defaults."""
+    from planner.links import from_query
+    from planner.studies.curves import SPEC_DEFAULTS_NOTE, spec_defaults_note
+
+    plain, _ = from_query("spec=1")
+    assert spec_defaults_note(evaluate(plain, catalog)) == SPEC_DEFAULTS_NOTE
+    eagle3, _ = from_query("spec=1&spec_method=eagle3&model=llama-3.1-8b")
+    note = spec_defaults_note(evaluate(eagle3, catalog))
+    assert note.startswith("α = 0.658: the published acceptance of EAGLE-3") and "MT-bench" in note
+    ngram, _ = from_query("spec=1&spec_method=ngram")
+    assert spec_defaults_note(evaluate(ngram, catalog)).startswith("No acceptance of n-gram")

@@ -51,6 +51,7 @@ def link_of(at: AppTest) -> dict[str, str]:
 
 
 def tab_names(at: AppTest) -> list[str]:
+    """The labels of the page's tab rows: the sections, and the open section's own tabs."""
     return [t.label for t in at.tabs]
 
 
@@ -152,7 +153,9 @@ def test_every_gpu_and_model_through_the_page_functions(catalog):
 def test_default_page_shows_the_engine_numbers(catalog):
     at = run_app()
     assert shown_metrics(at) == expected_metrics(Scenario(), catalog)
-    assert tab_names(at)[: len(CORE_TABS)] == list(CORE_TABS)
+    plan = [t.title for t in registry.sections(registry.TABS)[registry.PLAN]]
+    assert tab_names(at) == [registry.PLAN, *plan, *registry.SECTIONS[1:]]  # the Plan section opens first
+    assert set(CORE_TABS) - {"Prompt caching", "Explain"} <= set(plan)
     assert link_of(at) == page_link(Scenario(), catalog) == {"v": "1", "engine": catalog.engine("vllm").key}
     assert not at.warning
 
@@ -364,6 +367,26 @@ def test_a_failing_tab_shows_an_error_and_the_page_survives(monkeypatch):
     assert len(at.metric) == len(headline.KEYS) and "Broken" in tab_names(at)
 
 
+def test_every_tab_named_by_its_old_title_opens_in_its_section():
+    """Issue 30: fourteen tabs in one row hid six behind a "›" at 1280 px.  Sections of at most five tabs;
+    a tab named by its title (``_tab``, as before the sections) opens its section and itself."""
+    grouped = registry.sections(registry.TABS)
+    assert list(grouped) == list(registry.SECTIONS) and all(len(g) <= 5 for g in grouped.values())
+    assert sum(len(g) for g in grouped.values()) == len(registry.TABS) == 14
+    at = run_app()
+    for tab in ("Check a log", "Search & frontier", "Prompt layout", "Compare scenarios"):
+        at.session_state["_tab"] = tab
+        at.run()
+        assert not at.exception, (tab, [e.message for e in at.exception])
+        section = registry.section_of(tab, registry.TABS)
+        assert at.session_state["_section"] == section and tab in tab_names(at)
+        assert at.session_state["_tab"] == tab
+    # a click on another section (the widget) is not undone by the tab named before
+    at.session_state["_section"] = registry.PLAN
+    at.run()
+    assert "Memory" in tab_names(at) and at.session_state["_tab"] == "Memory"
+
+
 def representative_combos(catalog) -> list[tuple[str, str]]:
     """Each GPU once and each model once."""
     gpus, models = sorted(catalog.gpus), sorted(catalog.models)
@@ -376,7 +399,7 @@ def test_every_tab_renders_for_each_gpu_and_each_model(catalog):
     half of the GPUs and models, every combination half of the tabs: the suite's time budget)."""
     for i, (gpu, model) in enumerate(representative_combos(catalog)):
         at = run_app({"gpu": gpu, "model": model})
-        for tab in tab_names(at)[i % 2 :: 2]:
+        for tab in [t.title for t in registry.TABS][i % 2 :: 2]:
             at.session_state["_tab"] = tab
             at.run()
             assert not at.exception, (gpu, model, tab, [e.message for e in at.exception])

@@ -56,6 +56,18 @@ if not CHROMIUM.exists():
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 
+def open_tab(page, title: str) -> None:
+    """Open the tab ``title``: its section first (``ui.tabs.registry.section_of``), then the tab in it."""
+    from ui.tabs.registry import TABS, section_of
+
+    section = section_of(title, TABS)
+    assert section is not None, title
+    page.get_by_role("tab", name=section, exact=True).first.click()  # the section row comes first
+    tab = page.get_by_role("tab", name=title, exact=True).last  # "Explain" names a section and its tab
+    tab.click()
+    sync_api.expect(tab).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -254,7 +266,7 @@ def test_hostile_names_render_as_text_and_nothing_leaves_the_page(hostile_server
         main = page.locator('[data-testid="stMain"]')
         sync_api.expect(main).to_contain_text("Does not fit", timeout=TIMEOUT_MS)
         for tab in ("Memory", "Compare GPUs", "Simulate & size"):
-            page.get_by_role("tab", name=tab).click()
+            open_tab(page, tab)
             page.wait_for_timeout(1500)
             text = main.inner_text().replace("\u2060", "")  # the invisible joiner that breaks bare links
             assert INJECTED in text, tab  # the name, character for character
@@ -303,7 +315,7 @@ def test_launch_tab_downloads_the_deployment_bundle_the_cli_writes(server, brows
     page.set_default_timeout(TIMEOUT_MS)
     try:
         page.goto(server + "/" + link)
-        page.get_by_role("tab", name="Launch").click()
+        open_tab(page, "Launch")
         button = page.get_by_role("button", name="Deployment bundle (zip)")
         button.wait_for(state="visible")
         with page.expect_download() as info:

@@ -1,6 +1,6 @@
 """In a real browser (as tests/ui/test_browser.py: Debian's Chromium driven by Playwright, against
-``kvplan serve``): a click on a frontier point makes it the scenario and the link, and a pinned
-baseline survives a shared link (reloaded, the headline is still against it)."""
+``kvplan serve``): a click on a frontier point selects it, "Use this point" makes it the scenario and the
+link, and a pinned baseline survives a shared link (reloaded, the headline is still against it)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,22 @@ from planner.model.scenario import Scenario
 from planner.search.frontiers import FRONTIERS, frontier_points
 from planner.search.knob_search import screen_points
 from planner.studies.baseline import pin_query
-from tests.ui.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, browser, server, sync_api  # noqa: F401
+from tests.ui.test_browser import (  # noqa: F401
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TIMEOUT_MS,
+    browser,
+    open_tab,
+    server,
+    sync_api,
+)
 from ui.tabs.frontier import current_point
 
 FRONTIER_LINK = Scenario(model="llama-3.2-1b", rate=20.0, gpu="l4")
 
 
-def open_tab(page, title: str) -> None:
-    page.get_by_role("tab", name=title).click()
-    sync_api.expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
-
-
-def test_a_click_on_a_frontier_point_sets_the_scenario_and_the_link(server, browser, catalog):  # noqa: F811
+def test_a_clicked_frontier_point_becomes_the_scenario_only_when_used(server, browser, catalog):  # noqa: F811
     context = browser.new_context(viewport={"width": 1600, "height": 1200})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -42,6 +46,11 @@ def test_a_click_on_a_frontier_point_sets_the_scenario_and_the_link(server, brow
         assert box is not None
         before = page.evaluate("() => location.search")
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        # the click selects the point in the picker and leaves the scenario (and the link) alone
+        sync_api.expect(page.get_by_text("clicked: ").or_(page.get_by_text("Use this point"))).not_to_have_count(0)
+        page.wait_for_timeout(1500)
+        assert page.evaluate("() => location.search") == before
+        page.get_by_role("button", name="Use this point").click()
         page.wait_for_function(f"() => location.search !== {before!r}")
         # the scenario is now the configuration under the cursor: the frontier point clicked, or one drawn
         # within a marker of it (plotly picks the nearest; configurations can coincide there).  The link may

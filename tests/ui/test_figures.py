@@ -269,3 +269,77 @@ def test_frontier_hover_labels_are_each_rows_escaped_configuration():
     labels = point_labels(frame)
     assert list(labels) == [one(r) for r in frame.itertuples()]
     assert "<b>" not in labels[1] and "%{" not in labels[2]  # escaped, hover fields broken
+
+
+def test_log_axis_ticks_are_labelled_numbers_never_bare_minor_digits():
+    """Issue 30: log axes read "10 2 5 100 2 5 1000 2" (plotly's D2 ticks), the last "2" being 2,000 ms."""
+    from ui.figures.theme import log_ticks
+
+    short = log_ticks([12.0, 2_500.0])  # about two decades: 1, 2, 5 × 10^k, each written whole
+    assert short["ticktext"] == ["10", "20", "50", "100", "200", "500", "1,000", "2,000", "5,000"]
+    long = log_ticks([0.5, 40_000.0])  # over three decades: decades only
+    assert long["ticktext"] == ["0.1", "1", "10", "100", "1,000", "10,000", "100,000"]
+    narrow = log_ticks([21.5, 22.4])  # inside one decade: still labelled ticks, not a single one
+    assert len(narrow["tickvals"]) >= 3 and "dtick" not in narrow
+
+
+def test_the_frontier_has_no_title_in_the_figure_and_twelve_gpus_read_apart(catalog):
+    from planner.search.frontiers import FRONTIERS
+    from planner.search.knob_search import screen_points
+    from planner.sim.slo import Slo
+    from ui.figures.frontier import frontier_figure
+    from ui.figures.theme import COLORS
+
+    s = Scenario(model="llama-3.2-1b", rate=20.0, gpu="l4")
+    z = screen_points(s, catalog)
+    fig = frontier_figure(z.points, FRONTIERS[0], Slo.of(s))
+    assert not (fig.layout.title and fig.layout.title.text)  # the tab writes it, clear of the toolbar
+    gpus = [t for t in fig.data if t.type == "scattergl"]
+    assert len(gpus) >= 6
+    styles = {(t.marker.color, t.marker.symbol) for t in gpus}
+    assert len(styles) == len(gpus) and len({t.marker.color for t in gpus}) == len(gpus)
+    line = next(t for t in fig.data if t.name == "frontier")
+    assert line.line.color == COLORS["ink"]
+    for ax in (fig.layout.xaxis, fig.layout.yaxis):
+        assert ax.type == "log" and len(ax.tickvals) >= 3
+        assert [float(t.replace(",", "")) for t in ax.ticktext] == pytest.approx(list(ax.tickvals))
+
+
+def _luminance(color: str) -> float:
+    rgb = [int(color.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_the_ink_colour_reads_on_light_and_dark_pages():
+    """The roofline's and the frontier's line was black, lost on streamlit's dark page (#0E1117)."""
+    from ui.figures.theme import COLORS
+
+    ink = _luminance(COLORS["ink"])
+    for page in ("#FFFFFF", "#0E1117"):
+        bg = _luminance(page)
+        assert (max(ink, bg) + 0.05) / (min(ink, bg) + 0.05) >= 3.0, page
+
+
+def test_the_cause_of_flat_concurrency_is_beside_it_when_kv_heads_are_below_tp(catalog):
+    """Issue 30: below 4 KV heads at tp=4 concurrency stops rising (vLLM replicates KV heads); the reason was only
+    deep in Explain.  Now on the concurrency chart, the KV chart and the card's help."""
+    from ui.headline import headline_items
+
+    r = evaluate(Scenario(model="llama-3.1-70b", tp=16, gpu="l4"), catalog)  # 8 KV heads over 16 GPUs
+    by_key = {c.key: c for c in tab_charts("Memory", r)}
+    assert "vLLM replicates them" in by_key["concurrency-vs-context"].caption
+    assert "below 16 KV heads vLLM replicates them" in by_key["kv-per-token-by-attention"].caption
+    card = next(h for h in headline_items(r, None) if h.label == "Max concurrency")
+    assert "vLLM replicates them" in card.help and "concurrency stops rising" in card.help
+    plain = evaluate(Scenario(model="llama-3.1-70b", tp=4), catalog)  # 8 heads over 4: nothing replicated
+    assert "replicates" not in {c.key: c for c in tab_charts("Memory", plain)}["concurrency-vs-context"].caption
+
+
+def test_a_second_y_axis_picks_its_own_round_ticks():
+    """Issue 30: the KV-used axis beside the queue read 23.7, 47.5, 71.3 (ticks synced to the first axis)."""
+    from ui.figures.theme import axis
+
+    second = axis("KV cache used (%)", overlaying="y", side="right", range=[0, 100])
+    assert second["tickmode"] == "auto" and second["showgrid"] is False
+    assert "tickmode" not in axis("waiting requests")

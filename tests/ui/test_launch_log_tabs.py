@@ -7,9 +7,11 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from planner.format import fmt_pct
 from planner.model.scenario import Scenario
 from tests.paths import APP, ROOT
 from tests.tab_harness import tab_page
+from ui.tabs.log_check import cell
 
 LOGS = ROOT / "tests" / "data" / "vllm_logs"
 
@@ -56,8 +58,15 @@ def test_log_tab_compares_a_pasted_log_and_applies_its_figures():
     at2.text_area(key="_log_text").set_value((LOGS / "qwen25_72b_tp2.log").read_text(encoding="utf-8")).run()
     assert not at2.exception
     frame = at2.dataframe[0].value.set_index("term")
-    assert frame.loc["GPU KV cache size (pool)", "logged"] == 19_920  # a 0.19 log: the pool's tokens
-    assert abs(frame.loc["GPU KV cache size (pool)", "error_pct"]) < 5
+    assert frame.loc["GPU KV cache size (pool)", "logged"] == "19,920"  # a 0.19 log: the pool's tokens
+    assert abs(float(frame.loc["GPU KV cache size (pool)", "error"].rstrip("%"))) < 5
+    # issue 30: every figure as the page writes numbers, blank (never "None") where the log is silent
+    cells = frame[["predicted", "logged", "error"]].to_numpy().ravel().tolist()
+    assert all(isinstance(c, str) and c != "None" and not c.startswith("-0.0") for c in cells)
+    assert not any(c.endswith(".00") for c in cells)  # no "451088.00"
+    blocks = frame.loc["KV blocks"]
+    assert blocks["unit"] == "blocks" and "," in blocks["predicted"] and "." not in blocks["predicted"]
+    assert cell(None, "GiB") == "" and cell(451_088.0, "tokens") == "451,088" and fmt_pct(-1e-5, True) == "0.0%"
     at2.button(key="log_apply").click().run()
     assert not at2.exception
     s = scenario_of(at2)

@@ -86,9 +86,9 @@ def test_example_usage_log_end_to_end():
 
 def test_tab_is_registered():
     from ui.tabs.prompt_layout import render
-    from ui.tabs.registry import TABS, Tab
+    from ui.tabs.registry import CACHING, TABS, Tab
 
-    assert Tab("Prompt layout", render) in TABS
+    assert Tab("Prompt layout", render, section=CACHING) in TABS
 
 
 def test_ten_thousand_invalidated_groups_make_one_box():

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from planner.model.catalog import load_catalog
 from planner.model.scenario import Scenario
+from planner.search.knob_search import screen_points
 from planner.studies.baseline import pin_query
 from tests.tab_harness import tab_page
 
@@ -41,6 +43,27 @@ def test_the_frontier_draws_every_point_and_a_point_becomes_the_scenario():
     assert s != SMALL and s.replicas >= 1
     # the scenario is now that point: the chart marks it
     assert any("The star is this scenario" in c.value for c in at.caption)
+    # and Back restores the scenario before it, exactly
+    press(at, "Back to the previous scenario")
+    assert not at.exception, [e.message for e in at.exception]
+    assert scenario_of(at) == SMALL
+    assert not [b for b in at.button if b.label == "Back to the previous scenario"]
+
+
+def test_a_click_on_a_frontier_point_selects_it_and_leaves_the_scenario_alone():
+    """Issue 30: the first click used to rewrite the whole scenario (GB200 tp=8) with no undo."""
+    at = app("ui.tabs.frontier", SMALL)
+    points = screen_points(SMALL, load_catalog()).points
+    first = at.selectbox(key="_fr_w_point").value
+    feasible = points[points["meets_slo"].astype(bool) & (points["point"] != first)]
+    clicked = int(feasible["point"].iloc[len(feasible) // 2])  # any feasible point, on a frontier or not
+    at.session_state["fr-chart-throughput_frontier"] = {"selection": {"points": [{"customdata": [clicked]}]}}
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert scenario_of(at) == SMALL  # the click changed nothing
+    assert at.selectbox(key="_fr_w_point").value == clicked  # it is selected, for "Use this point"
+    press(at, "Use this point")
+    assert scenario_of(at) != SMALL
 
 
 def test_the_knobs_and_the_slo_are_link_keys_and_the_search_confirms_by_simulation():

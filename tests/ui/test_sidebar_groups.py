@@ -45,7 +45,13 @@ def test_pure_ordering_and_labels(catalog) -> None:
     assert groups[0] == "NVIDIA · Ampere" and groups[-1] == "Measured"
     hopper = [k for k in keys if catalog.profile(k).group == "NVIDIA · Hopper"]
     assert set(hopper) == {"h100-pcie", "h100-sxm", "h20", "h200", "h800"}
-    assert sidebar.gpu_label(catalog, "h20").startswith("NVIDIA · Hopper — H20 · ")
+    assert sidebar.gpu_label(catalog, "h20") == "H20 · 96 GB · Hopper"
+    # issue 30: short enough not to be cut in the sidebar; the full name is in the caption under the box
+    from ui.sidebar.options import MAX_GPU_LABEL_CHARS, gpu_facts
+
+    labels = [sidebar.gpu_label(catalog, k) for k in keys]
+    assert max(map(len, labels)) <= MAX_GPU_LABEL_CHARS and len(set(labels)) == len(labels)
+    assert gpu_facts(catalog.profile("h100-sxm")).startswith("NVIDIA H100 SXM (NVIDIA · Hopper): ")
     models = sidebar.model_options(catalog)
     assert models[-1] == CUSTOM_MODEL and sorted(models[:-1]) == sorted(catalog.models)
     families = [catalog.models[k].family for k in models[:-1]]
@@ -57,7 +63,7 @@ def test_app_pickers_are_grouped(catalog) -> None:
     at = run_app()
     gpu = at.selectbox(key="gpu")
     assert gpu.options == [sidebar.gpu_label(catalog, k) for k in sidebar.gpu_options(catalog)]
-    assert _contiguous([label.split(" — ")[0] for label in gpu.options])
+    assert _contiguous([catalog.profile(k).group for k in sidebar.gpu_options(catalog)])
     model = at.selectbox(key="model")
     assert model.options == [sidebar.model_label(catalog, k) for k in sidebar.model_options(catalog)]
     assert _contiguous([label.split(" — ")[0] for label in model.options[:-1]])
@@ -103,3 +109,28 @@ def test_not_a_decoder_is_an_error_not_a_traceback() -> None:
     at.button(key="_hf_go").click().run()
     assert not at.exception
     assert "not a decoder-only transformer" in shown(at.error)
+
+
+def test_the_draft_list_offers_only_models_smaller_than_the_target(catalog) -> None:
+    """Issue 30: Llama-3.1-405B and Llama-4-Maverick were offered as drafts for a 70B target."""
+    from planner.model.params import param_counts
+
+    at = run_app({"model": "llama-3.1-70b"})
+    draft = at.selectbox(key="draft")
+    target = param_counts(catalog.models["llama-3.1-70b"]).total
+    offered = [k for k in sidebar.model_options(catalog) if sidebar.model_label(catalog, k) in draft.options]
+    assert offered and all(param_counts(catalog.models[k]).total < target for k in offered)
+    assert not any("405B" in o or "Maverick" in o for o in draft.options)
+    assert any("Llama-3.2-1B" in o for o in draft.options)
+    assert any("Only models smaller than" in c.value for c in at.sidebar.caption)
+
+
+def test_the_speedup_vs_batch_caption_says_where_the_defaults_come_from(catalog) -> None:
+    from planner.engine.evaluate import evaluate
+    from planner.model.scenario import Scenario
+    from ui.tabs.charts import tab_charts
+
+    r = evaluate(Scenario(model="llama-3.1-70b", tp=4, prompt=8192), catalog)
+    chart = next(c for c in tab_charts("Speculative decoding", r) if c.key == "speculative-vs-batch")
+    assert "EAGLE-3" in chart.caption and "arXiv:2503.01840" in chart.caption
+    assert f"stops at {int(r.metrics['max_concurrent_sequences'])} sequences" in chart.caption

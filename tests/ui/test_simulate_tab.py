@@ -80,6 +80,9 @@ def test_a_bundled_trace_is_previewed_then_replayed_with_its_prefix_cache_hits()
     s = Scenario.model_validate_json(at.session_state["scenario"])
     assert (s.trace, s.trace_duration_s) == ("mooncake-synthetic", 120.0)
     assert any("requests over" in c.value and "repeat an earlier prompt" in c.value for c in at.caption)
+    # issue 30: the intro describes the trace chosen, not the generated prompts
+    intro = at.caption[0].value
+    assert "bundled trace Mooncake synthetic" in intro and "Generated prompts" not in intro
     assert charts(at) == 2 + 4  # arrival rate and lengths, then three CDFs and the timeline
     hits = next(m for m in at.metric if m.label == "Prefix-cache hits")
     assert hits.value != "0%" and "%" in hits.value
@@ -152,3 +155,15 @@ def test_a_sizing_row_with_a_pipeline_layout_becomes_that_layout(catalog):
     )
     moved = s.with_changes(**row_changes(s, z, row))
     assert (moved.gpu, moved.tp, moved.pp, moved.replicas, moved.batch) == ("h100-sxm", 8, 2, 3, 64)
+
+
+def test_the_sizing_caption_names_the_cap_only_where_it_bound_the_count():
+    """Issue 30: "simulates 2,000 requests per replica (at most 1,000, …)" — a search's count beside the plain
+    sizing's cap."""
+    from planner.search.sizing import SIZING_MAX_REQUESTS
+    from ui.tabs.sizing_view import requests_text
+
+    assert requests_text(2_000, searched=True) == "each run simulates 2,000 requests per replica"
+    assert requests_text(400, searched=False) == "each run simulates 400 requests per replica"
+    capped = requests_text(SIZING_MAX_REQUESTS, searched=False)
+    assert "cap" in capped and "at most" not in capped

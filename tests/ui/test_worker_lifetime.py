@@ -175,7 +175,7 @@ def test_kvplan_serve_stopped_after_a_sizing_leaves_no_worker(tmp_path):
     if not Path("/usr/bin/chromium").exists():
         pytest.skip("/usr/bin/chromium not found (install Debian's chromium package; .ci/run does)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    from tests.ui.test_browser import CHROMIUM_ARGS, free_port, wait_until_healthy
+    from tests.ui.test_browser import CHROMIUM_ARGS, free_port, open_tab, wait_until_healthy
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -196,7 +196,7 @@ def test_kvplan_serve_stopped_after_a_sizing_leaves_no_worker(tmp_path):
                 page = browser.new_page()
                 page.set_default_timeout(60_000)
                 page.goto(f"{base}/?v=1&{SLOW_SIZING}")
-                page.get_by_role("tab", name="Simulate & size").click()
+                open_tab(page, "Simulate & size")
                 page.get_by_role("button", name="Size the fleet", exact=True).click()
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:  # until the worker runs the sizing's forked pool (or a minute)

@@ -55,7 +55,7 @@ def memory_figure(frame: pd.DataFrame, capacity_bytes: float, usable_bytes: floa
     top = max(sum(d["x"][0] for d in data), capacity_bytes / GiB) if data else capacity_bytes / GiB
     span = (0.0, top)
     # the bar fills the middle half (bargap): the total's label sits above it, the budget's below it
-    cap = vline(capacity_bytes / GiB, f"total {fmt_bytes(capacity_bytes)}", False, COLORS["black"], 0.99, span)
+    cap = vline(capacity_bytes / GiB, f"total {fmt_bytes(capacity_bytes)}", False, COLORS["ink"], 0.99, span)
     use = vline(usable_bytes / GiB, f"engine budget {fmt_bytes(usable_bytes)}", False, COLORS["mark"], 0.2, span)
     return figure(
         data,
@@ -146,7 +146,7 @@ def roofline_figure(frame: pd.DataFrame) -> go.Figure:
     """Attainable TFLOP/s per GPU vs arithmetic intensity (log–log) with the prefill and decode points."""
     data = []
     styles = {
-        "roof": dict(color=COLORS["black"], width=2),
+        "roof": dict(color=COLORS["ink"], width=2),
         "hardware_peak": dict(color=COLORS["peak"], dash="dot", width=1.5),
     }
     names = {"roof": "roofline (× MFU, × MBU)", "hardware_peak": "hardware peak"}
@@ -407,7 +407,7 @@ def speculative_heatmap_figure(frame: pd.DataFrame, alpha: float, gamma: float) 
             x=[gamma],
             y=[alpha],
             name="this scenario",
-            marker=dict(symbol="star", size=16, color="#FFFFFF", line=dict(color=COLORS["black"], width=1.5)),
+            marker=dict(symbol="star", size=16, color="#FFFFFF", line=dict(color=COLORS["ink"], width=1.5)),
             hovertemplate="this scenario: γ %{x}, α %{y:.2f}<extra></extra>",
         ),
     ]
@@ -423,7 +423,7 @@ def speculative_heatmap_figure(frame: pd.DataFrame, alpha: float, gamma: float) 
                 hoverinfo="skip",
                 name="speedup = 1",
                 contours=dict(start=1.0, end=1.0, size=1.0, coloring="none", showlabels=True),
-                line=dict(color=COLORS["black"], width=2),
+                line=dict(color=COLORS["ink"], width=2),
             ),
         )
     return figure(
@@ -520,7 +520,7 @@ def gpu_cache_figure(frame: pd.DataFrame, hit_rate: float) -> go.Figure:
     series = [
         ("ttft_s", "TTFT, idle (ms)", COLORS["prefill"], "y", MS_PER_S),
         ("chunked_ttft_s", "TTFT beside the batch (ms)", COLORS["decode"], "y", MS_PER_S),
-        ("cost_per_million_output_tokens_usd", "GPU $ / M output tokens", COLORS["black"], "y2", 1.0),
+        ("cost_per_million_output_tokens_usd", "GPU $ / M output tokens", COLORS["ink"], "y2", 1.0),
     ]
     series = [row for row in series if row[0] in frame]  # a newcomer that never starts has no chunked line
     data = [

@@ -15,7 +15,7 @@ from planner.format import fmt_num, fmt_seconds
 from planner.search.frontiers import Frontier, frontier_points
 from planner.sim.slo import Slo
 from planner.units import MS_PER_S
-from ui.figures.theme import COLORS, axis, figure, vline
+from ui.figures.theme import COLORS, GPU_COLORS, GPU_SYMBOLS, axis, figure, vline
 from ui.format import plot_text
 
 #: Points drawn per chart; the frontier's are always drawn, the CSV holds every one.
@@ -95,9 +95,12 @@ def _points_trace(
 
 
 def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current: int | None = None) -> go.Figure:
-    """One trace of points per GPU profile, the frontier as a line, the SLO line, the current point."""
+    """One trace of points per GPU profile (its own colour and symbol, ``GPU_COLORS`` × ``GPU_SYMBOLS``: twelve
+    GPUs read apart), the frontier as a line, the SLO line, the current point.  No title in the figure (the
+    tab writes it above, clear of plotly's toolbar); log axes labelled at 1, 2, 5 × 10^k (``axis``)."""
     shown = drawn_points(points, frontier)
     labels = point_labels(shown)  # once for every drawn point, then split by GPU
+    groups = shown.groupby("gpu", sort=False, observed=True).indices
     data = [
         _points_trace(
             shown.iloc[rows],
@@ -106,12 +109,17 @@ def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current:
             "markers",
             plot_text(gpu),
             labels[rows],
-            marker=dict(size=6, opacity=0.55),
+            marker=dict(
+                size=7,
+                opacity=0.7,
+                color=GPU_COLORS[k % len(GPU_COLORS)],
+                symbol=GPU_SYMBOLS[k % len(GPU_SYMBOLS)],
+            ),
         )
-        for gpu, rows in shown.groupby("gpu", sort=False, observed=True).indices.items()
+        for k, (gpu, rows) in enumerate(groups.items())
     ]
     on = frontier_points(points, frontier)
-    black = COLORS["black"]
+    ink = COLORS["ink"]
     data.append(
         _points_trace(
             on,
@@ -119,31 +127,38 @@ def frontier_figure(points: pd.DataFrame, frontier: Frontier, slo: Slo, current:
             "scatter",
             "lines+markers",
             "frontier",
-            line=dict(color=black, width=2),
-            marker=dict(size=9, color=black, symbol="diamond"),
+            line=dict(color=ink, width=2.5),
+            marker=dict(size=10, color=ink, symbol="diamond-open", line=dict(width=2)),
         )
     )
     row = points.loc[(points["point"] == current) & points["meets_slo"].astype(bool)]
     if current is not None and len(row):
-        star = dict(size=16, color=COLORS["win"], symbol="star", line=dict(color="#000", width=1))
+        star = dict(size=16, color=COLORS["win"], symbol="star", line=dict(color=ink, width=1))
         data.append(_points_trace(row, frontier, "scatter", "markers", "this scenario", marker=star))
     shapes, notes = _slo_line(frontier, slo)
+    x_values, y_values = _axis_values(shown, frontier.x), _axis_values(shown, frontier.y)
+    if shapes:
+        x_values = np.append(x_values, shapes[0]["x0"])
     return figure(
         data,
-        title=dict(text=f"{frontier.title} (every configuration meeting the SLO; black: the frontier)"),
-        xaxis=axis(_title(frontier.x, slo), log=True),
-        yaxis=axis(_title(frontier.y, slo), log=True),
+        xaxis=axis(_title(frontier.x, slo), log=True, values=x_values),
+        yaxis=axis(_title(frontier.y, slo), log=True, values=y_values),
         shapes=shapes,
         annotations=notes,
         height=500,
         legend=dict(orientation="v", x=1.01, y=1.0, xanchor="left", yanchor="top"),
-        margin=dict(l=60, r=160, t=50, b=50),
+        margin=dict(l=70, r=170, t=40, b=50),
     )
 
 
+def frontier_heading(frontier: Frontier) -> str:
+    """The chart's heading, written above the figure (clear of plotly's toolbar)."""
+    return f"{frontier.title} (every configuration meeting the SLO; grey line: the frontier)"
+
+
 TITLES = {
-    "output_tokens_per_s_per_user": "output tokens/s per user (1 / mean ITL)",
-    "output_tokens_per_s_per_gpu": "output tokens/s per GPU",
+    "capacity_output_tokens_per_s_per_user": "output tokens/s per user at capacity (1 / mean TPOT)",
+    "capacity_output_tokens_per_s_per_gpu": "output tokens/s per GPU at capacity",
     "cost_per_million_output_tokens_usd": "USD per million output tokens",
 }
 
@@ -155,7 +170,7 @@ def _title(column: str, slo: Slo) -> str:
 def _slo_line(frontier: Frontier, slo: Slo) -> tuple[list[dict], list[dict]]:
     """The SLO on the x axis: the tighter of the TPOT and ITL targets as tokens/s per user (a mean gap above
     it misses it), or the TTFT target; none where that target is unset."""
-    if frontier.x == "output_tokens_per_s_per_user":
+    if frontier.x == "capacity_output_tokens_per_s_per_user":
         limit = slo.step_limit_s
         if limit is None:
             return [], []

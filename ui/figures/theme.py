@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from planner.format import fmt_num
 from ui.format import plot_text
@@ -44,7 +45,9 @@ COLORS = {
     "lose": "#E45756",
     "win": "#54A24B",
     "mark": "#555555",
-    "black": "#000000",
+    # lines that must read on a light and on a dark page (streamlit's themes: white and #0E1117): a mid
+    # grey, contrast ≥ 3:1 against both (tests/ui/test_figures.py), never black (lost in dark mode)
+    "ink": "#8C8C8C",
     "peak": "#7F7F7F",
     "zero_line": "#999",
     # prompt layout: how widely a block is shared, and whether a breakpoint pays
@@ -58,6 +61,12 @@ COLORS = {
 }
 #: One colour per series where a chart has several of the same kind (benchmark contexts).
 SERIES_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
+#: One colour per GPU profile on a chart of many (up to 23 distinct): plotly's Dark24 without its near-black
+#: (#222A2A, lost in dark mode and beside the frontier line); a symbol per GPU as well (``GPU_SYMBOLS``).
+GPU_COLORS = tuple(c for c in qualitative.Dark24 if c != "#222A2A")
+GPU_SYMBOLS = (
+    "circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "hexagon", "star-square",
+)  # fmt: skip
 #: Speedup heatmap: reds below 1, greens above.
 SPEEDUP_SCALE = {"red": "#B2182B", "pale_red": "#FDDBC7", "pale_green": "#D9F0D3", "green": "#1B7837"}
 
@@ -93,23 +102,62 @@ def figure(data: list[dict], **layout: Any) -> go.Figure:
 DECADES_ONLY_ABOVE = 3.0
 #: A line's label goes to its left when the line sits in the right part of the axis (so it is never cut).
 LABEL_LEFT_FROM = 0.6
+#: Mantissas of a log axis' labelled ticks, coarsest first: the first giving at least ``MIN_LOG_TICKS``
+#: inside the values' span is used (decades only when the span is over ``DECADES_ONLY_ABOVE`` decades).
+LOG_MANTISSAS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(float(m) for m in range(1, 10)))
+MIN_LOG_TICKS = 3
 
 
 def log_ticks(values: Sequence[float] | np.ndarray) -> dict:
-    """Tick spacing of a log axis over ``values``: decades (1, 10, 100, 1k …), or 1-2-5 within a short span —
-    never the 3, 4, 6, 7, 8, 9 in between."""
+    """Labelled ticks of a log axis over ``values``: every label a whole number as the page writes numbers
+    (``fmt_num``: 1, 2, 5, 10, 20, 50, 100, 1k …), never a bare minor digit ("100 2 5 1000 2").  Decades
+    when the span is over ``DECADES_ONLY_ABOVE`` decades; else the coarsest of ``LOG_MANTISSAS`` that puts
+    ``MIN_LOG_TICKS`` labels inside the span."""
     v = np.asarray([x for x in np.asarray(values, dtype=float).ravel() if np.isfinite(x) and x > 0])
     if v.size == 0:
         return dict(dtick=1)
-    decades = math.log10(v.max() / v.min()) if v.min() > 0 else DECADES_ONLY_ABOVE + 1
-    return dict(dtick=1 if decades > DECADES_ONLY_ABOVE else "D2")
+    lo, hi = float(v.min()), float(v.max())
+    decades = np.arange(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 2)
+    start = 0 if math.log10(hi / lo) > DECADES_ONLY_ABOVE else 1
+    vals: list[float] = []
+    for mantissas in LOG_MANTISSAS[start:]:
+        grid = sorted(m * 10.0**d for d in decades for m in mantissas)
+        inside = [g for g in grid if lo <= g * (1 + 1e-9) and g <= hi * (1 + 1e-9)]
+        vals = inside
+        if len(inside) >= MIN_LOG_TICKS:
+            break
+    if len(vals) < MIN_LOG_TICKS:  # a span too narrow for round log ticks: round linear steps across it
+        step = nice_step((hi - lo) / MIN_LOG_TICKS) if hi > lo else nice_step(lo / 10.0)
+        first, last = math.floor(lo / step), math.ceil(hi / step)
+        vals = [round(k * step, 12) for k in range(first, last + 1) if k * step > 0]
+    else:  # one tick each side of the span, so the axis' padding is labelled too
+        below = [g for g in grid if g < lo * (1 - 1e-9)][-1:]
+        above = [g for g in grid if g > hi * (1 + 1e-9)][:1]
+        vals = below + vals + above
+    vals = [float(x) for x in vals]
+    return dict(tickvals=vals, ticktext=[tick_text(x) for x in vals])
+
+
+def nice_step(raw: float) -> float:
+    """The round step (1, 2 or 5 × 10^k) nearest above ``raw`` (> 0): linear ticks at round numbers."""
+    k = math.floor(math.log10(raw))
+    return next(m * 10.0**k for m in (1.0, 2.0, 5.0, 10.0) if m * 10.0**k >= raw * (1 - 1e-9))
+
+
+def tick_text(x: float) -> str:
+    """A round tick's label: whole numbers as the page writes them (1,000), others without trailing zeros (0.2)."""
+    return fmt_num(x) if float(x).is_integer() else f"{x:.3g}"
 
 
 def axis(title: str, log: bool = False, category: bool = False, values: Any = None, **kw: Any) -> dict:
     """An axis: its title (plot-escaped), type, and for a log axis the 1-2-5 / decade ticks over ``values``
-    (``log_ticks``) unless explicit ticks are given."""
+    (``log_ticks``) unless explicit ticks are given; a second axis (``overlaying``) its own round ticks."""
     if log and "tickvals" not in kw and "dtick" not in kw:
         kw.update(log_ticks(values if values is not None else []))
+    if "overlaying" in kw and "tickvals" not in kw:
+        # a second y axis picks its own round ticks (0, 20, 40 … %, $0.5, $1 …): streamlit's theme syncs it
+        # to the first axis' grid, which labelled it 23.7, 47.5, 71.3 (issue 30); no grid of its own
+        kw = {"tickmode": "auto", "showgrid": False, **kw}
     return dict(title=dict(text=plot_text(title)), type="category" if category else "log" if log else "linear", **kw)
 
 

@@ -65,13 +65,27 @@ def gpu_options(catalog: Catalog) -> list[str]:
     return sorted(profiles, key=lambda k: profiles[k].group_order)
 
 
+#: The longest GPU option the sidebar shows whole at its default width (issue 30: "NVIDIA · Hopper — H100
+#: SXM · 74" was cut); the full name, group and memory are in the caption under the box.
+MAX_GPU_LABEL_CHARS = 32
+
+
 def gpu_label(catalog: Catalog, key: str) -> str:
-    """ "NVIDIA · Hopper — H200 SXM · 131 GiB": the group first, so the list reads grouped."""
+    """ "H200 SXM · 141 GB · Hopper": the name first (the list is in group order, the generation last), short
+    enough for the sidebar (``MAX_GPU_LABEL_CHARS``: a long name drops the memory, then is shortened)."""
     gpu = catalog.profile(key)
     if gpu is None:
         return key
-    name = gpu.name.removeprefix(f"{gpu.vendor} ") if not gpu.calibrated else gpu.name  # the group names the vendor
-    return f"{gpu.group} — {name} · {gpu.memory_datasheet or fmt_bytes(gpu.memory_bytes)}"
+    if gpu.calibrated:  # "AMD EPYC (2 cores) (measured, numpy fp32)" → "AMD EPYC · measured, numpy fp32"
+        how = gpu.name[gpu.name.rfind("(") + 1 :].rstrip(")") if "(" in gpu.name else "measured"
+        label = f"{gpu.name.split(' (')[0]} · {how}"
+        return label if len(label) <= MAX_GPU_LABEL_CHARS else label[: MAX_GPU_LABEL_CHARS - 1] + "…"
+    name = gpu.name.removeprefix(f"{gpu.vendor} ").removeprefix("GeForce ")
+    memory = " ".join((gpu.memory_datasheet or fmt_bytes(gpu.memory_bytes)).split()[:2])
+    for label in (f"{name} · {memory} · {gpu.generation}", f"{name} · {memory}", name):
+        if len(label) <= MAX_GPU_LABEL_CHARS:
+            return label
+    return name[: MAX_GPU_LABEL_CHARS - 1] + "…"
 
 
 def engine_options(catalog: Catalog) -> list[str]:
@@ -107,6 +121,7 @@ def gpu_facts(gpu: Any) -> str:
     """The chosen profile's key facts, one line."""
     price = "not priced" if gpu.price_per_gpu_hour_usd <= 0 else f"{fmt_usd(gpu.price_per_gpu_hour_usd)}/GPU-h"
     return (
+        f"{gpu.name} ({gpu.group}): "
         f"{gpu.memory_words} · {fmt_num(gpu.memory_bandwidth_bytes_per_s / TERA)} TB/s · "
         f"{fmt_num(gpu.peak_flop_per_s['bf16'] / TERA)} TFLOP/s bf16 · {price}"
     )

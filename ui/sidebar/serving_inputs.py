@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.model.catalog import Catalog
+from planner.model.params import smaller_models
 from planner.model.spec_methods import LABELS, SPEC_METHODS, WORKLOADS
 from ui.format import md_escape
 from ui.sidebar.options import (
@@ -124,6 +125,26 @@ def workload_section(st: Any) -> None:
     )
 
 
+def draft_options(catalog: Catalog, model: str, draft: str) -> tuple[list[str], str]:
+    """The drafts offered for the target ``model``: the presets with fewer parameters
+    (``planner.model.params.smaller_models``), in the model list's order, and why in words; the current
+    ``draft`` is kept (a link may name a larger one) and named as not smaller."""
+    ordered = model_options(catalog)[:-1]
+    target = catalog.models.get(model)
+    if target is None:  # a custom shape: its size is known only once built; every preset is offered
+        return [""] + ordered, "Any preset can draft for a custom shape; a draft pays only when it is much smaller."
+    smaller = set(smaller_models(catalog.models, target))
+    options = [""] + [k for k in ordered if k in smaller]
+    why = (
+        f"Only models smaller than {target.name} (fewer parameters) are listed: a draft pays only when its "
+        "step costs a fraction of the target's."
+    )
+    if draft and draft not in smaller:
+        options.append(draft)
+        why += f" {catalog.models[draft].name if draft in catalog.models else draft} is not smaller than the target."
+    return options, why
+
+
 def speculative_section(st: Any, catalog: Catalog) -> None:
     ss = st.session_state
     st.header("Speculative decoding")
@@ -150,13 +171,15 @@ def speculative_section(st: Any, catalog: Catalog) -> None:
     )
     method = ss.get("spec_method") or ""
     if method in ("", "draft_model"):
+        options, why = draft_options(catalog, ss.get("model", ""), ss.get("draft", ""))
         st.selectbox(
             "Draft",
-            [""] + model_options(catalog)[:-1],
+            options,
             key="draft",
             format_func=lambda k: "Cost ratio (no draft model)" if not k else model_label(catalog, k),
-            help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio.",
+            help="Draft model preset run on the same GPUs, or none to give its step cost as a ratio. " + md_escape(why),
         )
+        st.caption(md_escape(why))
     if method == "" and not ss.get("draft"):
         slider(
             st,

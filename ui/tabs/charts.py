@@ -18,6 +18,7 @@ import pandas as pd
 
 from planner.engine.evaluate import Result
 from planner.engine.metrics import label
+from planner.engine.validity import kv_replication_sentence
 from planner.format import (
     fmt_bytes,
     fmt_count,
@@ -94,6 +95,24 @@ def _kv_caption(r: Result) -> str:
         f"{fmt_num(m['kv_bytes_per_token_mha'] / per_token)}× less than MHA "
         f"({fmt_bytes(m['kv_bytes_per_token_mha'])}) and "
         f"{fmt_num(per_token / m['kv_bytes_per_token_mqa'])}× more than MQA."
+        + kv_heads_below_tp_text(model.kv_heads, int(r.resolved.scenario.tp))
+    )
+
+
+def kv_heads_below_tp_text(kv_heads: int, tp: int) -> str:
+    """Why concurrency stops rising below tp KV heads (the cause beside the effect; Explain has the formula):
+    each GPU keeps ⌈kv_heads / tp⌉ heads, at least one — vLLM replicates a KV head over tp ÷ kv_heads GPUs."""
+    if tp <= 1:
+        return ""
+    here = (
+        f" With {kv_heads} KV heads at tp={tp} that is already so ({tp // max(kv_heads, 1)} copies of each)."
+        if kv_heads < tp
+        else ""
+    )
+    return (
+        f" At tp={tp} each GPU keeps at least one KV head: below {tp} KV heads vLLM replicates them (tp ÷ KV "
+        "heads copies), so the KV cache per GPU — and the concurrency — stops improving although the bars "
+        f"(all GPUs together) keep halving.{here}"
     )
 
 
@@ -125,7 +144,8 @@ def memory_charts(r: Result) -> list[Chart]:
             f"{fmt_num(m['max_concurrent_sequences'])}x: {fmt_count(m['kv_blocks'])} blocks ÷ "
             f"{fmt_count(m['kv_blocks_per_request'])} per request) and contiguous allocation "
             f"{fmt_sequences(m['max_concurrent_sequences_contiguous'], None)}; "
-            f"the model's advertised window is {fmt_num(window)} tokens.",
+            f"the model's advertised window is {fmt_num(window)} tokens."
+            + kv_replication_sentence(r.resolved.model, int(r.resolved.scenario.tp)),
         ),
         Chart(
             "kv-per-token-by-attention",
@@ -275,7 +295,11 @@ def speculative_charts(r: Result) -> list[Chart]:
             vb,
             figures.speculative_batch_figure(vb, batch),
             off + f"At α={fmt_num(alpha)}, γ={fmt_num(gamma)} the speedup is {fmt_num(vb['speedup'].iloc[0])}× at "
-            f"batch 1 and {fmt_num(vb['speedup'].iloc[-1])}× at batch {fmt_num(vb['batch'].iloc[-1])}; {where}.",
+            f"batch 1 and {fmt_num(vb['speedup'].iloc[-1])}× at batch {fmt_num(vb['batch'].iloc[-1])}; {where}. "
+            f"The chart stops at {fmt_sequences(vb['batch'].iloc[-1])}, what the KV cache holds"
+            + ("" if batch <= vb["batch"].iloc[-1] else f" (this scenario's batch of {fmt_num(batch)} does not fit)")
+            + ". "
+            + curves.spec_defaults_note(r),
         ),
     ]
 

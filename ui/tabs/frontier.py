@@ -7,8 +7,9 @@ The knobs searched (``search``), the SLO percentile (``slo_pct``) and the goodpu
 a second); **Search** also confirms the cheapest points by simulation (``search_fleet``, run in a
 worker process of ui/jobs.py, like the Simulate tab's runs: the same busy rule, time limit and progress
 bar; its confirmation pool is bounded by the jobs' ``default_processes()``).  Clicking a point of a
-chart, or **Use this point**, makes it the scenario (its GPU, layout, knobs and replica count; the link
-follows); **Simulate this point** simulates that fleet on the scenario's traffic (in a worker too).
+chart selects it in the picker; **Use this point** makes it the scenario (its GPU, layout, knobs and
+replica count; the link follows) and **Back to the previous scenario** restores the one before;
+**Simulate this point** simulates that fleet on the scenario's traffic (in a worker too).
 Traffic: the scenario's Poisson arrivals or its bundled trace (an uploaded trace lives in the Simulate
 & size tab only).
 """
@@ -21,7 +22,7 @@ import pandas as pd
 
 from planner.errors import ScenarioError
 from planner.format import fmt_count, fmt_num, fmt_pct, fmt_seconds
-from planner.links import DEFAULTS
+from planner.links import DEFAULTS, FIELDS
 from planner.model.scenario import SEARCH_AXES, Scenario
 from planner.model.specs import ModelSpec
 from planner.model.weight_plan import format_labels
@@ -31,7 +32,7 @@ from planner.search.latency_text import latency_columns
 from planner.sim.fleet import FleetResult
 from planner.sim.slo import Slo, verdict
 from planner.sim.traces import scenario_traffic
-from ui.figures.frontier import frontier_figure
+from ui.figures.frontier import frontier_figure, frontier_heading
 from ui.figures.theme import PLOTLY_CONFIG
 from ui.format import display_frame, download_csv, md_escape, md_list, md_text, table
 from ui.jobs import RESULTS, WORKERS, Busy, Job
@@ -55,6 +56,8 @@ _SYNCED = "_fr_form_for"
 _PENDING = "_fr_pending_search"
 _APPLIED = "_fr_applied_click"
 _PICK = _W + "point"
+_CLICKED = "_fr_clicked"  # the point id last clicked on a chart (selected in the picker, not applied)
+_PREVIOUS = "_fr_previous"  # the scenario's fields before a point or row was used (the Back button)
 _SIMULATED = "_fr_simulated"  # (scenario JSON, "point" or "row", the point's changes) of the last simulated point
 SEARCH_JOB, SIMULATE_POINT_JOB = "search", "simulate_point"  # ui/jobs.py kinds
 UPDATE, SEARCH = "update", "search"
@@ -183,7 +186,8 @@ def _clicked(event: Any) -> int | None:
 
 
 def _charts(ctx: PageContext, z: Screened) -> None:
-    """Both frontiers; a click on a point makes it the scenario."""
+    """Both frontiers, each under its heading; a click on a point selects it in the picker below (it does
+    not change the scenario: only **Use this point** does)."""
     st = ctx.st
     current = current_point(z.points, ctx.scenario, ctx.result.resolved.model if ctx.result else None)
     if current is not None:
@@ -199,6 +203,7 @@ def _charts(ctx: PageContext, z: Screened) -> None:
             st.caption(md_escape(f"This scenario itself ({describe(row)} on {row['name']}): {row['status']}."))
     for f in FRONTIERS:
         key = f"fr-chart-{f.key}"
+        st.markdown(md_text(f"**{frontier_heading(f)}**"))
         event = st.plotly_chart(
             frontier_figure(z.points, f, z.slo, current),
             key=key,
@@ -209,18 +214,55 @@ def _charts(ctx: PageContext, z: Screened) -> None:
         point = _clicked(event)
         if point is not None and st.session_state.get(_APPLIED) != (key, point):
             st.session_state[_APPLIED] = (key, point)
-            ctx.update_scenario(**z.changes(point))  # reruns
+            st.session_state[_CLICKED] = point
+            st.session_state[_PICK] = point  # the picker shows it; the scenario is unchanged
+    st.caption(
+        md_text(
+            "Throughput frontier at capacity: each configuration's replica carrying the most requests/s it "
+            "serves within the SLO (the screening model's capacity), so its output tokens/s per GPU is what "
+            "the configuration can do — not this scenario's demand — and does not move with the arrival "
+            "rate; tokens/s per user is its decode speed at that load (as InferenceMAX and NVIDIA "
+            "AIConfigurator draw throughput against interactivity). The cost frontier prices the fleet "
+            "sized for this scenario's traffic."
+        )
+    )
 
 
-def _options(z: Screened) -> dict[int, str]:
-    """Frontier points (both frontiers) for the picker, cheapest first."""
+def _label(r: pd.Series) -> str:
+    return (
+        f"{r['name']}: {describe(r)}; {fmt_count(r['gpus'], 'GPU')}, "
+        f"${r['cost_per_hour_usd']:,.2f}/h, {fmt_num(r['capacity_output_tokens_per_s_per_user'])} tokens/s per user"
+    )
+
+
+def _options(z: Screened, clicked: int | None = None) -> dict[int, str]:
+    """Frontier points (both frontiers) for the picker, cheapest first; a clicked point off the frontiers
+    first, when it meets the SLO."""
     on = pd.concat([frontier_points(z.points, f) for f in FRONTIERS]).drop_duplicates("point")
     on = on.sort_values(["cost_per_hour_usd", "gpus"], kind="stable")
-    return {
-        int(r["point"]): f"{r['name']}: {describe(r)}; {fmt_count(r['gpus'], 'GPU')}, "
-        f"${r['cost_per_hour_usd']:,.2f}/h, {fmt_num(r['output_tokens_per_s_per_user'])} tokens/s per user"
-        for _, r in on.iterrows()
-    }
+    options = {int(r["point"]): _label(r) for _, r in on.iterrows()}
+    if clicked is not None and clicked not in options:
+        row = z.points.loc[(z.points["point"] == clicked) & z.points["meets_slo"].astype(bool)]
+        if len(row):
+            options = {clicked: "clicked: " + _label(row.iloc[0])} | options
+    return options
+
+
+def use_point(ctx: PageContext, changes: dict[str, Any]) -> None:
+    """Make ``changes`` the scenario, remembering the scenario before them (``back_button`` restores it)."""
+    ctx.st.session_state[_PREVIOUS] = {k: getattr(ctx.scenario, k) for k in FIELDS}
+    ctx.update_scenario(**changes)
+
+
+def back_button(ctx: PageContext) -> None:
+    """**Back to the previous scenario**: shown after a point or row was used, restores the scenario before it."""
+    ss = ctx.st.session_state
+    previous = ss.get(_PREVIOUS)
+    if previous is None:
+        return
+    if ctx.st.button("Back to the previous scenario", icon=":material/undo:", key=_W + "back"):
+        ss.pop(_PREVIOUS, None)
+        ctx.update_scenario(**{k: v for k, v in previous.items() if v != getattr(ctx.scenario, k)})
 
 
 def _start(
@@ -315,15 +357,19 @@ def _simulate_point(ctx: PageContext, changes: dict[str, Any], where: str, press
 
 def _picker(ctx: PageContext, z: Screened) -> None:
     st = ctx.st
-    options = _options(z)
+    options = _options(z, st.session_state.get(_CLICKED))
     if not options:
         return
-    pick = st.selectbox("A point on the frontiers", list(options), format_func=options.get, key=_PICK)
+    if st.session_state.get(_PICK) not in options:
+        st.session_state.pop(_PICK, None)
+    pick = st.selectbox(
+        "A point on the frontiers (or the one clicked)", list(options), format_func=options.get, key=_PICK
+    )
     b1, b2, _ = st.columns([1, 1, 2])
     use = b1.button("Use this point", icon=":material/check:", key=_W + "use")
     sim = b2.button("Simulate this point", icon=":material/play_arrow:", key=_W + "simulate")
     if use and pick is not None:
-        ctx.update_scenario(**z.changes(int(pick)))
+        use_point(ctx, z.changes(int(pick)))
     _simulate_point(ctx, z.changes(int(pick)) if pick is not None else {}, "point", bool(sim and pick is not None))
 
 
@@ -369,7 +415,7 @@ def _confirmed(ctx: PageContext, z: SearchResult) -> None:
         pick = st.selectbox("A confirmed row", list(rows), format_func=rows.get, key=_W + "row")
         b1, b2, _ = st.columns([1, 1, 2])
         if b1.button("Use this row", key=_W + "use_row", icon=":material/check:"):
-            ctx.update_scenario(**z.changes(int(pick)))
+            use_point(ctx, z.changes(int(pick)))
         sim = b2.button("Simulate this row", key=_W + "sim_row", icon=":material/play_arrow:")
         _simulate_point(ctx, z.changes(int(pick)), "row", sim)
     download_csv(st, "Confirmed table CSV", z.table, "search-confirmed")
@@ -416,11 +462,13 @@ def render(ctx: PageContext) -> None:
     st.markdown(
         md_text(
             f"**{fmt_count(len(z.points))} configurations scored, {fmt_count(feasible)} meet the SLO** "
-            "(screening model). Click a point to make it this scenario."
+            "(screening model). Click a point to select it below; **Use this point** makes it the scenario "
+            "(**Back to the previous scenario** undoes it)."
         )
     )
     if not feasible:
         st.warning(md_escape(f"No configuration meets {slo.text()} at this load."))
+    back_button(ctx)
     _charts(ctx, z)
     _picker(ctx, z)
     download_csv(st, "Every point CSV", z.export_frame(), "search-points")

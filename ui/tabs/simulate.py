@@ -72,8 +72,10 @@ _SYNCED = "_sim_form_for"
 _PENDING = "_sim_pending_action"
 _UPLOAD = _W + "upload"
 SIMULATE, SIZE = "simulate", "size"
-TRACE_LABELS = {"": "Poisson arrivals (generated), or the uploaded trace"} | {
-    name: f"{name}: {text}" for name, (_, text) in BUNDLED.items()
+#: Short enough for the Traffic box at 1280 px (the trace's name and size; the dataset's own words, date and
+#: prefix note are in the box's help).
+TRACE_LABELS = {"": "Poisson (generated) or upload"} | {
+    name: name + text[text.rfind(" (") :] for name, (_, text) in BUNDLED.items()
 }
 CACHE_LABELS = {
     "pool": "in the free KV blocks (vLLM)",
@@ -136,6 +138,32 @@ def _sync_form(ss: Any, s: Scenario) -> None:
         ss[_SYNCED] = values
 
 
+def intro_text(s: Scenario, instance: str, uploaded: bool) -> str:
+    """The tab's first words: the replica, and the traffic it is given — the chosen trace's own requests
+    (the sidebar's lengths unused), an upload, or the generated prompts with the sidebar's lengths."""
+    replica = (
+        f"One replica is {instance}, continuous batching up to {fmt_count(s.batch)} sequences, "
+        f"{fmt_count(s.chunk)}-token steps. "
+    )
+    if s.trace:
+        scale = f" at {fmt_num(s.trace_scale)}× its recorded rate" if s.trace_scale != 1 else ""
+        return replica + (
+            f"Traffic: the bundled trace {BUNDLED[s.trace][1]}, replayed{scale} with its own arrival times, "
+            "prompt and output lengths (the sidebar's lengths and rate are not used); the prefix cache decides "
+            "how many shared prefix blocks are found."
+        )
+    if uploaded:
+        return replica + (
+            "Traffic: the uploaded trace, replayed with its own arrival times and lengths (the sidebar's lengths "
+            "and rate are not used)."
+        )
+    return replica + (
+        f"Generated prompts and outputs average {fmt_count(s.prompt)} and {fmt_count(s.output)} tokens "
+        f"(sidebar); {fmt_pct(s.hit)} of them begin with a shared {fmt_count(s.prefix)}-token prefix, and the "
+        "prefix cache decides how many find it."
+    )
+
+
 def _traffic_inputs(st: Any) -> None:
     """The trace, its replay (scale, window), the prefix cache and the fleet."""
     c1, c2, c3 = st.columns([2, 1, 1])
@@ -145,7 +173,8 @@ def _traffic_inputs(st: Any) -> None:
         format_func=TRACE_LABELS.get,
         key=_W + "trace",
         help="A bundled production trace (Azure LLM inference 2023, CC-BY 4.0; Mooncake FAST'25, Apache-2.0, "
-        "with shared prefix blocks), or generated Poisson arrivals with the lengths below.",
+        "with shared prefix blocks), or generated Poisson arrivals with the lengths below (an uploaded trace "
+        "replaces them).\n\n" + "\n".join(f"- {name}: {text}" for name, (_, text) in BUNDLED.items()),
     )
     c2.number_input(
         "Replay speed (× recorded rate)",
@@ -377,14 +406,7 @@ def render(ctx: PageContext) -> None:
         st.info("Nothing to simulate until the scenario can be evaluated (see the error above).")
         return
     instance = Layout(s.tp, s.pp, s.ep, s.dp).on(ctx.result.resolved.gpu.name)
-    st.caption(
-        md_escape(
-            f"One replica is {instance}, continuous batching up to {fmt_count(s.batch)} "
-            f"sequences, {fmt_count(s.chunk)}-token steps. Generated prompts and outputs average "
-            f"{fmt_count(s.prompt)} and {fmt_count(s.output)} tokens (sidebar); {fmt_pct(s.hit)} of them begin with a "
-            f"shared {fmt_count(s.prefix)}-token prefix, and the prefix cache decides how many find it."
-        )
-    )
+    st.caption(md_escape(intro_text(s, instance, st.session_state.get(_UPLOAD) is not None)))
     ss = st.session_state
     _sync_form(ss, s)
     action, values = _form(st, s)

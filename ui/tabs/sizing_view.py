@@ -152,8 +152,7 @@ def show_sizing(st: Any, z: Sizing) -> None:
             f"{fmt_num(z.rate_per_s)} requests/s: "
             "behind a round-robin or random router one replica is simulated at its share of the traffic (the "
             "fleet's size does not change the cost), with a load-aware router the whole fleet; "
-            f"each run simulates {fmt_count(z.requests_per_simulation)} requests per replica"
-            + ("" if z.search is not None else f" (at most {fmt_count(SIZING_MAX_REQUESTS)})")
+            + requests_text(z.requests_per_simulation, z.search is not None)
             + ", and the count below the answer was simulated to miss (resolved to 4 % of the count for large fleets)."
         )
     )
@@ -172,6 +171,16 @@ def show_sizing(st: Any, z: Sizing) -> None:
         download_csv(st, "Sizing table CSV", z.table, "sizing")
     with c2:
         download_csv(st, "Disaggregated CSV", z.disaggregated, "sizing-disaggregated")
+
+
+def requests_text(requests: int, searched: bool) -> str:
+    """How many requests each sizing run simulates, the cap named only where it is what bound the count (it
+    used to read "simulates 2,000 requests per replica (at most 1,000)", a search's count beside the plain
+    sizing's cap)."""
+    text = f"each run simulates {fmt_count(requests, 'request')} per replica"
+    if not searched and requests >= SIZING_MAX_REQUESTS:
+        text += f" (the sizing's cap: {fmt_count(SIZING_MAX_REQUESTS)} a run)"
+    return text
 
 
 def searched_knobs(z: Sizing) -> str:
