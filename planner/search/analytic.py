@@ -357,7 +357,8 @@ def colocated_screen(
         ),
     }
     shape = np.broadcast_shapes(shape_a, np.shape(batch), np.shape(kv_tokens))
-    return _combine(a, limits, shape, lambda x: x / mean_step_s(g, t, x)[0])
+    with np.errstate(divide="ignore", invalid="ignore"):  # x = 0 (no sequence fits): 0 / 0, NaN where the screen sets 0
+        return _combine(a, limits, shape, lambda x: x / mean_step_s(g, t, x)[0])
 
 
 ScreenFn = Callable[[ReplicaGrid, TrafficStats, Slo, tuple[int, ...], Array, Array], Screen]

@@ -242,6 +242,8 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
     replicas = ceil_replicas(t.rate_per_s, capacity)
     stats, step = decode_stats(g, t, slo, t.rate_per_s / np.where(np.isfinite(replicas), replicas, 1.0))
     step_at_capacity = decode_stats(g, t, slo, capacity)[1]
+    with np.errstate(divide="ignore", invalid="ignore"):  # capacity 0 (not ok): no step, masked by ``ok``
+        per_user_at_capacity = g.tokens_per_step / step_at_capacity
     return dict(
         base=np.broadcast_to(rows[:, None], shape),
         valid=valid,
@@ -254,7 +256,7 @@ def _decode_pool(xb: EngineInputs, rows: np.ndarray, space: Space, t: TrafficSta
         tpot_q=np.broadcast_to(stats["tpot"], shape),
         per_user=np.broadcast_to(g.tokens_per_step / step, shape),
         capacity=np.broadcast_to(capacity, shape),
-        per_user_at_capacity=np.broadcast_to(g.tokens_per_step / step_at_capacity, shape),
+        per_user_at_capacity=np.broadcast_to(per_user_at_capacity, shape),
         batch=np.broadcast_to(b, shape),
         chunk=np.broadcast_to(x.chunk_tokens, shape),
         comm=np.broadcast_to(decode_comm_frac(x), shape),
