@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import pandas as pd
 
 #: Grid points per octave of the token axes (tokens, head) and of the 2-D attention axes.
 TOKEN_PER_OCTAVE = 16
@@ -123,6 +124,30 @@ def _uniform(a: np.ndarray) -> bool:
     return a.ndim == 0 or bool(np.all(a == a.flat[0]))
 
 
+#: Bits per column of ``_distinct_rows``' packed key: family ids and tp, ep, dp below 2**15.
+_KEY_BITS = 15
+
+
+def _distinct_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of the columns, sorted; each element's row), as ``np.unique(axis=0,
+    return_inverse=True)`` gives them.  Whole non-negative values below 2**15 (family ids, tp, ep, dp) are packed
+    into one int64 and factorised by hashing (``pd.factorize``: no sort of every element — the screen asks this
+    of ~10⁴ elements hundreds of times); anything else goes to ``np.unique``."""
+    limit = float(2**_KEY_BITS)
+    if all(bool(np.all((c >= 0) & (c < limit) & (c == np.floor(c)))) for c in cols):
+        packed = np.zeros(cols[0].shape, dtype=np.int64)
+        for c in cols:
+            packed = (packed << _KEY_BITS) | c.astype(np.int64)
+        codes, keys = pd.factorize(packed, sort=True)
+        unique = np.empty((keys.size, len(cols)))
+        for j in range(len(cols) - 1, -1, -1):
+            unique[:, j] = keys & (2**_KEY_BITS - 1)
+            keys = keys >> _KEY_BITS
+        return unique, codes
+    unique, rows = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+    return unique, rows.ravel()
+
+
 def stack(kernel_set, tp, ep=1.0, dp=1.0) -> Stack:
     """The ``Stack`` of the scenarios' (kernel_set, tp, ep, dp); an element whose kernel_set ≤ 0 takes NaN rows."""
     cols = [np.asarray(v, dtype=float) for v in (kernel_set, tp, ep, dp)]
@@ -131,8 +156,7 @@ def stack(kernel_set, tp, ep=1.0, dp=1.0) -> Stack:
         t, e, h, d, p, ag, ae = _arrays(curves(*first) if first[0] > 0 else None)
         return Stack(t, e, h, d, p, ag, ae, rows=None)
     shape = np.broadcast_shapes(*(c.shape for c in cols))
-    table = np.stack([np.broadcast_to(c, shape).ravel() for c in cols], axis=1)
-    unique, rows = np.unique(table, axis=0, return_inverse=True)
+    unique, rows = _distinct_rows([np.broadcast_to(c, shape).ravel() for c in cols])
     key = tuple(map(tuple, unique.tolist()))
     if key not in _STACKS:
         parts = [_arrays(curves(*u) if u[0] > 0 else None) for u in key]

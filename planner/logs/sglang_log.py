@@ -22,10 +22,10 @@ import ast
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from planner.errors import format_validation_error
-from planner.logs.vllm_log import MAX_ARGS_CHARS, MAX_LOG_CHARS, LogError, OnOneLine
+from planner.logs.vllm_log import MAX_ARGS_CHARS, MAX_LOG_CHARS, LogError, OnOneLine, StartupSettings
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 #: ``server_args={`` or ``server_args=ServerArgs(``: the body runs to the line's last ``}`` / ``)`` (``_args_body``:
@@ -59,24 +59,10 @@ SGLANG_TERMS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class SglangStartup(BaseModel):
+class SglangStartup(StartupSettings):
     """What an SGLang start-up log says (GiB as printed; ``None`` where the log does not say).  The setting
-    fields carry vLLM's names, so ``planner.logs.check`` reads both kinds of log alike."""
+    fields carry vLLM's names (``StartupSettings``), so ``planner.logs.check`` reads both kinds of log alike."""
 
-    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
-
-    model: str | None = None
-    tp: int | None = Field(default=None, ge=1)
-    pp: int | None = Field(default=None, ge=1)
-    dtype: str | None = None
-    quantization: str | None = None
-    kv_cache_dtype: str | None = None
-    max_model_len: int | None = Field(default=None, ge=1)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1)
-    max_num_seqs: int | None = Field(default=None, ge=1)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    block_size: int | None = Field(default=None, ge=1)
-    enable_prefix_caching: bool | None = None
     free_before_load_gib: float | None = None
     free_after_load_gib: float | None = None
     weights_gib: float | None = None

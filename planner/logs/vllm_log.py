@@ -64,13 +64,12 @@ class LogError(ProblemsError):
     """A log that cannot be read as a vLLM start-up log (one line per problem)."""
 
 
-class VllmStartup(BaseModel):
-    """What a vLLM start-up log says (GiB as printed; ``None`` where the log does not say)."""
+class StartupSettings(BaseModel):
+    """The engine settings a start-up log states, by vLLM's names (an SGLang log's too: ``sglang_log``), so
+    ``planner.logs.check`` reads both kinds of log alike; ``None`` where the log does not say."""
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)  # a number too long for a float is refused by name
 
-    engine_version: str | None = None
-    v0_engine: bool = False
     model: str | None = None
     tp: int | None = Field(default=None, ge=1)
     pp: int | None = Field(default=None, ge=1)
@@ -83,6 +82,13 @@ class VllmStartup(BaseModel):
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     block_size: int | None = Field(default=None, ge=1)
     enable_prefix_caching: bool | None = None
+
+
+class VllmStartup(StartupSettings):
+    """What a vLLM start-up log says (GiB as printed; ``None`` where the log does not say)."""
+
+    engine_version: str | None = None
+    v0_engine: bool = False
     total_memory_gib: float | None = None
     requested_memory_gib: float | None = None
     weights_gib: float | None = None
