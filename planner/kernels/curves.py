@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
 #: Grid points per octave of the token axes (tokens, head) and of the 2-D attention axes.
 TOKEN_PER_OCTAVE = 16
@@ -131,14 +130,14 @@ _KEY_BITS = 15
 def _distinct_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct rows of the columns, sorted; each element's row), as ``np.unique(axis=0,
     return_inverse=True)`` gives them.  Whole non-negative values below 2**15 (family ids, tp, ep, dp) are packed
-    into one int64 and factorised by hashing (``pd.factorize``: no sort of every element — the screen asks this
-    of ~10⁴ elements hundreds of times); anything else goes to ``np.unique``."""
+    into one int64 and sorted as one column (``np.unique`` on rows sorts each column in turn — the screen asks
+    this of ~10⁴ elements hundreds of times); anything else goes to ``np.unique(axis=0)``."""
     limit = float(2**_KEY_BITS)
     if all(bool(np.all((c >= 0) & (c < limit) & (c == np.floor(c)))) for c in cols):
         packed = np.zeros(cols[0].shape, dtype=np.int64)
         for c in cols:
             packed = (packed << _KEY_BITS) | c.astype(np.int64)
-        codes, keys = pd.factorize(packed, sort=True)
+        keys, codes = np.unique(packed, return_inverse=True)
         unique = np.empty((keys.size, len(cols)))
         for j in range(len(cols) - 1, -1, -1):
             unique[:, j] = keys & (2**_KEY_BITS - 1)

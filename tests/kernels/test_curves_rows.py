@@ -1,4 +1,4 @@
-"""planner/kernels/curves.py ``_distinct_rows``: the hashed lookup gives ``np.unique(axis=0)``'s rows and inverse."""
+"""planner/kernels/curves.py ``_distinct_rows``: the packed-key lookup gives np.unique(axis=0)'s rows and inverse."""
 
 from __future__ import annotations
 
