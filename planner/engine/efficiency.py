@@ -13,7 +13,7 @@ fitted to published measurements by ``benchmarks/fit_timing.py``):
                    (every expert hit is its own small GEMM) at η_moe of the dense rate
   plateaus         MFU (16-bit or 8-bit by the compute dtype) and MBU per GPU family
   attention        a_c of the 16-bit peak (prefill), a_m of the bandwidth (KV streaming), and
-                   ρ_g = 1 + (h/g − 1)·ρ KV loads per GQA group in decode (``kv_group_reads``)
+                   ρ_g = 1 + (h/max(g, tp) − 1)·ρ KV loads per GQA group in decode (``kv_group_reads``)
   all-reduce       bus bandwidth = link · η_link (NVLink-class or PCIe), latency = the link's +
                    the engine's per-collective overhead
 
@@ -44,8 +44,10 @@ def matmul_pad_tokens(x: EngineInputs, tokens) -> Array:
 
 
 def kv_group_reads(x: EngineInputs) -> Array:
-    """ρ_g = 1 + (h/g − 1) · ρ: how often a decode step loads each KV head's cache (MLA: once)."""
-    ratio = np.where(x.kv_sharded > 0, x.heads / x.kv_heads, 1.0)
+    """ρ_g = 1 + (h/g′ − 1) · ρ: how often a decode step loads each KV head's cache (MLA: once), with h/g′ the
+    query heads one KV head serves on a GPU: h / max(g, tp) — below g = tp vLLM replicates the KV heads, and a
+    replicated head serves only its GPU's h / tp query heads (so fewer KV heads than tp change nothing here)."""
+    ratio = np.where(x.kv_sharded > 0, x.heads / np.maximum(x.kv_heads, x.tp), 1.0)
     return 1.0 + (ratio - 1.0) * x.gqa_reread_frac
 
 

@@ -85,7 +85,7 @@ def _step_items(s: Scalars) -> list[ExplainItem]:
         ExplainItem(
             "Decode bytes per GPU",
             "weights read + B · (KV(ctx) per GPU · ρ_g + S) + B · KV per token per GPU (written) "
-            "+ B · L · a / tp · 2 B  (ρ_g = 1 + (h/g − 1) · ρ: KV loads per GQA group, 1 for a grouped decode "
+            "+ B · L · a / tp · 2 B  (ρ_g = 1 + (h/max(g, tp) − 1) · ρ: KV loads per GQA group, 1 for a grouped decode "
             "kernel; S: a hybrid's fixed state)",
             f"{s.weights_touched(s.B)} + {B} · ({s.per_layer_gpu()} · {s.layer_tokens(ctx)}{s.kv_reads()}"
             f"{s.state_gpu()}) + {B} · {kv_tok} + {B} · {act}",

@@ -152,10 +152,11 @@ class Scalars:
         )
 
     def kv_reads(self) -> str:
-        """ρ_g = 1 + (h/g − 1)·ρ, or nothing when each KV group is loaded once."""
-        if self.rho == 0 or self.model.is_mla or self.g == self.h:
+        """ρ_g = 1 + (h/max(g, tp) − 1)·ρ, or nothing when each KV group is loaded once."""
+        per_gpu = max(self.g, self.tp)  # below g = tp the KV heads are replicated: one per GPU
+        if self.rho == 0 or self.model.is_mla or per_gpu >= self.h:
             return ""
-        return f" · (1 + ({num(self.h)} / {num(self.g)} - 1) · {num(self.rho)})"
+        return f" · (1 + ({num(self.h)} / {num(per_gpu)} - 1) · {num(self.rho)})"
 
     def overhead(self, prefill_tokens: float) -> str:
         """t_0 = t_step + L · t_layer (eager with prefill tokens, CUDA-graph replay without); with pipeline

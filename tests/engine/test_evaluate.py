@@ -518,3 +518,18 @@ def test_the_smallest_tp_that_fits_is_the_first_of_every_tp_that_does(catalog):
         np.testing.assert_array_equal(got, want)
         answers |= set(got.tolist())
     assert len(answers) >= 4  # the grids span several answers, 0 (nothing fits) among them
+
+
+def test_fewer_kv_heads_than_tp_leave_the_decode_step_as_it_was(catalog):
+    """Issue 30: below kv_heads = tp vLLM replicates the KV heads, one per GPU serving that GPU's h/tp query
+    heads — the KV read per GPU is the same, so TPOT must not rise (the roofline's GQA re-read used h/g:
+    20.5 → 20.8 ms for a 70B at tp 4 as KV heads went 4 → 1).  Both bases: vllm@0.19's roofline, the kernels."""
+    for engine in ("vllm@0.19", "vllm@0.33"):
+        tpot = {
+            kv: float(
+                evaluate(Scenario(model="llama-3.1-70b", tp=4, kv_heads=kv, engine=engine), catalog).metrics["tpot_s"]
+            )
+            for kv in (4, 2, 1)
+        }
+        assert tpot[1] <= tpot[2] <= tpot[4] * (1 + 1e-9), (engine, tpot)  # fewer K/V projection weights, same KV
+        assert tpot[4] - tpot[1] < 0.01 * tpot[4], (engine, tpot)
