@@ -145,6 +145,10 @@ def test_charts_plot_each_context_and_the_prefill(quick):
     rows = sorted((c for c in quick.cases if c.phase == "prefill"), key=lambda c: c.n)
     assert list(pre.data[0].y) == pytest.approx([c.measured_s * 1e3 for c in rows])
     assert list(pre.data[1].y) == pytest.approx([c.predictions["calibrated"].time_s * 1e3 for c in rows])
+    # issue 30: their log axes labelled as every chart's (1-2-5 × 10^k written whole), not decades alone
+    for fig in (dec, pre):
+        for axis in (fig.layout.xaxis, fig.layout.xaxis2, fig.layout.yaxis):
+            assert axis.tickmode == "array" and len(axis.tickvals) >= 3 and all(t[:1].isdigit() for t in axis.ticktext)
 
 
 def test_cli_quick_run_writes_the_four_files(tmp_path):

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from planner.bench.results import BenchResults, CaseResult
 from planner.units import MS_PER_S
-from ui.figures.theme import BASE_LAYOUT, COLORS, SERIES_COLORS
+from ui.figures.theme import BASE_LAYOUT, COLORS, SERIES_COLORS, log_ticks
 from ui.format import plot_text
 
 
@@ -36,6 +36,17 @@ def _figure(title: str, x_title: str) -> go.Figure:
     fig.update_yaxes(type="log", title_text="step time (ms)", dtick=1, row=1, col=1)
     fig.update_yaxes(title_text="error (%)", zeroline=True, row=2, col=1)
     fig.add_hline(y=0, line=dict(color=COLORS["zero_line"], width=1), row=2, col=1)
+    return fig
+
+
+def _log_ticks(fig: go.Figure) -> go.Figure:
+    """The log axes labelled as every chart's are (``theme.log_ticks``: 1-2-5 × 10^k written whole, over the
+    figure's own x values and its step-time values)."""
+    xs = [v for t in fig.data for v in (t.x or ())]
+    ys = [v for t in fig.data if t.yaxis in (None, "y") for v in (t.y or ())]
+    for row in (1, 2):
+        fig.update_xaxes(dtick=None, tickmode="array", **log_ticks(xs), row=row, col=1)
+    fig.update_yaxes(dtick=None, tickmode="array", **log_ticks(ys), row=1, col=1)
     return fig
 
 
@@ -109,11 +120,11 @@ def decode_figure(r: BenchResults, profile: str = "calibrated") -> go.Figure:
     for i, ctx in enumerate(contexts):
         rows = sorted((c for c in r.cases if c.phase == "decode" and c.ctx == ctx), key=lambda c: c.seqs)
         _add_series(fig, rows, [c.seqs for c in rows], profile, f"ctx {ctx}", SERIES_COLORS[i % len(SERIES_COLORS)])
-    return fig
+    return _log_ticks(fig)
 
 
 def prefill_figure(r: BenchResults, profile: str = "calibrated") -> go.Figure:
     fig = _figure(f"Prefill vs prompt length ({profile} profile)", "prompt (tokens)")
     rows = sorted((c for c in r.cases if c.phase == "prefill"), key=lambda c: c.n)
     _add_series(fig, rows, [c.n for c in rows], profile, "prefill", SERIES_COLORS[0])
-    return fig
+    return _log_ticks(fig)
