@@ -79,21 +79,12 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
     "simulated_requests",
     "best",
 )
-_SCREENED_VALUES = (
-    "replicas",
-    "prefill_replicas",
-    "decode_replicas",
-    "gpus",
-    "cost_per_hour_usd",
-    "cost_per_million_output_tokens_usd",
-    "ttft_q_s",
-    "kv_transfer_s",
-    "tpot_q_s",
-    "itl_q_s",
-    "e2e_q_s",
-    "output_tokens_per_s_per_gpu",
-    "power_per_gpu_w",
-    "fleet_power_kw",
+#: What a candidate not (yet) simulated shows: the screening model's fleet, cost, latencies and power (the
+#: table's value columns from ``replicas`` to ``fleet_power_kw``; goodput is the simulation's alone).
+_SCREENED_VALUES = tuple(
+    c
+    for c in TABLE_COLUMNS[TABLE_COLUMNS.index("replicas") : TABLE_COLUMNS.index("fleet_power_kw") + 1]
+    if c != "goodput_frac"
 )
 
 
