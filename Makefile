@@ -21,8 +21,11 @@ $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
+# pytest-xdist: one worker per core (`-n auto`); `--dist loadfile` keeps each test file, and its module
+# fixtures, in one worker.  `make test PYTEST_WORKERS=0` runs in this process (a debugger, -x).
+PYTEST_WORKERS ?= auto
 test: $(DEV_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
