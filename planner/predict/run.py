@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.engine.evaluate import Resolved
+from planner.engine.evaluate import Resolved, time_basis
 from planner.engine.step_time import RooflineStepTime, StepTime
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
@@ -40,6 +40,7 @@ class Prediction:
     stats: ServeStats
     traffic: str  # "random" or the trace's name
     notes: tuple[str, ...]
+    time_basis: str  # what the step times rest on (engine.evaluate.time_basis), or the caller's step model
 
     @property
     def gpus(self) -> int:
@@ -100,4 +101,5 @@ def predict(
     )
     stats = serve_stats(result, o.metric_percentiles, o.percentile_metrics)
     traffic = "random" if trace is None else (trace.name or trace.source)
-    return Prediction(s, r, o, result, stats, traffic, tuple(_notes(s, o, result)))
+    basis = time_basis(r) if step_time is None else "a step model the caller gave (not the engine's)"
+    return Prediction(s, r, o, result, stats, traffic, tuple(_notes(s, o, result)), basis)

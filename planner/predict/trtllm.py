@@ -144,7 +144,12 @@ def trtllm_json(p: Prediction, t: TrtllmStats) -> dict[str, Any]:
             "tpot_percentiles": _ms(t.tpot_s),
             "ttft_percentiles": _ms(t.ttft_s),
         },
-        "kvplan": {"engine": p.resolved.engine.key, "engine_label": p.resolved.engine.label, "notes": list(p.notes)},
+        "kvplan": {
+            "engine": p.resolved.engine.key,
+            "engine_label": p.resolved.engine.label,
+            "time_basis": p.time_basis,
+            "notes": list(p.notes),
+        },
     }
 
 

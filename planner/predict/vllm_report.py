@@ -96,6 +96,7 @@ def header_lines(p: Prediction, link: str) -> list[str]:
     return [
         f"kvplan predict: {r.model.name} on {s.tp} × {r.gpu.name}{layout} · {p.engine_label}",
         server + (f"; link: ?{link}" if link else ""),
+        f"times: {p.time_basis}",
         data,
     ]
 
@@ -130,6 +131,7 @@ def vllm_json(p: Prediction, link: str = "", date: str | None = None) -> dict[st
                 "link": link,
                 "engine": r.engine.key,
                 "engine_label": r.engine.label,
+                "time_basis": p.time_basis,
                 "traffic": p.traffic,
                 "batch": p.scenario.batch,
                 "chunk": p.scenario.chunk,

@@ -67,3 +67,21 @@ def test_bad_options_exit_2_naming_each():
 def test_a_bundled_trace_on_its_own_clock():
     code, out, _ = run("predict", LINK, "--trace", "azure-code-2023", "--num-prompts", "30")
     assert code == 0 and "Self timing is set" in out and "Successful requests:                     30" in out
+
+
+def test_every_printout_names_the_basis_of_its_step_times():
+    """The time basis (measured kernels or the fitted roofline) in the text header and in both JSONs'
+    ``kvplan`` record: the H100's shipped vLLM table, and the MI300X, which has none (the roofline)."""
+    for link, basis in (
+        (LINK, "measured kernels (vLLM 0.24.0, NVIDIA H100 SXM)"),
+        ("model=llama-3.1-8b&gpu=mi300x", "fitted roofline"),
+    ):
+        code, out, err = run("predict", link, "--max-concurrency", "4", *SMALL)
+        assert code == 0, err
+        assert f"times: {basis}" in out.splitlines()[2], out
+        for extra in ((), ("--max-throughput",)):
+            code, out, err = run("predict", link, *extra, "--format", "json", *SMALL)
+            assert code == 0, err
+            assert json.loads(out)["kvplan"]["time_basis"].startswith(basis)
+        code, out, _ = run("predict", link, "--max-throughput", *SMALL)
+        assert f"times: {basis}" in out

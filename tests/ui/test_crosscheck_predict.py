@@ -43,6 +43,7 @@ def test_an_uploaded_run_is_shown_beside_the_prediction_field_by_field(catalog):
     assert abs(tpot["error (%)"]) < 50
     captions = " ".join(c.value for c in at.caption).replace("\\", "")
     assert "--max-concurrency 4" in captions and "100 prompts" in captions
+    assert "Step times: measured kernels (vLLM 0.24.0, NVIDIA H100 SXM)" in captions
 
 
 def test_an_sglang_file_and_a_broken_one_are_named():

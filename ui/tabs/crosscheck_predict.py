@@ -60,7 +60,11 @@ def render_predict_beside(ctx: PageContext, uploads: list[tuple[str, bytes]]) ->
             st.info(md_escape(f"{name}: an SGLang bench_serving result; this table reads vllm bench serve's keys."))
             continue
         settings, prediction, rows = found.settings, found.prediction, found.rows
-        st.caption(md_escape(f"{name}: {_settings_text(settings.options, settings.lengths)}"))
+        st.caption(
+            md_escape(
+                f"{name}: {_settings_text(settings.options, settings.lengths)} Step times: {prediction.time_basis}."
+            )
+        )
         frame = pd.DataFrame(
             {
                 "field": [r.label for r in rows],
