@@ -1,5 +1,5 @@
-"""The 2025–26 part of benchmarks/published_accuracy.py: errors per basis, engine version and category,
-held-out rows apart from fitted ones, the pending rows' reasons, and AIConfigurator side by side."""
+"""The 2025–26 part of benchmarks/published_accuracy.py: errors per basis, engine version, dense / MoE model and
+category, held-out rows apart from fitted ones, the pending rows' reasons, and AIConfigurator side by side."""
 
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ def print_report(scored: list[Scored], pending: list[str], show_rows: bool) -> b
         cat = "tpot" if s.case.row.category in ("tpot", "itl") else s.case.row.category
         groups[(s.basis, cat, s.role)].append(s.pred.error_frac)
         groups[(s.basis, f"{cat} · {s.case.row.engine_profile}", s.role)].append(s.pred.error_frac)
+        kind = "MoE" if s.case.scenario.model in _MOE else "dense"
+        groups[(s.basis, f"{cat} · {kind}", s.role)].append(s.pred.error_frac)
     for (basis, cat, role), errs in sorted(groups.items()):
         print(f"  {basis:<16} {cat:<34} {role:<9} {_stats(errs)}")
     fitted = sorted({s.case.row.id for s in scored if s.role == "fitted"})
