@@ -94,6 +94,8 @@ def section(values: dict[str, float], source: str, rows: int, head: dict[str, st
     for name, *_ in PARAMS:
         lines.append(f"{name} = {values[name]:.4g}")
     lines.append(f'moe_distribution = "{head["moe_distribution"]}"')
+    if head.get("moe_distribution_mla"):
+        lines.append(f'moe_distribution_mla = "{head["moe_distribution_mla"]}"')
     if head.get("moe_distribution_source"):
         lines.append(f'moe_distribution_source = "{head["moe_distribution_source"]}"')
     return "\n".join(lines) + "\n"
@@ -163,6 +165,7 @@ def _head(catalog, key: str) -> dict[str, str]:
         version=k.version,
         relation=k.relation,
         moe_distribution=k.moe_distribution,
+        moe_distribution_mla=k.moe_distribution_mla or "",
         moe_distribution_source=k.moe_distribution_source,
     )
 

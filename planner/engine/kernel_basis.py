@@ -123,7 +123,9 @@ def basis_for(gpu: GPU, model: ModelSpec, s: Scenario, engine: EngineProfile | N
     if unsupported:
         return Basis(0.0, roofline_label(engine, unsupported))
     # EPLB on, or an imbalance the link states: the balanced rows × that imbalance; else the profile's routing
-    routing = k.moe_distribution if not s.eplb and s.ep_imbalance is None else "balanced"
+    # (its MLA-family one for DeepSeek-architecture models, where the profile names one)
+    routing = (k.moe_distribution_mla or k.moe_distribution) if model.is_mla else k.moe_distribution
+    routing = routing if not s.eplb and s.ep_imbalance is None else "balanced"
     key = (tables.key, model, dtypes, routing, gpu.key, gpu.name, gpu.memory_bandwidth_bytes_per_s)
     kid = register(key, lambda: _Family(tables, model, dtypes, routing, gpu))
     fam = family(kid)

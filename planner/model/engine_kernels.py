@@ -48,6 +48,9 @@ class EngineKernels(BaseModel):
             "layout's ep_imbalance) or a power law (the tables time the busiest EP group, so its surplus is measured)"
         ),
     )
+    moe_distribution_mla: Distribution | None = Field(
+        default=None, description="the routing of MLA (DeepSeek-architecture) models where it differs (None: the same)"
+    )
     moe_distribution_source: str = Field(default="", max_length=1000, description="why that routing")
 
     @property

@@ -29,15 +29,27 @@ def _rows(distribution: str, tokens) -> np.ndarray:
 
 
 def test_the_profile_names_its_routing_with_a_source():
+    """AIConfigurator's alphas: 1.2 for its MOEModel family (Qwen3-MoE, Llama-4, gpt-oss), 1.01 for DeepSeek."""
     k = CATALOG.engine("trtllm@1.0").kernels
-    assert k.moe_distribution == "power_law_1.01" and "AIConfigurator" in k.moe_distribution_source
+    assert (k.moe_distribution, k.moe_distribution_mla) == ("power_law_1.2", "power_law_1.01")
+    assert "AIConfigurator" in k.moe_distribution_source
+
+
+def test_an_mla_model_takes_the_mla_routing():
+    s = Scenario(
+        gpu="h200", model="deepseek-r1", wdtype="fp8", quant="fp8-block", kvdtype="fp8", engine="trtllm@1.1",
+        tp=1, dp=8, ep=8, eplb=False,
+    )  # fmt: skip
+    r = resolve(s, CATALOG)
+    basis = basis_for(r.gpu, r.model, s, r.engine)
+    assert any("power_law_1.01" in n for n in kc.curves(basis.kernel_set, 1, 8, 8).notes)
 
 
 def test_without_eplb_the_imbalance_is_the_power_law_rows_over_the_balanced_ones():
     s = Scenario(eplb=False, **DEP8)
     r = resolve(s, CATALOG)
     basis = basis_for(r.gpu, r.model, s, r.engine)
-    far = _rows("power_law_1.01", [2.0**30]) / _rows("balanced", [2.0**30])
+    far = _rows("power_law_1.2", [2.0**30]) / _rows("balanced", [2.0**30])
     assert basis.ep_imbalance == pytest.approx(min(max(float(far[0]), 1.0), 8.0), rel=1e-9)
     assert 1.0 < basis.ep_imbalance < EP_IMBALANCE_NO_EPLB  # EP 8 spreads the hot experts: less than EP 32's
     x = inputs_for(r)
@@ -48,7 +60,7 @@ def test_without_eplb_the_imbalance_is_the_power_law_rows_over_the_balanced_ones
     tokens = np.array([512.0, 4096.0])
     at = kc.at_tokens(c.experts, None, tokens * basis.ep_imbalance)
     layers = CATALOG.models["qwen3-235b-a22b"].layers
-    want = layers * _rows("power_law_1.01", tokens) / MS_PER_S
+    want = layers * _rows("power_law_1.2", tokens) / MS_PER_S
     assert at == pytest.approx(want, rel=0.05)  # the curve's grid (≤ 4.4 % apart) and its rising envelope
 
 
