@@ -94,6 +94,10 @@ def section(values: dict[str, float], source: str, rows: int, head: dict[str, st
     for name, *_ in PARAMS:
         lines.append(f"{name} = {values[name]:.4g}")
     lines.append(f'moe_distribution = "{head["moe_distribution"]}"')
+    if head.get("moe_distribution_mla"):
+        lines.append(f'moe_distribution_mla = "{head["moe_distribution_mla"]}"')
+    if head.get("moe_distribution_source"):
+        lines.append(f'moe_distribution_source = "{head["moe_distribution_source"]}"')
     return "\n".join(lines) + "\n"
 
 
@@ -156,7 +160,14 @@ def main() -> None:
 
 def _head(catalog, key: str) -> dict[str, str]:
     k = catalog.engines[key].kernels
-    return dict(engine=k.engine, version=k.version, relation=k.relation, moe_distribution=k.moe_distribution)
+    return dict(
+        engine=k.engine,
+        version=k.version,
+        relation=k.relation,
+        moe_distribution=k.moe_distribution,
+        moe_distribution_mla=k.moe_distribution_mla or "",
+        moe_distribution_source=k.moe_distribution_source,
+    )
 
 
 if __name__ == "__main__":

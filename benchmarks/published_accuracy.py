@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.accuracy import kv_capacity, latency, modern_report, multi_gpu  # noqa: E402 — after the path set-up above
+from benchmarks.accuracy import finite_runs, kv_capacity, latency, modern_report, multi_gpu  # noqa: E402 — after the path set-up above
 from benchmarks.accuracy.report import summary, table  # noqa: E402
 from benchmarks.accuracy.rows import load_rows  # noqa: E402
 from planner.model.catalog import load_catalog  # noqa: E402
@@ -61,7 +61,7 @@ def _kv_versions(rows, catalog) -> None:
     print()
 
 
-def main(show_rows: bool = False, aic_python: str | None = None, aic_rows: int = 60) -> None:
+def main(show_rows: bool = False, aic_python: str | None = None, aic_rows: int = 60, finite: bool = True) -> None:
     print("# Era 1: ≤ 2024 engines (benchmarks/data/published-serving.json; the fitted roofline)")
     rows = load_rows()
     catalog = load_catalog()
@@ -107,6 +107,8 @@ def main(show_rows: bool = False, aic_python: str | None = None, aic_rows: int =
     print("\n# Era 2: 2025–26 engines")
     scored, pending = modern_report.score(catalog)
     modern_report.print_report(scored, pending, show_rows)
+    if finite:
+        finite_runs.report(scored, catalog, modern_report.MOE_MODELS)
     modern_report.aic_side_by_side(scored, aic_python or modern_report.aic.default_python(), aic_rows)
 
 
@@ -123,15 +125,16 @@ def _multi_gpu(rows, catalog) -> None:
         print(f"  {p.row_id:<48}{p.measured:>10.4g}{p.predicted:>10.4g}{p.error_frac:>+8.1%}  KV tokens, pp stages")
 
 
-def _args() -> tuple[bool, str | None, int]:
+def _args() -> tuple[bool, str | None, int, bool]:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="every row's table")
     ap.add_argument("--aic-python", help="an interpreter with aiconfigurator 0.12 (default: this one)")
     ap.add_argument("--aic-rows", type=int, default=60, help="held-out rows AIConfigurator estimates (≈ 3.5 s each)")
+    ap.add_argument("--no-finite", action="store_true", help="skip simulating the trtllm-bench rows' finite runs")
     a = ap.parse_args()
-    return a.rows, a.aic_python, a.aic_rows
+    return a.rows, a.aic_python, a.aic_rows, not a.no_finite
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The 2025–26 part of benchmarks/published_accuracy.py: errors per basis, engine version and category,
-held-out rows apart from fitted ones, the pending rows' reasons, and AIConfigurator side by side."""
+"""The 2025–26 part of benchmarks/published_accuracy.py: errors per basis, engine version, dense / MoE model and
+category, held-out rows apart from fitted ones, the pending rows' reasons, and AIConfigurator side by side."""
 
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ def print_report(scored: list[Scored], pending: list[str], show_rows: bool) -> b
         cat = "tpot" if s.case.row.category in ("tpot", "itl") else s.case.row.category
         groups[(s.basis, cat, s.role)].append(s.pred.error_frac)
         groups[(s.basis, f"{cat} · {s.case.row.engine_profile}", s.role)].append(s.pred.error_frac)
+        kind = "MoE" if s.case.scenario.model in MOE_MODELS else "dense"
+        groups[(s.basis, f"{cat} · {kind}", s.role)].append(s.pred.error_frac)
     for (basis, cat, role), errs in sorted(groups.items()):
         print(f"  {basis:<16} {cat:<34} {role:<9} {_stats(errs)}")
     fitted = sorted({s.case.row.id for s in scored if s.role == "fitted"})
@@ -99,7 +101,7 @@ def aic_side_by_side(scored: list[Scored], python: str, max_rows: int) -> None:
     pool.sort(key=lambda s: zlib.crc32(s.case.row.id.encode()))
     chosen, requests = [], []
     for s in pool:
-        req = aic.request(s.case, int(max(s.batch, 1)), s.case.scenario.model in _MOE)
+        req = aic.request(s.case, int(max(s.batch, 1)), s.case.scenario.model in MOE_MODELS)
         if req is not None:
             chosen.append(s)
             requests.append(req)
@@ -122,7 +124,7 @@ def aic_side_by_side(scored: list[Scored], python: str, max_rows: int) -> None:
     print(f"  ({len(chosen)} held-out rows sampled by a hash of the row id; {refused} AIConfigurator refused)")
 
 
-_MOE = {
+MOE_MODELS = {
     "llama-4-scout-17b-16e",
     "llama-4-maverick-17b-128e",
     "qwen3-235b-a22b",

@@ -428,11 +428,11 @@ def _weight_fields(model: ModelSpec, fmt: WeightFormat, draft: ModelSpec | None,
 
 
 def _layout_fields(
-    gpu: GPU, model: ModelSpec, fmt: WeightFormat, rates: WeightRates, s: Scenario, t: ResolvedTiming
+    gpu: GPU, model: ModelSpec, fmt: WeightFormat, rates: WeightRates, s: Scenario, t: ResolvedTiming, measured: float
 ) -> dict[str, float]:
-    """The parallel layout, the network beyond the node and the weight groups layouts split differently."""
+    """The layout, the network beyond the node, the weight groups layouts split; ``measured``: the tables' EP skew."""
     groups = weight_groups(model, fmt)
-    default_imbalance = EP_IMBALANCE_EPLB if s.eplb else EP_IMBALANCE_NO_EPLB
+    default_imbalance = EP_IMBALANCE_EPLB if s.eplb else (measured or EP_IMBALANCE_NO_EPLB)
     return dict(
         pp=s.pp,
         ep=s.ep,
@@ -487,6 +487,7 @@ def _kernel_fields(
         plain = s.model_copy(update=formats | dict(kvdtype=kv, ep=1, dp=1, pp=1))
         draft_set = basis_for(gpu, draft, plain, engine).kernel_set
     return dict(
+        ep_imbalance=basis.ep_imbalance,  # popped by from_specs for _layout_fields
         kernel_set=basis.kernel_set,
         draft_kernel_set=draft_set,
         elementwise_s_per_token=basis.elementwise_s_per_token,
@@ -534,6 +535,7 @@ def from_specs(
     rates = weight_rates(model, weights, gpu, profile.key)
     mfu, mbu = efficiencies(gpu, s, t, rates.eight_bit)
     kernels = _kernel_fields(gpu, model, s, draft, engine, t)
+    measured_imbalance = kernels.pop("ep_imbalance")
     mf = _model_fields(model)
     reported = gpu.memory_reported_bytes or gpu.memory_bytes
     min_cache = (
@@ -593,6 +595,6 @@ def from_specs(
         link_frac=t.bus_frac,
         followup_mode=1.0 if s.cache_traffic == "followups" else 0.0,
         response_s=s.response_s,
-        **_layout_fields(gpu, model, weights.fmt, rates, s, t),
+        **_layout_fields(gpu, model, weights.fmt, rates, s, t, measured_imbalance),
     )
     return EngineInputs(**{k: np.asarray(v, dtype=np.float64) for k, v in values.items()})

@@ -59,6 +59,7 @@ class Basis:
     layer_overhead_s: float = 0.0
     decode_layer_overhead_s: float = 0.0
     elementwise_s_per_token: float = 0.0  # the kernels no table times, at tp = 1 (kernel_shapes; ÷ tp per GPU)
+    ep_imbalance: float = 0.0  # the busiest EP rank's routed tokens ÷ the mean, as the MoE rows measured (0: none)
 
     @property
     def measured(self) -> bool:
@@ -121,8 +122,12 @@ def basis_for(gpu: GPU, model: ModelSpec, s: Scenario, engine: EngineProfile | N
     unsupported = shapes(model, dtypes, s.tp, s.ep, s.dp).unsupported
     if unsupported:
         return Basis(0.0, roofline_label(engine, unsupported))
-    key = (tables.key, model, dtypes, k.moe_distribution, gpu.key, gpu.name, gpu.memory_bandwidth_bytes_per_s)
-    kid = register(key, lambda: _Family(tables, model, dtypes, k.moe_distribution, gpu))
+    # EPLB on, or an imbalance the link states: the balanced rows × that imbalance; else the profile's routing
+    # (its MLA-family one for DeepSeek-architecture models, where the profile names one)
+    routing = (k.moe_distribution_mla or k.moe_distribution) if model.is_mla else k.moe_distribution
+    routing = routing if not s.eplb and s.ep_imbalance is None else "balanced"
+    key = (tables.key, model, dtypes, routing, gpu.key, gpu.name, gpu.memory_bandwidth_bytes_per_s)
+    kid = register(key, lambda: _Family(tables, model, dtypes, routing, gpu))
     fam = family(kid)
     built = fam.curves(s.tp, s.ep, s.dp)
     if built is None:
@@ -135,6 +140,7 @@ def basis_for(gpu: GPU, model: ModelSpec, s: Scenario, engine: EngineProfile | N
         k.layer_overhead_us / US_PER_S,
         k.decode_layer_overhead_us / US_PER_S,
         elementwise_s_per_token(gpu, model, 1.0, k.elementwise_bandwidth_frac),  # ÷ tp per GPU, at the step
+        built.ep_imbalance,
     )
 
 
@@ -212,13 +218,15 @@ def _mla_grids(tables: TableSet, sh: Shapes, used: set[str]) -> tuple[np.ndarray
     return layers * (dec + per_token_dec[:, None]), layers * pre + layers * per_token_pre
 
 
-def _experts(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU, used: set[str], notes: list[str]):
-    """MoE layers · the expert layer at TOKEN_GRID (module doc)."""
+def _experts(
+    tables: TableSet, sh: Shapes, distribution: str, gpu: GPU, used: set[str], notes: list[str]
+) -> tuple[np.ndarray, float]:
+    """(MoE layers · the expert layer at TOKEN_GRID, the measured EP imbalance or 0) (module doc)."""
     assert sh.moe is not None
     m = sh.moe
     wide, _ = tables.table("wideep_moe")
     if m.wide and wide is not None:  # DeepEP's grouped GEMM over the dispatched tokens, where measured
-        return _wide_experts(tables, m, used, notes)
+        return _wide_experts(tables, m, used, notes), 0.0
     t = _table(tables, "moe", used)
     if m.dtype == "w4a16_mxfp4" and "w4a8_mxfp4_mxfp8" in set(t.keys["dtype"].tolist()):
         m = replace(m, dtype="w4a8_mxfp4_mxfp8")  # Blackwell: the engines run MXFP4 experts with MXFP8 activations
@@ -227,15 +235,35 @@ def _experts(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU, used: se
     if ep > WIDE_EP_REFERENCE:  # a rank of ep GPUs at T tokens does the work of an 8-GPU rank at T · 8 / ep
         ep, tokens = WIDE_EP_REFERENCE, TOKEN_GRID * WIDE_EP_REFERENCE / m.moe_ep
         notes.append(f"EP {m.moe_ep}: the measured EP-{WIDE_EP_REFERENCE} expert kernel at its share of the tokens")
+        distribution = "balanced"  # the power-law rows' busiest group is an EP-8 one: the layout's imbalance instead
     m = replace(m, moe_ep=ep)
+    measured = distribution != "balanced" and m.moe_ep > 1
+    cls, scale = shape, 1.0
     try:
-        ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **shape), m.moe_tp, m.moe_ep, tokens)
+        _moe_rows(t, m, shape, distribution, tokens[:1])
     except NotMeasured:
-        near = lookup.nearest_moe_shape(t, m.dtype, distribution, shape)
-        ms = lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **near), m.moe_tp, m.moe_ep, tokens)
-        ms = ms * _expert_roofline(shape, m.moe_tp, m.moe_ep, gpu) / _expert_roofline(near, m.moe_tp, m.moe_ep, gpu)
-        notes.append(f"MoE shape {shape} not measured: the nearest, {near}, × the roofline ratio")
-    return m.layers * _s(ms)
+        cls = lookup.nearest_moe_shape(t, m.dtype, distribution, shape)
+        scale = _expert_roofline(shape, m.moe_tp, m.moe_ep, gpu) / _expert_roofline(cls, m.moe_tp, m.moe_ep, gpu)
+        notes.append(f"MoE shape {shape} not measured: the nearest, {cls}, × the roofline ratio")
+    imbalance = _measured_imbalance(t, m, cls, distribution) if measured else 0.0
+    if measured:  # the rows time the busiest EP group at T tokens entering; the step asks for imbalance · T
+        tokens = tokens / imbalance
+        notes.append(f"MoE routing {distribution}: the busiest of {m.moe_ep} EP ranks timed (skew {imbalance:.3g})")
+    ms = scale * _moe_rows(t, m, cls, distribution, tokens)
+    return m.layers * _s(ms), imbalance
+
+
+def _moe_rows(t: Table, m, shape: dict, distribution: str, tokens) -> np.ndarray:
+    return lookup.moe_ms(t, dict(dtype=m.dtype, distribution=distribution, **shape), m.moe_tp, m.moe_ep, tokens)
+
+
+def _measured_imbalance(t: Table, m, shape: dict, distribution: str) -> float:
+    """The busiest EP rank's routed tokens ÷ the mean under the rows' routing: their time ÷ the balanced rows' far
+    past the grid, where both grow ∝ the tokens of the rank (AIConfigurator's collect_moe.py times the EP group
+    with the most tokens), within [1, ep]."""
+    far = np.array([float(2**30)])
+    ratio = float((_moe_rows(t, m, shape, distribution, far) / _moe_rows(t, m, shape, "balanced", far))[0])
+    return min(max(ratio, 1.0), float(m.moe_ep))
 
 
 def _wide_experts(tables: TableSet, m, used: set[str], notes: list[str]):
@@ -280,7 +308,9 @@ def _build(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU) -> KernelC
     notes: list[str] = []
     gemm = _table(tables, "gemm", used)
     tokens = _gemms_s(gemm, sh.gemms, TOKEN_GRID)
-    experts = _experts(tables, sh, distribution, gpu, used, notes) if sh.moe is not None else np.zeros_like(TOKEN_GRID)
+    experts, imbalance = (
+        _experts(tables, sh, distribution, gpu, used, notes) if sh.moe is not None else (np.zeros_like(TOKEN_GRID), 0.0)
+    )
     if sh.mla:
         decode, prefill = _mla_grids(tables, sh, used)
     else:
@@ -297,6 +327,7 @@ def _build(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU) -> KernelC
         allreduce_graph=_rising(_allreduce(tables, sh, "graph")),
         allreduce_eager=_rising(_allreduce(tables, sh, "eager")),
         notes=tuple(notes),
+        ep_imbalance=imbalance,
     )
 
 

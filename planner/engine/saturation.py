@@ -11,8 +11,10 @@ new one whenever one finishes.  In steady state B requests run,
 and every O steps B requests finish and B new prompts are prefilled inside the decode steps.  Each prompt
 costs its marginal kernel time, Δ(P) = g(B decodes + one P-token prompt) − g(B decodes) (g: a step's time
 without its fixed costs; with dp data-parallel attention ranks the B/dp prompts of a rank side by side with
-the other ranks'), and a share f = min(1, B / (dp · O)) of the steps carry a prompt (their fixed cost is a
-prefill step's, the others' a decode-only step's), so
+the other ranks': Δ is the step with one P-token prompt on every rank — each rank's attention and dense GEMMs
+see its own P tokens, the lock-stepped expert layers and the dispatch every rank's dp · P), and a share
+f = min(1, B / (dp · O)) of the steps carry a prompt (their fixed cost is a prefill step's, the others' a
+decode-only step's), so
 
     max_throughput_tpot_s   = g_dec(B) + (B / dp) · Δ(P) / O + f · t0_prefill + (1 − f) · t0_decode
                               (the mean step: what each request's TPOT is)
@@ -47,7 +49,9 @@ def max_throughput(x: EngineInputs, kv_sequences) -> dict[str, MetricValue]:
     seqs = np.where(runs, b, 1.0)
     ctx = decode_context_tokens(x)
     dec = step_cost(x, seqs=seqs, ctx=ctx)
-    mix = step_cost(x, seqs=seqs, ctx=ctx, n=x.prompt_tokens, prompts=1.0)
+    # one prompt on every data-parallel rank at once: each rank's attention and dense GEMMs see its own P tokens,
+    # the lock-stepped expert layers (and the dispatch) every rank's dp · P
+    mix = step_cost(x, seqs=seqs, ctx=ctx, n=x.prompt_tokens * x.dp, prompts=x.dp * 1.0)
     g_dec, g_mix = dec.time_s - dec.overhead_s, mix.time_s - mix.overhead_s
     per_rank = seqs / x.dp  # data-parallel ranks prefill their own prompts side by side
     share = np.minimum(per_rank / x.output_tokens, 1.0)

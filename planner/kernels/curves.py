@@ -54,6 +54,7 @@ class KernelCurves:
     allreduce_graph: np.ndarray  # [TOKEN_GRID] one all-reduce inside a CUDA graph (decode-only steps)
     allreduce_eager: np.ndarray  # [TOKEN_GRID] one all-reduce launched eagerly (steps with prefill tokens)
     notes: tuple[str, ...] = ()  # rules beyond the plain lookup that this shape needed (nearest MoE shape …)
+    ep_imbalance: float = 0.0  # the busiest EP rank's routed tokens ÷ the mean the MoE rows measured (0: none)
 
 
 class Family(Protocol):

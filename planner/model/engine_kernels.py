@@ -43,8 +43,15 @@ class EngineKernels(BaseModel):
     elementwise_bandwidth_frac: float = Field(default=0.8, gt=0.0, le=1.0)
     moe_distribution: Distribution = Field(
         default="balanced",
-        description="the routing of the MoE table's rows used (the busiest rank's surplus is the layout's imbalance)",
+        description=(
+            "the routing of the MoE table's rows used without EPLB: balanced (the busiest rank's surplus is the "
+            "layout's ep_imbalance) or a power law (the tables time the busiest EP group, so its surplus is measured)"
+        ),
     )
+    moe_distribution_mla: Distribution | None = Field(
+        default=None, description="the routing of MLA (DeepSeek-architecture) models where it differs (None: the same)"
+    )
+    moe_distribution_source: str = Field(default="", max_length=1000, description="why that routing")
 
     @property
     def enabled(self) -> bool:
