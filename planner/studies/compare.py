@@ -52,7 +52,7 @@ COST_COLUMNS = ("cost_per_million_output_tokens_usd", "decode_cost_per_million_o
 
 
 def compare_gpus(scenario: Scenario, catalog: Catalog, tp_by_gpu: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """One row per GPU profile (in key order), then a measured machine the scenario names; see the module doc for the columns' meaning.  ``tp_by_gpu``:
+    """One row per GPU profile (catalog order); see the module doc for the columns' meaning.  ``tp_by_gpu``:
     a tp chosen per GPU profile key (others: the scenario's where it fits, else the smallest that fits).
 
     Raises ``engine.ScenarioError`` when the scenario's model cannot be resolved.
@@ -60,7 +60,7 @@ def compare_gpus(scenario: Scenario, catalog: Catalog, tp_by_gpu: Mapping[str, i
     chosen = dict(tp_by_gpu or {})
     r = resolve(scenario, catalog)
     scenario = r.scenario  # with its defaults fitted to the model (engine.validity.fit_defaults)
-    keys = sorted(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
+    keys = list(catalog.gpus) + ([scenario.gpu] if scenario.gpu in catalog.measured else [])
     profiles = [catalog.gpus.get(k) or catalog.measured[k] for k in keys]
     # Scenario.on_gpu holds the price rule: a gpu_price override prices only the scenario's own GPU
     on_each = [scenario if k == scenario.gpu else scenario.on_gpu(k) for k in keys]
