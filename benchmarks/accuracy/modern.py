@@ -16,7 +16,11 @@ The engines' scheduler limits are theirs, with sources:
   tuning.py ``calc_engine_setting`` / ``finetune_setting``: raw_bs = min(KV requests, 4096) / pp, raw_tokens =
   min(raw_bs · (1 + ISL/OSL), 32768), rounded up to 32/128/256 and 256/512/1024); the KV requests are
   kvplan's own memory plan at ``kv_cache_free_gpu_mem_fraction`` 0.95 ("In many cases, we also use a higher
-  KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95", perf-overview.md);
+  KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95", perf-overview.md).  Both are per
+  micro-batch: with pipeline parallelism TensorRT-LLM's PyExecutor keeps ``num_micro_batches = pp_size`` in flight
+  and its cache managers hold ``max_batch_size * mapping.pp_size`` resident sequences ("Pipeline stages retain
+  different in-flight microbatches", tensorrt_llm/_torch/pyexecutor), so the scenario's batch (every sequence in
+  flight, docs/model.md §6 "Pipeline") and its step budget are pp × those;
 * ``vllm serve`` defaults: max_num_seqs 1024 and max_num_batched_tokens 8192 on GPUs with ≥ 70 GiB that are
   not A100s, else 256 and 2048 (vllm/engine/arg_utils.py ``get_batch_defaults``, "For GPUs like H100 and
   MI300x, use larger default values"); SGLang and ``trtllm-serve``: the KV pool's sequences, chunk 8192.
@@ -274,7 +278,8 @@ def cases(rows: Sequence[ModernRow], catalog: Catalog) -> tuple[list[Case], list
             if "trtllm-bench" in row.engine:
                 kv = float(compute(inputs_for(resolve(s, catalog)))["max_concurrent_sequences"])
                 bs, tokens = trtllm_bench_settings(kv, s.prompt, s.output, s.pp)
-                s = s.with_changes(batch=bs, chunk=max(tokens, bs))
+                # per micro-batch: TensorRT-LLM keeps pp of them in flight (module doc), kvplan's batch is all of them
+                s = s.with_changes(batch=bs * s.pp, chunk=max(tokens, bs) * s.pp)
             if s.gpu in AFTER_FIT_GPUS and row.fit_role == "fit":
                 row = row.model_copy(update={"fit_role": "held_out"})
             out.append(Case(row, s, metric, time_basis(resolve(s, catalog))))

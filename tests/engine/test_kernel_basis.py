@@ -175,3 +175,11 @@ def test_gb300_and_server_edition_rows_are_predicted_on_their_tables_and_held_ou
         assert c.basis.startswith(f"measured kernels (TensorRT-LLM 1.3.0rc20, {CATALOG.gpus[c.scenario.gpu].name}")
     notes = [p.note for p in modern.predict(cases, modern.stacked_inputs(cases, CATALOG))]
     assert all(n.endswith(", held out)") for n in notes)
+    # trtllm-bench's max_batch_size and max_num_tokens are per micro-batch: pp of them in flight (modern.py doc)
+    staged = [c for c in cases if c.scenario.pp > 1]
+    assert len(staged) == 30
+    for c in staged:
+        planned = modern.scenario_for(c.row, CATALOG)  # before trtllm-bench's settings
+        kv = float(compute(inputs_for(resolve(planned, CATALOG)))["max_concurrent_sequences"])
+        bs, tokens = modern.trtllm_bench_settings(kv, c.scenario.prompt, c.scenario.output, c.scenario.pp)
+        assert (c.scenario.batch, c.scenario.chunk) == (bs * c.scenario.pp, max(tokens, bs) * c.scenario.pp)
