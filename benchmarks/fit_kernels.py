@@ -8,6 +8,8 @@ benchmarks/data/published-serving-2025.json (one TensorRT-LLM throughput row in 
 row id; benchmarks/accuracy/modern.py predicts them).  Each TensorRT-LLM version with such rows is fitted
 on its own rows; vLLM 0.33 and SGLang 0.5.23 have no fitted row (every one of their rows is held out) and
 take the pool of the TensorRT-LLM fits — the costs of the kernels' surroundings, not the kernels.
+Rows on GPUs whose kernel tables came after this fit (``modern.AFTER_FIT_GPUS``: GB300, the RTX PRO 6000
+Server Edition) are held out whatever their ``fit_role``, so a rerun fits the same rows as the shipped sections.
 
 Least squares on log errors (``planner.calibration.fit.levenberg_marquardt``), each parameter in an
 unbounded space with a prior toward a plausible centre (``PARAMS``, ``PRIOR_WEIGHT``).

@@ -9,6 +9,10 @@ version that has it, named in that table's ``source``), plus the GPU's nccl-test
     pip download aiconfigurator-core==0.12.0 --no-deps -d /tmp/whl     (81.7 MB)
     .venv/bin/pip install pyarrow                                       (this script's only extra)
     .venv/bin/python tools/distill_kernel_tables.py /tmp/whl/aiconfigurator_core-0.12.0-*.whl
+    .venv/bin/python tools/distill_kernel_tables.py --only gb300 --only rtx_pro_6000_server /tmp/whl/…whl
+
+(``--only SYSTEM`` writes that AIConfigurator system's files and leaves every other file untouched: each file
+carries its ``created_utc``, so a full run rewrites every file even where its tables are unchanged.)
 
 What is kept, and why (all shapes a custom model can have, not only the presets'): the dense GEMM grid
 (every n × k × tokens measured), prefill and decode attention (every head count, KV-head count, head
@@ -17,8 +21,10 @@ model shape, tp/ep split and routing distribution), the engine's all-reduce, ncc
 dispatch/combine tables, and SGLang's wide-EP (DeepEP) expert kernel.  Left out: vision-encoder attention,
 linear-attention/SSM mixers (kvplan's
 hybrid models run on the roofline), model-specific fused modules (DeepSeek-V3.2/V4, MiniMax, GLM-5),
-the quantise-op tables (the GEMM rows already include activation quantisation), and GB300, B60 and the
-RTX PRO 6000 Server Edition, for which kvplan has no matching GPU profile.
+the quantise-op tables (the GEMM rows already include activation quantisation), and the Intel Arc Pro B60
+(``b60``; kvplan has no profile for it).  GB300 (``gb300``) and the RTX PRO 6000 Blackwell Server Edition
+(``rtx_pro_6000_server``) were added later (issue 32) with ``--only``: the other files are those of the first
+run.
 """
 
 from __future__ import annotations
@@ -62,15 +68,23 @@ GPUS = {
     "gb200": "gb200",
     "a100_sxm": "a100-80gb-sxm",
     "l40s": "l40s",
+    "gb300": "gb300",
+    "rtx_pro_6000_server": "rtx-pro-6000-blackwell-server",
 }
 #: The current query slot per engine (systems/query_versions.yaml of 0.12.0: defaults and overrides).
 CURRENT = {"trtllm": "1.3.0rc20", "sglang": "0.5.14", "vllm": "0.24.0"}
 CURRENT_OVERRIDES = {"a100_sxm": {"trtllm": "1.0.0", "sglang": "0.5.10", "vllm": "0.14.0"}}
 #: systems/<system>.yaml misc.nccl_version: the nccl-tests directory each system uses.
-NCCL_VERSION = {"gb200": "2.23", "b300_sxm": "2.27", "h200_sxm": "2.26.2"}
+NCCL_VERSION = {
+    "gb200": "2.23",
+    "b300_sxm": "2.27",
+    "h200_sxm": "2.26.2",
+    "gb300": "2.27",
+    "rtx_pro_6000_server": "2.29.2",
+}
 NCCL_DEFAULT = "2.27.3"
 #: GPUs per node of each system (the scale of a multi-node DeepEP test: ep = node_num × this).
-GPUS_PER_NODE = {"gb200": 4}
+GPUS_PER_NODE = {"gb200": 4, "gb300": 4}  # gb300.yaml 'num_gpus_per_node: 4', as gb200.yaml
 ELEMENT_BYTES = {"bfloat16": 2, "half": 2, "float16": 2, "int8": 1, "fp8": 1, "float32": 4}
 
 
@@ -293,15 +307,15 @@ def _version_key(v: str) -> tuple:
     return (tuple(int(x) for x in m.group(1).split(".")), pre, int(m.group(3) or 0), int(m.group(4) or 0))
 
 
-def _index(wheel: zipfile.ZipFile) -> dict[tuple[str, str], dict[str, dict[str, str]]]:
-    """(system, engine) → AIC table → version → member path."""
+def _index(wheel: zipfile.ZipFile, only: set[str] | None = None) -> dict[tuple[str, str], dict[str, dict[str, str]]]:
+    """(system, engine) → AIC table → version → member path (of the systems in ``only`` when given)."""
     found: dict[tuple[str, str], dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for name in wheel.namelist():
         if not (name.startswith(DATA) and name.endswith("_perf.parquet")):
             continue
         system, _family, engine, version, fname = name[len(DATA) :].split("/")
         table = fname[: -len(".parquet")]
-        if system in GPUS and table in SPECS:
+        if system in GPUS and table in SPECS and (not only or system in only):
             found[(system, engine)][table][version] = name
     return found
 
@@ -355,10 +369,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("wheel", type=Path, help="aiconfigurator_core-0.12.0-*.whl")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--only", action="append", choices=sorted(GPUS), help="write only this AIConfigurator system (repeatable)"
+    )
     args = ap.parse_args(argv)
     total = 0
     with zipfile.ZipFile(args.wheel) as wheel:
-        for (system, engine), tables in sorted(_index(wheel).items()):
+        for (system, engine), tables in sorted(_index(wheel, set(args.only or ())).items()):
             if engine == "nccl":
                 slot = NCCL_VERSION.get(system, NCCL_DEFAULT)
                 members = {t: (slot, vs[slot]) for t, vs in tables.items() if slot in vs}

@@ -16,7 +16,11 @@ The engines' scheduler limits are theirs, with sources:
   tuning.py ``calc_engine_setting`` / ``finetune_setting``: raw_bs = min(KV requests, 4096) / pp, raw_tokens =
   min(raw_bs · (1 + ISL/OSL), 32768), rounded up to 32/128/256 and 256/512/1024); the KV requests are
   kvplan's own memory plan at ``kv_cache_free_gpu_mem_fraction`` 0.95 ("In many cases, we also use a higher
-  KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95", perf-overview.md);
+  KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95", perf-overview.md).  Both are per
+  micro-batch: with pipeline parallelism TensorRT-LLM's PyExecutor keeps ``num_micro_batches = pp_size`` in flight
+  and its cache managers hold ``max_batch_size * mapping.pp_size`` resident sequences ("Pipeline stages retain
+  different in-flight microbatches", tensorrt_llm/_torch/pyexecutor), so the scenario's batch (every sequence in
+  flight, docs/model.md §6 "Pipeline") and its step budget are pp × those;
 * ``vllm serve`` defaults: max_num_seqs 1024 and max_num_batched_tokens 8192 on GPUs with ≥ 70 GiB that are
   not A100s, else 256 and 2048 (vllm/engine/arg_utils.py ``get_batch_defaults``, "For GPUs like H100 and
   MI300x, use larger default values"); SGLang and ``trtllm-serve``: the KV pool's sequences, chunk 8192.
@@ -64,18 +68,25 @@ MODEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"deepseek-r1|deepseek-v3(?!\.2)", "deepseek-r1"),
     (r"mixtral-8x7b", "mixtral-8x7b"),
 )
-#: A row's GPU text → kvplan profile (the RTX PRO 6000 *Server* Edition has none; GB300's profile came after the
-#: [kernels] fit, which assigned its rows fitted/held-out without it, and it has no kernel table: pending).
+#: A row's GPU text → kvplan profile (first match wins: GB300 before B300, the Server Edition before the
+#: Workstation Edition).
 GPU_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"gb300", "gb300"),
     (r"gb200", "gb200"),
-    (r"b300(?!.*gb300)", "b300"),
+    (r"b300", "b300"),
     (r"\bb200", "b200"),
     (r"h200", "h200"),
     (r"h100", "h100-sxm"),
     (r"a100", "a100-80gb-sxm"),
     (r"mi300x", "mi300x"),
     (r"mi325x", "mi325x"),
+    (r"rtx pro 6000 blackwell server edition", "rtx-pro-6000-blackwell-server"),
 )
+#: Profiles whose kernel tables came after the ``[kernels]`` fit (issue 32: GB300, the RTX PRO 6000 Server
+#: Edition).  Their rows were pending when benchmarks/fit_kernels.py fitted, so none entered it: they are
+#: predicted as held out whatever ``fit_role`` their id's hash gave them, and the fit leaves them out (its
+#: fitted rows stay the ones the shipped ``[kernels]`` sections count).
+AFTER_FIT_GPUS = frozenset({"gb300", "rtx-pro-6000-blackwell-server"})
 TRTLLM_KV_FRACTION = 0.95
 VLLM_LARGE_GPU_GIB = 70.0
 
@@ -107,13 +118,6 @@ def _model(row: Row) -> str:
 
 def _gpu(row: Row) -> str:
     name = row.gpu.lower()
-    if "server edition" in name:
-        raise Pending(f"no kvplan profile for {row.gpu}")
-    if "gb300" in name:
-        raise Pending(
-            f"{row.gpu}: no measured kernel table, and the profile is newer than the [kernels] fit that assigned the "
-            "rows (benchmarks/fit_kernels.py would refit with them)"
-        )
     for pattern, key in GPU_PATTERNS:
         if re.search(pattern, name):
             return key
@@ -274,7 +278,10 @@ def cases(rows: Sequence[ModernRow], catalog: Catalog) -> tuple[list[Case], list
             if "trtllm-bench" in row.engine:
                 kv = float(compute(inputs_for(resolve(s, catalog)))["max_concurrent_sequences"])
                 bs, tokens = trtllm_bench_settings(kv, s.prompt, s.output, s.pp)
-                s = s.with_changes(batch=bs, chunk=max(tokens, bs))
+                # per micro-batch: TensorRT-LLM keeps pp of them in flight (module doc), kvplan's batch is all of them
+                s = s.with_changes(batch=bs * s.pp, chunk=max(tokens, bs) * s.pp)
+            if s.gpu in AFTER_FIT_GPUS and row.fit_role == "fit":
+                row = row.model_copy(update={"fit_role": "held_out"})
             out.append(Case(row, s, metric, time_basis(resolve(s, catalog))))
         except Pending as exc:
             pending.append(f"{row.id}: {exc}")
@@ -297,4 +304,14 @@ def predict(cs: Sequence[Case], x: EngineInputs) -> list[Prediction]:
     return out
 
 
-__all__ = ["Case", "Pending", "cases", "dtype_key", "load_rows", "predict", "scenario_for", "stacked_inputs"]
+__all__ = [
+    "AFTER_FIT_GPUS",
+    "Case",
+    "Pending",
+    "cases",
+    "dtype_key",
+    "load_rows",
+    "predict",
+    "scenario_for",
+    "stacked_inputs",
+]

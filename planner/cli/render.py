@@ -20,6 +20,7 @@ from planner.links import FIELDS, to_query
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
+from planner.model.spec_methods import LABELS
 from planner.model.weight_plan import resolve_weights
 
 
@@ -31,6 +32,8 @@ def scenario_row(scenario: Scenario, catalog: Catalog) -> dict[str, Any]:
     row = {k: present_value(k, getattr(named, k)) for k in FIELDS}
     row.update(present_metrics(result.metrics))
     row["time_basis"] = present_value("time_basis", result.time_basis)  # engine.metrics.TEXT_COLUMNS
+    formats = resolve_weights(result.resolved.model, result.resolved.scenario).describe()
+    row["weight_formats"] = present_value("weight_formats", formats)
     return row
 
 
@@ -128,6 +131,14 @@ def _serving_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
     ]
 
 
+def _spec_method(s: Scenario) -> str:
+    """The proposer the plan prices (``spec_methods.LABELS``): the link's method, else a draft preset's model, else
+    the cost ratio (as the launch writer reads it, ``launch.commands._proposer``)."""
+    if s.spec_method:
+        return LABELS[s.spec_method]
+    return f"draft model {s.draft}" if s.draft else "cost ratio (no draft named)"
+
+
 def _power_and_option_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
     return [
         (
@@ -162,7 +173,7 @@ def _power_and_option_sections(s: Scenario) -> list[tuple[str, list[Line]]]:
             ),
         ),
         (
-            "Speculative decoding" + ("" if s.spec else " (off: what it would give)"),
+            f"Speculative decoding · {_spec_method(s)}" + ("" if s.spec else " (off: what it would give)"),
             [
                 (
                     f"speedup at α {fmt_num(s.alpha)}, γ {s.gamma}",

@@ -240,6 +240,9 @@ TEXT_COLUMNS: dict[str, str] = {
     "time_basis": "what every time figure rests on: 'measured kernels (engine release, GPU)' where kernel tables "
     "cover the scenario, else 'fitted roofline (engine profile, published rows; why no table applies)' "
     "(engine/kernel_basis.py)",
+    "weight_formats": "the formats in force and where they come from: the weights per component (attention, MLP, "
+    "experts, the matrices kept in 16 bit) with the checkpoint's repository or 'your link's format', the KV cache "
+    "dtype and the attention math (model/weight_plan.py ResolvedWeights.describe)",
 }
 
 #: Flags exported with an extra ``<phase>_bound`` column: flag name → column name.

@@ -220,8 +220,10 @@ Dirs = Traversable | Sequence[Traversable]
 
 
 def load_gpus(directory: Dirs | None = None) -> tuple[dict[str, GPU], list[str]]:
-    """The datasheet GPU profiles by key (``data_dirs(HARDWARE_PROFILES)`` unless given), and the problems met."""
-    return _read_dirs(directory or data_dirs(HARDWARE_PROFILES), lambda d: _read_dir(d, parse_gpu_toml))
+    """The datasheet GPU profiles in key order (``data_dirs(HARDWARE_PROFILES)`` unless given), and the problems met.
+    Key order, not file-name order: ``rtx-pro-6000-blackwell`` before ``rtx-pro-6000-blackwell-server``."""
+    gpus, problems = _read_dirs(directory or data_dirs(HARDWARE_PROFILES), lambda d: _read_dir(d, parse_gpu_toml))
+    return dict(sorted(gpus.items())), problems
 
 
 def load_models(directory: Dirs | None = None) -> tuple[dict[str, ModelSpec], list[str]]:

@@ -9,6 +9,7 @@ be screened.  A screened row cheaper than the simulated answer is named beside i
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from planner.model.weight_plan import format_labels
 from planner.search.confirm import Candidate, Confirmation
 from planner.search.grid import COLOCATED, DISAGGREGATED
 from planner.search.pools import PoolSizing
-from planner.search.power_limit import OVER_POWER
+from planner.search.power_limit import OVER_POWER, POWER_UNKNOWN
 from planner.sim.slo import LATENCIES, Slo
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -167,7 +168,9 @@ def confirmed_row(
     power_kw = float(gpus * row["fleet_power_kw"] / row["gpus"])  # the screened IT power per GPU × confirmed GPUs
     over = limit_kw > 0 and not power_kw <= limit_kw
     return out | dict(
-        status=f"{OVER_POWER} ({power_kw:,.1f} kW > {limit_kw:,.1f} kW)" if over else MEETS,
+        status=(POWER_UNKNOWN if math.isnan(power_kw) else f"{OVER_POWER} ({power_kw:,.1f} kW > {limit_kw:,.1f} kW)")
+        if over
+        else MEETS,
         power_per_gpu_w=row["power_per_gpu_w"],
         fleet_power_kw=power_kw,
         gpus=gpus,

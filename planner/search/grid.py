@@ -68,7 +68,7 @@ from planner.search.grid_bases import (
 )
 from planner.search.kv_plan import kv_plan
 from planner.search.layouts import MAX_BATCH, grid_layouts
-from planner.search.power_limit import OVER_POWER, with_power
+from planner.search.power_limit import OVER_POWER, POWER_UNKNOWN, with_power
 from planner.search.step_grid import ReplicaGrid, TrafficStats
 from planner.sim.slo import CONSTRAINTS, LATENCIES, Slo
 from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
@@ -99,7 +99,7 @@ MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES = (
 STATUSES = (
     (MEETS_SLO, NO_FIT, REFUSED, PREFILL_MISSES)
     + tuple(f"misses the SLO even at low load: {c}" for c in CONSTRAINTS)
-    + (OVER_POWER,)
+    + (OVER_POWER, POWER_UNKNOWN)
 )
 MODES = (COLOCATED, DISAGGREGATED)
 

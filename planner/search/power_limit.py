@@ -4,8 +4,8 @@ For each screened point that meets the SLO: its board power per GPU at its confi
 view: ``engine/power.py``'s prefill and decode steps time-weighted at full load; a disaggregated point's prefill
 pool at its prefill step and its decode pool at its decode step, GPU-weighted) and its fleet's IT power, GPUs ×
 (board power + the server's non-GPU share).  With a limit set, a point over it does not meet the SLO
-(``OVER_POWER``), and the points are re-ordered as ``grid`` orders them (those meeting the SLO first, the rest of
-the order kept).
+(``OVER_POWER``; ``POWER_UNKNOWN`` where the GPU has no published board power), and the points are re-ordered
+as ``grid`` orders them (those meeting the SLO first, the rest of the order kept).
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ from planner.engine.power import board_power_w, prefill_share
 from planner.engine.roofline import decode, prefill
 
 OVER_POWER = "meets the SLO but the fleet's IT power exceeds power_limit_kw"
+#: A GPU without a published board power (a10g, h800 …): its fleet's power is unknown, so a limit cannot hold it.
+POWER_UNKNOWN = (
+    "meets the SLO but its board power is not published (give gpu_power_w): power_limit_kw cannot be checked"
+)
 
 
 def _rows(x: EngineInputs, rows: np.ndarray) -> EngineInputs:
@@ -84,7 +88,7 @@ def with_power(
     if not over.any():
         return out
     status = np.array(out["status"].astype(object), dtype=object)
-    status[over] = OVER_POWER
+    status[over] = np.where(np.isnan(kw[over]), POWER_UNKNOWN, OVER_POWER)
     out["status"] = pd.Categorical(status, categories=list(statuses))
     out["meets_slo"] = meets & ~over
     out = out.iloc[np.argsort(~out["meets_slo"].to_numpy(), kind="stable")].reset_index(drop=True)
@@ -92,4 +96,4 @@ def with_power(
     return out
 
 
-__all__ = ["OVER_POWER", "colocated_power_w", "fleet_power_kw", "with_power"]
+__all__ = ["OVER_POWER", "POWER_UNKNOWN", "colocated_power_w", "fleet_power_kw", "with_power"]

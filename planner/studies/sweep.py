@@ -23,6 +23,7 @@ from planner.export import present_frame
 from planner.links import FIELDS, _coerce, _field_ok, allowed_range
 from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
+from planner.model.weight_plan import resolve_weights
 from planner.units import GB, TOKENS_PER_MTOK
 
 #: Scenario key → (EngineInputs field, scale from the key's unit to SI).
@@ -152,7 +153,10 @@ def _chunk_frame(s: Scenario, base: Scenario, catalog: Catalog, flat: dict[str, 
         cols["prefix"] = np.asarray(changes["prefix_tokens"]).astype(int)
     for k, v in metrics.items():
         cols[k] = np.broadcast_to(v, (n,))
-    cols["time_basis"] = np.broadcast_to(np.asarray(time_basis(resolve(s, catalog)), dtype=object), (n,))
+    r = resolve(s, catalog)
+    cols["time_basis"] = np.broadcast_to(np.asarray(time_basis(r), dtype=object), (n,))
+    formats = resolve_weights(r.model, r.scenario).describe()  # kvdtype / wdtype are categorical: one per chunk
+    cols["weight_formats"] = np.broadcast_to(np.asarray(formats, dtype=object), (n,))
     return pd.DataFrame(cols)
 
 

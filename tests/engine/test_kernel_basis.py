@@ -153,3 +153,33 @@ def test_the_2025_rows_name_their_fitted_rows():
     rows = json.loads((ROOT / "benchmarks/data/published-serving-2025.json").read_text(encoding="utf-8"))["rows"]
     fitted = [r for r in rows if r["fit_role"] == "fit"]
     assert fitted and all(r["category"] == "throughput" and r["source"] and r["quote"] for r in fitted)
+
+
+def test_gb300_and_server_edition_rows_are_predicted_on_their_tables_and_held_out():
+    """Issue 32: the 2025–26 trtllm-bench rows on GB300 (28) and the RTX PRO 6000 Server Edition (40) were pending
+    until their kernel tables shipped; they came after the [kernels] fit, so every one is held out whatever its
+    id's hash said (benchmarks/accuracy/modern.py AFTER_FIT_GPUS), and each rests on its own GPU's measured kernels."""
+    from benchmarks.accuracy import modern
+
+    rows = [
+        r
+        for r in modern.load_rows()
+        if ("gb300" in r.gpu.lower() or "server edition" in r.gpu.lower()) and "trtllm-bench" in r.engine
+    ]
+    assert len(rows) == 68 and any(r.fit_role == "fit" for r in rows)  # 24 carry the hash's "fit" label
+    cases, pending = modern.cases(rows, CATALOG)
+    assert pending == [] and len(cases) == 68
+    assert {c.scenario.gpu for c in cases} == modern.AFTER_FIT_GPUS
+    assert all(c.row.fit_role == "held_out" for c in cases)
+    for c in cases:
+        assert c.basis.startswith(f"measured kernels (TensorRT-LLM 1.3.0rc20, {CATALOG.gpus[c.scenario.gpu].name}")
+    notes = [p.note for p in modern.predict(cases, modern.stacked_inputs(cases, CATALOG))]
+    assert all(n.endswith(", held out)") for n in notes)
+    # trtllm-bench's max_batch_size and max_num_tokens are per micro-batch: pp of them in flight (modern.py doc)
+    staged = [c for c in cases if c.scenario.pp > 1]
+    assert len(staged) == 30
+    for c in staged:
+        planned = modern.scenario_for(c.row, CATALOG)  # before trtllm-bench's settings
+        kv = float(compute(inputs_for(resolve(planned, CATALOG)))["max_concurrent_sequences"])
+        bs, tokens = modern.trtllm_bench_settings(kv, c.scenario.prompt, c.scenario.output, c.scenario.pp)
+        assert (c.scenario.batch, c.scenario.chunk) == (bs * c.scenario.pp, max(tokens, bs) * c.scenario.pp)

@@ -27,6 +27,45 @@ def test_gb300_per_gpu_datasheet_values():
     assert g.server_power_w_per_gpu == 7500 / 4
 
 
+def test_rtx_pro_6000_server_edition_datasheet_values():
+    """NVIDIA's Server Edition datasheet (Dec 2025) and product page: 96 GB GDDR7, 1597 GB/s, PCIe Gen5 x16 without
+    NVLink, up to 600 W; dense BF16 derived from the whitepaper's Workstation 503.8 x the FP32 peaks 120 / 125, the
+    low-precision ratios aiconfigurator's rtx_pro_6000_server.yaml uses (2x, 2x, 4x); sm_120; AWS g7e: 8 GPUs and
+    1600 Gb/s EFA per instance."""
+    g, ws = GPUS["rtx-pro-6000-blackwell-server"], GPUS["rtx-pro-6000-blackwell"]
+    assert g.memory_bytes == 96 * GB and g.memory_bandwidth_bytes_per_s == 1.597 * TERA
+    peaks = {k: v / TERA for k, v in g.peak_flop_per_s.items()}
+    assert peaks == pytest.approx({"bf16": 483.6, "fp8": 967.2, "int8": 967.2, "fp4": 1934.4})
+    assert peaks["bf16"] == pytest.approx(ws.peak_flop_per_s["bf16"] / TERA * 120 / 125, abs=0.05)
+    assert (g.tdp_w, g.arch, g.compute_capability, g.gpus_per_node) == (600.0, "sm_120", "12.0", 8)
+    assert g.interconnect_bytes_per_s == 64 * GB and g.scale_out_bytes_per_s == 1600e9 / 8 / 8
+    assert g.memory_smi_bytes == ws.memory_smi_bytes == 97887 * 2**20  # one GB202 board, one nvidia-smi total
+    assert g.memory_bandwidth_bytes_per_s < ws.memory_bandwidth_bytes_per_s  # the Server's slower GDDR7 clock
+
+
+@pytest.mark.parametrize(
+    ("gpu", "device"),
+    [("gb300", "NVIDIA GB300"), ("rtx-pro-6000-blackwell-server", "NVIDIA RTX PRO 6000 Blackwell Server Edition")],
+)
+def test_gb300_and_the_server_edition_run_on_their_measured_kernels(gpu, device, catalog):
+    """aiconfigurator-core 0.12.0 measured both (systems/data/gb300, systems/data/rtx_pro_6000_server): every engine
+    at its query slot and the nccl-tests table of the system's yaml (gb300 2.27, rtx_pro_6000_server 2.29.2), the
+    device as the driver named it."""
+    from planner.kernels.format import read_header
+    from tests.paths import ROOT
+
+    folder = ROOT / "planner" / "data" / "kernel_tables" / gpu
+    nccl = {"gb300": "2.27", "rtx-pro-6000-blackwell-server": "2.29.2"}[gpu]
+    names = {p.name for p in folder.glob("*.npz")}
+    assert names == {"sglang-0.5.14.npz", "trtllm-1.3.0rc20.npz", "vllm-0.24.0.npz", f"nccl-{nccl}.npz"}
+    for path in folder.glob("*.npz"):
+        meta = read_header(path, path.read_bytes())
+        assert meta.gpu == gpu and meta.device_name == device, path
+    for engine, release in (("vllm@0.33", "vLLM 0.24.0"), ("sglang@0.5.23", "SGLang 0.5.14")):
+        r = evaluate(Scenario(model="llama-3.1-8b", gpu=gpu, engine=engine), catalog)
+        assert r.time_basis.startswith(f"measured kernels ({release}, {GPUS[gpu].name}"), r.time_basis
+
+
 def test_b300_keeps_its_1100_w_and_names_the_conflict():
     """aiconfigurator b300_sxm.yaml and Verda: 1,100 W; the DGX B300 power-capping doc says 1,000 W maximum TGP."""
     g = GPUS["b300"]
@@ -48,6 +87,8 @@ POWER_PINS = {
     "mi325x": (1000.0, None, None),
     "mi355x": (1400.0, None, None),
     "rtx-pro-6000-blackwell": (600.0, None, None),
+    "rtx-pro-6000-blackwell-server": (600.0, None, None),  # datasheet 'up to 600 W (configurable)'; aiconfigurator
+    "gb300": (1400.0, None, 7500 / 4),
 }
 
 

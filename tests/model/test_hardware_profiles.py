@@ -105,7 +105,7 @@ NEW_KEYS = {"gb200", "b300", "mi355x", "h20", "h800", "l20", "rtx-4090", "rtx-50
 
 
 #: Added for issue 32 (pinned in test_catalog_power.py).
-ISSUE_32_KEYS = {"gb300"}
+ISSUE_32_KEYS = {"gb300", "rtx-pro-6000-blackwell-server"}
 
 
 def test_all_profiles_load_without_problems(shipped):

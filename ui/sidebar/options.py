@@ -82,10 +82,12 @@ def gpu_label(catalog: Catalog, key: str) -> str:
         return label if len(label) <= MAX_GPU_LABEL_CHARS else label[: MAX_GPU_LABEL_CHARS - 1] + "…"
     name = gpu.name.removeprefix(f"{gpu.vendor} ").removeprefix("GeForce ")
     memory = " ".join((gpu.memory_datasheet or fmt_bytes(gpu.memory_bytes)).split()[:2])
-    for label in (f"{name} · {memory} · {gpu.generation}", f"{name} · {memory}", name):
+    # a name still too long drops its generation word (the list's group header says it): "RTX PRO 6000 Server Edition"
+    short = " ".join(name.replace(gpu.generation, " ").split()) if gpu.generation else name
+    for label in (f"{name} · {memory} · {gpu.generation}", f"{name} · {memory}", name, f"{short} · {memory}", short):
         if len(label) <= MAX_GPU_LABEL_CHARS:
             return label
-    return name[: MAX_GPU_LABEL_CHARS - 1] + "…"
+    return short[: MAX_GPU_LABEL_CHARS - 1] + "…"
 
 
 def engine_options(catalog: Catalog) -> list[str]:

@@ -53,14 +53,16 @@ CONFIG_KINDS = {
     "GPU $ / M output tokens": "usd",
     COMM_HEADER: "pct",
 }
+POWER_HEADERS = {"power_per_gpu_w": "W per GPU", "fleet_power_kw": "fleet IT kW"}
 SIZING_DISPLAY = CONFIG_DISPLAY | {
     "goodput_frac": "goodput",
+    **POWER_HEADERS,  # the screened board power at the configured batch and the fleet's IT power (search.power_limit)
     "binding": "binding",
     "decode_comm_frac": COMM_HEADER,
     "basis": "basis",
     "status": "status",
 }
-SIZING_KINDS = CONFIG_KINDS | {"goodput": "pct"}
+SIZING_KINDS = CONFIG_KINDS | {"goodput": "pct"} | dict.fromkeys(POWER_HEADERS.values(), "num")
 
 
 def latency_display(slo: Slo) -> tuple[dict[str, str], dict[str, str]]:
