@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -87,6 +87,8 @@ class MeasuredStep:
     window_tokens: float
     comm_fixed_s: float  # the roofline's all-reduces (where the table has no such GPU count)
     comm_s_per_token: float
+    #: ``decode_time_s``'s token terms per decode token count (a cache: filled as the simulator asks)
+    _decode_fixed: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_inputs(cls, x: EngineInputs, roofline) -> MeasuredStep:
@@ -185,12 +187,15 @@ class MeasuredStep:
         tokens = seqs * q
         if tokens <= 0:
             return np.zeros(ctx.shape)
-        per = kc.TOKEN_PER_OCTAVE
-        fixed = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token + _at(self.head, tokens, per)
-        if self.experts is not None:
-            fixed += _at(self.experts, tokens, per)
-        fixed += self.decode_overhead_s + self._comm(tokens, False)
-        attention = kc.at_grid(self.decode_array, None, np.full(ctx.shape, seqs), ctx, 1.0)
+        fixed = self._decode_fixed.get(tokens)
+        if fixed is None:  # the token terms: one value per batch, kept (the same floats each time)
+            per = kc.TOKEN_PER_OCTAVE
+            fixed = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token + _at(self.head, tokens, per)
+            if self.experts is not None:
+                fixed += _at(self.experts, tokens, per)
+            fixed += self.decode_overhead_s + self._comm(tokens, False)
+            self._decode_fixed[tokens] = fixed
+        attention = kc.at_grid_batch(self.decode_array, seqs, ctx, 1.0)  # at_grid at a full batch array, to the bit
         if q != 1.0:
             keys = self.keys_per_ctx * ctx + self.window_layers * np.minimum(ctx, self.window_tokens)
             c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys
