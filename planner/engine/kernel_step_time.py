@@ -184,9 +184,24 @@ class MeasuredStep:
             cost = step_cost(self.inputs, seqs=s, q=q, ctx=ctx)
             return np.where(s * q > 0, cost.time_s, 0.0)
         seqs = float(seqs)
-        tokens = seqs * q
-        if tokens <= 0:
+        if seqs * q <= 0:
             return np.zeros(ctx.shape)
+        attention = kc.at_grid_batch(self.decode_array, seqs, ctx, 1.0)  # at_grid at a full batch array, to the bit
+        return self._decode_from(seqs, q, ctx, attention)
+
+    def decode_pair_s(self, seqs: int, q: float, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(``decode_time_s(seqs, q, ctx)``, ``decode_time_s(seqs, 1.0, ctx)``): a speculative run of decode steps
+        and its draft steps timed as a share of the target's (``RooflineStepTime``), the attention looked up once
+        for both — the same values to the bit."""
+        ctx = np.asarray(ctx, dtype=float)
+        if not self.plain or float(seqs) * q <= 0 or float(seqs) <= 0:
+            return self.decode_time_s(seqs, q, ctx), self.decode_time_s(seqs, 1.0, ctx)
+        attention = kc.at_grid_batch(self.decode_array, float(seqs), ctx, 1.0)
+        return self._decode_from(float(seqs), q, ctx, attention), self._decode_from(float(seqs), 1.0, ctx, attention)
+
+    def _decode_from(self, seqs: float, q: float, ctx: np.ndarray, attention: np.ndarray) -> np.ndarray:
+        """``decode_time_s`` of one batch size from its attention lookup (``attention`` is not changed)."""
+        tokens = seqs * q
         fixed = self._decode_fixed.get(tokens)
         if fixed is None:  # the token terms: one value per batch, kept (the same floats each time)
             per = kc.TOKEN_PER_OCTAVE
@@ -195,7 +210,6 @@ class MeasuredStep:
                 fixed += _at(self.experts, tokens, per)
             fixed += self.decode_overhead_s + self._comm(tokens, False)
             self._decode_fixed[tokens] = fixed
-        attention = kc.at_grid_batch(self.decode_array, seqs, ctx, 1.0)  # at_grid at a full batch array, to the bit
         if q != 1.0:
             keys = self.keys_per_ctx * ctx + self.window_layers * np.minimum(ctx, self.window_tokens)
             c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys

@@ -24,7 +24,8 @@ search the wrong way).  One seed: one sample path, on which the counts compared 
 requests, time-scaled).
 
 **Which candidates get the whole sample.**  A GPU whose cheapest point costs more than ``CONFIRM_FAR`` (1.5)
-× the cheapest of all cannot win; its candidate is confirmed on the independent count alone (1,800 for
+× the cheapest of all cannot win; it is bounded by the first round's answer ("A bound" below) and, only where
+that round confirmed nothing, its candidate is sized on the independent count alone (1,800 for
 p99: enough to place it, a replica either way does not change the answer), never fewer than the simulator's
 default 2,000 (a mean or p50 needs few requests to place, but a shorter run ends before a loaded replica's
 queue reaches its steady state: 600 requests had a 70B tp4 replica "meet" a mean TTFT at 1.6 × the rate 4,000
