@@ -152,6 +152,7 @@ def rate_rows(catalog=None) -> list[dict]:
                 requests=z.requests_per_simulation,
                 simulated=z.simulated_requests,
                 stopped=z.stopped,
+                cannot_win=getattr(z, "cannot_win", 0),  # shown unable to win at their ceiling (not sized)
                 answer=answer,
             )
         )
@@ -164,7 +165,8 @@ def three_rates(catalog) -> None:
         met = "meets" if r["wall_s"] <= RATE_TARGET_S and r["complete"] else "misses"
         print(
             f"{r['rate']:>6g} req/s: screened answer in {r['screened_s']:.2f} s (target ≤ {SCREENED_TARGET_S:g} s); "
-            f"{r['confirmed']} of {r['candidates']} candidates confirmed in {r['wall_s']:.1f} s wall, "
+            f"{r['confirmed']} of {r['candidates']} candidates confirmed ({r['confirmed'] - r['cannot_win']} sized, "
+            f"{r['cannot_win']} shown unable to win) in {r['wall_s']:.1f} s wall, "
             f"{r['cpu_s']:.1f} s CPU on {os.cpu_count()} cores ({r['runs']} runs of {r['requests']:,} requests, "
             f"{r['simulated']:,} simulated{', stopped: ' + r['stopped'] if r['stopped'] else ''}) — {met} the "
             f"{RATE_TARGET_S:g} s target; answer {r['answer']}"
@@ -215,7 +217,8 @@ def side_by_side(requested: str, rounds: int) -> None:
             f"{rate:>6g} req/s: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} CPU s, {r['runs']} runs "
             f"({r['simulated']:,} requests) — {label}: {b['wall_s']:.1f} s wall, {b['cpu_s']:.1f} CPU s, {b['runs']} "
             f"runs ({b['simulated']:,}); CPU ×{b['cpu_s'] / r['cpu_s']:.2f} less; {r['confirmed']} of "
-            f"{r['candidates']} confirmed; answer {r['answer']} ({same})"
+            f"{r['candidates']} confirmed ({r['cannot_win']} of them shown unable to win, not sized); answer "
+            f"{r['answer']} ({same})"
         )
 
 
