@@ -237,16 +237,7 @@ def search_fleet(
 
     def report() -> None:
         if progress is not None:
-            budget = (
-                f"; {max(deadline - time.time(), 0.0):.0f} s of the {time_budget_s:g} s budget left" if deadline else ""
-            )
-            late = sum(c.timed_out for c in confs.values())
-            done = f"{len(confs) - late} of {len(cands)} candidates confirmed"
-            done += f", {late} out of time" if late else ""
-            progress(
-                len(confs) / max(len(cands), 1),
-                f"Confirming by simulation: {done} ({fmt_count(plan.requests)} requests per run{budget})",
-            )
+            progress(*_progress_note(confs, len(cands), plan.requests, deadline, time_budget_s))
 
     def tick() -> None:
         report()
@@ -262,20 +253,53 @@ def search_fleet(
             on_update(result("running", PENDING))
 
     update()
-    lead, rest = [c for c in cands if c.lead], [c for c in cands if not c.lead]
-    stopped = _collect(confirm_stream(lead, s, catalog, trace, plan, executor, tick), confs, update)
-    if not stopped and rest:
-        table = result("running", PENDING).table
-        met = table.loc[table["status"] == MEETS, "cost_per_hour_usd"]
-        if bound and len(met):  # the second round, bounded by the first round's answer
-            rest = with_ceilings(rest, float(met.min()))
-            bounded.update(c.point for c in rest if c.ceiling is not None)
-        stopped = _collect(confirm_stream(rest, s, catalog, trace, plan, executor, tick), confs, update)
+    stopped = _two_rounds(
+        cands,
+        lambda round_: _collect(confirm_stream(round_, s, catalog, trace, plan, executor, tick), confs, update),
+        lambda: result("running", PENDING).table,
+        bounded if bound else None,
+    )
     if not stopped and any(c.timed_out for c in confs.values()):
         stopped = "time budget"
     for c in cands:
         confs.setdefault(c.point, timed_out(c))
     return result(stopped, UNCONFIRMED)
+
+
+def _progress_note(
+    confs: dict[int, Confirmation], candidates: int, requests: int, deadline: float | None, budget_s: float | None
+) -> tuple[float, str]:
+    """The progress bar's share and line while candidates are confirmed."""
+    budget = f"; {max(deadline - time.time(), 0.0):.0f} s of the {budget_s:g} s budget left" if deadline else ""
+    late = sum(c.timed_out for c in confs.values())
+    done = f"{len(confs) - late} of {candidates} candidates confirmed"
+    done += f", {late} out of time" if late else ""
+    return (
+        len(confs) / max(candidates, 1),
+        f"Confirming by simulation: {done} ({fmt_count(requests)} requests per run{budget})",
+    )
+
+
+def _two_rounds(
+    cands: Sequence[Candidate],
+    run: Callable[[list[Candidate]], str],
+    table_now: Callable[[], pd.DataFrame],
+    bounded: set[int] | None,
+) -> str:
+    """The two rounds of ``confirm``'s module doc ("A bound"), each through ``run`` (why it stopped early, ''
+    when it did not): the leads, then the rest under the ceilings of the cheapest row meeting the SLO in
+    ``table_now()`` — ``bounded`` gets their points; None: the rest sized unbounded."""
+    lead, rest = [c for c in cands if c.lead], [c for c in cands if not c.lead]
+    stopped = run(lead)
+    if stopped or not rest:
+        return stopped
+    if bounded is not None:
+        table = table_now()
+        met = table.loc[table["status"] == MEETS, "cost_per_hour_usd"]
+        if len(met):
+            rest = with_ceilings(rest, float(met.min()))
+            bounded.update(c.point for c in rest if c.ceiling is not None)
+    return run(rest)
 
 
 def _collect(stream: Any, confs: dict[int, Confirmation], update: Callable[[], None]) -> str:
