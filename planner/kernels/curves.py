@@ -175,13 +175,13 @@ def _position(v, per_octave: int, points: int):
     u -= i
     np.minimum(u, 1.0, out=u)
     last = 2.0 ** ((points - 1) / per_octave)
-    beyond = np.maximum(v / last, 1.0) if np.any(v > last) else 1.0
+    beyond = np.maximum(v / last, 1.0) if (v > last).any() else 1.0
     return i, u, beyond
 
 
 def _empty_rows(v) -> bool:
     """Some element asks for nothing (≤ 0 tokens or sequences): its term is 0 there."""
-    return bool(np.any(np.asarray(v) <= 0))
+    return bool((np.asarray(v) <= 0).any())
 
 
 def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None) -> np.ndarray:
@@ -230,9 +230,9 @@ def at_grid_batch(flat: np.ndarray, batch: float, seq: np.ndarray, seq_power: fl
     iseq, fs, bs = _position(seq, GRID_PER_OCTAVE, SEQ_GRID.size)
     n = SEQ_GRID.size
     base = iseq + ib * n
-    y00, y01 = np.asarray(flat.take(base)), np.asarray(flat.take(base + 1))
+    y00, y01 = flat.take(base), flat.take(base + 1)
     base += n
-    y10, y11 = np.asarray(flat.take(base)), np.asarray(flat.take(base + 1))
+    y10, y11 = flat.take(base), flat.take(base + 1)
     y01 -= y00
     y01 *= fs
     y01 += y00
