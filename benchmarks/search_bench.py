@@ -1,6 +1,7 @@
 """Sizing-search speed (planner/search/knob_search.py).
 
 Run: .venv/bin/python benchmarks/search_bench.py [--repeat N] [--no-search] [--example] [--baseline]
+     .venv/bin/python benchmarks/search_bench.py --previous [REV] [--rounds K]
 Prints, on every priced GPU profile:
   1. the screening model's speed: configurations scored per CPU second on one core (the whole
      space: batch × chunk × KV dtype × weight dtype × speculation × colocated/disaggregated), the
@@ -12,20 +13,26 @@ Prints, on every priced GPU profile:
      (target ≤ 1 s), the whole search's wall and CPU time (this process and its workers; target ≤ 10 s
      wall each on the 2-core development machine), the runs and requests simulated and the answer;
   3. with ``--example``: issue 17's example (50 requests/s, 2k in / 300 out; target ≤ 30 s);
-  4. with ``--baseline``: the sizing table of GPU × tp alone (``search=none``) for issue 17's example.
+  4. with ``--baseline``: the sizing table of GPU × tp alone (``search=none``) for issue 17's example;
+  5. with ``--previous [REV]``: only the three rates, this tree beside REV (default: the previous commit, or
+     HEAD when ``planner/`` has uncommitted changes; ``benchmarks/previous.py``) in alternating processes.
 CPU time is reported beside wall time: the machine is shared, CPU seconds are what one core spent.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# the checkout this file is in, or the tree ``--previous`` measures (``_child``)
+sys.path.insert(0, os.environ.get("KVPLAN_BENCH_TREE") or str(Path(__file__).resolve().parent.parent))
 
 from planner.model.catalog import load_catalog  # noqa: E402  (after the sys.path line: runs from a checkout)
 from planner.model.scenario import Scenario  # noqa: E402
@@ -114,8 +121,11 @@ def full_search(catalog) -> None:
         )
 
 
-def three_rates(catalog) -> None:
-    """Issue 28's targets (module doc, 2)."""
+def rate_rows(catalog=None) -> list[dict]:
+    """Issue 28's three rates measured in this process (module doc, 2): one dict per rate, read only through
+    attributes every revision's ``SearchResult`` has (``--previous`` runs this on an older tree)."""
+    catalog = catalog or load_catalog()
+    rows = []
     for rate in RATES:
         s = ISSUE_28.with_changes(rate=rate)
         first: list[float] = []
@@ -123,20 +133,92 @@ def three_rates(catalog) -> None:
         z = search_fleet(s, catalog, on_update=lambda _z, seen=first: seen.append(time.perf_counter()))
         end = time.perf_counter()
         wall, cpu = end - wall, cpu_s() - cpu
-        screened = first[0] - (end - wall) if first else float("nan")
-        met = "meets" if wall <= RATE_TARGET_S and z.complete else "misses"
         best = z.table.loc[z.best] if z.best is not None else None
         answer = (
             f"{int(best['replicas'])} × {best['name']} {best['layout']} = {int(best['gpus'])} GPUs ({best['basis']})"
             if best is not None
             else "none"
         )
+        rows.append(
+            dict(
+                rate=rate,
+                screened_s=first[0] - (end - wall) if first else float("nan"),
+                wall_s=wall,
+                cpu_s=cpu,
+                confirmed=z.confirmed,
+                candidates=z.candidates,
+                complete=z.complete,
+                runs=z.simulations,
+                requests=z.requests_per_simulation,
+                simulated=z.simulated_requests,
+                stopped=z.stopped,
+                cannot_win=getattr(z, "cannot_win", 0),  # shown unable to win at their ceiling (not sized)
+                answer=answer,
+            )
+        )
+    return rows
+
+
+def three_rates(catalog) -> None:
+    """Issue 28's targets (module doc, 2)."""
+    for r in rate_rows(catalog):
+        met = "meets" if r["wall_s"] <= RATE_TARGET_S and r["complete"] else "misses"
         print(
-            f"{rate:>6g} req/s: screened answer in {screened:.2f} s (target ≤ {SCREENED_TARGET_S:g} s); "
-            f"{z.confirmed} of {z.candidates} candidates confirmed in {wall:.1f} s wall, {cpu:.1f} s CPU on "
-            f"{os.cpu_count()} cores ({z.simulations} runs of {z.requests_per_simulation:,} requests, "
-            f"{z.simulated_requests:,} simulated{', stopped: ' + z.stopped if z.stopped else ''}) — {met} the "
-            f"{RATE_TARGET_S:g} s target; answer {answer}"
+            f"{r['rate']:>6g} req/s: screened answer in {r['screened_s']:.2f} s (target ≤ {SCREENED_TARGET_S:g} s); "
+            f"{r['confirmed']} of {r['candidates']} candidates confirmed ({r['confirmed'] - r['cannot_win']} sized, "
+            f"{r['cannot_win']} shown unable to win) in {r['wall_s']:.1f} s wall, "
+            f"{r['cpu_s']:.1f} s CPU on {os.cpu_count()} cores ({r['runs']} runs of {r['requests']:,} requests, "
+            f"{r['simulated']:,} simulated{', stopped: ' + r['stopped'] if r['stopped'] else ''}) — {met} the "
+            f"{RATE_TARGET_S:g} s target; answer {r['answer']}"
+        )
+
+
+def _child(root: Path) -> list[dict]:
+    """``rate_rows`` in a fresh process importing the planner under ``root`` (its workers are its children)."""
+    code = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]); import search_bench, planner; "
+        "assert planner.__file__.startswith(sys.argv[2]), planner.__file__; "
+        "print(json.dumps(search_bench.rate_rows()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent), str(root)],
+        cwd=root,
+        env=os.environ | {"KVPLAN_BENCH_TREE": str(root)},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def side_by_side(requested: str, rounds: int) -> None:
+    """The three rates on this tree and on ``requested`` (default: the previous commit, ``benchmarks/previous``)
+    in alternating child processes, ``rounds`` each; the round with the least CPU per rate is kept."""
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    from benchmarks.previous import baseline_rev, extract, git
+
+    rev = baseline_rev(requested or None)
+    label = git("rev-parse", "--short", rev)
+    now: dict[float, dict] = {}
+    before: dict[float, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        extract(rev, Path(tmp))
+        for _ in range(rounds):
+            for tree, best in ((root, now), (Path(tmp), before)):
+                for r in _child(tree):
+                    if r["rate"] not in best or r["cpu_s"] < best[r["rate"]]["cpu_s"]:
+                        best[r["rate"]] = r
+    print(f"issue 28's three rates, this tree beside {label} (alternating processes, least-CPU round of {rounds}):")
+    for rate, r in now.items():
+        b = before[rate]
+        same = "same answer" if r["answer"] == b["answer"] else f"answer was {b['answer']}"
+        print(
+            f"{rate:>6g} req/s: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} CPU s, {r['runs']} runs "
+            f"({r['simulated']:,} requests) — {label}: {b['wall_s']:.1f} s wall, {b['cpu_s']:.1f} CPU s, {b['runs']} "
+            f"runs ({b['simulated']:,}); CPU ×{b['cpu_s'] / r['cpu_s']:.2f} less; {r['confirmed']} of "
+            f"{r['candidates']} confirmed ({r['cannot_win']} of them shown unable to win, not sized); answer "
+            f"{r['answer']} ({same})"
         )
 
 
@@ -155,7 +237,18 @@ def main() -> None:
     p.add_argument("--no-search", action="store_true", help="skip the searches with simulation")
     p.add_argument("--example", action="store_true", help="also issue 17's example (50 req/s, 2k in / 300 out)")
     p.add_argument("--baseline", action="store_true", help="also time the GPU × tp sizing alone")
+    p.add_argument(
+        "--previous",
+        nargs="?",
+        const="",
+        metavar="REV",
+        help="only issue 28's three rates, beside REV (default: the previous commit) in alternating processes",
+    )
+    p.add_argument("--rounds", type=int, default=1, help="with --previous: alternating rounds per tree")
     args = p.parse_args()
+    if args.previous is not None:
+        side_by_side(args.previous, args.rounds)
+        return
     catalog = load_catalog()
     gpus = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0]
     screening(catalog, gpus, args.repeat)

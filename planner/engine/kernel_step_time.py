@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -87,6 +87,12 @@ class MeasuredStep:
     window_tokens: float
     comm_fixed_s: float  # the roofline's all-reduces (where the table has no such GPU count)
     comm_s_per_token: float
+    #: ``decode_time_s``'s token terms per decode token count (a cache: filled as the simulator asks)
+    _decode_fixed: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
+    #: ``scalar_time_s``'s token terms per (tokens, logits, with chunks) (a cache, as ``_decode_fixed``)
+    _token_terms: dict[tuple[float, float, bool], tuple[float, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def from_inputs(cls, x: EngineInputs, roofline) -> MeasuredStep:
@@ -145,19 +151,26 @@ class MeasuredStep:
             return 0.0
         if not self.plain:
             return self._layout_step_s(seqs, q, ctx, new, past)
-        per = kc.TOKEN_PER_OCTAVE
         chunks = [(n, p) for n, p in zip(new, past, strict=True) if n > 0]
-        t = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token
-        if self.experts is not None:
-            t += _at(self.experts, tokens, per)
         logits = seqs * q + len(chunks)
-        if logits > 0:
-            t += _at(self.head, logits, per)
+        key = (tokens, logits, bool(chunks))
+        terms = self._token_terms.get(key)
+        if terms is None:  # the terms of the step's token counts alone: kept (the same floats each time)
+            per = kc.TOKEN_PER_OCTAVE
+            t = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token
+            if self.experts is not None:
+                t += _at(self.experts, tokens, per)
+            if logits > 0:
+                t += _at(self.head, logits, per)
+            terms = (t, self._comm(tokens, bool(chunks)))
+            if len(self._token_terms) < 1 << 16:
+                self._token_terms[key] = terms
+        t, comm = terms
         if seqs > 0:
             t += _at2(self.decode, seqs, ctx, 1.0) * self._ratio(seqs, q, ctx)
         for n, p in chunks:
             t += _at2(self.prefill, 1.0, float(equivalent_prompt_tokens(n, p)), 2.0)
-        return (self.overhead_s if chunks else self.decode_overhead_s) + t + self._comm(tokens, bool(chunks))
+        return (self.overhead_s if chunks else self.decode_overhead_s) + t + comm
 
     def chunk_run_s(self, seqs: int, q: float, ctx: np.ndarray, new: int, past: np.ndarray) -> np.ndarray:
         """``scalar_time_s(seqs, q, ctx[j], (new,), (past[j],))`` for every j: the simulator's runs of mixed steps
@@ -182,15 +195,33 @@ class MeasuredStep:
             cost = step_cost(self.inputs, seqs=s, q=q, ctx=ctx)
             return np.where(s * q > 0, cost.time_s, 0.0)
         seqs = float(seqs)
-        tokens = seqs * q
-        if tokens <= 0:
+        if seqs * q <= 0:
             return np.zeros(ctx.shape)
-        per = kc.TOKEN_PER_OCTAVE
-        fixed = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token + _at(self.head, tokens, per)
-        if self.experts is not None:
-            fixed += _at(self.experts, tokens, per)
-        fixed += self.decode_overhead_s + self._comm(tokens, False)
-        attention = kc.at_grid(self.decode_array, None, np.full(ctx.shape, seqs), ctx, 1.0)
+        attention = kc.at_grid_batch(self.decode_array, seqs, ctx, 1.0)  # at_grid at a full batch array, to the bit
+        return self._decode_from(seqs, q, ctx, attention)
+
+    def decode_pair_s(self, seqs: int, q: float, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(``decode_time_s(seqs, q, ctx)``, ``decode_time_s(seqs, 1.0, ctx)``): a speculative run of decode steps
+        and its draft steps timed as a share of the target's (``RooflineStepTime``), the attention looked up once
+        for both — the same values to the bit."""
+        ctx = np.asarray(ctx, dtype=float)
+        if not self.plain or float(seqs) * q <= 0 or float(seqs) <= 0:
+            return self.decode_time_s(seqs, q, ctx), self.decode_time_s(seqs, 1.0, ctx)
+        attention = kc.at_grid_batch(self.decode_array, float(seqs), ctx, 1.0)
+        return self._decode_from(float(seqs), q, ctx, attention), self._decode_from(float(seqs), 1.0, ctx, attention)
+
+    def _decode_from(self, seqs: float, q: float, ctx: np.ndarray, attention: np.ndarray) -> np.ndarray:
+        """``decode_time_s`` of one batch size from its attention lookup (``attention`` is not changed)."""
+        tokens = seqs * q
+        fixed = self._decode_fixed.get(tokens)
+        if fixed is None:  # the token terms: one value per batch, kept (the same floats each time)
+            per = kc.TOKEN_PER_OCTAVE
+            fixed = _at(self.tokens, tokens, per) + tokens * self.elementwise_s_per_token + _at(self.head, tokens, per)
+            if self.experts is not None:
+                fixed += _at(self.experts, tokens, per)
+            fixed += self.decode_overhead_s + self._comm(tokens, False)
+            if len(self._decode_fixed) < 1 << 16:
+                self._decode_fixed[tokens] = fixed
         if q != 1.0:
             keys = self.keys_per_ctx * ctx + self.window_layers * np.minimum(ctx, self.window_tokens)
             c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys

@@ -556,6 +556,9 @@ class RooflineStepTime:
 
     def decode_steps_s(self, seqs: int, ctx: np.ndarray) -> np.ndarray:
         ctx = np.asarray(ctx, dtype=float)
+        if self.gamma and self.draft is None and isinstance(self.target, MeasuredStep):
+            t, one = self.target.decode_pair_s(seqs, self.q, ctx)  # one attention lookup for both (to the bit)
+            return t + self.gamma * (self.draft_ratio * one)
         t = self.target.decode_time_s(seqs, self.q, ctx)
         if self.gamma:
             t = t + self.gamma * self._draft_s(seqs, ctx)

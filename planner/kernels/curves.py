@@ -176,13 +176,13 @@ def _position(v, per_octave: int, points: int):
     u -= i
     np.minimum(u, 1.0, out=u)
     last = 2.0 ** ((points - 1) / per_octave)
-    beyond = np.maximum(v / last, 1.0) if np.any(v > last) else 1.0
+    beyond = np.maximum(v / last, 1.0) if (v > last).any() else 1.0
     return i, u, beyond
 
 
 def _empty_rows(v) -> bool:
     """Some element asks for nothing (≤ 0 tokens or sequences): its term is 0 there."""
-    return bool(np.any(np.asarray(v) <= 0))
+    return bool((np.asarray(v) <= 0).any())
 
 
 def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None) -> np.ndarray:
@@ -205,6 +205,49 @@ def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None)
 
 def token_position(tokens):
     return _position(tokens, TOKEN_PER_OCTAVE, TOKEN_GRID.size)
+
+
+_BATCH_POSITIONS: dict[float, tuple[int, float, float | None]] = {}
+
+
+def _batch_position(batch: float) -> tuple[int, float, float | None]:
+    """``_position`` of one batch size > 0 on the batch grid as Python scalars (beyond None inside the grid),
+    computed on a one-element array — the same ufunc loops, so the same values to the bit as an array of
+    that batch — and kept per batch size (the simulator's jumps ask for a few hundred sizes, each many times)."""
+    hit = _BATCH_POSITIONS.get(batch)
+    if hit is None:
+        i, f, beyond = _position(np.full(1, batch), GRID_PER_OCTAVE, BATCH_GRID.size)
+        hit = (int(i[0]), float(f[0]), None if isinstance(beyond, float) else float(beyond[0]))
+        if len(_BATCH_POSITIONS) < 1 << 16:
+            _BATCH_POSITIONS[batch] = hit
+    return hit
+
+
+def at_grid_batch(flat: np.ndarray, batch: float, seq: np.ndarray, seq_power: float) -> np.ndarray:
+    """``at_grid(flat, None, np.full(seq.shape, batch), seq, seq_power)`` for one batch size > 0: the batch's
+    grid position once (``_batch_position``), every operation on the sequence lengths in ``at_grid``'s order
+    — the same values to the bit (tests/kernels/test_curves_fast.py), without the per-element batch arrays."""
+    ib, fb, bb = _batch_position(batch)
+    iseq, fs, bs = _position(seq, GRID_PER_OCTAVE, SEQ_GRID.size)
+    n = SEQ_GRID.size
+    base = iseq + ib * n
+    y00, y01 = flat.take(base), flat.take(base + 1)
+    base += n
+    y10, y11 = flat.take(base), flat.take(base + 1)
+    y01 -= y00
+    y01 *= fs
+    y01 += y00
+    y11 -= y10
+    y11 *= fs
+    y11 += y10
+    y11 -= y01
+    y11 *= fb
+    y11 += y01
+    if bb is not None:
+        y11 *= bb
+    if not isinstance(bs, float):
+        y11 *= bs if seq_power == 1.0 else bs**seq_power
+    return y11
 
 
 def at_grid(flat: np.ndarray, rows: np.ndarray | None, batch, seq, seq_power: float) -> np.ndarray:

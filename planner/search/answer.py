@@ -138,6 +138,8 @@ def confirmed_row(
         return screened_row(row, UNCONFIRMED) | runs
     out = _base_row(row) | runs | dict(basis=SIMULATED)
     failed = [p for p in conf.pools if p.replicas is None]
+    if failed and failed[0].cannot_win:
+        return out | cannot_win_cells(row, failed[0])
     if failed:
         return out | dict(status=failed[0].problem or "misses the SLO in simulation", binding="")
     if row["mode"] == COLOCATED:
@@ -179,6 +181,24 @@ def confirmed_row(
         **{f"{n}_q_s": v for n, v in lat.items()},
         goodput_frac=goodput,
         output_tokens_per_s_per_gpu=rate * mean_out / gpus,
+    )
+
+
+def cannot_win_cells(row: pd.Series, p: PoolSizing) -> dict[str, Any]:
+    """A candidate that missed the SLO at the most replicas costing no more than the answer (``pools.size_pool``'s
+    ``ceiling``), or whose one replica costs more: its status says so, with the fleet it missed at and what bound
+    it there; its fleet columns stay empty (it was not sized)."""
+    per_replica = float(row["gpus_per_replica"]) * float(row["price_per_gpu_hour_usd"])
+    if p.below is None:
+        return dict(status=f"cannot win: one replica costs {fmt_usd(per_replica)}/h, more than the answer", binding="")
+    r = p.below.replicas
+    gpus = r * int(row["gpus_per_replica"])
+    return dict(
+        status=(
+            f"cannot win: misses the SLO in simulation at {fmt_count(r, 'replica')} ({fmt_count(gpus, 'GPU')}, "
+            f"{fmt_usd(r * per_replica)}/h: the most costing no more than the answer)"
+        ),
+        binding=p.below.worst.binding_text(),
     )
 
 

@@ -24,11 +24,23 @@ search the wrong way).  One seed: one sample path, on which the counts compared 
 requests, time-scaled).
 
 **Which candidates get the whole sample.**  A GPU whose cheapest point costs more than ``CONFIRM_FAR`` (1.5)
-× the cheapest of all cannot win; its candidate is confirmed on the independent count alone (1,800 for
+× the cheapest of all cannot win; it is bounded by the first round's answer ("A bound" below) and, only where
+that round confirmed nothing, its candidate is sized on the independent count alone (1,800 for
 p99: enough to place it, a replica either way does not change the answer), never fewer than the simulator's
 default 2,000 (a mean or p50 needs few requests to place, but a shorter run ends before a loaded replica's
 queue reaches its steady state: 600 requests had a 70B tp4 replica "meet" a mean TTFT at 1.6 × the rate 4,000
 sustain) — ``Plan.far_requests``.
+
+**A bound before the sizing.**  The candidates are confirmed in two rounds.  First each GPU's cheapest point
+on the GPUs that can win (``Candidate.lead``); the cheapest of them meeting the SLO costs C.  Then every
+other candidate — a GPU's further points, the GPUs that cannot win — with its ``ceiling``: the most
+replicas of it that cost no more than C.  It is simulated at the ceiling first; when it misses the SLO
+there, every smaller count misses too (the count is monotone, as the sizing's bisection assumes), so its
+fleet costs more than C and it cannot be the answer: it is shown as such after that one run (which stops
+early, its SLO certainly missed), with the run's binding constraint — not sized further.  When it meets
+the SLO there it might win, and it is sized below the ceiling on the whole sample.  A colocated ceiling
+below one replica costs no run.  (The answer is the one a full sizing of every candidate gives: a
+candidate shown unable to win needs more replicas than any sizing of it could return below C.)
 
 **When.**  The candidates are confirmed cheapest first (every GPU's cheapest before any second point), so
 what the time budget leaves unconfirmed is the least likely to win; ``deadline`` (``time.time()``) stops
@@ -79,6 +91,9 @@ class Candidate:
     prefill_changes: dict[str, Any] = field(default_factory=dict)
     prefill_guess: int = 0
     far: bool = False  # its GPU's cheapest point costs more than CONFIRM_FAR × the cheapest: it cannot win
+    lead: bool = False  # its GPU's cheapest point on a GPU that can win: confirmed in the first round
+    ceiling: int | None = None  # the most replicas that could still win (module doc); None: sized unbounded
+    replica_cost_per_hour_usd: float = 0.0  # one replica's (a colocated point's)
 
 
 @dataclass(frozen=True)
@@ -103,7 +118,8 @@ class Plan:
     far_requests: int = 0  # a candidate that cannot win (``Candidate.far``): the independent count alone
 
     def requests_of(self, c: Candidate) -> int:
-        return self.far_requests if c.far and self.far_requests else self.requests
+        """A candidate that cannot win: the independent count; one bounded by the answer might win: the whole."""
+        return self.far_requests if c.far and c.ceiling is None and self.far_requests else self.requests
 
     @classmethod
     def of(cls, s: Scenario, slo: Slo, deadline: float | None = None, max_requests: int | None = None) -> Plan:
@@ -168,15 +184,40 @@ def candidates(
         further += picked[1:]
         if first > CONFIRM_FAR * cheapest:
             far |= set(picked)
+    lead = {i for i in firsts if i not in far}
     picked = firsts + sorted(further, key=lambda i: (points.loc[i, "cost_per_hour_usd"], i))
     changes = point_changes(base_list, points, picked)
-    return [_candidate(points.loc[i], changes[int(points.loc[i, "point"])], base_list, i in far) for i in picked]
+    return [
+        _candidate(points.loc[i], changes[int(points.loc[i, "point"])], base_list, i in far, i in lead) for i in picked
+    ]
 
 
-def _candidate(row: pd.Series, c: dict[str, Any], base_list: Sequence[Base], far: bool) -> Candidate:
+def with_ceilings(cands: Sequence[Candidate], answer_cost_per_hour_usd: float) -> list[Candidate]:
+    """The second round's candidates (module doc) with their ceilings under the first round's answer cost: the
+    most replicas costing no more than it (a relative 1e-9 for the products' rounding).  A disaggregated
+    candidate's two pools trade against each other: it is sized unbounded."""
+    out = []
+    for c in cands:
+        if c.mode == COLOCATED and c.replica_cost_per_hour_usd > 0:
+            c = replace(c, ceiling=int(answer_cost_per_hour_usd * (1 + 1e-9) // c.replica_cost_per_hour_usd))
+        out.append(c)
+    return out
+
+
+def _candidate(row: pd.Series, c: dict[str, Any], base_list: Sequence[Base], far: bool, lead: bool) -> Candidate:
     c.pop("replicas", None)
     if row["mode"] != DISAGGREGATED:
-        return Candidate(int(row["point"]), row["gpu"], COLOCATED, c, int(row["replicas"]), far=far)
+        per_replica = float(row["gpus_per_replica"]) * float(row["price_per_gpu_hour_usd"])
+        return Candidate(
+            int(row["point"]),
+            row["gpu"],
+            COLOCATED,
+            c,
+            int(row["replicas"]),
+            far=far,
+            lead=lead,
+            replica_cost_per_hour_usd=per_replica if np.isfinite(per_replica) else 0.0,
+        )
     lay = base_list[int(row["prefill_base"])].layout
     pre = c | {
         **lay.changes(),
@@ -193,6 +234,7 @@ def _candidate(row: pd.Series, c: dict[str, Any], base_list: Sequence[Base], far
         pre,
         int(row["prefill_replicas"]),
         far,
+        lead,
     )
 
 
@@ -200,7 +242,7 @@ def confirm(c: Candidate, s: Scenario, catalog: Catalog, trace: Workload | None,
     """Simulate one candidate (module doc)."""
     slo = Slo.of(s)
 
-    def pool(sc: Scenario, kind: Any, guess: int, target: Slo) -> PoolSizing:
+    def pool(sc: Scenario, kind: Any, guess: int, target: Slo, ceiling: int | None = None) -> PoolSizing:
         return size_pool(
             sc,
             catalog,
@@ -212,10 +254,11 @@ def confirm(c: Candidate, s: Scenario, catalog: Catalog, trace: Workload | None,
             target,
             deadline=plan.deadline,
             tolerance=plan.tolerance,
+            ceiling=ceiling,
         )
 
     if c.mode == COLOCATED:
-        return Confirmation(c.point, (pool(s.with_changes(**c.changes), "colocated", c.guess, slo),))
+        return Confirmation(c.point, (pool(s.with_changes(**c.changes), "colocated", c.guess, slo, c.ceiling),))
     prefill_s, decode_s = s.with_changes(**c.prefill_changes), s.with_changes(**c.changes)
     kv_s = transfer_s(prefill_s, decode_s, catalog, trace, slo)
     # the prefill pool's TTFT plus the transfer must meet the target: the pool is held to what is left of it

@@ -11,8 +11,10 @@
    representative replica at its share of it — for the fewest replicas that meet the SLO on a sample
    sized for the SLO's percentile (``confidence``); a disaggregated point sizes its prefill and decode
    pools apart (``pools``).  Candidates run through an executor (``planner.executors``: a process pool on
-   every core by default, or Ray), cheapest first; each confirmation replaces its screened row as it
-   arrives (``on_update``).
+   every core by default, or Ray), cheapest first, in two rounds: each GPU's cheapest point where the GPU
+   can win, then the rest, each first simulated at the most replicas costing no more than the first
+   round's answer and shown unable to win when it misses there (``confirm`` module doc, "A bound");
+   each confirmation replaces its screened row as it arrives (``on_update``).
 The whole run has one time budget (``time_budget_s``, ``SEARCH_TIME_BUDGET_S`` by default: under the
 dashboard's per-run limit); what is not confirmed when it runs out — or when the run is cancelled
 (Ctrl-C, the dashboard's Cancel) — stays in the table as screened, never dropped.  The answer is the
@@ -57,6 +59,7 @@ from planner.search.confirm import (
     point_changes,
     pool_changes,
     timed_out,
+    with_ceilings,
 )
 from planner.search.frontiers import FRONTIERS, frontier_points, with_frontiers
 from planner.search.grid import Base, score
@@ -122,6 +125,7 @@ class SearchResult:
     executor: str = "local"
     simulated_requests: int = 0
     far_requests: int = 0  # requests a run of a candidate that cannot win simulates (``confirm.Plan``)
+    cannot_win: int = 0  # candidates shown unable to win at their ceiling (``confirm`` module doc), not sized
 
     @property
     def complete(self) -> bool:
@@ -174,11 +178,14 @@ def search_fleet(
     time_budget_s: float | None = SEARCH_TIME_BUDGET_S,
     on_update: Callable[[SearchResult], None] | None = None,
     confirm: bool = True,
+    bound: bool = True,
 ) -> SearchResult:
     """Both stages of the module doc for every priced GPU profile (or ``gpus``); ScenarioError when the
     scenario's model cannot be resolved.  ``on_update`` gets the screened answer at once and the table
     again as each candidate is confirmed; ``progress`` may raise ``Cancelled`` to stop.  ``confirm``
-    False: the screened answer alone (stage 1; every candidate's row screened, stopped 'running')."""
+    False: the screened answer alone (stage 1; every candidate's row screened, stopped 'running').  ``bound``
+    False: no second round's ceilings — every candidate sized whatever it costs (each GPU's own count, in
+    more runs; the answer is the same)."""
     keys = [k for k, g in catalog.gpus.items() if g.price_per_gpu_hour_usd > 0] if gpus is None else list(gpus)
     slo = Slo.of(s)
     start = time.perf_counter()
@@ -195,6 +202,7 @@ def search_fleet(
     model = resolve(s, catalog).model  # the formats the answer names (``weight_plan.format_labels``)
     executor = executor or make_executor("local", workers=workers if confirm else 1)
     confs: dict[int, Confirmation] = {}
+    bounded: set[int] = set()  # points confirmed under a ceiling (``confirm.with_ceilings``)
 
     def result(stopped: str, left: str) -> SearchResult:
         table = answer_table(
@@ -223,21 +231,13 @@ def search_fleet(
             time_budget_s=time_budget_s if time_budget_s is not None else float("inf"),
             executor=executor.name,
             simulated_requests=sum(p.requests for c in confs.values() for p in c.pools),
-            far_requests=plan.far_requests if any(c.far for c in cands) else 0,
+            far_requests=plan.far_requests if any(c.far and c.point not in bounded for c in cands) else 0,
+            cannot_win=sum(any(p.cannot_win for p in c.pools) for c in confs.values()),
         )
 
     def report() -> None:
         if progress is not None:
-            budget = (
-                f"; {max(deadline - time.time(), 0.0):.0f} s of the {time_budget_s:g} s budget left" if deadline else ""
-            )
-            late = sum(c.timed_out for c in confs.values())
-            done = f"{len(confs) - late} of {len(cands)} candidates confirmed"
-            done += f", {late} out of time" if late else ""
-            progress(
-                len(confs) / max(len(cands), 1),
-                f"Confirming by simulation: {done} ({fmt_count(plan.requests)} requests per run{budget})",
-            )
+            progress(*_progress_note(confs, len(cands), plan.requests, deadline, time_budget_s))
 
     def tick() -> None:
         report()
@@ -253,13 +253,53 @@ def search_fleet(
             on_update(result("running", PENDING))
 
     update()
-    stream = confirm_stream(cands, s, catalog, trace, plan, executor, tick)
-    stopped = _collect(stream, confs, update)
+    stopped = _two_rounds(
+        cands,
+        lambda round_: _collect(confirm_stream(round_, s, catalog, trace, plan, executor, tick), confs, update),
+        lambda: result("running", PENDING).table,
+        bounded if bound else None,
+    )
     if not stopped and any(c.timed_out for c in confs.values()):
         stopped = "time budget"
     for c in cands:
         confs.setdefault(c.point, timed_out(c))
     return result(stopped, UNCONFIRMED)
+
+
+def _progress_note(
+    confs: dict[int, Confirmation], candidates: int, requests: int, deadline: float | None, budget_s: float | None
+) -> tuple[float, str]:
+    """The progress bar's share and line while candidates are confirmed."""
+    budget = f"; {max(deadline - time.time(), 0.0):.0f} s of the {budget_s:g} s budget left" if deadline else ""
+    late = sum(c.timed_out for c in confs.values())
+    done = f"{len(confs) - late} of {candidates} candidates confirmed"
+    done += f", {late} out of time" if late else ""
+    return (
+        len(confs) / max(candidates, 1),
+        f"Confirming by simulation: {done} ({fmt_count(requests)} requests per run{budget})",
+    )
+
+
+def _two_rounds(
+    cands: Sequence[Candidate],
+    run: Callable[[list[Candidate]], str],
+    table_now: Callable[[], pd.DataFrame],
+    bounded: set[int] | None,
+) -> str:
+    """The two rounds of ``confirm``'s module doc ("A bound"), each through ``run`` (why it stopped early, ''
+    when it did not): the leads, then the rest under the ceilings of the cheapest row meeting the SLO in
+    ``table_now()`` — ``bounded`` gets their points; None: the rest sized unbounded."""
+    lead, rest = [c for c in cands if c.lead], [c for c in cands if not c.lead]
+    stopped = run(lead)
+    if stopped or not rest:
+        return stopped
+    if bounded is not None:
+        table = table_now()
+        met = table.loc[table["status"] == MEETS, "cost_per_hour_usd"]
+        if len(met):
+            rest = with_ceilings(rest, float(met.min()))
+            bounded.update(c.point for c in rest if c.ceiling is not None)
+    return run(rest)
 
 
 def _collect(stream: Any, confs: dict[int, Confirmation], update: Callable[[], None]) -> str:
@@ -294,6 +334,11 @@ def basis_text(z: SearchResult) -> str:
         )
         + f", {fmt_count(z.simulated_requests)} simulated in all, executor {z.executor})"
     )
+    if z.cannot_win:
+        done += (
+            f"; {z.cannot_win} shown unable to win: they miss the SLO at the most replicas costing no more than "
+            "the answer"
+        )
     if z.stopped == "time budget":
         done += f"; the {z.time_budget_s:g} s time budget ran out: the rest are the screening model's estimates"
     elif z.stopped == "cancelled":

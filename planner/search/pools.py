@@ -18,7 +18,11 @@ statistic): several sample paths instead of one, so the answer does not turn on 
 Every count tried is simulated on ``n`` requests (``size_pool``): from the analytic guess by steps, then
 a bisection, to r − s failing and r passing, s = max(1, ⌊``tolerance`` · r⌋) (``replicas.fewest_passing``);
 the first step from a passing guess is scaled by how far its run was below the targets.
-A failing run stops as soon as the SLO is certainly missed, so the failures are cheap.  ``deadline``
+A failing run stops as soon as the SLO is certainly missed, so the failures are cheap.  ``ceiling``: the
+most replicas at which the configuration could still be the search's answer (what its cheapest confirmed
+fleet costs, in replicas of this one); the count is simulated there first, and when it fails there the
+sizing stops — by monotonicity every smaller count fails too, so the fleet costs more than the answer
+(``cannot_win``) — else the count is sized below it.  ``deadline``
 (seconds since the epoch, ``time.time()``: comparable across processes and machines) ends the sizing when
 it passes — between runs, and inside a run at the simulator's next progress call — with ``timed_out``.
 """
@@ -48,6 +52,7 @@ PoolKind = Literal["colocated", "prefill", "decode"]
 #: about what a 3,600-request p99 resolves (docs/simulator.md, "Which counts").
 REPLICA_TOLERANCE = 0.04
 NOT_IN_TIME = "not confirmed within the time budget"
+CANNOT_WIN = "cannot win: costs more than the answer"
 
 
 class OutOfTime(Exception):
@@ -120,6 +125,7 @@ class PoolSizing:
     problem: str = ""
     timed_out: bool = False
     requests: int = 0  # simulated in all (every run, stopped ones to where they stopped)
+    cannot_win: bool = False  # it misses the SLO at ``ceiling`` replicas (``below``; none run when ceiling is 0)
 
 
 def _setup(s: Scenario, catalog: Catalog, kind: PoolKind) -> tuple[SimConfig, StepTime]:
@@ -146,10 +152,13 @@ def size_pool(
     slo: Slo,
     deadline: float | None = None,
     tolerance: float = 0.0,
+    ceiling: int | None = None,
 ) -> PoolSizing:
     """Fewest replicas of configuration ``s`` in pool ``kind`` meeting ``slo`` on every seed (module doc):
     from the analytic ``guess`` by steps and a bisection on runs of ``n`` requests (``replicas.fewest_passing``,
-    resolved to ``tolerance``)."""
+    resolved to ``tolerance``); at most ``ceiling`` (module doc: else ``cannot_win``)."""
+    if ceiling is not None and ceiling < 1:
+        return PoolSizing(None, None, None, 0, CANNOT_WIN, cannot_win=True)
     try:
         cfg, timer = _setup(s, catalog, kind)
     except ValueError as exc:
@@ -187,6 +196,11 @@ def size_pool(
     guess = max(int(guess), 1)
     limit = max(4 * guess, guess + 8)
     try:
+        if ceiling is not None:
+            bound = run(ceiling, n)
+            if not bound.met:
+                return PoolSizing(None, None, bound, count[0], CANNOT_WIN, requests=count[1], cannot_win=True)
+            guess, limit = min(guess, ceiling), ceiling
         first = run(guess, n)
         best = fewest_passing(lambda r: run(r, n).met, guess, limit, tolerance, _first_step(first, slo))
     except SimulationBudgetError as exc:

@@ -33,6 +33,16 @@ def test_a_search_confirmed_through_ray_is_the_local_pools_to_the_byte(local_ray
     assert there.reason == here.reason
 
 
+def test_the_bounded_second_round_through_ray_is_the_local_pools_to_the_byte(local_ray, catalog):
+    """Both rounds (confirm.py, "A bound"): candidates shown unable to win at their ceiling, the same rows."""
+    s = Scenario(model="llama-3.1-8b", rate=40.0, sim_requests=400)
+    gpus = ["l4", "h100-sxm", "a100-80gb-sxm", "h200"]
+    here = search_fleet(s, catalog, gpus=gpus, executor=LocalExecutor(2))
+    there = search_fleet(s, catalog, gpus=gpus, executor=local_ray)
+    assert here.cannot_win >= 2 and there.cannot_win == here.cannot_win and there.complete
+    assert there.table.to_csv().encode() == here.table.to_csv().encode()
+
+
 def test_kvplan_size_runs_on_ray(local_ray):
     out, err = io.StringIO(), io.StringIO()
     link = "model=llama-3.2-1b&rate=20&sim_requests=200&gpu=l4"

@@ -16,6 +16,7 @@ from planner.search import confidence
 from planner.search.answer import MEETS, PENDING, SCREENED, SIMULATED, UNCONFIRMED
 from planner.search.confirm import Plan
 from planner.search.knob_search import search_fleet, search_text
+from planner.search.pools import size_pool
 from planner.search.replicas import fewest_passing
 from planner.sim.slo import Slo
 
@@ -111,3 +112,41 @@ def test_a_cancel_keeps_what_is_confirmed(catalog):
     z = search_fleet(SMALL, catalog, gpus=GPUS, workers=1, progress=progress)
     assert z.stopped == "cancelled" and z.confirmed == 1
     assert (z.table["basis"] == SIMULATED).sum() == 1 and (z.table["status"] == UNCONFIRMED).sum() == len(z.table) - 1
+
+
+BOUNDED = Scenario(model="llama-3.1-8b", rate=40.0, sim_requests=400)
+BOUNDED_GPUS = ["l4", "h100-sxm", "a100-80gb-sxm", "h200"]
+
+
+def test_a_candidate_that_misses_at_the_answers_cost_is_shown_unable_to_win_after_one_run(catalog):
+    """The second round's ceiling (confirm.py, "A bound"): the answer is the one sizing every candidate gives,
+    in fewer runs; a bounded row says at how many replicas it missed, and is not priced."""
+    z = search_fleet(BOUNDED, catalog, gpus=BOUNDED_GPUS, workers=1)
+    full = search_fleet(BOUNDED, catalog, gpus=BOUNDED_GPUS, workers=1, bound=False)
+    assert z.complete and full.complete and z.cannot_win >= 2 and full.cannot_win == 0
+    a, b = z.table.loc[z.best], full.table.loc[full.best]
+    assert (a["point"], a["replicas"], a["gpus"]) == (b["point"], b["replicas"], b["gpus"])
+    assert z.simulations < full.simulations
+    won = z.table[z.table["status"].str.startswith("cannot win")]
+    assert len(won) == z.cannot_win and won["gpus"].isna().all() and (won["basis"] == SIMULATED).all()
+    answer_cost = a["cost_per_hour_usd"]
+    by_point = full.table.set_index("point")
+    for _, row in won.iterrows():  # sized in full, each costs more than the answer (or misses outright)
+        other = by_point.loc[row["point"]]
+        assert other["status"] != MEETS or other["cost_per_hour_usd"] > answer_cost
+    assert any("misses the SLO in simulation at" in t for t in won["status"])
+    assert f"{z.cannot_win} shown unable to win" in search_text(z)
+
+
+def test_a_ceiling_stops_the_sizing_after_one_failing_run_or_sizes_below_it(catalog):
+    s = BOUNDED.with_changes(gpu="h100-sxm", batch=1024, chunk=1024)
+    slo = Slo.of(s)
+    free = size_pool(s, catalog, None, "colocated", 2, 400, (0,), slo)
+    assert free.replicas is not None and free.replicas >= 2
+    low = size_pool(s, catalog, None, "colocated", free.replicas, 400, (0,), slo, ceiling=free.replicas - 1)
+    assert low.cannot_win and low.replicas is None and low.simulations == 1
+    assert low.below is not None and low.below.replicas == free.replicas - 1 and not low.below.met
+    none = size_pool(s, catalog, None, "colocated", 2, 400, (0,), slo, ceiling=0)
+    assert none.cannot_win and none.simulations == 0 and none.below is None
+    high = size_pool(s, catalog, None, "colocated", 2, 400, (0,), slo, ceiling=free.replicas + 3)
+    assert high.replicas == free.replicas and not high.cannot_win

@@ -13,13 +13,16 @@ from tests.ui.shown import plain
 from tests.ui.test_simulate_tab import app, press
 
 BIG = Scenario(model="llama-3.1-70b", prompt=4000, output=500, rate=200.0)
+#: Its sizing on 20,000 requests per run: still confirming when the test cancels (the search's default sample of
+#: 3,600 confirms it in a few seconds, which a fast machine could finish before the cancel arrives).
+SLOW = BIG.with_changes(sim_requests=20000)
 
 
 def test_a_sizing_job_sends_its_screened_answer_then_stops_on_cancel_with_what_it_has():
     from ui.jobs import RESULTS, WORKERS
 
     key = f"size|test-cancel|{time.time()}"
-    job = WORKERS.submit("test-session-cancel", key, "size", (BIG.model_dump_json(), None))
+    job = WORKERS.submit("test-session-cancel", key, "size", (SLOW.model_dump_json(), None))
     deadline = time.monotonic() + 60
     while job.partial_count == 0 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -26,8 +26,9 @@ import pytest
 from tests.paths import ROOT
 
 GONE_S = 15.0
-#: A sizing that runs for a while (every priced GPU, the search's confirmations in a forked pool).
-SLOW_SIZING = "model=llama-3.1-70b&rate=50&sim_requests=2000"
+#: A sizing that runs for a while (every priced GPU, the search's confirmations in a forked pool): 20,000 requests
+#: per run (the search's most), since at the default sample it can end within the 4 s the stand-in waits.
+SLOW_SIZING = "model=llama-3.1-70b&rate=50&sim_requests=20000"
 
 
 def _alive(pid: int) -> bool:
@@ -90,6 +91,9 @@ _STAND_IN = textwrap.dedent(
     pool = Workers(processes=1, time_limit_s=600)
     job = pool.submit("session", "key", "size", (s.model_dump_json(), None))
     while job.state != "running" or time.monotonic() - job.started_at < 4:  # the sizing is under way
+        if job.state not in ("queued", "running"):  # it ended first: say so instead of waiting for ever
+            print(json.dumps({"ended": job.state}), flush=True)
+            sys.exit(1)
         time.sleep(0.1)
     print(json.dumps({"worker": pool.stats()["worker_pids"][0]}), flush=True)
     time.sleep(600)
@@ -108,7 +112,9 @@ def test_a_worker_and_its_pool_die_when_the_server_is_killed():
     tree: list[int] = []
     try:
         assert server.stdout is not None
-        worker = json.loads(server.stdout.readline())["worker"]
+        line = json.loads(server.stdout.readline())
+        assert "worker" in line, f"the sizing ended before the stand-in's 4 s: {line}"
+        worker = line["worker"]
         tree = _tree(worker)
         assert "ui.jobs" in _cmdline(worker) and _alive(worker)
         assert os.getpgid(worker) == worker  # the worker leads its own process group
