@@ -252,12 +252,12 @@ def search_fleet(
         if on_update is not None:
             on_update(result("running", PENDING))
 
-    update()
     stopped = _two_rounds(
         cands,
         lambda round_: _collect(confirm_stream(round_, s, catalog, trace, plan, executor, tick), confs, update),
         lambda: result("running", PENDING).table,
         bounded if bound else None,
+        first=update,
     )
     if not stopped and any(c.timed_out for c in confs.values()):
         stopped = "time budget"
@@ -285,10 +285,28 @@ def _two_rounds(
     run: Callable[[list[Candidate]], str],
     table_now: Callable[[], pd.DataFrame],
     bounded: set[int] | None,
+    first: Callable[[], None],
 ) -> str:
     """The two rounds of ``confirm``'s module doc ("A bound"), each through ``run`` (why it stopped early, ''
     when it did not): the leads, then the rest under the ceilings of the cheapest row meeting the SLO in
-    ``table_now()`` — ``bounded`` gets their points; None: the rest sized unbounded."""
+    ``table_now()`` — ``bounded`` gets their points; None: the rest sized unbounded.  ``first`` (the
+    screened answer's update) runs before them.  A Ctrl-C or a cancel anywhere in here — while the
+    screened answer is shown, between two rounds — stops the search as one inside a round does
+    ('cancelled'; tests/cli/test_terminal_progress.py sends it the moment the answer is on the terminal)."""
+    try:
+        first()
+        return _rounds(cands, run, table_now, bounded)
+    except (Cancelled, KeyboardInterrupt):
+        return "cancelled"
+
+
+def _rounds(
+    cands: Sequence[Candidate],
+    run: Callable[[list[Candidate]], str],
+    table_now: Callable[[], pd.DataFrame],
+    bounded: set[int] | None,
+) -> str:
+    """``_two_rounds``' rounds themselves."""
     lead, rest = [c for c in cands if c.lead], [c for c in cands if not c.lead]
     stopped = run(lead)
     if stopped or not rest:
