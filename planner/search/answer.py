@@ -48,6 +48,7 @@ CONFIG_COLUMNS = (
     "kvdtype",
     "wdtype",
     "spec",
+    "time_basis",
     "prefill_layout",
     "prefill_tp",
     "prefill_gpus_per_replica",

@@ -272,6 +272,7 @@ def _base_columns(base_list: list[Base], idx: np.ndarray) -> dict[str, Any]:
         ("layout", [b.layout.label for b in base_list]),
         ("kvdtype", [b.kvdtype for b in base_list]),
         ("wdtype", [b.wdtype for b in base_list]),
+        ("time_basis", [b.time_basis for b in base_list]),
     ):
         cats = list(dict.fromkeys(values))
         codes = np.array([cats.index(v) for v in values], dtype=np.int64)

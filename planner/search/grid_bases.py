@@ -14,6 +14,7 @@ import numpy as np
 from planner.engine.defaults import mem_util_in_force
 from planner.engine.evaluate import Resolved, resolve
 from planner.engine.inputs import EngineInputs, from_specs, kv_element_bytes, stack_inputs
+from planner.engine.kernel_basis import basis_for
 from planner.errors import ScenarioError
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
@@ -72,6 +73,7 @@ class Base:
     changes: dict[str, Any]  # applied to the user's scenario (``Scenario.gpu_switch``'s price rule)
     price_per_gpu_hour_usd: float
     nodes: int  # nodes one replica spans (``Layout.nodes``)
+    time_basis: str = ""  # what its step times rest on (``engine.kernel_basis.basis_for``: kernels or roofline)
 
 
 def _base_changes(s: Scenario, gpu: str, layout: Layout, wd: str, kv: str, spec: bool) -> dict[str, Any]:
@@ -121,7 +123,8 @@ def bases(
                         kernel_sets.append(sets[kv])
                         nodes = layout.nodes(gpu.gpus_per_node)
                         kv_label = format_labels(r.model, s.model_copy(update={"kvdtype": kv}))[1]
-                        out.append(Base(g, gpu.name, layout, wd_label, kv_label, spec, changes, price, nodes))
+                        basis = basis_for(gpu, r.model, s.with_changes(**changes), r.engine).label
+                        out.append(Base(g, gpu.name, layout, wd_label, kv_label, spec, changes, price, nodes, basis))
                         source.append(len(xs) - 1)
                         lays.append((layout.tp, layout.pp, layout.ep, layout.dp))
                         kv_bytes.append(kv_bytes_one)

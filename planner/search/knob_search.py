@@ -372,6 +372,12 @@ def _kw(row: pd.Series) -> str:
     return f"{kw:>8,.1f}" if isinstance(kw, float) and np.isfinite(kw) else " " * 8
 
 
+def _times_word(label: str) -> str:
+    """The ``times`` column: 'kernels' (measured kernel tables) or 'roofline' (the fitted roofline); each
+    row's whole basis is the ``time_basis`` column of --format csv/json, and the lines under the table."""
+    return "kernels" if label.startswith("measured kernels") else "roofline" if label else ""
+
+
 def search_text(z: SearchResult) -> str:
     """The answer and the candidates' table for a terminal: GPU, layout, nodes, mode and the other knobs (text
     columns as wide as their content), then the fleet, the latencies, the decode step's communication share,
@@ -384,7 +390,7 @@ def search_text(z: SearchResult) -> str:
         z.reason,
         "",
         f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}  {'mode':<{mw}}{'configuration':<{cw}}{'GPUs':>6}{'$/h':>10}"
-        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'kW':>8}{'comm':>6}  {'basis':<10}binding / status",
+        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'kW':>8}{'comm':>6}  {'times':<10}{'basis':<10}binding / status",
     ]
     for (_, row), text in zip(z.table.iterrows(), knobs, strict=True):
         comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
@@ -399,8 +405,10 @@ def search_text(z: SearchResult) -> str:
         note = row["binding"] if row["status"] == MEETS else row["status"]
         mark = "  ← best" if row["best"] else ""
         where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "
-        lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}  {row['basis']:<10}{note}{mark}")
+        times = _times_word(row.get("time_basis", ""))
+        lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}  {times:<10}{row['basis']:<10}{note}{mark}")
     lines.append(f"({basis_text(z)})")
+    lines += [f"times: {label}" for label in dict.fromkeys(z.table.get("time_basis", ())) if label]
     return "\n".join(lines) + "\n"
 
 

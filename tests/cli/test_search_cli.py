@@ -31,6 +31,23 @@ def test_size_searches_the_knobs_and_prints_the_answer_and_its_link():
     assert code == 0 and "← best" in text and "screened" in text and "binding / status" in text
 
 
+def test_every_sized_row_names_the_basis_of_its_step_times():
+    """The time basis per row: the whole label in JSON/CSV (``time_basis``), a word in the text table's
+    ``times`` column and each distinct label under it — the H100's measured vLLM kernels, the MI300X's roofline."""
+    args = ("size", SMALL, "--search", "batch", "--gpus", "h100-sxm,mi300x")
+    code, out, err = run(*args, "--format", "json")
+    assert code == 0, err
+    bases = {row["gpu"]: row["time_basis"] for row in json.loads(out)["table"]}
+    assert bases["h100-sxm"] == "measured kernels (vLLM 0.24.0, NVIDIA H100 SXM)"
+    assert bases["mi300x"].startswith("fitted roofline") and "AMD Instinct MI300X" in bases["mi300x"]
+    code, csv_text, _ = run(*args, "--format", "csv")
+    assert "time_basis" in csv_text.splitlines()[0] and bases["h100-sxm"] in csv_text
+    code, text, _ = run(*args)
+    rows = {line.split()[0]: line for line in text.splitlines() if "colocated" in line}
+    assert "  kernels   " in rows["h100-sxm"] and "  roofline  " in rows["mi300x"]
+    assert {f"times: {b}" for b in bases.values()} <= set(text.splitlines())
+
+
 def test_size_without_knobs_is_the_gpu_by_tp_table():
     code, text, err = run("size", SMALL, "--search", "none")
     assert code == 0, err

@@ -68,6 +68,18 @@ def open_tab(page, title: str) -> None:
     sync_api.expect(tab).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
 
 
+def wait_until_idle(page) -> None:
+    """Until the script run the last action started has finished: no running icon in Streamlit's status widget and
+    no element drawn by an earlier run still shown as stale.  A button clicked before that can be one an
+    unfinished rerun replaces (its download then never starts, or holds the earlier run's data)."""
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidgetRunningIcon"],'
+                 + '[data-testid="stStatusWidgetRunningManIcon"]')
+              && !document.querySelector('[data-stale="true"]')""",
+        timeout=TIMEOUT_MS,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -318,6 +330,7 @@ def test_launch_tab_downloads_the_deployment_bundle_the_cli_writes(server, brows
         open_tab(page, "Launch")
         button = page.get_by_role("button", name="Deployment bundle (zip)")
         button.wait_for(state="visible")
+        wait_until_idle(page)  # the button of the finished run (under load a rerun can still be drawing)
         with page.expect_download() as info:
             button.click()
         assert info.value.suggested_filename == "kvplan-llama-3-1-70b-kubernetes.zip"
@@ -334,6 +347,8 @@ def test_launch_tab_downloads_the_deployment_bundle_the_cli_writes(server, brows
         )
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             got = {n.split("/", 1)[1]: z.read(n) for n in z.namelist()}
-        assert got == {p.name: p.read_bytes() for p in out.iterdir()}
+        want = {p.name: p.read_bytes() for p in out.iterdir()}
+        differ = sorted(n for n in got.keys() | want.keys() if got.get(n) != want.get(n))
+        assert not differ, (link, differ)
     finally:
         context.close()

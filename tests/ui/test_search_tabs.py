@@ -108,6 +108,7 @@ def test_sizing_tunes_the_knobs_and_a_row_can_be_simulated():
     assert "Cheapest way to meet" in at.success[0].value
     table = at.dataframe[0].value
     assert {"batch", "chunk", "binding"} <= set(table.columns)
+    assert table["step times"].str.match(r"(measured kernels|fitted roofline) \(").all(), table["step times"]
     assert any("link key search" in c.value for c in at.caption)
     press(at, "Simulate this row")
     assert not at.exception, [e.message for e in at.exception]

@@ -68,6 +68,7 @@ TABLE_DISPLAY = CONFIG_DISPLAY | {
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
     "basis": "basis",
+    "time_basis": "step times",  # measured kernels or the fitted roofline, per GPU (grid_bases.Base.time_basis)
     "status": "status",
 }
 #: How each shown column is formatted (``ui.format.table``).

@@ -60,6 +60,7 @@ SIZING_DISPLAY = CONFIG_DISPLAY | {
     "binding": "binding",
     "decode_comm_frac": COMM_HEADER,
     "basis": "basis",
+    "time_basis": "step times",  # measured kernels or the fitted roofline, per GPU (grid_bases.Base.time_basis)
     "status": "status",
 }
 SIZING_KINDS = CONFIG_KINDS | {"goodput": "pct"} | dict.fromkeys(POWER_HEADERS.values(), "num")
