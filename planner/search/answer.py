@@ -28,6 +28,8 @@ from planner.units import S_PER_HOUR, TOKENS_PER_MTOK
 
 MEETS = "meets SLOs"
 SIMULATED, SCREENED = "simulated", "screened"
+#: The basis of a candidate shown unable to win by its price alone: one replica costs more than the answer (no run).
+PRICED = "price"
 #: A screened row's status: still waiting for its simulation, or left by the time budget or a cancel.
 PENDING = "screened: confirming by simulation…"
 UNCONFIRMED = "screened: not confirmed by simulation in time"
@@ -191,7 +193,8 @@ def cannot_win_cells(row: pd.Series, p: PoolSizing) -> dict[str, Any]:
     it there; its fleet columns stay empty (it was not sized)."""
     per_replica = float(row["gpus_per_replica"]) * float(row["price_per_gpu_hour_usd"])
     if p.below is None:
-        return dict(status=f"cannot win: one replica costs {fmt_usd(per_replica)}/h, more than the answer", binding="")
+        status = f"cannot win: one replica costs {fmt_usd(per_replica)}/h, more than the answer"
+        return dict(status=status, binding="", basis=PRICED)
     r = p.below.replicas
     gpus = r * int(row["gpus_per_replica"])
     return dict(
