@@ -62,7 +62,10 @@ def test_the_finished_sizing_says_each_rows_basis():
     at = app(Scenario(sim_requests=20, model="llama-3.2-1b", rate=5.0))
     press(at, "Size the fleet")
     table = at.dataframe[0].value
-    assert set(table["basis"]) == {"simulated"}
+    # nothing left screened: each row simulated, or shown unable to win by its price alone ('price', no run)
+    assert "simulated" in set(table["basis"]) and set(table["basis"]) <= {"simulated", "price"}
+    priced = table["basis"] == "price"
+    assert table.loc[priced, "status"].str.startswith("cannot win: one replica costs").all()
     assert any("candidates in" in c.value and "simulated" in c.value for c in at.caption)
     assert not [b for b in at.button if b.label.startswith("Cancel")]  # gone with the run
 
