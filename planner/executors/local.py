@@ -41,8 +41,22 @@ class LocalExecutor:
                 yield i, fn(shared, item)
             return
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        pool = ctx.Pool(workers, initializer=_init, initargs=(shared,))
+        # SIGINT held while the workers fork: a Ctrl-C landing inside a fork was swallowed there (Python reports
+        # a KeyboardInterrupt in an at-fork hook as "Exception ignored" and goes on), so the search never
+        # stopped; held, it arrives once the pool exists — a KeyboardInterrupt below, which stops the pool —
+        # and the workers start with it held too (``_init`` then ignores it)
+        blocking = hasattr(signal, "pthread_sigmask")
+        if blocking:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
+            pool = ctx.Pool(workers, initializer=_init, initargs=(shared,))
+        except BaseException:
+            if blocking:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            raise
+        try:
+            if blocking:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             results = pool.imap_unordered(_call, [(fn, i, item) for i, item in enumerate(items)], chunksize=1)
             for _ in range(len(items)):
                 while True:
