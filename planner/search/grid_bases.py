@@ -73,7 +73,7 @@ class Base:
     changes: dict[str, Any]  # applied to the user's scenario (``Scenario.gpu_switch``'s price rule)
     price_per_gpu_hour_usd: float
     nodes: int  # nodes one replica spans (``Layout.nodes``)
-    time_basis: str = ""  # what its step times rest on (``engine.kernel_basis.basis_for``: kernels or roofline)
+    time_basis: str  # what its step times rest on (``engine.kernel_basis.basis_for``: kernels or roofline)
 
 
 def _base_changes(s: Scenario, gpu: str, layout: Layout, wd: str, kv: str, spec: bool) -> dict[str, Any]:

@@ -322,12 +322,10 @@ def _rounds(
 
 def _collect(stream: Any, confs: dict[int, Confirmation], update: Callable[[], None]) -> str:
     """Each confirmation into ``confs`` as it arrives; why the stream stopped early ('' when it did not)."""
-    try:
+    try:  # a cancel propagates to ``_two_rounds``, which stops both rounds
         for conf in stream:
             confs[conf.point] = conf
             update()
-    except (Cancelled, KeyboardInterrupt):
-        return "cancelled"
     except _OutOfTime:
         return "time budget"
     return ""
@@ -405,10 +403,10 @@ def search_text(z: SearchResult) -> str:
         note = row["binding"] if row["status"] == MEETS else row["status"]
         mark = "  ← best" if row["best"] else ""
         where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "
-        times = _times_word(row.get("time_basis", ""))
+        times = _times_word(row["time_basis"])
         lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}  {times:<10}{row['basis']:<10}{note}{mark}")
     lines.append(f"({basis_text(z)})")
-    lines += [f"times: {label}" for label in dict.fromkeys(z.table.get("time_basis", ())) if label]
+    lines += [f"times: {label}" for label in dict.fromkeys(z.table["time_basis"]) if label]
     return "\n".join(lines) + "\n"
 
 
