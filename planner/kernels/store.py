@@ -14,15 +14,18 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.resources.abc import Traversable
 from pathlib import Path
+
+import numpy as np
 
 from planner.kernels.format import (
     ANY_ENGINE,
     MAX_TABLE_FILE_BYTES,
     KernelTableError,
     KernelTableFile,
+    Table,
     read_header,
     read_table,
 )
@@ -36,23 +39,59 @@ NCCL = "nccl"
 class TableSet:
     """The tables that describe one GPU under one engine release, in priority order (docs/kernel_tables.md
     "Which table a scenario uses"): the GPU's engine-independent tables, the engine release's, the GPU's
-    nccl-tests table."""
+    nccl-tests table.  ``ceiling``: the same release's tables of a GPU whose kernel times bound this one's
+    from above (``bounded``)."""
 
     gpu: str
     engine: str
     version: str
     files: tuple[KernelTableFile, ...]
+    ceiling: TableSet | None = None
 
     def table(self, name: str, collective: bool = False):
-        """The first file's table ``name`` (and its file), or (None, None)."""
+        """The first file's table ``name`` (and its file), or (None, None); under a ceiling, bounded by it."""
         for f in self.files:
             if name in f.tables and (collective or f.meta.engine != NCCL):
-                return f.tables[name], f
+                own = f.tables[name]
+                if self.ceiling is None:
+                    return own, f
+                return bounded(own, self.ceiling.table(name, collective)[0]), f
         return None, None
 
     @property
     def key(self) -> tuple:
-        return (self.gpu, self.engine, self.version, tuple(f.path for f in self.files))
+        below = () if self.ceiling is None else self.ceiling.key
+        return (self.gpu, self.engine, self.version, tuple(f.path for f in self.files), below)
+
+
+#: (own, ceiling) → (own, ceiling, bounded): the pair is held so that its ids stay theirs for the process.
+_BOUNDED: dict[tuple[int, int], tuple[Table, Table, Table]] = {}
+
+
+def bounded(own: Table, ceiling: Table | None) -> Table:
+    """``own`` with each measured time at most the ``ceiling`` table's at the same class keys and sweep point:
+    a GPU with the ceiling GPU's compute (same SMs, clocks and peaks) and at least its memory bandwidth can run
+    the ceiling's kernel, so a slower time of its own is a measurement fault (docs/kernel_tables.md
+    "Kernel ceilings").  Classes or axes the two tables do not share stay as measured, and a point this GPU did
+    not measure (NaN) stays unmeasured: a ceiling lowers times, it adds none."""
+    if ceiling is None or set(own.keys) != set(ceiling.keys) or len(own.axes) != len(ceiling.axes):
+        return own
+    if not all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(own.axes, ceiling.axes, strict=True)):
+        return own
+    hit = _BOUNDED.get((id(own), id(ceiling)))
+    if hit is not None:
+        return hit[2]
+    cols = sorted(own.keys)
+    index = {tuple(ceiling.keys[c][r].item() for c in cols): r for r in range(ceiling.classes)}
+    mine = [(r, index.get(tuple(own.keys[c][r].item() for c in cols))) for r in range(own.classes)]
+    pairs = np.array([(r, i) for r, i in mine if i is not None], dtype=np.intp).reshape(-1, 2)
+    latency = own.latency_ms.copy()
+    if pairs.size:
+        ours, theirs = latency[pairs[:, 0]], ceiling.latency_ms[pairs[:, 1]]
+        latency[pairs[:, 0]] = np.where(np.isnan(ours), ours, np.fmin(ours, theirs))
+    out = Table(own.name, own.keys, own.axes, latency)
+    _BOUNDED[(id(own), id(ceiling))] = (own, ceiling, out)
+    return out
 
 
 def _walk(d: Traversable) -> Iterator[Traversable]:
@@ -130,9 +169,15 @@ def _table_set(gpu: str, engine: str, version: str, dirs_key: tuple[str, ...]) -
     return TableSet(gpu, engine, version, tuple(files))
 
 
-def table_set(gpu: str, engine: str, version: str) -> TableSet | None:
-    """The tables for ``gpu`` under ``engine`` ``version`` (``TableSet``), or None when no file covers it."""
-    return _table_set(gpu, engine, version, _dirs_key())
+def table_set(gpu: str, engine: str, version: str, ceiling: str = "") -> TableSet | None:
+    """The tables for ``gpu`` under ``engine`` ``version`` (``TableSet``), or None when no file covers it;
+    ``ceiling``: a GPU whose tables of the same release bound these (``bounded``; none when it has no such
+    tables)."""
+    own = _table_set(gpu, engine, version, _dirs_key())
+    if own is None or not ceiling:
+        return own
+    above = _table_set(ceiling, engine, version, _dirs_key())
+    return own if above is None else replace(own, ceiling=above)
 
 
 def engine_versions(gpu: str, engine: str) -> list[str]:

@@ -223,7 +223,20 @@ def load_gpus(directory: Dirs | None = None) -> tuple[dict[str, GPU], list[str]]
     """The datasheet GPU profiles in key order (``data_dirs(HARDWARE_PROFILES)`` unless given), and the problems met.
     Key order, not file-name order: ``rtx-pro-6000-blackwell`` before ``rtx-pro-6000-blackwell-server``."""
     gpus, problems = _read_dirs(directory or data_dirs(HARDWARE_PROFILES), lambda d: _read_dir(d, parse_gpu_toml))
-    return dict(sorted(gpus.items())), problems
+    return dict(sorted(_with_known_ceilings(gpus, problems).items())), problems
+
+
+def _with_known_ceilings(gpus: dict[str, GPU], problems: list[str]) -> dict[str, GPU]:
+    """``gpus`` with each ``kernel_ceiling`` checked: one that names no other profile is a problem and dropped
+    (its GPU keeps its own tables, unbounded)."""
+    out = dict(gpus)
+    for key, gpu in gpus.items():
+        c = gpu.kernel_ceiling
+        if c and (c == key or c not in gpus):
+            known = ", ".join(k for k in sorted(gpus) if k != key)
+            problems.append(f"{key}.toml: kernel_ceiling {c!r} is not another GPU profile (known: {known})")
+            out[key] = gpu.model_copy(update={"kernel_ceiling": "", "kernel_ceiling_source": ""})
+    return out
 
 
 def load_models(directory: Dirs | None = None) -> tuple[dict[str, ModelSpec], list[str]]:

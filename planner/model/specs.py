@@ -123,6 +123,13 @@ class GPU(BaseModel):
         description="fixed cost per inter-node collective",
     )
     arch: str = Field(default="", max_length=16, description="compute architecture (sm_90, sm_100, gfx942 …)")
+    kernel_ceiling: str = Field(
+        default="",
+        max_length=64,
+        description="a GPU profile whose measured kernel times bound this one's from above ('' = none; "
+        "planner/kernels/store.py ``bounded``)",
+    )
+    kernel_ceiling_source: str = Field(default="", max_length=2000, description="why that GPU is a ceiling")
     # power (planner/engine/power.py; docs/model.md "Power and energy")
     tdp_w: float | None = Field(default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit (TDP/TGP/TBP)")
     idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power")
@@ -292,6 +299,14 @@ class GpuProfileFile(BaseModel):
         default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit, W (TDP / TGP / TBP as published)"
     )
     tdp_source: str | None = Field(default=None, max_length=2000)
+    kernel_ceiling: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9-]{0,63}$",
+        description="the key of a GPU profile with the same compute (SMs, clocks, peaks) and no more memory "
+        "bandwidth: every kernel time measured on this GPU is at most that GPU's for the same shape and engine "
+        "release (planner/kernels/store.py ``bounded``)",
+    )
+    kernel_ceiling_source: str | None = Field(default=None, max_length=2000)
     idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power, W")
     idle_source: str | None = Field(default=None, max_length=2000)
     server_power_w_per_gpu: float | None = Field(
@@ -310,6 +325,8 @@ class GpuProfileFile(BaseModel):
         for value, source in (("tdp_w", "tdp_source"), ("idle_w", "idle_source")):
             if getattr(self, value) is not None and not getattr(self, source):
                 raise ValueError(f"{value} needs {source} (every datasheet figure names its source)")
+        if self.kernel_ceiling is not None and not self.kernel_ceiling_source:
+            raise ValueError("kernel_ceiling needs kernel_ceiling_source (say why that GPU bounds this one's kernels)")
         if self.server_power_w_per_gpu is not None and not self.server_power_source:
             raise ValueError("server_power_w_per_gpu needs server_power_source")
         if self.idle_w is not None and self.tdp_w is not None and self.idle_w >= self.tdp_w:
@@ -378,6 +395,8 @@ class GpuProfileFile(BaseModel):
             arch=self.arch
             or KNOWN_ARCHS.get(key)
             or GENERATION_ARCHS.get(self.generation or KNOWN_GENERATIONS.get(key, ""), ""),
+            kernel_ceiling=self.kernel_ceiling or "",
+            kernel_ceiling_source=self.kernel_ceiling_source or "",
             tdp_w=self.tdp_w,
             idle_w=self.idle_w,
             server_power_w_per_gpu=self.server_power_w_per_gpu,
