@@ -123,13 +123,8 @@ class GPU(BaseModel):
         description="fixed cost per inter-node collective",
     )
     arch: str = Field(default="", max_length=16, description="compute architecture (sm_90, sm_100, gfx942 …)")
-    kernel_ceiling: str = Field(
-        default="",
-        max_length=64,
-        description="a GPU profile whose measured kernel times bound this one's from above ('' = none; "
-        "planner/kernels/store.py ``bounded``)",
-    )
-    kernel_ceiling_source: str = Field(default="", max_length=2000, description="why that GPU is a ceiling")
+    kernel_ceiling: str = ""  # GpuProfileFile.kernel_ceiling ('' = none)
+    kernel_ceiling_source: str = ""
     # power (planner/engine/power.py; docs/model.md "Power and energy")
     tdp_w: float | None = Field(default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit (TDP/TGP/TBP)")
     idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power")
@@ -299,22 +294,13 @@ class GpuProfileFile(BaseModel):
         default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit, W (TDP / TGP / TBP as published)"
     )
     tdp_source: str | None = Field(default=None, max_length=2000)
-    kernel_ceiling: str | None = Field(
-        default=None,
-        pattern=r"^[a-z0-9][a-z0-9-]{0,63}$",
-        description="the key of a GPU profile with the same compute (SMs, clocks, peaks) and no more memory "
-        "bandwidth: every kernel time measured on this GPU is at most that GPU's for the same shape and engine "
-        "release (planner/kernels/store.py ``bounded``)",
-    )
+    # a profile with this GPU's compute, no more bandwidth: each kernel here is at most its (kernels/store.py)
+    kernel_ceiling: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
     kernel_ceiling_source: str | None = Field(default=None, max_length=2000)
     idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power, W")
     idle_source: str | None = Field(default=None, max_length=2000)
-    server_power_w_per_gpu: float | None = Field(
-        default=None,
-        gt=0,
-        le=10 * MAX_BOARD_POWER_W,
-        description="a whole server's (or compute tray's) published maximum power ÷ its GPUs, W (GPUs, CPUs, NICs, "
-        "fans)",
+    server_power_w_per_gpu: float | None = Field(  # GPUs, CPUs, NICs, fans
+        default=None, gt=0, le=10 * MAX_BOARD_POWER_W, description="a server's (or tray's) maximum power ÷ its GPUs, W"
     )
     server_power_source: str | None = Field(default=None, max_length=2000)
 
@@ -322,11 +308,13 @@ class GpuProfileFile(BaseModel):
     def _one_capacity_unit(self) -> GpuProfileFile:
         if (self.memory_capacity_gb is None) == (self.memory_capacity_gib is None):
             raise ValueError("give exactly one of memory_capacity_gb or memory_capacity_gib")
-        for value, source in (("tdp_w", "tdp_source"), ("idle_w", "idle_source")):
+        for value, source in (
+            ("tdp_w", "tdp_source"),
+            ("idle_w", "idle_source"),
+            ("kernel_ceiling", "kernel_ceiling_source"),
+        ):
             if getattr(self, value) is not None and not getattr(self, source):
                 raise ValueError(f"{value} needs {source} (every datasheet figure names its source)")
-        if self.kernel_ceiling is not None and not self.kernel_ceiling_source:
-            raise ValueError("kernel_ceiling needs kernel_ceiling_source (say why that GPU bounds this one's kernels)")
         if self.server_power_w_per_gpu is not None and not self.server_power_source:
             raise ValueError("server_power_w_per_gpu needs server_power_source")
         if self.idle_w is not None and self.tdp_w is not None and self.idle_w >= self.tdp_w:
