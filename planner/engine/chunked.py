@@ -23,7 +23,8 @@ prefix cache    : a newcomer whose prefix the GPUs' cache holds chunks in only i
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -32,7 +33,8 @@ from planner.engine.prefix_reuse import any_hit, expected, gpu_cached_tokens, hi
 from planner.engine.roofline import StepCost, decode, decode_context_tokens, prefill, step_cost
 
 
-class ChunkSteps(NamedTuple):
+@dataclass(frozen=True)
+class ChunkSteps:
     """The mixed steps that admit a P-token prompt in chunks of c = C − B (module doc)."""
 
     prefill_tokens: Array  # c = max(C − B, 0): the newcomer's tokens per step
@@ -40,7 +42,14 @@ class ChunkSteps(NamedTuple):
     rest_tokens: Array  # r = P − n_full·c
     full: StepCost  # B decodes + min(c, P) prefill tokens after (n_full − 1)·c/2 cached (the mean past)
     last: StepCost  # B decodes + the r remaining tokens after n_full·c cached
-    biggest: StepCost  # B decodes + min(c, P) prefill tokens after max(P − c, 0) cached (the worst ITL)
+    worst: tuple[EngineInputs, Array, Array, Array]  # (x, ctx, min(c, P), max(P − c, 0) + cached): ``biggest``'s step
+
+    @cached_property
+    def biggest(self) -> StepCost:
+        """B decodes + min(c, P) prefill tokens after max(P − c, 0) cached (the worst ITL), computed when
+        first asked (a prefix-cache hit's newcomer TTFT needs only ``full`` and ``last``)."""
+        x, ctx, first, past = self.worst
+        return step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=past)
 
 
 def chunk_steps(x: EngineInputs, chunk_tokens=None, cached_tokens=None) -> ChunkSteps:
@@ -64,7 +73,7 @@ def chunk_steps(x: EngineInputs, chunk_tokens=None, cached_tokens=None) -> Chunk
         rest_tokens=rest,
         full=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=start + np.maximum(n_done - 1.0, 0.0) * c / 2.0),
         last=step_cost(x, seqs=x.batch, ctx=ctx, n=rest, past=start + n_done * c),
-        biggest=step_cost(x, seqs=x.batch, ctx=ctx, n=first, past=start + np.maximum(p - c, 0.0)),
+        worst=(x, ctx, first, start + np.maximum(p - c, 0.0)),
     )
 
 
@@ -76,10 +85,12 @@ def _newcomer_ttft_s(chunks: ChunkSteps) -> Array:
     return np.where(admits, ttft, np.inf)
 
 
-def chunked_prefill(x: EngineInputs, chunk_tokens=None, prefill_s=None, decode_s=None) -> dict[str, MetricValue]:
+def chunked_prefill(
+    x: EngineInputs, chunk_tokens=None, prefill_s=None, decode_s=None, hit_prefill_s=None
+) -> dict[str, MetricValue]:
     """The chunked and unchunked newcomer TTFT (expected over the prefix cache's hits) and the running
-    ITL (module doc).  ``prefill_s`` and ``decode_s``: the whole prompt's prefill and the decode step
-    times when already computed."""
+    ITL (module doc).  ``prefill_s``, ``decode_s`` and ``hit_prefill_s``: the whole prompt's prefill, the
+    decode step and a prefix-cache hit's prefill (``prefix_reuse.hit_prefill``) times when already computed."""
     chunks = chunk_steps(x, chunk_tokens)
     admits = chunks.prefill_tokens > 0
     ttft = _newcomer_ttft_s(chunks)
@@ -88,7 +99,7 @@ def chunked_prefill(x: EngineInputs, chunk_tokens=None, prefill_s=None, decode_s
     plain_decode = decode(x).time_s if decode_s is None else decode_s
     if any_hit(x):
         ttft_hit = _newcomer_ttft_s(chunk_steps(x, chunk_tokens, gpu_cached_tokens(x)))
-        idle = expected(x, hit_prefill(x).time_s, plain_prefill)
+        idle = expected(x, hit_prefill(x).time_s if hit_prefill_s is None else hit_prefill_s, plain_prefill)
     else:
         ttft_hit, idle = ttft, plain_prefill
     return {

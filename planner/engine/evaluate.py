@@ -19,7 +19,7 @@ from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_sh
 from planner.engine.kernel_basis import basis_for
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.power import power_metrics
-from planner.engine.prefix_reuse import prefix_cache_metrics
+from planner.engine.prefix_reuse import hit_or_miss_prefill, prefix_cache_metrics
 from planner.engine.prompt_cache import prompt_cache
 from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
 from planner.engine.saturation import max_throughput
@@ -180,7 +180,8 @@ def _compute(x: EngineInputs) -> dict[str, MetricValue]:
 
     pre = prefill(x)  # the whole prompt (a prefix-cache miss): the roofline's prefill point
     ttft = pre.time_s
-    out.update(prefix_cache_metrics(x, pre))
+    hit = hit_or_miss_prefill(x, pre)  # a prefix-cache hit's prefill (``pre`` where no hit finds a token)
+    out.update(prefix_cache_metrics(x, pre, hit))
     out.update(
         prefill_compute_bound=pre.compute_bound,
         prefill_flop=pre.flop,
@@ -201,7 +202,7 @@ def _compute(x: EngineInputs) -> dict[str, MetricValue]:
         decode_comm_s=dec.comm_s,
         ridge_batch=ridge_batch(x),
     )
-    out.update(chunked_prefill(x, prefill_s=ttft, decode_s=plain_tpot))
+    out.update(chunked_prefill(x, prefill_s=ttft, decode_s=plain_tpot, hit_prefill_s=hit.time_s))
     spec = speculative(x, plain_step_s=plain_tpot)
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)

@@ -74,7 +74,14 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
 
 
 def _comm(x: EngineInputs, st: Stack, tokens, position, prefill, roofline_tp_s) -> Array:
-    """n_AR · the measured all-reduce at T tokens; the roofline's where unmeasured (NaN) or tp = 1."""
+    """n_AR · the measured all-reduce at T tokens; the roofline's where unmeasured (NaN) or tp = 1 (every
+    scenario at tp = 1: the roofline's term as it stands, no curve looked up)."""
+    if _no_comm(x):
+        rows = () if st.rows is None else st.rows.shape
+        shape = np.broadcast_shapes(
+            rows, *(np.shape(v) for v in (tokens, x.tp, x.layers, x.dp, x.moe_layers, roofline_tp_s))
+        )
+        return np.array(np.broadcast_to(np.asarray(roofline_tp_s, dtype=float), shape))
     if np.ndim(prefill) == 0:
         curve = st.allreduce_eager if bool(prefill) else st.allreduce_graph
         one = at_tokens(curve, st.rows, tokens, position)

@@ -57,11 +57,17 @@ def expected(x: EngineInputs, on_hit, on_miss) -> Array:
     return np.where(h >= 1.0, on_hit, np.where(h <= 0.0, on_miss, mixed))
 
 
-def prefix_cache_metrics(x: EngineInputs, miss: StepCost) -> dict[str, MetricValue]:
+def hit_or_miss_prefill(x: EngineInputs, miss: StepCost) -> StepCost:
+    """``hit_prefill``, or ``miss`` (the whole prompt's prefill) where no scenario's hit finds a cached token."""
+    return hit_prefill(x) if bool(np.any(gpu_cached_tokens(x) > 0)) else miss
+
+
+def prefix_cache_metrics(x: EngineInputs, miss: StepCost, hit: StepCost | None = None) -> dict[str, MetricValue]:
     """The idle TTFT with the prefix cache, on a hit and without it, the hit's cached tokens and the
-    prefill time the cache saves per request (module doc).  ``miss``: the whole prompt's prefill."""
+    prefill time the cache saves per request (module doc).  ``miss``: the whole prompt's prefill; ``hit``:
+    ``hit_or_miss_prefill`` when already computed."""
     cached = gpu_cached_tokens(x)
-    hit = hit_prefill(x) if bool(np.any(cached > 0)) else miss  # the hit's own time, whatever the hit rate
+    hit = hit_or_miss_prefill(x, miss) if hit is None else hit  # the hit's own time, whatever the hit rate
     shape = np.broadcast_shapes(np.shape(miss.time_s), np.shape(hit.time_s), np.shape(cached), np.shape(x.gpu_hit_rate))
     return {
         "ttft_s": np.broadcast_to(expected(x, hit.time_s, miss.time_s), shape),
