@@ -1,7 +1,8 @@
 """The engine's shortcuts leave every metric as the straightforward computation gives it, to the bit, on
 varied grids: the whole-token tables of the measured-kernel lookups (``kernels.curves.WholeTokens``), a
 prefix-cache hit's prefill shared between the TTFT and the chunked prefill, a hit's chunk steps without
-the biggest, and the smallest tp that fits tried only where no tp-free rule is broken."""
+the biggest, the step times alone of steps that share their decodes (``engine.step_times``), and the
+smallest tp that fits tried only where no tp-free rule is broken."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from planner.engine import evaluate
 from planner.engine.chunked import chunked_prefill
 from planner.engine.memory import TP_CANDIDATES, _fits_at_tp, min_tp_that_fits
 from planner.engine.prefix_reuse import prefix_cache_metrics
-from planner.engine.roofline import prefill
+from planner.engine.roofline import decode_context_tokens, prefill, step_cost
+from planner.engine.step_times import step_times_and_overheads_s
 from planner.kernels import curves
 from planner.model.scenario import Scenario
 
@@ -82,3 +84,26 @@ def test_the_smallest_tp_skips_only_scenarios_that_fit_at_no_tp(catalog, scenari
     got = min_tp_that_fits(x)
     _same(got, want, "min_tp_that_fits")
     assert 0.0 in got and got.max() > 0  # the grid holds scenarios that fit nowhere (batch > chunk, …) and some that do
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS + [dict(model="qwen3-next-80b-a3b", gpu="h200", tp=2)])
+def test_step_times_alone_are_the_step_costs_times_to_the_bit(catalog, scenario):
+    x = _grid(catalog, 1300, **scenario)
+    rng = np.random.default_rng(5)
+    first = np.minimum(rng.integers(0, 5000, 1300).astype(float), x.prompt_tokens)
+    fraction = first + rng.random(1300)  # not whole: the plain lookups
+    past = np.floor(x.prompt_tokens * rng.random(1300))
+    parts = [
+        (first, past, None),
+        (first, 2.0 * past, None),  # the same n: its matmul terms shared
+        (np.zeros(()), 0.0, None),  # a decode step
+        (fraction, past, None),
+        (x.batch * x.prompt_tokens, 0.0, x.batch),  # many prompts in one step
+        (np.where(first > 2000, 0.0, first), past, None),  # some steps without prefill tokens
+    ]
+    for seqs, ctx in ((x.batch, decode_context_tokens(x)), (0.0, 0.0), (np.floor(x.batch / 3.0), x.prompt_tokens)):
+        got = step_times_and_overheads_s(x, seqs, ctx, parts)
+        for (n, p, k), (t, fixed) in zip(parts, got, strict=True):
+            want = step_cost(x, seqs=seqs, ctx=ctx, n=n, past=p, prompts=k)
+            _same(t, want.time_s, "time_s")
+            _same(fixed, want.overhead_s, "overhead_s")
