@@ -19,12 +19,13 @@ from planner.engine.inputs import Array, EngineInputs, MetricValue, broadcast_sh
 from planner.engine.kernel_basis import basis_for
 from planner.engine.memory import kv_bytes_per_token_for_heads, memory_plan
 from planner.engine.power import power_metrics
-from planner.engine.prefix_reuse import prefix_cache_metrics
+from planner.engine.prefix_reuse import hit_or_miss_prefill_s, prefix_cache_metrics
 from planner.engine.prompt_cache import prompt_cache
-from planner.engine.roofline import batched_prefill, decode, prefill, ridge_batch
+from planner.engine.roofline import decode, prefill, ridge_batch
 from planner.engine.saturation import max_throughput
 from planner.engine.spec_rules import spec_defaults, spec_problems
 from planner.engine.speculative import speculative
+from planner.engine.step_times import step_times_s
 from planner.engine.validity import config_problems, fit_defaults, format_notes, format_problems, kv_replication_note
 from planner.errors import ScenarioError, format_validation_error
 from planner.model.catalog import Catalog
@@ -180,7 +181,8 @@ def _compute(x: EngineInputs) -> dict[str, MetricValue]:
 
     pre = prefill(x)  # the whole prompt (a prefix-cache miss): the roofline's prefill point
     ttft = pre.time_s
-    out.update(prefix_cache_metrics(x, pre))
+    hit_s = hit_or_miss_prefill_s(x, ttft)  # a prefix-cache hit's prefill (the miss's where no hit finds a token)
+    out.update(prefix_cache_metrics(x, pre, hit_s))
     out.update(
         prefill_compute_bound=pre.compute_bound,
         prefill_flop=pre.flop,
@@ -201,7 +203,7 @@ def _compute(x: EngineInputs) -> dict[str, MetricValue]:
         decode_comm_s=dec.comm_s,
         ridge_batch=ridge_batch(x),
     )
-    out.update(chunked_prefill(x, prefill_s=ttft, decode_s=plain_tpot))
+    out.update(chunked_prefill(x, prefill_s=ttft, decode_s=plain_tpot, hit_prefill_s=hit_s))
     spec = speculative(x, plain_step_s=plain_tpot)
     out.update(spec)
     tpot = np.where(x.spec_on > 0, spec["spec_tpot_s"], plain_tpot)
@@ -266,7 +268,10 @@ def _rates(x: EngineInputs, ttft, tpot) -> dict[str, MetricValue]:
     held = ttft if plain else ttft * parallel.layer_imbalance(x) / (x.pp * x.dp)
     decode_share_s = x.output_tokens * tpot / x.batch
     serving_rate = x.output_tokens / (held + decode_share_s)
-    static_s = batched_prefill(x).time_s + (x.output_tokens - 1.0) * tpot
+    # batched_prefill(x).time_s: every prompt of the batch in one step
+    static_s = (
+        step_times_s(x, 0.0, 0.0, [(x.batch * x.prompt_tokens, 0.0, x.batch)])[0] + (x.output_tokens - 1.0) * tpot
+    )
     per_s = x.price_per_gpu_hour_usd * gpus / S_PER_HOUR
     per_request = per_s * (held + decode_share_s)
     return dict(

@@ -28,7 +28,7 @@ import numpy as np
 
 from planner.engine import parallel
 from planner.engine.inputs import Array, EngineInputs
-from planner.kernels.curves import Stack, at_grid, at_tokens, stack, token_position
+from planner.kernels.curves import Stack, at_grid, at_grid_batch, at_tokens, stack, token_position
 
 
 def has_kernels(x: EngineInputs) -> bool:
@@ -56,7 +56,8 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
     attention = at_grid(st.decode, st.rows, seqs, ctx, 1.0)
     c, m = ratio_terms
     one = np.maximum(c, m)
-    safe_one = np.where(one > 0, one, 1.0)
+    positive = one > 0
+    safe_one = np.where(positive, one, 1.0)
     moe = bool(np.any(x.experts > 0))
     e = x.elementwise_s_per_token / x.tp
 
@@ -66,7 +67,7 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
         t = at_tokens(st.tokens, st.rows, tokens, position) + at_tokens(st.head, st.rows, tokens, position)
         if moe:
             t = t + at_tokens(st.experts, st.rows, tokens, position)
-        ratio = np.where(one > 0, np.maximum(c * q, m) / safe_one, 1.0) if q != 1.0 else 1.0
+        ratio = np.where(positive, np.maximum(c * q, m) / safe_one, 1.0) if q != 1.0 else 1.0
         comm = _comm(x, st, tokens, position, False, roofline_comm(tokens))
         return overhead + (t + e * tokens) + attention * ratio + comm
 
@@ -74,7 +75,14 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
 
 
 def _comm(x: EngineInputs, st: Stack, tokens, position, prefill, roofline_tp_s) -> Array:
-    """n_AR · the measured all-reduce at T tokens; the roofline's where unmeasured (NaN) or tp = 1."""
+    """n_AR · the measured all-reduce at T tokens; the roofline's where unmeasured (NaN) or tp = 1 (every
+    scenario at tp = 1: the roofline's term as it stands, no curve looked up)."""
+    if _no_comm(x):
+        rows = () if st.rows is None else st.rows.shape
+        shape = np.broadcast_shapes(
+            rows, *(np.shape(v) for v in (tokens, x.tp, x.layers, x.dp, x.moe_layers, roofline_tp_s))
+        )
+        return np.broadcast_to(np.asarray(roofline_tp_s, dtype=float), shape)  # read-only: callers add to it
     if np.ndim(prefill) == 0:
         curve = st.allreduce_eager if bool(prefill) else st.allreduce_graph
         one = at_tokens(curve, st.rows, tokens, position)
@@ -90,6 +98,16 @@ def _comm(x: EngineInputs, st: Stack, tokens, position, prefill, roofline_tp_s) 
 
 def _no_comm(x: EngineInputs) -> bool:
     return bool(np.all(np.asarray(x.tp) <= 1))
+
+
+def _prefill_attention(st: Stack, prompts, seq) -> Array:
+    """The prefill-attention curve at (prompts ≥ 1, S_eq): ``at_grid``, or ``at_grid_batch`` (the same bits) where
+    every scenario has one curve and the same number of prompts (a chunk step's one prompt)."""
+    k = np.asarray(prompts)
+    seq = np.asarray(seq)
+    if st.rows is None and seq.ndim and k.shape in ((), seq.shape) and bool(np.all(k == k.flat[0])):
+        return at_grid_batch(st.prefill, float(k.flat[0]), seq, 2.0)
+    return at_grid(st.prefill, st.rows, k, seq, 2.0)
 
 
 def kernel_terms(
@@ -122,7 +140,7 @@ def kernel_terms(
     if np.any(prefill):
         k = np.maximum(prompts, 1.0)
         seq = equivalent_prompt_tokens(n / k, past)
-        out["prefill"] = np.where(prefill, at_grid(st.prefill, st.rows, k, seq, 2.0), 0.0)
+        out["prefill"] = np.where(prefill, _prefill_attention(st, k, seq), 0.0)
     out["comm"] = _comm(x, st, tokens, position, prefill if np.ndim(prefill) else bool(prefill), roofline_tp_s)
     return out
 

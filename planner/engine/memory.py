@@ -39,7 +39,7 @@ import numpy as np
 from planner.engine import parallel
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity, broadcast_shape
 from planner.engine.parallel import Stage
-from planner.engine.validity import config_valid
+from planner.engine.validity import config_valid, tp_free_valid
 from planner.model.parallel_layout import EP_BUFFER_BYTES
 from planner.model.quantization import WEIGHT_16BIT_BYTES
 from planner.units import ACTIVATION_BYTES
@@ -583,18 +583,18 @@ def min_tp_that_fits(x: EngineInputs) -> Array:
     """Smallest tp in 1, 2, 4 … 64 that the engine accepts (``validity.config_valid``) and where one
     sequence fits, at the scenario's pp and dp (expert parallelism, when on, spanning tp · dp); 0 if none.
 
-    Each tp is tried on the scenarios no smaller one fits (most fit at the first tries), elementwise the
-    same test as trying every tp on every scenario."""
+    Each tp is tried on the scenarios no smaller one fits (most fit at the first tries) and that break no rule
+    tp leaves as it is (``validity.tp_free_valid``): elementwise the same test as every tp on every scenario."""
     shape = broadcast_shape(x)
     size = int(np.prod(shape, dtype=np.int64))
     out = np.zeros(size)
-    left = np.arange(size)
-    sub, sub_shape = x, shape
+    left = np.flatnonzero(np.broadcast_to(np.asarray(tp_free_valid(x), dtype=bool), shape))
+    sub, sub_shape = (x, shape) if left.size == size else (_rows(x, shape, left), (left.size,))
     for tp in TP_CANDIDATES:
+        if not left.size:
+            break
         ok = np.broadcast_to(np.asarray(_fits_at_tp(sub, float(tp)), dtype=bool), sub_shape).reshape(-1)
         out[left[ok]] = tp
         left = left[~ok]
-        if not left.size:
-            break
         sub, sub_shape = _rows(x, shape, left), (left.size,)
     return out.reshape(shape)

@@ -28,6 +28,7 @@ import numpy as np
 
 from planner.engine.inputs import Array, EngineInputs, MetricValue
 from planner.engine.roofline import StepCost, prefill
+from planner.engine.step_times import step_times_s
 
 
 def gpu_cached_tokens(x: EngineInputs) -> Array:
@@ -57,17 +58,28 @@ def expected(x: EngineInputs, on_hit, on_miss) -> Array:
     return np.where(h >= 1.0, on_hit, np.where(h <= 0.0, on_miss, mixed))
 
 
-def prefix_cache_metrics(x: EngineInputs, miss: StepCost) -> dict[str, MetricValue]:
-    """The idle TTFT with the prefix cache, on a hit and without it, the hit's cached tokens and the
-    prefill time the cache saves per request (module doc).  ``miss``: the whole prompt's prefill."""
+def hit_or_miss_prefill_s(x: EngineInputs, miss_s) -> Array:
+    """``hit_prefill(x).time_s`` (``step_times``: the time alone), or ``miss_s`` (the whole prompt's prefill)
+    where no scenario's hit finds a cached token."""
     cached = gpu_cached_tokens(x)
-    hit = hit_prefill(x) if bool(np.any(cached > 0)) else miss  # the hit's own time, whatever the hit rate
-    shape = np.broadcast_shapes(np.shape(miss.time_s), np.shape(hit.time_s), np.shape(cached), np.shape(x.gpu_hit_rate))
+    if not bool(np.any(cached > 0)):
+        return miss_s
+    return step_times_s(x, 0.0, 0.0, [(x.prompt_tokens - cached, cached, None)])[0]
+
+
+def prefix_cache_metrics(x: EngineInputs, miss: StepCost, hit_s=None) -> dict[str, MetricValue]:
+    """The idle TTFT with the prefix cache, on a hit and without it, the hit's cached tokens and the
+    prefill time the cache saves per request (module doc).  ``miss``: the whole prompt's prefill; ``hit_s``:
+    ``hit_or_miss_prefill_s`` when already computed."""
+    cached = gpu_cached_tokens(x)
+    miss_s = miss.time_s
+    hit_s = hit_or_miss_prefill_s(x, miss_s) if hit_s is None else hit_s  # the hit's own time, whatever the hit rate
+    shape = np.broadcast_shapes(np.shape(miss_s), np.shape(hit_s), np.shape(cached), np.shape(x.gpu_hit_rate))
     return {
-        "ttft_s": np.broadcast_to(expected(x, hit.time_s, miss.time_s), shape),
-        "ttft_nocache_s": np.broadcast_to(miss.time_s, shape),
-        "ttft_hit_s": np.broadcast_to(hit.time_s, shape),
+        "ttft_s": np.broadcast_to(expected(x, hit_s, miss_s), shape),
+        "ttft_nocache_s": np.broadcast_to(miss_s, shape),
+        "ttft_hit_s": np.broadcast_to(hit_s, shape),
         "gpu_cache_hit_rate": np.broadcast_to(x.gpu_hit_rate, shape).astype(float),
         "gpu_cached_tokens": np.broadcast_to(cached, shape).astype(float),
-        "prefill_saved_per_request_s": np.broadcast_to(x.gpu_hit_rate * (miss.time_s - hit.time_s), shape),
+        "prefill_saved_per_request_s": np.broadcast_to(x.gpu_hit_rate * (miss_s - hit_s), shape),
     }

@@ -31,7 +31,8 @@ import numpy as np
 
 from planner.engine import parallel
 from planner.engine.inputs import Array, EngineInputs, MetricValue
-from planner.engine.roofline import decode_context_tokens, step_cost
+from planner.engine.roofline import decode_context_tokens
+from planner.engine.step_times import step_times_and_overheads_s
 
 
 def saturated_batch(x: EngineInputs, kv_sequences) -> Array:
@@ -48,14 +49,15 @@ def max_throughput(x: EngineInputs, kv_sequences) -> dict[str, MetricValue]:
     runs = b > 0
     seqs = np.where(runs, b, 1.0)
     ctx = decode_context_tokens(x)
-    dec = step_cost(x, seqs=seqs, ctx=ctx)
-    # one prompt on every data-parallel rank at once: each rank's attention and dense GEMMs see its own P tokens,
-    # the lock-stepped expert layers (and the dispatch) every rank's dp · P
-    mix = step_cost(x, seqs=seqs, ctx=ctx, n=x.prompt_tokens * x.dp, prompts=x.dp * 1.0)
-    g_dec, g_mix = dec.time_s - dec.overhead_s, mix.time_s - mix.overhead_s
+    # a decode step, and one with one prompt on every data-parallel rank at once: each rank's attention and dense
+    # GEMMs see its own P tokens, the lock-stepped expert layers (and the dispatch) every rank's dp · P
+    (dec_s, dec_fixed), (mix_s, mix_fixed) = step_times_and_overheads_s(
+        x, seqs, ctx, [(0.0, 0.0, None), (x.prompt_tokens * x.dp, 0.0, x.dp * 1.0)]
+    )
+    g_dec, g_mix = dec_s - dec_fixed, mix_s - mix_fixed
     per_rank = seqs / x.dp  # data-parallel ranks prefill their own prompts side by side
     share = np.minimum(per_rank / x.output_tokens, 1.0)
-    fixed = share * mix.overhead_s + (1.0 - share) * dec.overhead_s
+    fixed = share * mix_fixed + (1.0 - share) * dec_fixed
     tpot = g_dec + per_rank * np.maximum(g_mix - g_dec, 0.0) / x.output_tokens + fixed
     gpus = x.tp if parallel.plain_layout(x) else parallel.gpus_per_instance(x)
     rate = np.where(runs, seqs / tpot / gpus, 0.0)

@@ -16,7 +16,9 @@ overhead but not a second per-step overhead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,10 +32,21 @@ GAMMA_GRID = np.arange(0, 17, dtype=float)
 
 def expected_tokens_per_step(alpha, gamma) -> Array:
     """E(α, γ) = (1 − α^(γ+1)) / (1 − α); the α → 1 limit is γ + 1."""
+    return tokens_per_step_at(alpha)(gamma)
+
+
+def tokens_per_step_at(alpha) -> Callable[[Any], Array]:
+    """γ ↦ E(α, γ) (``expected_tokens_per_step``) with α's terms taken once (the best-γ search asks 17 γ)."""
     alpha = np.asarray(alpha, dtype=float)
-    gamma = np.asarray(gamma, dtype=float)
-    safe = np.where(alpha < 1.0, alpha, 0.5)
-    return np.where(alpha < 1.0, (1.0 - safe ** (gamma + 1.0)) / (1.0 - safe), gamma + 1.0)
+    below = alpha < 1.0
+    safe = np.where(below, alpha, 0.5)
+    lost = 1.0 - safe
+
+    def at(gamma) -> Array:
+        gamma = np.asarray(gamma, dtype=float)
+        return np.where(below, (1.0 - safe ** (gamma + 1.0)) / lost, gamma + 1.0)
+
+    return at
 
 
 def draft_model_inputs(x: EngineInputs) -> EngineInputs:
@@ -183,9 +196,10 @@ def _best_gamma_one_by_one(x: EngineInputs, plain, draft) -> tuple[Array, Array]
     best_gain: Array | None = None
     best_g: Array | None = None
     fast = measured_decode_steps(x, x.batch, decode_context_tokens(x))
+    tokens_per_step = tokens_per_step_at(x.alpha)
     for g in GAMMA_GRID:
         verify = fast(g + 1.0) if fast is not None else verify_step_s(x, g + 1.0)
-        gain = expected_tokens_per_step(x.alpha, g) * plain / (g * draft + verify)
+        gain = tokens_per_step(g) * plain / (g * draft + verify)
         if best_gain is None or best_g is None:
             best_gain, best_g = gain, np.zeros(np.shape(gain))
             continue

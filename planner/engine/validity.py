@@ -409,6 +409,11 @@ def config_valid(x: EngineInputs) -> MetricValue:
     draft_kv = np.where(tp <= x.draft_kv_heads, _divides(x.draft_kv_heads, tp), _divides(tp, x.draft_kv_heads))
     draft_vocab = np.ceil(x.draft_vocab / VOCAB_PADDING) * VOCAB_PADDING
     ok = ok & ((x.has_draft_model == 0) | (_divides(x.draft_heads, tp) & draft_kv & _divides(draft_vocab, tp)))
-    ok = ok & (np.ceil(x.batch / x.dp) <= x.chunk_tokens)
-    ok = ok & (x.prompt_tokens + x.output_tokens <= x.context_window_tokens)
+    ok = ok & tp_free_valid(x)
     return np.asarray(ok & _layout_valid(x))
+
+
+def tp_free_valid(x: EngineInputs) -> MetricValue:
+    """The rules of ``config_valid`` that no tp changes: each engine's batch / dp ≤ chunk, prompt + output ≤ the
+    context window (a scenario that breaks one is refused at every tp: ``memory.min_tp_that_fits`` skips it)."""
+    return (np.ceil(x.batch / x.dp) <= x.chunk_tokens) & (x.prompt_tokens + x.output_tokens <= x.context_window_tokens)

@@ -185,10 +185,68 @@ def _empty_rows(v) -> bool:
     return bool((np.asarray(v) <= 0).any())
 
 
+@dataclass(frozen=True)
+class WholeTokens:
+    """Token counts that are all whole numbers in [0, ``WHOLE_TOKENS``): ``at_tokens`` reads a curve's value at
+    each from the curve's table at 0, 1, 2, … (``_tabulated``) — one gather instead of a log₂ and two."""
+
+    tokens: np.ndarray
+    index: np.ndarray  # the counts as integers
+    top: int  # the largest
+
+
+#: Whole token counts below this are looked up in a curve's table (``WholeTokens``); tables are kept for the
+#: ``TABLES_KEPT`` curves used last (each ≤ 256 KiB: a 32,768-point table).
+WHOLE_TOKENS = 1 << 15
+TABLES_KEPT = 64
+#: Arrays smaller than this take the plain lookup (a table is built once per curve: worth it for a grid).
+WHOLE_MIN_SIZE = 256
+_TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def token_position(tokens):
+    """The position of ``tokens`` on the token grid for ``at_tokens``: ``WholeTokens`` when every count of a
+    large enough array is whole and below ``WHOLE_TOKENS``, else ``_position``'s (i, f, beyond)."""
+    t = np.asarray(tokens, dtype=float)
+    if t.ndim and t.size >= WHOLE_MIN_SIZE:
+        index = t.astype(np.intp)
+        # whole counts in range: a negative count is a huge unsigned one
+        if (index == t).all() and (index.view(np.uintp) < WHOLE_TOKENS).all():
+            return WholeTokens(t, index, int(index.max()))
+    return _position(t, TOKEN_PER_OCTAVE, TOKEN_GRID.size)
+
+
+def _tabulated(curve: np.ndarray, top: int) -> np.ndarray:
+    """``curve`` ([TOKEN_GRID]) at every whole count 0 … ≥ ``top``, by ``_interpolated`` itself: the same
+    operations on each count as an array of them takes (elementwise ufuncs), so the same values to the bit
+    (tests/kernels/test_curves_fast.py).  Kept per curve (the curves live for the process)."""
+    hit = _TABLES.get(id(curve))
+    if hit is not None and hit[0] is curve and hit[1].size > top:
+        return hit[1]
+    counts = np.arange(max(1024, 1 << top.bit_length()), dtype=float)  # a power of two above top
+    values = _interpolated(curve, None, counts, _position(counts, TOKEN_PER_OCTAVE, TOKEN_GRID.size))
+    with _LOCK:
+        _TABLES.pop(id(curve), None)
+        while len(_TABLES) >= TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[id(curve)] = (curve, values)  # holding the curve keeps its id from being reused
+    return values
+
+
 def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None) -> np.ndarray:
     """``curve`` ([TOKEN_GRID] or [rows, TOKEN_GRID]) at ``tokens`` (0 where tokens ≤ 0).  ``position``: a
     ``token_position(tokens)`` already computed (several curves at the same tokens)."""
-    i, f, beyond = token_position(tokens) if position is None else position
+    position = token_position(tokens) if position is None else position
+    if isinstance(position, WholeTokens):
+        if rows is None:
+            return _tabulated(curve, position.top).take(position.index)
+        position = _position(position.tokens, TOKEN_PER_OCTAVE, TOKEN_GRID.size)
+    return _interpolated(curve, rows, tokens, position)
+
+
+def _interpolated(curve: np.ndarray, rows: np.ndarray | None, tokens, position) -> np.ndarray:
+    """``at_tokens`` from the grid position (i, f, beyond): linear between grid points, ∝ tokens beyond."""
+    i, f, beyond = position
     if rows is None:
         y0, y1 = np.asarray(curve.take(i)), np.asarray(curve.take(i + 1))
     else:
@@ -201,10 +259,6 @@ def at_tokens(curve: np.ndarray, rows: np.ndarray | None, tokens, position=None)
     if not isinstance(beyond, float):
         y1 *= beyond
     return np.where(np.asarray(tokens) > 0, y1, 0.0) if _empty_rows(tokens) else y1
-
-
-def token_position(tokens):
-    return _position(tokens, TOKEN_PER_OCTAVE, TOKEN_GRID.size)
 
 
 _BATCH_POSITIONS: dict[float, tuple[int, float, float | None]] = {}

@@ -1,5 +1,6 @@
-"""planner/kernels/curves.py ``at_grid_batch``: one batch size's lookup (the simulator's runs of decode steps) is
-``at_grid`` at an array of that batch, to the bit — inside and beyond both grids, either sequence power."""
+"""planner/kernels/curves.py's fast lookups, each the plain one to the bit: ``at_grid_batch`` (one batch size's
+lookup, the simulator's runs of decode steps) is ``at_grid`` at an array of that batch — inside and beyond both
+grids, either sequence power; ``at_tokens`` on whole token counts (a curve's table) is the interpolation."""
 
 from __future__ import annotations
 
@@ -7,7 +8,21 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.kernels.curves import BATCH_GRID, SEQ_GRID, at_grid, at_grid_batch
+from planner.kernels.curves import (
+    BATCH_GRID,
+    SEQ_GRID,
+    TOKEN_GRID,
+    TOKEN_PER_OCTAVE,
+    WHOLE_MIN_SIZE,
+    WHOLE_TOKENS,
+    WholeTokens,
+    _interpolated,
+    _position,
+    at_grid,
+    at_grid_batch,
+    at_tokens,
+    token_position,
+)
 
 _RNG = np.random.default_rng(11)
 FLAT = _RNG.uniform(1e-6, 1e-2, BATCH_GRID.size * SEQ_GRID.size)
@@ -49,3 +64,43 @@ def test_a_speculative_decode_pair_is_the_two_decode_lookups_to_the_bit(catalog)
             timer.draft_ratio * step.decode_time_s(seqs, 1.0, ctx)
         )
         assert np.array_equal(timer.decode_steps_s(seqs, ctx).view(np.int64), want.view(np.int64))
+
+
+TOKEN_CURVE = np.cumsum(_RNG.uniform(1e-7, 1e-4, TOKEN_GRID.size))
+
+
+def _plain(curve, tokens):
+    """``at_tokens`` the long way: the grid position of every count, linear between grid points."""
+    return _interpolated(curve, None, tokens, _position(tokens, TOKEN_PER_OCTAVE, TOKEN_GRID.size))
+
+
+@settings(max_examples=200)
+@given(
+    size=st.integers(WHOLE_MIN_SIZE, 5000),
+    top=st.integers(1, WHOLE_TOKENS - 1),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_whole_token_counts_read_from_the_table_are_the_lookup_to_the_bit(size, top, seed):
+    tokens = np.random.default_rng(seed).integers(0, top + 1, size).astype(float)
+    position = token_position(tokens)
+    assert isinstance(position, WholeTokens)
+    got = at_tokens(TOKEN_CURVE, None, tokens, position)
+    want = _plain(TOKEN_CURVE, tokens)
+    assert got.shape == want.shape and np.array_equal(got.view(np.int64), want.view(np.int64))
+    strided = tokens[::3]  # a view, not a fresh array
+    if strided.size >= WHOLE_MIN_SIZE:
+        assert np.array_equal(at_tokens(TOKEN_CURVE, None, strided).view(np.int64), want[::3].view(np.int64))
+
+
+def test_counts_the_table_does_not_hold_take_the_plain_lookup():
+    whole = np.arange(WHOLE_MIN_SIZE, dtype=float)
+    for tokens in (whole + 0.5, whole + WHOLE_TOKENS - 10, whole - 3.0, whole[: WHOLE_MIN_SIZE - 1]):
+        position = token_position(tokens)
+        assert not isinstance(position, WholeTokens)
+        got = at_tokens(TOKEN_CURVE, None, tokens, position)
+        assert np.array_equal(got.view(np.int64), _plain(TOKEN_CURVE, tokens).view(np.int64))
+    rows = np.zeros(WHOLE_MIN_SIZE, dtype=np.intp)  # a stack of curves: the plain lookup at each element's row
+    two = np.stack([TOKEN_CURVE, 2.0 * TOKEN_CURVE])
+    got = at_tokens(two, rows + 1, whole)
+    want = _interpolated(two, rows + 1, whole, _position(whole, TOKEN_PER_OCTAVE, TOKEN_GRID.size))
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
