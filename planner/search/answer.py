@@ -2,7 +2,9 @@
 when the time budget ran out first), the screening model's estimate — and the answer in words.
 
 Every row carries its ``basis``: ``simulated`` (its replica count passed in simulation and the count
-below it failed) or ``screened`` (the screening model's count, cost and latencies, ``analytic``).  The
+below it failed) or ``screened`` (the screening model's count, cost and latencies, ``analytic``); a simulated
+row's ``confirmed_on`` says what ran: one replica at its share of r, or behind a load-aware router a bounded
+sample of the fleet ('8 of 270 replicas (least_tokens)', ``fleet_sample``).  The
 answer is the cheapest *simulated* row meeting the SLO; while none is, the cheapest screened one, said to
 be screened.  A screened row cheaper than the simulated answer is named beside it (it might win).
 """
@@ -78,6 +80,7 @@ TABLE_COLUMNS = CONFIG_COLUMNS + (
     "binding_analytic",
     "analytic_gpus",
     "basis",
+    "confirmed_on",
     "status",
     "simulations",
     "simulated_requests",
@@ -125,7 +128,9 @@ def _base_row(row: pd.Series) -> dict[str, Any]:
 def screened_row(row: pd.Series, status: str = PENDING) -> dict[str, Any]:
     """A candidate not (yet) simulated: the screening model's fleet, cost and latencies."""
     out = _base_row(row) | {k: row[k] for k in _SCREENED_VALUES if k in row}
-    return out | dict(basis=SCREENED, status=status, binding=row["binding"], simulations=0, simulated_requests=0)
+    return out | dict(
+        basis=SCREENED, confirmed_on="", status=status, binding=row["binding"], simulations=0, simulated_requests=0
+    )
 
 
 def confirmed_row(
@@ -139,7 +144,7 @@ def confirmed_row(
     )
     if conf.timed_out:
         return screened_row(row, UNCONFIRMED) | runs
-    out = _base_row(row) | runs | dict(basis=SIMULATED)
+    out = _base_row(row) | runs | dict(basis=SIMULATED, confirmed_on=confirmed_on(conf))
     failed = [p for p in conf.pools if p.replicas is None]
     if failed and failed[0].cannot_win:
         return out | cannot_win_cells(row, failed[0])
@@ -185,6 +190,21 @@ def confirmed_row(
         goodput_frac=goodput,
         output_tokens_per_s_per_gpu=rate * mean_out / gpus,
     )
+
+
+def confirmed_on(conf: Confirmation) -> str:
+    """What the simulation behind a row ran (``pools.PoolRun.basis``): the passing count's fleet, else the count
+    that failed — '8 of 136 replicas (least_tokens)', '1 of 136 replicas (its share, round_robin)'; a disaggregated
+    row's two pools, decode first; '' where nothing ran."""
+
+    def one(p: PoolSizing) -> str:
+        run = p.at if p.at is not None else p.below
+        return run.basis if run is not None else ""
+
+    if len(conf.pools) == 1:
+        return one(conf.pools[0])
+    pre, dec = conf.pools
+    return f"decode {one(dec)}; prefill {one(pre)}" if one(dec) and one(pre) else ""
 
 
 def cannot_win_cells(row: pd.Series, p: PoolSizing) -> dict[str, Any]:

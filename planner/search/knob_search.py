@@ -37,7 +37,7 @@ from planner.errors import Cancelled, ScenarioError
 from planner.executors import Executor, make_executor
 from planner.format import fmt_count, fmt_seconds
 from planner.model.catalog import Catalog
-from planner.model.scenario import Scenario
+from planner.model.scenario import Router, Scenario
 from planner.search.answer import (
     MEETS,
     PENDING,
@@ -61,8 +61,9 @@ from planner.search.confirm import (
     timed_out,
     with_ceilings,
 )
+from planner.search.fleet_sample import FLEET_SAMPLE_REPLICAS, LOAD_AWARE
 from planner.search.frontiers import FRONTIERS, frontier_points, with_frontiers
-from planner.search.grid import Base, score
+from planner.search.grid import Base, Scored, score
 from planner.search.latency_text import LATENCY_WIDTH, latency_cells, latency_columns, latency_header
 from planner.search.limits import SEARCH_TIME_BUDGET_S
 from planner.search.step_grid import TrafficStats
@@ -126,6 +127,7 @@ class SearchResult:
     simulated_requests: int = 0
     far_requests: int = 0  # requests a run of a candidate that cannot win simulates (``confirm.Plan``)
     cannot_win: int = 0  # candidates shown unable to win at their ceiling (``confirm`` module doc), not sized
+    router: Router = "round_robin"  # the scenario's: behind a load-aware one each run is a bounded sample of the fleet
 
     @property
     def complete(self) -> bool:
@@ -190,13 +192,8 @@ def search_fleet(
     slo = Slo.of(s)
     start = time.perf_counter()
     deadline = time.time() + time_budget_s if time_budget_s is not None else None
-    if progress is not None:
-        progress(0.0, f"Scoring every configuration on {len(keys)} GPU profiles analytically…")
-    stats = traffic_stats(s, trace)
-    scored = score(s, catalog, stats, keys)
+    stats, scored = _screen(s, catalog, trace, keys, progress)
     screen_s = time.perf_counter() - start
-    if not len(scored.points):
-        raise ScenarioError(["no GPU profile to search"])
     cands = candidates(s, scored.bases, scored.points, per_gpu)
     plan = Plan.of(s, slo, deadline, max_requests)
     model = resolve(s, catalog).model  # the formats the answer names (``weight_plan.format_labels``)
@@ -233,6 +230,7 @@ def search_fleet(
             simulated_requests=sum(p.requests for c in confs.values() for p in c.pools),
             far_requests=plan.far_requests if any(c.far and c.point not in bounded for c in cands) else 0,
             cannot_win=sum(any(p.cannot_win for p in c.pools) for c in confs.values()),
+            router=s.router,
         )
 
     def report() -> None:
@@ -264,6 +262,19 @@ def search_fleet(
     for c in cands:
         confs.setdefault(c.point, timed_out(c))
     return result(stopped, UNCONFIRMED)
+
+
+def _screen(
+    s: Scenario, catalog: Catalog, trace: Workload | None, keys: list[str], progress: Progress | None
+) -> tuple[TrafficStats, Scored]:
+    """Stage 1 (module doc): the traffic's statistics and every point scored; ScenarioError when no GPU is given."""
+    if progress is not None:
+        progress(0.0, f"Scoring every configuration on {len(keys)} GPU profiles analytically…")
+    stats = traffic_stats(s, trace)
+    scored = score(s, catalog, stats, keys)
+    if not len(scored.points):
+        raise ScenarioError(["no GPU profile to search"])
+    return stats, scored
 
 
 def _progress_note(
@@ -342,7 +353,7 @@ def basis_text(z: SearchResult) -> str:
         f"screened {fmt_count(z.scored)} configurations ({fmt_count(z.valid)} the engine accepts) in "
         f"{fmt_seconds(z.screen_s)}; simulated {z.confirmed} of {z.candidates} candidates in "
         f"{fmt_seconds(z.confirm_s)} ({fmt_count(z.simulations)} runs of {fmt_count(z.requests_per_simulation)} "
-        "requests on one replica"
+        + _replicas_words(z.router)
         + (
             f", {fmt_count(z.far_requests)} for a GPU that cannot win"
             if z.far_requests and z.far_requests != z.requests_per_simulation
@@ -362,6 +373,22 @@ def basis_text(z: SearchResult) -> str:
     elif z.stopped == "running":
         done += "; the rest are being simulated"
     return done + "."
+
+
+def _basis_cell(row: pd.Series) -> str:
+    """The text table's basis: 'screened', 'price', or 'simulated: 8 of 136 replicas (least_tokens)'."""
+    on = row.get("confirmed_on")
+    return f"{row['basis']}: {on}" if isinstance(on, str) and on else str(row["basis"])
+
+
+def _replicas_words(router: Router) -> str:
+    """Where a run's requests went: one replica, or a bounded sample of a load-aware fleet (``fleet_sample``)."""
+    if router not in LOAD_AWARE:
+        return "requests on one replica"
+    return (
+        f"requests on min(r, {FLEET_SAMPLE_REPLICAS}) of a fleet's r replicas behind the {router} router: "
+        "a bounded sample of the fleet"
+    )
 
 
 def _kw(row: pd.Series) -> str:
@@ -384,13 +411,16 @@ def search_text(z: SearchResult) -> str:
     knobs = [describe(row, layout=False) for _, row in z.table.iterrows()]
     gw, lw = _width(z.table["gpu"], "GPU"), _width(z.table["layout"], "layout")
     mw, cw = _width(z.table["mode"], "mode"), _width(knobs, "configuration")
+    bases = [_basis_cell(row) for _, row in z.table.iterrows()]
+    bw = _width(bases, "basis")
     lines = [
         z.reason,
         "",
         f"{'GPU':<{gw}}{'layout':<{lw}}{'nodes':>5}  {'mode':<{mw}}{'configuration':<{cw}}{'GPUs':>6}{'$/h':>10}"
-        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'kW':>8}{'comm':>6}  {'times':<10}{'basis':<10}binding / status",
+        f"{'$/Mtok':>8}{latency_header(z.slo, names)}{'kW':>8}{'comm':>6}  {'times':<10}{'basis':<{bw}}"
+        "binding / status",
     ]
-    for (_, row), text in zip(z.table.iterrows(), knobs, strict=True):
+    for (_, row), text, basis in zip(z.table.iterrows(), knobs, bases, strict=True):
         comm = f"{row['decode_comm_frac']:>6.0%}" if np.isfinite(row["decode_comm_frac"]) else " " * 6
         priced = np.isfinite(row["gpus"]) and (row["status"] == MEETS or row["basis"] == SCREENED)
         if priced:
@@ -404,7 +434,7 @@ def search_text(z: SearchResult) -> str:
         mark = "  ← best" if row["best"] else ""
         where = f"{row['gpu']:<{gw}}{row['layout']:<{lw}}{int(row['nodes']):>5}  "
         times = _times_word(row["time_basis"])
-        lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}  {times:<10}{row['basis']:<10}{note}{mark}")
+        lines.append(f"{where}{row['mode']:<{mw}}{text:<{cw}}{nums}  {times:<10}{basis:<{bw}}{note}{mark}")
     lines.append(f"({basis_text(z)})")
     lines += [f"times: {label}" for label in dict.fromkeys(z.table["time_basis"]) if label]
     return "\n".join(lines) + "\n"

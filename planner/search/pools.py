@@ -2,7 +2,9 @@
 or one pool of a disaggregated (prefill/decode) deployment.
 
   colocated      the replica's round-robin share: the scenario's Poisson arrivals at rate / r (its
-                 seed), or every r-th request of the trace
+                 seed), or every r-th request of the trace; behind a load-aware ``router`` (least_tokens,
+                 prefix_affinity) a bounded sample of the fleet instead: min(r, 8) replicas co-simulated on
+                 the traffic they receive (``fleet_sample``)
   prefill pool   the same share with every output cut to one token: the replica prefills each prompt
                  and emits its first token; the deployment's TTFT is that plus the prompt's KV transfer
                  to the decode pool (``search.transfer_s``), so the search holds this pool to the TTFT
@@ -11,7 +13,8 @@ or one pool of a disaggregated (prefill/decode) deployment.
                  of its running sequences, as on a vLLM decode instance whose KV connector loads each
                  prompt's cache without a forward pass; its token budget admits every prompt at once
                  (one token each in vLLM), while the batch cap and the KV blocks still bound admission,
-                 so its ITL and KV occupancy are the decode pool's
+                 so its ITL and KV occupancy are the decode pool's (a pool's replica is simulated at its share
+                 whatever the router: kvplan does not model the router of a disaggregated deployment)
 A replica count passes when every seed's run meets the SLO (``slo.verdict``: each set target's
 statistic): several sample paths instead of one, so the answer does not turn on one seed's tail.
 
@@ -38,14 +41,15 @@ import numpy as np
 
 from planner.engine.step_time import RooflineStepTime, StepTime
 from planner.model.catalog import Catalog
-from planner.model.scenario import Scenario
+from planner.model.scenario import Router, Scenario
+from planner.search.fleet_sample import basis_words, sample_workload, sampled_replicas, simulate_sample
 from planner.search.replicas import fewest_passing
 from planner.sim.budget import SimulationBudgetError
 from planner.sim.config import SimConfig
 from planner.sim.results import NOT_RUN
-from planner.sim.simulate import fit_problems, sim_inputs, simulate
+from planner.sim.simulate import fit_problems, sim_inputs
 from planner.sim.slo import Slo, Verdict, verdict
-from planner.sim.workload import Workload, scenario_workload, split_round_robin
+from planner.sim.workload import Workload
 
 PoolKind = Literal["colocated", "prefill", "decode"]
 #: The replica count is resolved to this share of itself (at least one replica; ``replicas.fewest_passing``):
@@ -88,19 +92,14 @@ class DecodeOnlyStepTime:
         return self.inner.decode_steps_s(seqs, ctx)
 
 
-def share_workload(s: Scenario, trace: Workload | None, replicas: int, n: int) -> Workload:
-    """One replica's round-robin share: Poisson at rate / replicas (the scenario's seed), or the trace's."""
-    if trace is None:
-        return scenario_workload(s, rate_per_s=s.rate / replicas, n=n)
-    return split_round_robin(trace, replicas).take(slice(0, n))
-
-
 @dataclass(frozen=True)
 class PoolRun:
     """One simulated replica count: the verdict of each seed that ran (it stops at the first miss)."""
 
     replicas: int
     verdicts: tuple[Verdict, ...]
+    simulated: int = 1  # replicas co-simulated (``fleet_sample``: a bounded sample behind a load-aware router)
+    basis: str = ""  # what was simulated, in words (``fleet_sample.basis_words``: '8 of 270 replicas (least_tokens)')
 
     @property
     def met(self) -> bool:
@@ -165,6 +164,7 @@ def size_pool(
         return PoolSizing(None, None, None, 0, str(exc))
     cfg = replace(cfg, slo=slo)  # the early stop holds the targets the verdict does
     runs: dict[tuple[int, int], PoolRun] = {}
+    router: Router = s.router if kind == "colocated" else "round_robin"  # a pool's replicas: its share each
     count = [0, 0]
     tick = deadline_check(deadline)
 
@@ -174,23 +174,21 @@ def size_pool(
                 raise OutOfTime
             verdicts = []
             for seed in seeds:
-                w = share_workload(s.with_changes(seed=seed), trace, replicas, m)
+                w = sample_workload(s.with_changes(seed=seed), trace, replicas, m, router)
                 if kind == "prefill":
                     w = replace(w, output_tokens=np.ones_like(w.output_tokens))
-                result = simulate(
-                    w,
-                    replace(cfg, seed=seed),
-                    timer,
-                    stop_on_slo_miss=slo.early_stop_valid,
-                    detail=False,
-                    progress=tick,
+                stop = slo.early_stop_valid
+                result = simulate_sample(
+                    w, replace(cfg, seed=seed), timer, router, replicas, stop_on_slo_miss=stop, progress=tick
                 )
                 count[0] += 1
                 count[1] += int((result.status != NOT_RUN).sum())
                 verdicts.append(verdict(result, slo))
                 if not verdicts[-1].met:
                     break
-            runs[replicas, m] = PoolRun(replicas, tuple(verdicts))
+            runs[replicas, m] = PoolRun(
+                replicas, tuple(verdicts), sampled_replicas(router, replicas), basis_words(router, replicas)
+            )
         return runs[replicas, m]
 
     guess = max(int(guess), 1)

@@ -6,8 +6,9 @@ Colocated (every replica prefills and decodes, as simulated):
   memory plan fits, replicas r is the
   smallest count for which one replica, fed rate / r (Poisson thinning; a trace is split
   round-robin), meets the SLO in ``simulate`` (``slo.verdict``: each set target's statistic);
-  with a load-aware ``router`` (least_tokens, prefix_affinity) the whole fleet of r
-  replicas is simulated (``fleet.simulate_fleet``) on the first r × n requests instead.
+  with a load-aware ``router`` (least_tokens, prefix_affinity) a bounded sample of the fleet
+  is simulated instead: min(r, 8) replicas co-simulated on the traffic they receive, n requests
+  each (``fleet_sample``; the answer is still r).
   Search: from the analytic guess r₀ = ⌈rate / capacity⌉, capacity = 1 / (O·t_dec(B)/B +
   t_prefill(P)) with B = min(batch, KV concurrency), exponential steps then bisection;
   the answer r was simulated to pass and r − 1 to fail (or r = 1).  A configuration that
@@ -64,7 +65,8 @@ from planner.errors import ScenarioError
 from planner.format import fmt_seconds
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
-from planner.model.scenario import Scenario
+from planner.model.scenario import Router, Scenario
+from planner.search.fleet_sample import sample_workload, sampled_replicas, simulate_sample
 from planner.search.knob_search import SearchResult, search_fleet, search_text
 from planner.search.latency_text import LATENCY_WIDTH, latency_cells, latency_columns, latency_header
 from planner.search.layouts import on_layout, sizing_layouts
@@ -73,11 +75,10 @@ from planner.search.pools import OutOfTime, deadline_check
 from planner.search.replicas import TP_OPTIONS, accepted_tps, fewest_passing
 from planner.sim.budget import SimulationBudgetError
 from planner.sim.config import P99_MISS_FRAC, SimConfig
-from planner.sim.fleet import simulate_fleet
 from planner.sim.results import SimResult
-from planner.sim.simulate import sim_inputs, simulate
+from planner.sim.simulate import sim_inputs
 from planner.sim.slo import LATENCIES, Slo
-from planner.sim.workload import Workload, scenario_workload, split_round_robin
+from planner.sim.workload import Workload
 from planner.units import MEGA, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
 SIZING_MAX_REQUESTS = 1000
@@ -111,21 +112,6 @@ def _capacity_per_s(timer: RooflineStepTime, s: Scenario, concurrency: int, cach
     return 1.0 / (s.output * decode_s / b + prefill_s)
 
 
-def _replica_workload(s: Scenario, trace: Workload | None, replicas: int, max_requests: int) -> Workload:
-    n = min(s.sim_requests, max_requests)
-    if trace is None:
-        return scenario_workload(s, rate_per_s=s.rate / replicas, n=n)
-    return split_round_robin(trace, replicas).take(slice(0, max_requests))
-
-
-def _fleet_workload(s: Scenario, trace: Workload | None, replicas: int, max_requests: int) -> Workload:
-    """The first ``replicas`` × ``max_requests`` requests of the whole fleet's traffic."""
-    n = min(s.sim_requests, max_requests) * replicas
-    if trace is None:
-        return scenario_workload(s, n=n)
-    return trace.take(slice(0, n))
-
-
 def _simulated(
     s: Scenario,
     trace: Workload | None,
@@ -136,18 +122,14 @@ def _simulated(
     fleet: bool,
     deadline: float | None = None,
 ) -> SimResult:
-    """One sizing run: one replica's share (round-robin), or the whole fleet behind a load-aware router
-    (``fleet``; the low-load check needs no router: at 1 % load no queue forms).  ``OutOfTime`` once
-    ``deadline`` has passed (``pools.deadline_check``)."""
-    tick = deadline_check(deadline)
-    if not fleet or s.router == "round_robin" or replicas == 1:
-        w = _replica_workload(s, trace, replicas, n)
-        return simulate(w, cfg, timer, stop_on_slo_miss=cfg.slo.early_stop_valid, detail=False, progress=tick)
-    w = _fleet_workload(s, trace, replicas, n)
+    """One sizing run: one replica's share (round-robin), or behind a load-aware router a bounded sample of the
+    fleet (``fleet``; ``fleet_sample``: min(r, 8) replicas, n requests each; the low-load check needs no router:
+    at 1 % load no queue forms).  ``OutOfTime`` once ``deadline`` has passed (``pools.deadline_check``)."""
+    router: Router = s.router if fleet else "round_robin"
+    per_replica = n if trace is not None else min(s.sim_requests, n)
+    w = sample_workload(s, trace, replicas, per_replica * sampled_replicas(router, replicas), router)
     stop = cfg.slo.early_stop_valid
-    return simulate_fleet(
-        w, cfg, timer, replicas, s.router, stop_on_slo_miss=stop, detail=False, progress=tick
-    ).combined
+    return simulate_sample(w, cfg, timer, router, replicas, stop_on_slo_miss=stop, progress=deadline_check(deadline))
 
 
 def _layout_row(s: Scenario, gpus_per_node: int) -> dict:

@@ -43,6 +43,16 @@ def test_the_bounded_second_round_through_ray_is_the_local_pools_to_the_byte(loc
     assert there.table.to_csv().encode() == here.table.to_csv().encode()
 
 
+def test_a_load_aware_fleets_bounded_sample_through_ray_is_the_local_pools_to_the_byte(local_ray, catalog):
+    """Behind least_tokens each run co-simulates min(r, 8) replicas (search/fleet_sample.py): the same bytes."""
+    s = Scenario(model="llama-3.1-8b", rate=100.0, prompt=2048, output=128, sim_requests=300, search="batch")
+    s = s.with_changes(router="least_tokens")
+    here = search_fleet(s, catalog, gpus=["l4"], executor=LocalExecutor(2))
+    there = search_fleet(s, catalog, gpus=["l4"], executor=local_ray)
+    assert there.complete and here.table["confirmed_on"].str.startswith("8 of ").all()
+    assert there.table.to_csv().encode() == here.table.to_csv().encode()
+
+
 def test_kvplan_size_runs_on_ray(local_ray):
     out, err = io.StringIO(), io.StringIO()
     link = "model=llama-3.2-1b&rate=20&sim_requests=200&gpu=l4"

@@ -13,8 +13,9 @@ from planner.engine.memory import memory_plan
 from planner.engine.parallel import kv_transfer_s
 from planner.engine.step_time import RooflineStepTime
 from planner.model.scenario import Scenario
+from planner.search.fleet_sample import sample_workload
 from planner.search.replicas import fewest_passing
-from planner.search.sizing import _replica_workload, size_fleet
+from planner.search.sizing import size_fleet
 from planner.sim.config import SimConfig
 from planner.sim.simulate import sim_inputs, simulate
 from planner.sim.traces import parse_trace
@@ -48,7 +49,7 @@ def sized(catalog):
 def _meets(s, catalog, gpu, tp, replicas) -> bool:
     c = s.on_gpu(gpu, tp)
     _, x = sim_inputs(c, catalog)
-    w = _replica_workload(c, None, replicas, REQUESTS)
+    w = sample_workload(c, None, replicas, REQUESTS, "round_robin")
     return bool(simulate(w, SimConfig.from_inputs(x, c), RooflineStepTime.from_inputs(x)).summary["slo_met"])
 
 

@@ -66,6 +66,9 @@ def test_the_finished_sizing_says_each_rows_basis():
     assert "simulated" in set(table["basis"]) and set(table["basis"]) <= {"simulated", "price"}
     priced = table["basis"] == "price"
     assert table.loc[priced, "status"].str.startswith("cannot win: one replica costs").all()
+    # what each run simulated: behind the default round-robin router one replica at its share of the fleet
+    shown = table.loc[~priced, "simulated fleet"]
+    assert shown.str.fullmatch(r"1 of [\d,]+ replicas? \(its share, round_robin\)").all(), list(shown)
     assert any("candidates in" in c.value and "simulated" in c.value for c in at.caption)
     assert not [b for b in at.button if b.label.startswith("Cancel")]  # gone with the run
 

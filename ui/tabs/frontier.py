@@ -68,6 +68,7 @@ TABLE_DISPLAY = CONFIG_DISPLAY | {
     "binding_analytic": "binding (screening model)",
     "analytic_gpus": "GPUs (screening model)",
     "basis": "basis",
+    "confirmed_on": "simulated fleet",  # one replica at its share, or a bounded sample (search.fleet_sample)
     "time_basis": "step times",  # measured kernels or the fitted roofline, per GPU (grid_bases.Base.time_basis)
     "status": "status",
 }

@@ -13,6 +13,7 @@ from planner.model.parallel_layout import Layout
 from planner.model.scenario import Scenario
 from planner.search.answer import SCREENED
 from planner.search.confidence import band_text
+from planner.search.fleet_sample import FLEET_SAMPLE_REPLICAS
 from planner.search.knob_search import basis_text
 from planner.search.latency_text import latency_columns
 from planner.search.layouts import on_layout
@@ -60,6 +61,7 @@ SIZING_DISPLAY = CONFIG_DISPLAY | {
     "binding": "binding",
     "decode_comm_frac": COMM_HEADER,
     "basis": "basis",
+    "confirmed_on": "simulated fleet",  # one replica at its share, or a bounded sample (search.fleet_sample)
     "time_basis": "step times",  # measured kernels or the fitted roofline, per GPU (grid_bases.Base.time_basis)
     "status": "status",
 }
@@ -154,7 +156,8 @@ def show_sizing(st: Any, z: Sizing) -> None:
             f"Fewest replicas per GPU profile and layout meeting {z.slo.text()} at "
             f"{fmt_num(z.rate_per_s)} requests/s: "
             "behind a round-robin or random router one replica is simulated at its share of the traffic (the "
-            "fleet's size does not change the cost), with a load-aware router the whole fleet; "
+            "fleet's size does not change the cost), with a load-aware router a bounded sample of the fleet (at most "
+            f"{FLEET_SAMPLE_REPLICAS} replicas co-simulated on their share: the 'simulated fleet' column); "
             + requests_text(z.requests_per_simulation, z.search is not None)
             + ", and the count below the answer was simulated to miss (resolved to 4 % of the count for large fleets)."
         )
