@@ -129,18 +129,28 @@ def per_request_itl_from_runs(
     (``step_logs[replica][a:b]`` for each run (a, b)) and the gaps of its recomputations."""
     n = len(decode_runs)
     p50, pmax = np.full(n, np.nan), np.full(n, np.nan)
+    one: list[list[int]] = [[] for _ in step_logs]  # per replica: the requests with one run and no gap …
+    bounds: list[list[int]] = [[] for _ in step_logs]  # … and that run's (start, end), flat
     for i in range(n):
         runs, extra = decode_runs[i], gaps[i]
         if not runs and not extra:
             continue
         log = step_logs[replica[i]]
         if len(runs) == 1 and not extra:
-            values = log[runs[0][0] : runs[0][1]]
+            a, b = runs[0]
+            values = log[a:b].copy()
+            one[replica[i]].append(i)
+            bounds[replica[i]].extend(runs[0])
         else:
             values = np.concatenate([log[a:b] for a, b in runs] + [np.array(extra, dtype=float)])
+            pmax[i] = values.max()
         k = (values.shape[0] + 1) // 2 - 1
-        p50[i] = np.partition(values, k)[k]
-        pmax[i] = values.max()
+        values.partition(k)  # the k-th smallest: the same value whatever the method
+        p50[i] = values[k]
+    for log, rows, edges in zip(step_logs, one, bounds, strict=True):
+        if rows:  # the largest of each run in one call (the even segments of reduceat: [start, end))
+            padded = np.append(log, 0.0)  # an end may be the log's length
+            pmax[rows] = np.maximum.reduceat(padded, edges)[::2]
     return p50, pmax
 
 
