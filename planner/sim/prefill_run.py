@@ -105,6 +105,8 @@ def _growth_per_step(rep: Replica, tick: int, steps: int) -> list[int]:
     growth tick is g grows one block at g, g + block, g + 2·block, …"""
     ds, pool = rep.decode_set, rep.pool
     assert ds is not None
+    if ds.counted:
+        return [0, *ds.growth_counts(steps)[1:]] if steps else []
     out = [0] * steps
     last = tick + steps - 1
     if steps < 2 or not ds.grow_at or ds.grow_at[0][0] > last:

@@ -19,7 +19,16 @@ import pandas as pd
 
 from planner.format import fmt_count, fmt_pct, fmt_seconds, fmt_sig, fmt_tokens_per_s
 from planner.sim.config import SimConfig
-from planner.sim.slo import LATENCIES, good_requests, goodput_targets, percentiles, statistic, verdict
+from planner.sim.slo import (
+    LATENCIES,
+    LatencyName,
+    good_requests,
+    goodput_targets,
+    percentiles,
+    statistic,
+    statistics,
+    verdict,
+)
 from planner.sim.status import NOT_RUN, REJECTED_CONTEXT, REJECTED_KV, SERVED, STATUS_NAMES
 
 __all__ = [
@@ -120,18 +129,28 @@ def per_request_itl_from_runs(
     (``step_logs[replica][a:b]`` for each run (a, b)) and the gaps of its recomputations."""
     n = len(decode_runs)
     p50, pmax = np.full(n, np.nan), np.full(n, np.nan)
+    one: list[list[int]] = [[] for _ in step_logs]  # per replica: the requests with one run and no gap …
+    bounds: list[list[int]] = [[] for _ in step_logs]  # … and that run's (start, end), flat
     for i in range(n):
         runs, extra = decode_runs[i], gaps[i]
         if not runs and not extra:
             continue
         log = step_logs[replica[i]]
         if len(runs) == 1 and not extra:
-            values = log[runs[0][0] : runs[0][1]]
+            a, b = runs[0]
+            values = log[a:b].copy()
+            one[replica[i]].append(i)
+            bounds[replica[i]].extend(runs[0])
         else:
             values = np.concatenate([log[a:b] for a, b in runs] + [np.array(extra, dtype=float)])
+            pmax[i] = values.max()
         k = (values.shape[0] + 1) // 2 - 1
-        p50[i] = np.partition(values, k)[k]
-        pmax[i] = values.max()
+        values.partition(k)  # the k-th smallest: the same value whatever the method
+        p50[i] = values[k]
+    for log, rows, edges in zip(step_logs, one, bounds, strict=True):
+        if rows:  # the largest of each run in one call (the even segments of reduceat: [start, end))
+            padded = np.append(log, 0.0)  # an end may be the log's length
+            pmax[rows] = np.maximum.reduceat(padded, edges)[::2]
     return p50, pmax
 
 
@@ -177,10 +196,16 @@ def with_summary(r: SimResult) -> SimResult:
     statistic its SLO holds, throughput, goodput, the verdict, KV and queue use."""
     served = r.status == SERVED
     out: dict[str, float | bool] = {}
+    slo = r.config.slo
+    judged: dict[LatencyName, float] = {}  # the verdict's statistics (``slo.verdict``): rejected requests as ∞
     for name in LATENCIES:
-        for pct in PERCENTILES:
-            out[f"{name}_p{pct}_s"] = statistic(r, name, pct, rejected_as_inf=False)
-        out[f"{name}_mean_s"] = statistic(r, name, "mean", rejected_as_inf=False)
+        # one sort per sample (``statistics``); TPOT's and ITL's samples are the verdict's too (no rejections in them)
+        shared = name in ("tpot", "itl")
+        values = statistics(r, name, [*PERCENTILES, "mean", *([slo.pct] if shared else [])], rejected_as_inf=False)
+        for pct, value in zip(PERCENTILES, values[: len(PERCENTILES)], strict=True):
+            out[f"{name}_p{pct}_s"] = value
+        out[f"{name}_mean_s"] = values[len(PERCENTILES)]
+        judged[name] = values[-1] if shared else statistic(r, name, slo.pct)
     n_served = int(served.sum())
     span_s = float(np.nanmax(r.arrival_s + r.e2e_s) - r.arrival_s[0]) if n_served else float("nan")
     tokens = float(r.output_tokens[served].sum())
@@ -205,7 +230,7 @@ def with_summary(r: SimResult) -> SimResult:
     out.update(prefix_cache_summary(r))
     # a rejected request never gets its first token: for the verdict its TTFT is infinite
     out["ttft_p99_with_rejected_s"] = statistic(r, "ttft", 99)
-    v = verdict(r, r.config.slo)
+    v = verdict(r, slo, judged)
     for name in LATENCIES:
         out[f"{name}_slo_stat_s"] = v.value(name)
     out["slo_met"] = v.met

@@ -121,6 +121,18 @@ def statistic(r: Run, name: LatencyName, stat: SloStat = 99.0, rejected_as_inf: 
     return stat_of(values, stat, weights)
 
 
+def statistics(r: Run, name: LatencyName, stats: Sequence[SloStat], rejected_as_inf: bool = True) -> list[float]:
+    """``statistic`` at each of ``stats``, the percentiles from one ``np.quantile`` call on the sample: it sorts
+    once (an ITL sample holds a value per decode step), and ``inverted_cdf`` picks each percentile's sample value
+    from its own q alone, so each equals its own call's to the bit (tests/sim/test_slo.py)."""
+    values, weights = sample(r, name, rejected_as_inf)
+    if values.size == 0:
+        return [float("nan")] * len(stats)
+    pcts = [float(s) for s in stats if s != MEAN]
+    found = iter(percentiles(values, pcts, weights) if pcts else [])
+    return [stat_of(values, MEAN, weights) if s == MEAN else next(found) for s in stats]
+
+
 @dataclass(frozen=True)
 class Slo:
     """The targets (seconds, None = unset), their statistic and the goodput share (module doc)."""
@@ -278,11 +290,12 @@ class Judged(Run, Protocol):
     def summary(self) -> dict[str, float | bool]: ...
 
 
-def verdict(r: Judged, slo: Slo) -> Verdict:
+def verdict(r: Judged, slo: Slo, stats: dict[LatencyName, float] | None = None) -> Verdict:
     """``r`` against ``slo`` (module doc).  An empty TTFT or E2EL sample (nothing served) misses; an empty
     TPOT or ITL sample (one-token outputs) meets.  A run stopped early missed a target at ≥ 99; the one
-    its recorded requests and tokens miss is named (TTFT when neither shows it yet)."""
-    values = {n: statistic(r, n, slo.pct) for n in LATENCIES}
+    its recorded requests and tokens miss is named (TTFT when neither shows it yet).  ``stats``: each
+    latency's ``statistic(r, name, slo.pct)``, where the caller has them already (``results.with_summary``)."""
+    values = {n: statistic(r, n, slo.pct) for n in LATENCIES} if stats is None else dict(stats)
     for n in LATENCIES:  # an empty sample: nothing reached its first token (∞), or no gap to time (0)
         if np.isnan(values[n]):
             values[n] = float("inf") if n in ("ttft", "e2e") else 0.0

@@ -132,7 +132,7 @@ class Replica:
         self.running: list[int] = []  # admitted, in admission order
         self.prefilling: list[int] = []  # the running ones still prefilling, in admission order
         # without speculative decoding the decoding ones advance together (``DecodeSet``)
-        self.decode_set = DecodeSet(requests, 1) if cfg.gamma == 0 else None
+        self.decode_set = DecodeSet(requests, 1, self.pool) if cfg.gamma == 0 else None
         self.feed: list[int] = []  # requests routed here, in arrival order
         self.next_feed = 0
         self.now_s = 0.0

@@ -129,17 +129,27 @@ def register_prefix_blocks(run: RunState, rep: Replica, i: int, context_tokens: 
 
 
 def book_decodes(
-    run: RunState, rep: Replica, decoding: list[int], durations_s: np.ndarray, accepted: np.ndarray | None
+    run: RunState,
+    rep: Replica,
+    decoding: list[int],
+    durations_s: np.ndarray,
+    accepted: np.ndarray | None,
+    durations: list[float] | None = None,
 ) -> None:
     """Book ``len(durations_s)`` decode steps of ``decoding``: their ITLs (and, with speculative
     decoding, contexts and tokens: without it the replica's ``DecodeSet`` tick carries them).
 
     ``accepted``: tokens each request emits per step (speculative decoding; None = 1 each),
-    each step's ITL being its duration / the tokens it emitted."""
+    each step's ITL being its duration / the tokens it emitted.  ``durations``: ``durations_s`` as a
+    list, where the caller has it (without speculative decoding the ITLs are booked one value per step,
+    into the replica's lists, as ``prefill_run`` books them: no array per jump)."""
     slo_itl_s = run.stop_itl_s
     if accepted is None:  # the decode set's tick carries the contexts and tokens
-        rep.add_itl_piece(durations_s, len(decoding))
-        run.itl_miss_tokens += len(decoding) * int(np.count_nonzero(durations_s > slo_itl_s))
+        decodes = len(decoding)
+        rep.itl_values.extend(durations_s.tolist() if durations is None else durations)
+        rep.itl_weights.extend([decodes] * durations_s.shape[0])
+        if slo_itl_s < math.inf:
+            run.itl_miss_tokens += decodes * int(np.count_nonzero(durations_s > slo_itl_s))
         return
     context, generated = run.context_tokens, run.generated_tokens
     itl_s = durations_s[None, :] / accepted
@@ -385,9 +395,13 @@ def decode_jump(run: RunState, rep: Replica, decoding: list[int], until_s: float
         pool.grow_each_to(decoding, [c + gain + step_tokens for c, gain in zip(contexts, gains, strict=True)])
     rep.now_s += float(durations_s.sum())
     rep.steps += steps
-    if run.log_steps:
-        rep.step_log.extend(durations_s.tolist())
-    book_decodes(run, rep, decoding, durations_s, accepted)
+    if accepted is None:
+        durations = durations_s.tolist()
+        if run.log_steps:  # (never with speculative decoding)
+            rep.step_log.extend(durations)
+        book_decodes(run, rep, decoding, durations_s, None, durations)
+    else:
+        book_decodes(run, rep, decoding, durations_s, accepted)
     if ds is not None:
         return ds.pop_finished()
     return [i for i in decoding if generated[i] >= output[i]]

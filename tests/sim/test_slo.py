@@ -11,7 +11,17 @@ import pytest
 
 from planner.links import from_query, to_query
 from planner.model.scenario import Scenario
-from planner.sim.slo import ITL, TPOT, TTFT, Slo, good_requests, meets_single_request, statistic, verdict
+from planner.sim.slo import (
+    ITL,
+    TPOT,
+    TTFT,
+    Slo,
+    good_requests,
+    meets_single_request,
+    statistic,
+    statistics,
+    verdict,
+)
 from planner.sim.status import NOT_RUN, REJECTED_CONTEXT, SERVED
 
 
@@ -47,6 +57,34 @@ def test_each_latency_is_defined_as_vllm_bench_serve_reports_it():
     assert statistic(r, "ttft", "mean") == np.inf
     assert statistic(r, "ttft", "mean", rejected_as_inf=False) == pytest.approx(0.3)
     assert statistic(r, "e2e", 50, rejected_as_inf=False) == 1.1
+
+
+@dataclass(frozen=True)
+class Sampled(Run):
+    """A large run with ties and integer token weights, as a simulation's ITL sample has."""
+
+    itl_s: np.ndarray = field(default_factory=lambda: np.random.default_rng(3).integers(1, 400, 20_000) / 7e3)
+    itl_weight: np.ndarray = field(
+        default_factory=lambda: np.random.default_rng(4).integers(1, 64, 20_000).astype(float)
+    )
+
+
+@pytest.mark.parametrize("name", ["ttft", "tpot", "itl", "e2e"])
+@pytest.mark.parametrize("rejected_as_inf", [True, False])
+def test_statistics_from_one_sort_equal_one_call_each_to_the_bit(name, rejected_as_inf):
+    stats = [50, 90, 99, "mean", 99.9, 99]
+    for r in (Run(), Sampled()):
+        one_each = [statistic(r, name, s, rejected_as_inf) for s in stats]
+        assert np.array(statistics(r, name, stats, rejected_as_inf)).tobytes() == np.array(one_each).tobytes()
+    empty = Run(status=np.full(5, NOT_RUN), itl_s=np.zeros(0), itl_weight=np.zeros(0))
+    assert np.isnan(statistics(empty, name, stats)).all()
+
+
+def test_the_verdict_takes_the_statistics_it_is_given():
+    r, slo = Run(), Slo(ttft_s=0.5, itl_s=2.0)
+    given = {n: statistic(r, n, slo.pct) for n in ("ttft", "tpot", "itl", "e2e")}
+    assert verdict(r, slo, given) == verdict(r, slo)
+    assert verdict(r, slo, {**given, "ttft": 0.1}).met != verdict(r, slo).met
 
 
 def test_the_verdict_holds_each_set_target_and_says_so():
