@@ -206,3 +206,17 @@ def test_layout_keys_round_trip_and_name_their_ranges():
     _, bad = from_query("pp=0&dp=9999&ep_imbalance=0.5", GPUS, MODELS)
     msgs = {i.key: i.message for i in bad}
     assert "[1, 64]" in msgs["pp"] and "[1, 256]" in msgs["dp"] and "[1.0, 64.0]" in msgs["ep_imbalance"]
+
+
+def test_a_fleet_of_more_than_256_replicas_round_trips_and_its_bound_is_named():
+    """2,000 requests/s of the 70B at 4,000/500 tokens is ~1,354 MI355X replicas: the search's answer link must
+    parse (it once failed 'replicas: Input should be less than or equal to 256' for every router)."""
+    from planner.model.scenario import MAX_REPLICAS
+
+    s, issues = from_query("model=llama-3.1-70b&prompt=4000&output=500&rate=2000&replicas=1354&prefill_replicas=300")
+    assert not issues and s.replicas == 1354 and s.prefill_replicas == 300
+    again, issues = from_query(to_query_string(s))
+    assert not issues and again.replicas == 1354
+    _, issues = from_query(f"replicas={MAX_REPLICAS + 1}")
+    assert [i.key for i in issues if i.fatal] == ["replicas"]
+    assert str(MAX_REPLICAS) in str(issues[0]).replace(",", ""), issues

@@ -43,6 +43,10 @@ MAX_PP = 64
 MAX_DP = 256
 MAX_EP = 1024
 MAX_EP_IMBALANCE = 64.0
+#: Replicas of one pool: room for the largest fleets a sizing answer can be (2,000 req/s of a 70B model at
+#: 4,000/500 tokens needs ~1,000 TP2 replicas on L40S-class GPUs); the search stops there and says so.  What a
+#: simulation of that many costs is bounded by the simulator's work budget (planner/sim/budget.py), not here.
+MAX_REPLICAS = 100_000
 
 
 def _valid_timing(text: str) -> str:
@@ -248,7 +252,7 @@ class Scenario(BaseModel):
     prefix_cache: PrefixCacheMode = Field(
         default="pool", description="simulated prefix cache: pool (vLLM: in the free KV blocks), unbounded, off"
     )
-    replicas: int = Field(default=1, ge=1, le=256, description="replicas simulated behind the router")
+    replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS, description="replicas simulated behind the router")
     router: Router = Field(default="round_robin", description="round_robin, least_tokens or prefix_affinity")
     trace: TraceName = Field(default="", description="bundled trace replayed instead of Poisson arrivals ('' = none)")
     trace_scale: float = Field(default=1.0, gt=0.0, le=1000.0, description="trace replay rate, × the recorded rate")
@@ -396,7 +400,7 @@ class Scenario(BaseModel):
     prefill_replicas: int = Field(
         default=0,
         ge=0,
-        le=256,
+        le=MAX_REPLICAS,
         description="replicas of a separate prefill pool (disaggregated prefill/decode); 0 = colocated: every "
         "replica prefills and decodes",
     )

@@ -41,14 +41,15 @@ import numpy as np
 
 from planner.engine.step_time import RooflineStepTime, StepTime
 from planner.model.catalog import Catalog
-from planner.model.scenario import Router, Scenario
+from planner.model.scenario import MAX_REPLICAS, Router, Scenario
 from planner.search.fleet_sample import basis_words, sample_workload, sampled_replicas, simulate_sample
 from planner.search.replicas import fewest_passing
 from planner.sim.budget import SimulationBudgetError
 from planner.sim.config import SimConfig
-from planner.sim.results import NOT_RUN
+from planner.sim.results import NOT_RUN, SimResult
 from planner.sim.simulate import fit_problems, sim_inputs
 from planner.sim.slo import Slo, Verdict, verdict
+from planner.sim.steady import NOT_STEADY, until_steady
 from planner.sim.workload import Workload
 
 PoolKind = Literal["colocated", "prefill", "decode"]
@@ -127,6 +128,10 @@ class PoolSizing:
     cannot_win: bool = False  # it misses the SLO at ``ceiling`` replicas (``below``; none run when ceiling is 0)
 
 
+def _met(v: Verdict) -> bool:
+    return v.met
+
+
 def _setup(s: Scenario, catalog: Catalog, kind: PoolKind) -> tuple[SimConfig, StepTime]:
     r, x = sim_inputs(s, catalog)
     problems = fit_problems(s, r, x)
@@ -173,26 +178,30 @@ def size_pool(
             if deadline is not None and time.time() > deadline:
                 raise OutOfTime
             verdicts = []
+            k = sampled_replicas(router, replicas)
             for seed in seeds:
-                w = sample_workload(s.with_changes(seed=seed), trace, replicas, m, router)
-                if kind == "prefill":
-                    w = replace(w, output_tokens=np.ones_like(w.output_tokens))
-                stop = slo.early_stop_valid
-                result = simulate_sample(
-                    w, replace(cfg, seed=seed), timer, router, replicas, stop_on_slo_miss=stop, progress=tick
-                )
-                count[0] += 1
-                count[1] += int((result.status != NOT_RUN).sum())
-                verdicts.append(verdict(result, slo))
+
+                def simulate_n(n: int, seed: int = seed) -> SimResult:
+                    w = sample_workload(s.with_changes(seed=seed), trace, replicas, n, router)
+                    if kind == "prefill":
+                        w = replace(w, output_tokens=np.ones_like(w.output_tokens))
+                    stop = slo.early_stop_valid
+                    result = simulate_sample(
+                        w, replace(cfg, seed=seed), timer, router, replicas, stop_on_slo_miss=stop, progress=tick
+                    )
+                    count[0] += 1
+                    count[1] += int((result.status != NOT_RUN).sum())
+                    return result
+
+                _, v, steady = until_steady(simulate_n, m, lambda r: verdict(r, slo), _met, k, slo.ttft_s)
+                verdicts.append(v if steady else replace(v, met=False, failed=(NOT_STEADY,)))
                 if not verdicts[-1].met:
                     break
-            runs[replicas, m] = PoolRun(
-                replicas, tuple(verdicts), sampled_replicas(router, replicas), basis_words(router, replicas)
-            )
+            runs[replicas, m] = PoolRun(replicas, tuple(verdicts), k, basis_words(router, replicas))
         return runs[replicas, m]
 
-    guess = max(int(guess), 1)
-    limit = max(4 * guess, guess + 8)
+    guess = min(max(int(guess), 1), MAX_REPLICAS)
+    limit = min(max(4 * guess, guess + 8), MAX_REPLICAS)
     try:
         if ceiling is not None:
             bound = run(ceiling, n)

@@ -65,7 +65,7 @@ from planner.errors import ScenarioError
 from planner.format import fmt_seconds
 from planner.model.catalog import Catalog
 from planner.model.parallel_layout import Layout
-from planner.model.scenario import Router, Scenario
+from planner.model.scenario import MAX_REPLICAS, Router, Scenario
 from planner.search.fleet_sample import sample_workload, sampled_replicas, simulate_sample
 from planner.search.knob_search import SearchResult, search_fleet, search_text
 from planner.search.latency_text import LATENCY_WIDTH, latency_cells, latency_columns, latency_header
@@ -78,6 +78,7 @@ from planner.sim.config import P99_MISS_FRAC, SimConfig
 from planner.sim.results import SimResult
 from planner.sim.simulate import sim_inputs
 from planner.sim.slo import LATENCIES, Slo
+from planner.sim.steady import until_steady
 from planner.sim.workload import Workload
 from planner.units import MEGA, MS_PER_S, S_PER_HOUR, TOKENS_PER_MTOK
 
@@ -123,11 +124,10 @@ def _simulated(
     deadline: float | None = None,
 ) -> SimResult:
     """One sizing run: one replica's share (round-robin), or behind a load-aware router a bounded sample of the
-    fleet (``fleet``; ``fleet_sample``: min(r, 8) replicas, n requests each; the low-load check needs no router:
+    fleet (``fleet``; ``fleet_sample``: min(r, 8) replicas, n requests in all; the low-load check needs no router:
     at 1 % load no queue forms).  ``OutOfTime`` once ``deadline`` has passed (``pools.deadline_check``)."""
     router: Router = s.router if fleet else "round_robin"
-    per_replica = n if trace is not None else min(s.sim_requests, n)
-    w = sample_workload(s, trace, replicas, per_replica * sampled_replicas(router, replicas), router)
+    w = sample_workload(s, trace, replicas, n, router)
     stop = cfg.slo.early_stop_valid
     return simulate_sample(w, cfg, timer, router, replicas, stop_on_slo_miss=stop, progress=deadline_check(deadline))
 
@@ -168,7 +168,18 @@ def _size_one(
         if (replicas, n) not in results:
             if deadline is not None and time.time() > deadline:
                 raise OutOfTime
-            results[replicas, n] = _simulated(s, trace, replicas, n, cfg, timer, fleet, deadline)
+            k = sampled_replicas(s.router if fleet else "round_robin", replicas)
+            res, _, steady = until_steady(
+                lambda m: _simulated(s, trace, replicas, m, cfg, timer, fleet, deadline),
+                (n if trace is not None else min(s.sim_requests, n)) * k,
+                lambda r: bool(r.summary["slo_met"]),
+                bool,
+                k,
+                cfg.slo.ttft_s,
+            )
+            if not steady:  # still growing at the most requests a run is extended to (``sim.steady``)
+                res.summary["slo_met"] = False
+            results[replicas, n] = res
         return results[replicas, n]
 
     def passes(n: int) -> Callable[[int], bool]:
@@ -177,6 +188,7 @@ def _size_one(
     idle = max(1, math.ceil(rate / (IDLE_LOAD_FRAC * capacity))) if math.isfinite(rate) else 1
     if trace is not None:
         idle = min(idle, len(trace))
+    idle = min(idle, MAX_REPLICAS)
     idle_run = run(idle, min(n_full, IDLE_REQUESTS), fleet=False)
     if not idle_run.summary["slo_met"]:
         sm = idle_run.summary
@@ -194,7 +206,7 @@ def _size_one(
         return row | dict(fits=True, status=why, simulations=len(results))
     guess = max(1, math.ceil(rate / capacity)) if math.isfinite(rate) else 1
     coarse = fewest_passing(passes(min(n_full, COARSE_REQUESTS)), min(guess, idle), idle)
-    best = fewest_passing(passes(n_full), coarse or idle, max(idle, coarse or 1) * 4)
+    best = fewest_passing(passes(n_full), coarse or idle, min(max(idle, coarse or 1) * 4, MAX_REPLICAS))
     if best is None:
         return row | dict(fits=True, status="misses the SLOs at every replica count tried", simulations=len(results))
     res = results[best, n_full]

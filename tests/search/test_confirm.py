@@ -148,7 +148,8 @@ def test_a_ceiling_stops_the_sizing_after_one_failing_run_or_sizes_below_it(cata
     free = size_pool(s, catalog, None, "colocated", 2, 400, (0,), slo)
     assert free.replicas is not None and free.replicas >= 2
     low = size_pool(s, catalog, None, "colocated", free.replicas, 400, (0,), slo, ceiling=free.replicas - 1)
-    assert low.cannot_win and low.replicas is None and low.simulations == 1
+    # one count tried: one run, or two where its 400 requests passed too short to be steady (``sim.steady``)
+    assert low.cannot_win and low.replicas is None and low.simulations in (1, 2)
     assert low.below is not None and low.below.replicas == free.replicas - 1 and not low.below.met
     none = size_pool(s, catalog, None, "colocated", 2, 400, (0,), slo, ceiling=0)
     assert none.cannot_win and none.simulations == 0 and none.below is None
