@@ -317,8 +317,10 @@ def _build(tables: TableSet, sh: Shapes, distribution: str, gpu: GPU) -> KernelC
         decode = _attention_grid(_table(tables, "generation_attention", used), sh, lookup.DECODE_SEQ_SLOPE, True)
         prefill = _attention_grid(_table(tables, "context_attention", used), sh, lookup.PREFILL_SEQ_SLOPE, False)
     sources = " + ".join(sorted(used))
+    # a ceiling's tables bound these point by point (docs/kernel_tables.md "Kernel ceilings"): the basis says so
+    bound = "" if tables.ceiling is None else f", bounded by {tables.ceiling.gpu}"
     return KernelCurves(
-        label=f"measured kernels ({sources}, {gpu.name})",
+        label=f"measured kernels ({sources}, {gpu.name}{bound})",
         tokens=_rising(tokens),
         experts=_rising(experts),
         head=_rising(_s(lookup.gemm_ms(gemm, sh.head.dtype, sh.head.n, sh.head.k, TOKEN_GRID))),

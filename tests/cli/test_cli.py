@@ -112,7 +112,8 @@ def test_text_output_is_for_people():
         == "Llama-3.1-70B on 2 × NVIDIA H200 SXM · weights bf16 (checkpoint meta-llama/Llama-3.1-70B) · KV cache bf16 "
         "· attention math bf16 · vLLM 0.33.0 (engine=vllm@0.33)"
     )
-    assert lines[1] == "times: measured kernels (vLLM 0.24.0, NVIDIA H200 SXM)"  # the time basis in force
+    # the time basis in force, and the ceiling its tables are bounded by (docs/kernel_tables.md "Kernel ceilings")
+    assert lines[1] == "times: measured kernels (vLLM 0.24.0, NVIDIA H200 SXM, bounded by h100-sxm)"
     assert lines[2] == "inputs: gpu=h200, tp=2, model=llama-3.1-70b"  # only what was given
     for section in (
         "Memory, per GPU",
