@@ -114,7 +114,7 @@ def basis_for(gpu: GPU, model: ModelSpec, s: Scenario, engine: EngineProfile | N
         return Basis(0.0, roofline_label(engine, "the link sets MFU/MBU: the roofline at those efficiencies"))
     if set(parse_overrides(s.timing)) - OVERHEAD_FIELDS:
         return Basis(0.0, roofline_label(engine, "the link's timing is a roofline calibration"))
-    tables = table_set(gpu.key, k.engine, k.version, gpu.kernel_ceiling)
+    tables = table_set(gpu.key, k.engine, k.version, gpu.kernel_ceiling, gpu.kernel_ceiling_slack)
     if tables is None:
         name = ENGINE_NAMES.get(k.engine, k.engine)
         return Basis(0.0, roofline_label(engine, f"no {name} kernel table for {gpu.name}"))

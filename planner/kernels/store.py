@@ -47,6 +47,7 @@ class TableSet:
     version: str
     files: tuple[KernelTableFile, ...]
     ceiling: TableSet | None = None
+    ceiling_slack: float = 1.0  # the bound is slack × the ceiling's time (``bounded``)
 
     def table(self, name: str, collective: bool = False):
         """The first file's table ``name`` (and its file), or (None, None); under a ceiling, bounded by it."""
@@ -55,30 +56,32 @@ class TableSet:
                 own = f.tables[name]
                 if self.ceiling is None:
                     return own, f
-                return bounded(own, self.ceiling.table(name, collective)[0]), f
+                return bounded(own, self.ceiling.table(name, collective)[0], self.ceiling_slack), f
         return None, None
 
     @property
     def key(self) -> tuple:
         below = () if self.ceiling is None else self.ceiling.key
-        return (self.gpu, self.engine, self.version, tuple(f.path for f in self.files), below)
+        return (self.gpu, self.engine, self.version, tuple(f.path for f in self.files), below, self.ceiling_slack)
 
 
-#: (own, ceiling) → (own, ceiling, bounded): the pair is held so that its ids stay theirs for the process.
-_BOUNDED: dict[tuple[int, int], tuple[Table, Table, Table]] = {}
+#: (own, ceiling, slack) → (own, ceiling, bounded): the pair is held so that its ids stay theirs for the process.
+_BOUNDED: dict[tuple[int, int, float], tuple[Table, Table, Table]] = {}
 
 
-def bounded(own: Table, ceiling: Table | None) -> Table:
-    """``own`` with each measured time at most the ``ceiling`` table's at the same class keys and sweep point:
-    a GPU with the ceiling GPU's compute (same SMs, clocks and peaks) and at least its memory bandwidth can run
-    the ceiling's kernel, so a slower time of its own is a measurement fault (docs/kernel_tables.md
-    "Kernel ceilings").  Classes or axes the two tables do not share stay as measured, and a point this GPU did
-    not measure (NaN) stays unmeasured: a ceiling lowers times, it adds none."""
+def bounded(own: Table, ceiling: Table | None, slack: float = 1.0) -> Table:
+    """``own`` with each measured time at most ``slack`` × the ``ceiling`` table's at the same class keys and sweep
+    point: a GPU with at least the ceiling GPU's compute (SMs, clocks and the dense peaks the tables' dtypes use)
+    and memory bandwidth can run the ceiling's kernel, so a slower time of its own is a measurement fault
+    (docs/kernel_tables.md "Kernel ceilings"); ``slack`` ≥ 1 is the ceiling's bandwidth ÷ this GPU's where this
+    one's is lower (a memory-bound kernel may be that much slower).  Classes or axes the two tables do not share
+    stay as measured, and a point this GPU did not measure (NaN) stays unmeasured: a ceiling lowers times, it adds
+    none."""
     if ceiling is None or set(own.keys) != set(ceiling.keys) or len(own.axes) != len(ceiling.axes):
         return own
     if not all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(own.axes, ceiling.axes, strict=True)):
         return own
-    hit = _BOUNDED.get((id(own), id(ceiling)))
+    hit = _BOUNDED.get((id(own), id(ceiling), slack))
     if hit is not None:
         return hit[2]
     cols = sorted(own.keys)
@@ -88,9 +91,9 @@ def bounded(own: Table, ceiling: Table | None) -> Table:
     latency = own.latency_ms.copy()
     if pairs.size:
         ours, theirs = latency[pairs[:, 0]], ceiling.latency_ms[pairs[:, 1]]
-        latency[pairs[:, 0]] = np.where(np.isnan(ours), ours, np.fmin(ours, theirs))
+        latency[pairs[:, 0]] = np.where(np.isnan(ours), ours, np.fmin(ours, slack * theirs))
     out = Table(own.name, own.keys, own.axes, latency)
-    _BOUNDED[(id(own), id(ceiling))] = (own, ceiling, out)
+    _BOUNDED[(id(own), id(ceiling), slack)] = (own, ceiling, out)
     return out
 
 
@@ -169,15 +172,15 @@ def _table_set(gpu: str, engine: str, version: str, dirs_key: tuple[str, ...]) -
     return TableSet(gpu, engine, version, tuple(files))
 
 
-def table_set(gpu: str, engine: str, version: str, ceiling: str = "") -> TableSet | None:
+def table_set(gpu: str, engine: str, version: str, ceiling: str = "", slack: float = 1.0) -> TableSet | None:
     """The tables for ``gpu`` under ``engine`` ``version`` (``TableSet``), or None when no file covers it;
-    ``ceiling``: a GPU whose tables of the same release bound these (``bounded``; none when it has no such
-    tables)."""
+    ``ceiling``: a GPU whose tables of the same release bound these, × ``slack`` (``bounded``; none when it has
+    no such tables)."""
     own = _table_set(gpu, engine, version, _dirs_key())
     if own is None or not ceiling:
         return own
     above = _table_set(ceiling, engine, version, _dirs_key())
-    return own if above is None else replace(own, ceiling=above)
+    return own if above is None else replace(own, ceiling=above, ceiling_slack=slack)
 
 
 def engine_versions(gpu: str, engine: str) -> list[str]:

@@ -228,7 +228,8 @@ def load_gpus(directory: Dirs | None = None) -> tuple[dict[str, GPU], list[str]]
 
 def _with_known_ceilings(gpus: dict[str, GPU], problems: list[str]) -> dict[str, GPU]:
     """``gpus`` with each ``kernel_ceiling`` checked: one that names no other profile is a problem and dropped
-    (its GPU keeps its own tables, unbounded)."""
+    (its GPU keeps its own tables, unbounded); a known one gets its slack, the ceiling's memory bandwidth ÷ this
+    GPU's where that is more than 1 (``kernels.store.bounded``)."""
     out = dict(gpus)
     for key, gpu in gpus.items():
         c = gpu.kernel_ceiling
@@ -236,6 +237,9 @@ def _with_known_ceilings(gpus: dict[str, GPU], problems: list[str]) -> dict[str,
             known = ", ".join(k for k in sorted(gpus) if k != key)
             problems.append(f"{key}.toml: kernel_ceiling {c!r} is not another GPU profile (known: {known})")
             out[key] = gpu.model_copy(update={"kernel_ceiling": "", "kernel_ceiling_source": ""})
+        elif c:
+            slack = max(1.0, gpus[c].memory_bandwidth_bytes_per_s / gpu.memory_bandwidth_bytes_per_s)
+            out[key] = gpu.model_copy(update={"kernel_ceiling_slack": slack})
     return out
 
 

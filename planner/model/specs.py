@@ -125,6 +125,7 @@ class GPU(BaseModel):
     arch: str = Field(default="", max_length=16, description="compute architecture (sm_90, sm_100, gfx942 …)")
     kernel_ceiling: str = ""  # GpuProfileFile.kernel_ceiling ('' = none)
     kernel_ceiling_source: str = ""
+    kernel_ceiling_slack: float = 1.0  # the ceiling's bandwidth ÷ this GPU's where larger (catalog; kernels/store.py)
     # power (planner/engine/power.py; docs/model.md "Power and energy")
     tdp_w: float | None = Field(default=None, gt=0, le=MAX_BOARD_POWER_W, description="board power limit (TDP/TGP/TBP)")
     idle_w: float | None = Field(default=None, ge=0, le=MAX_BOARD_POWER_W, description="idle board power")
