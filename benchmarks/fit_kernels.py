@@ -45,6 +45,10 @@ PARAMS = (
     ("layer_overhead_us", "positive", 20.0, 1.5),
     ("decode_layer_overhead_us", "positive", 5.0, 1.0),
     ("elementwise_bandwidth_frac", "frac", 0.7, 0.5),
+    # the host's work per sequence of a step: centred on TensorRT-LLM's own measurement, GPT-OSS-120B on GB200 at
+    # max_batch_size 1536, "the average per iteration host_step_time is 45.11 ms" (NVIDIA/TensorRT-LLM PR #10273):
+    # 45.11 ms / 1,536 = 29.4 µs; a factor e^0.5 either way at one sd
+    ("host_us_per_seq", "positive", 29.4, 0.5),
 )
 #: The prior's weight against the rows' log errors: the constants stay physical (a scheduler's few hundred µs, a
 #: bandwidth share near a streaming kernel's) and the rows' structure the kernels do not explain stays visible.
@@ -60,6 +64,7 @@ def _with(x: EngineInputs, base_e: np.ndarray, base_frac: float, values: dict[st
         layer_overhead_s=np.full_like(x.layer_overhead_s, values["layer_overhead_us"] / US_PER_S),
         decode_layer_overhead_s=np.full_like(x.decode_layer_overhead_s, values["decode_layer_overhead_us"] / US_PER_S),
         elementwise_s_per_token=base_e * base_frac / values["elementwise_bandwidth_frac"],
+        host_s_per_seq=np.full_like(x.host_s_per_seq, values["host_us_per_seq"] / US_PER_S),
     )
 
 

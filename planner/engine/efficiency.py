@@ -38,6 +38,16 @@ def overhead_s(x: EngineInputs, tokens, prefill_tokens) -> Array:
     return np.where(tokens > 0, x.step_overhead_s + x.layers * layer, 0.0)
 
 
+def host_bound_s(x: EngineInputs, step_s, seqs, prompts=0.0) -> Array:
+    """max(t, h · (seqs + prompts)): a step of ``seqs`` running sequences and ``prompts`` prefilling ones lasts at
+    least the host's work on them.  The engines prepare step i + 1 on the CPU while the GPU runs step i (TensorRT-LLM's
+    overlap scheduler, PyExecutor ``_executor_loop_overlap``, on by default), so the host's per-sequence work —
+    scheduling, sampling, appending tokens, request bookkeeping — is hidden until it outgrows the GPU's step; then the
+    step is the host's (docs/model.md §4, "Host-bound steps").  h: ``host_s_per_seq`` (``[kernels]``
+    host_us_per_seq, fitted; 0 on the fitted roofline, whose constants were fitted without it)."""
+    return np.maximum(step_s, x.host_s_per_seq * (seqs + prompts))
+
+
 def matmul_pad_tokens(x: EngineInputs, tokens) -> Array:
     """T½ for a step that runs: the rows a GEMM over T rows costs beyond T (0 when T = 0)."""
     return np.where(tokens > 0, x.matmul_half_tokens, 0.0)
@@ -60,6 +70,7 @@ def plain_roofline(x: EngineInputs) -> EngineInputs:
         step_overhead_s=np.zeros_like(x.step_overhead_s),
         layer_overhead_s=np.zeros_like(x.layer_overhead_s),
         decode_layer_overhead_s=np.zeros_like(x.decode_layer_overhead_s),
+        host_s_per_seq=np.zeros_like(x.host_s_per_seq),
         matmul_half_tokens=np.zeros_like(x.matmul_half_tokens),
         moe_matmul_frac=np.ones_like(x.moe_matmul_frac),
         gqa_reread_frac=np.zeros_like(x.gqa_reread_frac),

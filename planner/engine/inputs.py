@@ -232,6 +232,7 @@ class EngineInputs:
     step_overhead_s: Array  # fixed cost of every step (scheduler, sampling, launch)
     layer_overhead_s: Array  # fixed cost per layer of a step with prefill tokens
     decode_layer_overhead_s: Array  # fixed cost per layer of a decode-only step
+    host_s_per_seq: Array  # the host's work per sequence of a step, under the GPU's (efficiency.host_bound_s)
     gqa_reread_frac: Array  # decode attention: share of a KV group's query heads that reload its KV
     matmul_half_tokens: Array  # T½: a GEMM over T tokens runs at T/(T + T½) of its plateau
     moe_matmul_frac: Array  # grouped expert GEMMs' share of the dense matmul rate
@@ -259,8 +260,7 @@ class EngineInputs:
     quant_block: Array  # FP8 block quantisation's block (128), 0 without
     tbo: Array  # two-batch overlap: the share of min(compute, exchange) it hides (0: off)
     redundant_experts: Array  # EPLB's extra expert copies: E + r physical experts over ep
-    # measured kernels (planner/engine/kernel_basis.py): the id of the scenario's curves, 0 = the fitted roofline
-    kernel_set: Array
+    kernel_set: Array  # measured kernels (engine/kernel_basis.py): the id of the curves, 0 = the fitted roofline
     draft_kernel_set: Array  # the draft preset's curves (speculative decoding with a draft model), 0 = roofline
     elementwise_s_per_token: Array  # measured kernels: the untimed element-wise kernels per step token at tp = 1
 
@@ -498,17 +498,10 @@ def _kernel_fields(
 def _overheads(t: ResolvedTiming, basis: Basis, s: Scenario) -> dict[str, float]:
     """The fixed costs in force: the fitted roofline's (``[timing]``, with the link's ``timing`` overrides),
     or the kernel basis's (``[kernels]``; the link's s, l and d overrides still apply)."""
+    fixed = ("step_overhead_s", "layer_overhead_s", "decode_layer_overhead_s")
     if not basis.measured:
-        return dict(
-            step_overhead_s=t.step_overhead_s,
-            layer_overhead_s=t.layer_overhead_s,
-            decode_layer_overhead_s=t.decode_layer_overhead_s,
-        )
-    values = dict(
-        step_overhead_s=basis.step_overhead_s,
-        layer_overhead_s=basis.layer_overhead_s,
-        decode_layer_overhead_s=basis.decode_layer_overhead_s,
-    )
+        return {k: getattr(t, k) for k in fixed} | {"host_s_per_seq": 0.0}
+    values = {k: getattr(basis, k) for k in (*fixed, "host_s_per_seq")}
     values.update({k: v for k, v in parse_overrides(s.timing).items() if k in values})
     return values
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.engine import parallel
+from planner.engine.efficiency import host_bound_s
 from planner.engine.inputs import Array, EngineInputs
 from planner.kernels.curves import Stack, at_grid, at_grid_batch, at_tokens, stack, token_position
 
@@ -69,7 +70,7 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
             t = t + at_tokens(st.experts, st.rows, tokens, position)
         ratio = np.where(positive, np.maximum(c * q, m) / safe_one, 1.0) if q != 1.0 else 1.0
         comm = _comm(x, st, tokens, position, False, roofline_comm(tokens))
-        return overhead + (t + e * tokens) + attention * ratio + comm
+        return host_bound_s(x, overhead + (t + e * tokens) + attention * ratio + comm, seqs)
 
     return at
 

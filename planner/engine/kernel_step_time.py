@@ -78,6 +78,7 @@ class MeasuredStep:
     allreduce_eager: list[float]
     n_allreduce: float
     elementwise_s_per_token: float
+    host_s_per_seq: float  # a step lasts at least this × its sequences (``efficiency.host_bound_s``)
     overhead_s: float  # t_step + L · t_layer (a step with prefill tokens)
     decode_overhead_s: float  # t_step + L · t_layer,decode
     decode_attn_s: float  # the roofline's decode attention coefficients (ρ_q): FLOP-time per query per key …
@@ -114,6 +115,7 @@ class MeasuredStep:
             allreduce_eager=c.allreduce_eager.tolist(),
             n_allreduce=_scalar(parallel.tp_allreduces(x)) if _scalar(x.tp) > 1 else 0.0,
             elementwise_s_per_token=_scalar(x.elementwise_s_per_token) / _scalar(x.tp),
+            host_s_per_seq=_scalar(x.host_s_per_seq),
             overhead_s=roofline.overhead_s,
             decode_overhead_s=roofline.decode_overhead_s,
             decode_attn_s=roofline.decode_attn_s,
@@ -170,7 +172,8 @@ class MeasuredStep:
             t += _at2(self.decode, seqs, ctx, 1.0) * self._ratio(seqs, q, ctx)
         for n, p in chunks:
             t += _at2(self.prefill, 1.0, float(equivalent_prompt_tokens(n, p)), 2.0)
-        return (self.overhead_s if chunks else self.decode_overhead_s) + t + comm
+        step = (self.overhead_s if chunks else self.decode_overhead_s) + t + comm
+        return max(step, self.host_s_per_seq * (seqs + len(chunks)))  # efficiency.host_bound_s
 
     def chunk_run_s(self, seqs: int, q: float, ctx: np.ndarray, new: int, past: np.ndarray) -> np.ndarray:
         """``scalar_time_s(seqs, q, ctx[j], (new,), (past[j],))`` for every j: the simulator's runs of mixed steps
@@ -227,4 +230,4 @@ class MeasuredStep:
             c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys
             one = np.maximum(c, m)
             attention = attention * np.where(one > 0, np.maximum(c * q, m) / np.where(one > 0, one, 1.0), 1.0)
-        return fixed + attention
+        return np.maximum(fixed + attention, self.host_s_per_seq * seqs)  # efficiency.host_bound_s

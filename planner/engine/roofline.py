@@ -11,6 +11,9 @@ with its own roofline (per-operator roofline, as in LLM-Viewer), plus the all-re
   overhead   t_0 = t_step + L · t_layer     (engine profile: scheduling and sampling per step; kernel
                                            launches and gaps per layer — eager with prefill tokens,
                                            CUDA-graph replay for a decode-only step; 0 if T = 0)
+  host       the step lasts at least h · (seqs + prompts) of the busiest rank: the host's work on its
+             sequences, hidden under the GPU's until it outgrows it (``efficiency.host_bound_s``; h = 0 on
+             the fitted roofline; not modelled with pipeline parallelism)
   matmul     c_mm = [2·N_body·(T + T½) + 2·N_head·(T_logits + T½)] / tp / (peak·MFU)
                     + 2·L_moe·n_e·(k·T + E_hit·T½) / tp / (peak·MFU·η_moe)
              m_mm = [weights touched + T · layers · activations / tp · 2 B] / (bw·MBU)
@@ -67,7 +70,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.engine import parallel
-from planner.engine.efficiency import kv_group_reads, matmul_pad_tokens, overhead_s
+from planner.engine.efficiency import host_bound_s, kv_group_reads, matmul_pad_tokens, overhead_s
 from planner.engine.inputs import Array, EngineInputs, MetricValue, Quantity
 from planner.engine.kernel_step import decode_steps, has_kernels, kernel_parts, measured_everywhere
 from planner.engine.memory import (
@@ -99,6 +102,7 @@ class StepCost:
     pipeline_s: Quantity = 0.0  # the cycle beyond the bottleneck stage's work: bubble and sends on the path
     rank_tokens: Quantity = 0.0  # T_r: tokens of the busiest data-parallel rank (per micro-batch)
     hidden_s: Quantity = 0.0  # two-batch overlap: the part of the exchange hidden under compute
+    host_s: Quantity = 0.0  # the host's work on the step's sequences, under the GPU's (efficiency.host_bound_s)
     # measured kernels (kernel_step): each part's time where the scenario has tables, the roofline's elsewhere
     measured_matmul_s: Quantity | None = None
     measured_attention_s: Quantity | None = None
@@ -142,8 +146,9 @@ class StepCost:
 
     @property
     def time_s(self) -> Array:
-        """t_step + L · t_layer + R(matmul) + R(attention) + t_comm (+ the pipeline's rest; module doc)."""
-        return self.overhead_s + self.gpu_s + self.pipeline_s
+        """t_step + L · t_layer + R(matmul) + R(attention) + t_comm (+ the pipeline's rest; module doc), at least
+        the host's work on the step's sequences (``host_s``: a host-bound step, ``efficiency.host_bound_s``)."""
+        return np.maximum(self.overhead_s + self.gpu_s + self.pipeline_s, self.host_s)
 
     @property
     def comm_frac(self) -> Array:
@@ -432,6 +437,7 @@ def pass_cost(x: EngineInputs, seqs, q, ctx, n, past, k) -> StepCost:
         overlap=x.compute_memory_overlap,
         exchange_s=exchange,
         rank_tokens=tokens,
+        host_s=host_bound_s(x, 0.0, seqs, k),
     )
     if has_kernels(x):
         cost = _measured(x, cost, seqs, q, ctx, n, past, k, None if plain else all_tokens)

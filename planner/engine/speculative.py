@@ -74,6 +74,7 @@ def draft_model_inputs(x: EngineInputs) -> EngineInputs:
         expert_params=x.draft_expert_params,
         state_bytes_per_sequence=0.0,
         step_overhead_s=0.0,  # the draft runs inside the target's step: one scheduler overhead
+        host_s_per_seq=0.0,  # … and one pass of the host's work per sequence
         pp=np.ones_like(np.asarray(x.pp, dtype=float)),  # a dense draft on one stage, every dp rank its own
         ep=np.ones_like(np.asarray(x.ep, dtype=float)),
         kernel_set=x.draft_kernel_set,  # the draft's own measured kernels (0: the roofline)

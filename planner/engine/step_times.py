@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from planner.engine import parallel
-from planner.engine.efficiency import overhead_s
+from planner.engine.efficiency import host_bound_s, overhead_s
 from planner.engine.inputs import Array, EngineInputs, broadcast_shape
 from planner.engine.kernel_step import (
     _comm,
@@ -88,6 +88,6 @@ def _measured_times_s(x: EngineInputs, seqs, ctx, steps) -> list[tuple[Array, Ar
         attention = decode + attention
         if not (np.isfinite(matmul).all() and np.isfinite(attention).all() and np.isfinite(comm).all()):
             return None
-        times.append((overhead + (matmul + attention + comm - 0.0) + 0.0, overhead))
+        times.append((host_bound_s(x, overhead + (matmul + attention + comm - 0.0) + 0.0, decodes, k), overhead))
     full = np.broadcast_shapes(broadcast_shape(x), seqs.shape, ctx.shape, *(np.shape(v) for s in steps for v in s))
     return times if all(t.shape == full for t, _ in times) else None

@@ -12,6 +12,9 @@ What the tables do not hold is fitted, with its source (``benchmarks/fit_kernels
   decode_layer_overhead_us   once per layer of a decode-only step (CUDA-graph replay)
   elementwise_bandwidth_frac the share of the HBM bandwidth the kernels the tables do not time reach
                              (norms, RoPE, activation, residual adds: the activation traffic of each layer)
+  host_us_per_seq            the host's work per sequence of a step (scheduling, sampling, request bookkeeping),
+                             overlapped with the GPU's: a step lasts at least that × its sequences
+                             (``engine.efficiency.host_bound_s``)
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class EngineKernels(BaseModel):
     layer_overhead_us: float = Field(default=0.0, ge=0.0, le=1e4)
     decode_layer_overhead_us: float = Field(default=0.0, ge=0.0, le=1e4)
     elementwise_bandwidth_frac: float = Field(default=0.8, gt=0.0, le=1.0)
+    host_us_per_seq: float = Field(default=0.0, ge=0.0, le=1e4)
     moe_distribution: Distribution = Field(
         default="balanced",
         description=(

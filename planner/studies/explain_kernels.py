@@ -26,10 +26,15 @@ def step_substitution(s: Scalars, cost: StepCost) -> str:
         text += f" + {exact(float(np.asarray(cost.pipeline_s)))}"
     if float(np.asarray(cost.hidden_s)) > 0:
         text += f" - {exact(float(np.asarray(cost.hidden_s)))}"
-    return text
+    return _host_bound(text, float(np.asarray(cost.host_s)))
 
 
-def _terms_text(t: dict, overhead: float) -> str:
+def _host_bound(text: str, host_s: float) -> str:
+    """max(the step's parts, h · (B + prompts)) where the host's work is counted (``efficiency.host_bound_s``)."""
+    return f"max({text}, {exact(host_s)})" if host_s > 0 else text
+
+
+def _terms_text(t: dict, overhead: float, host_s: float) -> str:
     def v(name: str) -> str:
         return exact(float(np.asarray(t[name])))
 
@@ -39,7 +44,7 @@ def _terms_text(t: dict, overhead: float) -> str:
     text += f" + {v('elementwise')} + {v('decode')} · {v('ratio')}"
     if float(np.asarray(t["prefill"])) > 0:
         text += f" + {v('prefill')}"
-    return text + f" + {v('comm')}"
+    return _host_bound(text + f" + {v('comm')}", host_s)
 
 
 def kernel_items(s: Scalars) -> list[ExplainItem]:
@@ -61,13 +66,13 @@ def kernel_items(s: Scalars) -> list[ExplainItem]:
         ExplainItem(
             "Prefill on measured kernels (the whole prompt: TTFT without a prefix-cache hit)",
             f"{KERNEL_STEP} with T = P = {num(s.P)}, one prompt (S_eq = {seq}), n_AR = {n_ar}  [{s.basis}]",
-            _terms_text(t_pre, float(np.asarray(pre.overhead_s))),
+            _terms_text(t_pre, float(np.asarray(pre.overhead_s)), float(np.asarray(pre.host_s))),
             _seconds_value(m["ttft_nocache_s"]),
         ),
         ExplainItem(
             "Decode step on measured kernels",
             f"{KERNEL_STEP} with T = B = {num(s.B)} at ctx = P + O/2 = {num(ctx)}, n_AR = {n_ar}  [{s.basis}]",
-            _terms_text(t_dec, float(np.asarray(dec.overhead_s))),
+            _terms_text(t_dec, float(np.asarray(dec.overhead_s)), float(np.asarray(dec.host_s))),
             _seconds_value(m["plain_tpot_s"]),
         ),
     ]

@@ -29,8 +29,8 @@ COMM = (
     "(latency: the link's + the engine's per-collective overhead)"
 )
 KERNEL_STEP = (
-    "t_step + L · t_layer + tokens(T) + head(T_logits) + experts(imb · T) + e · T + decode(B, ctx) · ρ_q "
-    "+ prefill(prompts, S_eq) + n_AR · allreduce(T)"
+    "max(t_step + L · t_layer + tokens(T) + head(T_logits) + experts(imb · T) + e · T + decode(B, ctx) · ρ_q "
+    "+ prefill(prompts, S_eq) + n_AR · allreduce(T), h · (B + prompts))"
 )
 KERNEL_TERMS = (
     "tokens(T): every layer's dense GEMMs (QKV, O, MLP, shared experts, router) at T tokens, in the weights' "
@@ -39,7 +39,8 @@ KERNEL_TERMS = (
     "activation: their activation traffic at the fitted bandwidth share); decode / prefill: every attention "
     "layer's attention kernel (ρ_q: q queries per sequence ÷ one, from the roofline; S_eq: the prompt of the "
     "same attention work as a chunk after cached tokens); allreduce: one all-reduce of T · d · 2 B "
-    "(t_step, t_layer, e: the engine version's fitted [kernels] values; docs/model.md §4–5)"
+    "; h · (B + prompts): the host's work on the step's sequences, hidden under the GPU's until it outgrows it "
+    "(t_step, t_layer, e, h: the engine version's fitted [kernels] values; docs/model.md §4–5)"
 )
 
 

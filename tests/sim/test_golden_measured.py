@@ -6,8 +6,8 @@ in ``test_golden`` (summary floats as ``repr``, the sha256 of every per-request 
 ``stopped_early``).  The fingerprints in ``golden_measured.json`` were written by main at c77a2f7, before
 issue 28's simulator speed-ups were merged (first at a94ed9f; rewritten once the H200's kernel ceiling and the
 ``[kernels]`` refit moved vLLM 0.33's step times: the merged simulator writes the same file byte for byte; and
-again when the B300/GB300 ceilings' refit moved them ≤ 0.3 %: the previous constants still reproduced the old
-file byte for byte under the new code), on
+again when the B300/GB300 ceilings' refit moved them ≤ 0.3 %, and when the host-bound step's refit did: each
+time the previous constants still reproduced the old file byte for byte under the new code), on
 vLLM 0.33's rules (pinned: a newer default engine must not move them).
 The cases cover what the fast paths special-case: runs of decode steps cut by arrivals, runs of mixed steps
 (one chunk filling the budget), preemptions with and without speculative decoding, the prefix cache with
