@@ -135,6 +135,15 @@ class MeasuredStep:
         one = max(c, m)
         return max(c * q, m) / one if one > 0 else 1.0
 
+    def _kv_bound(self, seqs: float, q: float, ctx: np.ndarray) -> bool:
+        """ρ_q is exactly 1 at every context: the KV reads m = kv·seqs·keys outweigh the q-fold FLOPs c·q =
+        attn·seqs·keys·q by more than the rounding of their products can close (a margin of 1e-9 ≫ 4 ulp), so
+        max(c·q, m) = max(c, m) = m and ρ_q = m / m = 1 (or 1 where keys = 0) — ``_decode_from`` may skip the
+        ratio's array operations: attention · 1.0 is attention.  Needs q ≥ 1, attn ≥ 0 and contexts ≥ 0
+        (keys ≥ 0); a memory-bound decode (the presets' speculation) is."""
+        attn, kv = self.decode_attn_s * seqs, self.kv_decode_s * seqs
+        return q >= 1.0 and attn >= 0.0 and kv >= attn * q * (1.0 + 1e-9) and bool(ctx.size == 0 or ctx.min() >= 0.0)
+
     def _comm(self, tokens: float, eager: bool) -> float:
         if self.n_allreduce == 0.0:
             return 0.0
@@ -190,7 +199,7 @@ class MeasuredStep:
         """Decode-only steps of ``seqs`` sequences at the contexts ``ctx`` (an array: the simulator's runs of decode
         steps): the token terms in floats once, the attention over the contexts (``curves.at_grid``)."""
         ctx = np.asarray(ctx, dtype=float)
-        if not self.plain or np.ndim(seqs) > 0:
+        if not self.plain or (type(seqs) is not int and np.ndim(seqs) > 0):  # (np.ndim: µs a call)
             s = np.asarray(seqs, dtype=float)
             cost = step_cost(self.inputs, seqs=s, q=q, ctx=ctx)
             return np.where(s * q > 0, cost.time_s, 0.0)
@@ -222,7 +231,7 @@ class MeasuredStep:
             fixed += self.decode_overhead_s + self._comm(tokens, False)
             if len(self._decode_fixed) < 1 << 16:
                 self._decode_fixed[tokens] = fixed
-        if q != 1.0:
+        if q != 1.0 and not self._kv_bound(seqs, q, ctx):
             keys = self.keys_per_ctx * ctx + self.window_layers * np.minimum(ctx, self.window_tokens)
             c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys
             one = np.maximum(c, m)
