@@ -59,6 +59,7 @@ from planner.sim.results import (
     SERVED,
     SimResult,
     downsample_timeline,
+    itl_by_request,
     itl_sample,
     per_request_itl_from_runs,
     per_request_itl_p50_max,
@@ -219,7 +220,8 @@ def per_request_itl(run: RunState, reps: Sequence[Replica]) -> tuple[np.ndarray,
     if not run.detail:
         return np.full(n, np.nan), np.full(n, np.nan)
     if run.speculative:
-        return per_request_itl_p50_max(run.itl_parts, n)
+        values, _, starts = itl_by_request(run.itl_booked, n)
+        return per_request_itl_p50_max(values, starts, n)
     logs = [np.array(r.step_log) for r in reps]
     return per_request_itl_from_runs(logs, run.replica, run.decode_runs, run.gaps)
 

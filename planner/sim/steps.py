@@ -154,16 +154,14 @@ def book_decodes(
     context, generated = run.context_tokens, run.generated_tokens
     itl_s = durations_s[None, :] / accepted
     rep.add_itl_piece(itl_s.ravel(), accepted.ravel())
-    run.itl_miss_tokens += float(accepted[itl_s > slo_itl_s].sum())
+    if slo_itl_s < math.inf:
+        run.itl_miss_tokens += float(accepted[itl_s > slo_itl_s].sum())
     gained = accepted.sum(axis=1).tolist()
     for i, tokens in zip(decoding, gained, strict=True):
         context[i] += tokens
         generated[i] += tokens
-    if run.detail:
-        itl_parts, itl_weights = run.itl_parts, run.itl_part_weights
-        for row, i in enumerate(decoding):
-            itl_parts[i].append(itl_s[row])
-            itl_weights[i].append(accepted[row])
+    if run.detail:  # row r's ITLs are request decoding[r]'s: grouped by request once, after the run
+        run.itl_booked.append((decoding, itl_s, accepted))
 
 
 def mixed_step(
@@ -227,8 +225,7 @@ def emit_prefill_token(run: RunState, rep: Replica, i: int) -> None:
         run.itl_miss_tokens += gap_s > run.stop_itl_s
         if run.detail:
             if run.speculative:
-                run.itl_parts[i].append(np.array([gap_s]))
-                run.itl_part_weights[i].append(np.ones(1, dtype=np.int64))
+                run.itl_booked.append(([i], np.full((1, 1), gap_s), np.ones((1, 1), dtype=np.int64)))
             else:
                 run.gaps[i].append(gap_s)
     run.last_token_s[i] = now_s
