@@ -51,6 +51,7 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.sim.budget import check_work_budget
 from planner.sim.closed_loop import ClosedLoop
+from planner.sim.collector import collector_paused
 from planner.sim.config import SimConfig
 from planner.sim.prefill_run import MIN_RUN_STEPS, prefill_run, run_length
 from planner.sim.results import (
@@ -180,6 +181,7 @@ def advance(
             progress(run.done / run.requests)
 
 
+@collector_paused
 def simulate(
     w: Workload,
     cfg: SimConfig,
