@@ -23,7 +23,6 @@ import numpy as np
 
 from planner.engine import parallel
 from planner.engine.inputs import EngineInputs
-from planner.engine.kernel_step import equivalent_prompt_tokens
 from planner.engine.roofline import step_cost
 from planner.kernels import curves as kc
 
@@ -41,6 +40,13 @@ def _at(curve: list[float], v: float, per_octave: int) -> float:
     y = curve[i] + f * (curve[i + 1] - curve[i])
     last = 2.0 ** ((n - 1) / per_octave)
     return y * (v / last) if v > last else y
+
+
+def _equivalent_prompt_tokens(new: float, past: float) -> float:
+    """``kernel_step.equivalent_prompt_tokens`` of one chunk in floats: the same operations (a square root is
+    correctly rounded in ``math`` as in NumPy), without a NumPy scalar."""
+    work = new * (past + (new + 1.0) / 2.0)
+    return (math.sqrt(1.0 + 8.0 * work) - 1.0) / 2.0
 
 
 def _at2(flat: list[float], batch: float, seq: float, power: float) -> float:
@@ -93,6 +99,10 @@ class MeasuredStep:
     _token_terms: dict[tuple[float, float, bool], tuple[float, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: ``_decode_attention_s``'s last lookup
+    _last_decode: list[tuple[float, float, float] | None] = field(
+        default_factory=lambda: [None], compare=False, repr=False
+    )
 
     @classmethod
     def from_inputs(cls, x: EngineInputs, roofline) -> MeasuredStep:
@@ -144,6 +154,16 @@ class MeasuredStep:
         attn, kv = self.decode_attn_s * seqs, self.kv_decode_s * seqs
         return q >= 1.0 and attn >= 0.0 and kv >= attn * q * (1.0 + 1e-9) and bool(ctx.size == 0 or ctx.min() >= 0.0)
 
+    def _decode_attention_s(self, seqs: float, ctx: float) -> float:
+        """``_at2`` of the decode curve at (seqs, ctx), the last one kept: a speculative mixed step asks for it twice
+        (the target's step, then its draft share at q = 1).  One (seqs, ctx, value) tuple, swapped whole."""
+        last = self._last_decode[0]
+        if last is not None and last[0] == seqs and last[1] == ctx:
+            return last[2]
+        value = _at2(self.decode, seqs, ctx, 1.0)
+        self._last_decode[0] = (seqs, ctx, value)
+        return value
+
     def _comm(self, tokens: float, eager: bool) -> float:
         if self.n_allreduce == 0.0:
             return 0.0
@@ -176,9 +196,9 @@ class MeasuredStep:
                 self._token_terms[key] = terms
         t, comm = terms
         if seqs > 0:
-            t += _at2(self.decode, seqs, ctx, 1.0) * self._ratio(seqs, q, ctx)
+            t += self._decode_attention_s(seqs, ctx) * self._ratio(seqs, q, ctx)
         for n, p in chunks:
-            t += _at2(self.prefill, 1.0, float(equivalent_prompt_tokens(n, p)), 2.0)
+            t += _at2(self.prefill, 1.0, _equivalent_prompt_tokens(n, p), 2.0)
         return (self.overhead_s if chunks else self.decode_overhead_s) + t + comm
 
     def chunk_run_s(self, seqs: int, q: float, ctx: np.ndarray, new: int, past: np.ndarray) -> np.ndarray:

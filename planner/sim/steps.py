@@ -201,7 +201,7 @@ def mixed_step(
         else:
             remaining = np.array([output[i] - generated[i] for i in decoding])
             accepted = np.minimum(run.draws.take(decodes, 1), remaining[:, None])
-            book_decodes(run, rep, decoding, np.array([duration_s]), accepted)
+            book_decodes(run, rep, decoding, np.array([duration_s]), accepted, gained=accepted[:, 0])
             finished = [i for i in decoding if generated[i] >= output[i]]
     for i, chunk in zip(chunk_requests, new_tokens, strict=True):
         context[i] += chunk

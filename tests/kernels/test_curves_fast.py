@@ -116,6 +116,31 @@ def test_a_kv_bound_decode_skips_the_attention_ratio_to_the_bit(catalog, monkeyp
             assert np.array_equal(values.view(np.int64), want.view(np.int64))
 
 
+def test_a_mixed_step_s_scalar_terms_are_the_plain_lookups_to_the_bit(catalog):
+    """``MeasuredStep.scalar_time_s``: S_eq in floats is ``equivalent_prompt_tokens``'s, and the kept last decode
+    lookup gives what a fresh step (nothing kept) gives, whatever was asked in between."""
+    from planner.engine.kernel_step import equivalent_prompt_tokens
+    from planner.engine.kernel_step_time import MeasuredStep, _equivalent_prompt_tokens
+    from planner.engine.step_time import RooflineStepTime
+    from planner.model.scenario import Scenario
+    from planner.sim.simulate import sim_inputs
+
+    rng = np.random.default_rng(4)
+    for n, p in zip(rng.integers(1, 1 << 20, 2000).tolist(), rng.integers(0, 1 << 24, 2000).tolist(), strict=True):
+        assert _equivalent_prompt_tokens(n, p) == float(equivalent_prompt_tokens(n, p))
+        assert _equivalent_prompt_tokens(n + 0.5, p + 0.25) == float(equivalent_prompt_tokens(n + 0.5, p + 0.25))
+    _, x = sim_inputs(Scenario(spec=True), catalog)
+    kept = RooflineStepTime.from_inputs(x).target
+    assert isinstance(kept, MeasuredStep)
+    for seqs, q, ctx, new, past in [
+        (7, 5.0, 900.5, (512,), (0,)),
+        (7, 1.0, 900.5, (), ()),
+        (9, 1.0, 900.5, (), ()),
+    ] * 3:
+        fresh = RooflineStepTime.from_inputs(x).target
+        assert kept.scalar_time_s(seqs, q, ctx, new, past) == fresh.scalar_time_s(seqs, q, ctx, new, past)
+
+
 TOKEN_CURVE = np.cumsum(_RNG.uniform(1e-7, 1e-4, TOKEN_GRID.size))
 
 
