@@ -149,9 +149,10 @@ def book_decodes(
     slo_itl_s = run.stop_itl_s
     if accepted is None:  # the decode set's tick carries the contexts and tokens
         decodes = len(decoding)
-        rep.itl_values.extend(durations_s.tolist() if durations is None else durations)
+        values = durations_s.tolist() if durations is None else durations
+        rep.itl_values.extend(values)
         rep.itl_weights.extend([decodes] * durations_s.shape[0])
-        if slo_itl_s < math.inf:
+        if slo_itl_s < math.inf and max(values, default=0.0) > slo_itl_s:  # (none over: nothing to count)
             run.itl_miss_tokens += decodes * int(np.count_nonzero(durations_s > slo_itl_s))
         return
     context, generated = run.context_tokens, run.generated_tokens

@@ -1,6 +1,6 @@
-"""Speculative decoding's shortcuts in ``planner.sim.steps`` leave a run as the straightforward computation gives
-it: a jump that surely fits the free units (``jump_surely_fits``) skips counting its blocks, and the ITL-miss
-count skips the comparison when no step is over the target — on a roomy pool and on one that preempts."""
+"""The decode shortcuts in ``planner.sim.steps`` leave a run as the straightforward computation gives it: a
+speculative jump that surely fits the free units (``jump_surely_fits``) skips counting its blocks, and the
+ITL-miss count skips the comparison when no step is over the target — on a roomy pool and on one that preempts."""
 
 from __future__ import annotations
 
@@ -45,8 +45,11 @@ def test_a_jump_that_surely_fits_is_the_counted_jump(catalog, monkeypatch, field
         assert fast.preemptions.sum() > 0  # the tight pool: jumps cut short by the free units
 
 
-@pytest.mark.parametrize("fields", CASES)
+@pytest.mark.parametrize(
+    "fields", [*CASES, dict(sim_requests=300, rate=5.0, slo_itl_s=0.008), dict(sim_requests=300, rate=2.0)]
+)
 def test_the_itl_miss_count_is_the_sample_s_tokens_over_the_target(catalog, fields):
+    """(Speculative or not: a run of decode steps none of which is over the target counts none.)"""
     w, cfg, x = _setup(catalog, fields)
     run, reps = run_fleet(w, cfg, RooflineStepTime.from_inputs(x), 1)
     for r in reps:
