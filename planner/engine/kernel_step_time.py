@@ -23,7 +23,6 @@ import numpy as np
 
 from planner.engine import parallel
 from planner.engine.inputs import EngineInputs
-from planner.engine.kernel_step import equivalent_prompt_tokens
 from planner.engine.roofline import step_cost
 from planner.kernels import curves as kc
 
@@ -41,6 +40,13 @@ def _at(curve: list[float], v: float, per_octave: int) -> float:
     y = curve[i] + f * (curve[i + 1] - curve[i])
     last = 2.0 ** ((n - 1) / per_octave)
     return y * (v / last) if v > last else y
+
+
+def _equivalent_prompt_tokens(new: float, past: float) -> float:
+    """``kernel_step.equivalent_prompt_tokens`` of one chunk in floats: the same operations (a square root is
+    correctly rounded in ``math`` as in NumPy), without a NumPy scalar."""
+    work = new * (past + (new + 1.0) / 2.0)
+    return (math.sqrt(1.0 + 8.0 * work) - 1.0) / 2.0
 
 
 def _at2(flat: list[float], batch: float, seq: float, power: float) -> float:
@@ -94,6 +100,10 @@ class MeasuredStep:
     _token_terms: dict[tuple[float, float, bool], tuple[float, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: ``_decode_attention_s``'s last lookup
+    _last_decode: list[tuple[float, float, float] | None] = field(
+        default_factory=lambda: [None], compare=False, repr=False
+    )
 
     @classmethod
     def from_inputs(cls, x: EngineInputs, roofline) -> MeasuredStep:
@@ -137,6 +147,25 @@ class MeasuredStep:
         one = max(c, m)
         return max(c * q, m) / one if one > 0 else 1.0
 
+    def _kv_bound(self, seqs: float, q: float, ctx: np.ndarray) -> bool:
+        """ρ_q is exactly 1 at every context: the KV reads m = kv·seqs·keys outweigh the q-fold FLOPs c·q =
+        attn·seqs·keys·q by more than the rounding of their products can close (a margin of 1e-9 ≫ 4 ulp), so
+        max(c·q, m) = max(c, m) = m and ρ_q = m / m = 1 (or 1 where keys = 0) — ``_decode_from`` may skip the
+        ratio's array operations: attention · 1.0 is attention.  Needs q ≥ 1, attn ≥ 0 and contexts ≥ 0
+        (keys ≥ 0); a memory-bound decode (the presets' speculation) is."""
+        attn, kv = self.decode_attn_s * seqs, self.kv_decode_s * seqs
+        return q >= 1.0 and attn >= 0.0 and kv >= attn * q * (1.0 + 1e-9) and bool(ctx.size == 0 or ctx.min() >= 0.0)
+
+    def _decode_attention_s(self, seqs: float, ctx: float) -> float:
+        """``_at2`` of the decode curve at (seqs, ctx), the last one kept: a speculative mixed step asks for it twice
+        (the target's step, then its draft share at q = 1).  One (seqs, ctx, value) tuple, swapped whole."""
+        last = self._last_decode[0]
+        if last is not None and last[0] == seqs and last[1] == ctx:
+            return last[2]
+        value = _at2(self.decode, seqs, ctx, 1.0)
+        self._last_decode[0] = (seqs, ctx, value)
+        return value
+
     def _comm(self, tokens: float, eager: bool) -> float:
         if self.n_allreduce == 0.0:
             return 0.0
@@ -169,9 +198,9 @@ class MeasuredStep:
                 self._token_terms[key] = terms
         t, comm = terms
         if seqs > 0:
-            t += _at2(self.decode, seqs, ctx, 1.0) * self._ratio(seqs, q, ctx)
+            t += self._decode_attention_s(seqs, ctx) * self._ratio(seqs, q, ctx)
         for n, p in chunks:
-            t += _at2(self.prefill, 1.0, float(equivalent_prompt_tokens(n, p)), 2.0)
+            t += _at2(self.prefill, 1.0, _equivalent_prompt_tokens(n, p), 2.0)
         step = (self.overhead_s if chunks else self.decode_overhead_s) + t + comm
         return max(step, self.host_s_per_seq * (seqs + len(chunks)))  # efficiency.host_bound_s
 
@@ -193,7 +222,7 @@ class MeasuredStep:
         """Decode-only steps of ``seqs`` sequences at the contexts ``ctx`` (an array: the simulator's runs of decode
         steps): the token terms in floats once, the attention over the contexts (``curves.at_grid``)."""
         ctx = np.asarray(ctx, dtype=float)
-        if not self.plain or np.ndim(seqs) > 0:
+        if not self.plain or (type(seqs) is not int and np.ndim(seqs) > 0):  # (np.ndim: µs a call)
             s = np.asarray(seqs, dtype=float)
             cost = step_cost(self.inputs, seqs=s, q=q, ctx=ctx)
             return np.where(s * q > 0, cost.time_s, 0.0)
@@ -225,7 +254,7 @@ class MeasuredStep:
             fixed += self.decode_overhead_s + self._comm(tokens, False)
             if len(self._decode_fixed) < 1 << 16:
                 self._decode_fixed[tokens] = fixed
-        if q != 1.0:
+        if q != 1.0 and not self._kv_bound(seqs, q, ctx):
             keys = self.keys_per_ctx * ctx + self.window_layers * np.minimum(ctx, self.window_tokens)
             c, m = self.decode_attn_s * seqs * keys, self.kv_decode_s * seqs * keys
             one = np.maximum(c, m)

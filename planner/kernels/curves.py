@@ -277,31 +277,70 @@ def _batch_position(batch: float) -> tuple[int, float, float | None]:
     return hit
 
 
+#: Per 2-D curve (by id; the curve is held so the id is not reused) and batch row ib, ``_segments``' table.
+_SEGMENTS: dict[int, tuple[np.ndarray, dict[int, np.ndarray]]] = {}
+
+
+def _segments(flat: np.ndarray, ib: int) -> np.ndarray:
+    """[2, 2, SEQ_GRID − 1]: for each seq segment s of batch rows ib and ib + 1 of ``flat`` ([BATCH × SEQ]),
+    ((y00, y10), (y01 − y00, y11 − y10)) — the corner values and the differences ``at_grid`` forms on them
+    (the same subtractions of the same floats, so the same bits), kept for the ``TABLES_KEPT`` curves
+    used last."""
+    hit = _SEGMENTS.get(id(flat))
+    if hit is None or hit[0] is not flat:
+        with _LOCK:
+            _SEGMENTS.pop(id(flat), None)
+            while len(_SEGMENTS) >= TABLES_KEPT:
+                _SEGMENTS.pop(next(iter(_SEGMENTS)))
+            hit = _SEGMENTS[id(flat)] = (flat, {})
+    rows = hit[1]
+    table = rows.get(ib)
+    if table is None:
+        n = SEQ_GRID.size
+        corners = np.stack([flat[ib * n : (ib + 1) * n], flat[(ib + 1) * n : (ib + 2) * n]])
+        table = np.stack([corners[:, :-1], corners[:, 1:] - corners[:, :-1]])
+        rows[ib] = table
+    return table
+
+
+_SEQ_LAST = float(SEQ_GRID[-1])
+
+
 def at_grid_batch(flat: np.ndarray, batch: float, seq: np.ndarray, seq_power: float) -> np.ndarray:
-    """``at_grid(flat, None, np.full(seq.shape, batch), seq, seq_power)`` for one batch size > 0: the batch's
-    grid position once (``_batch_position``), every operation on the sequence lengths in ``at_grid``'s order
-    — the same values to the bit (tests/kernels/test_curves_fast.py), without the per-element batch arrays."""
+    """``at_grid(flat, None, np.full(seq.shape, batch), seq, seq_power)`` for one batch size > 0, the same values
+    to the bit (tests/kernels/test_curves_fast.py): the batch's grid position once (``_batch_position``), the
+    seq position by ``_position``'s operations in place (its clamps only where the largest seq comes near the
+    grid's end: elsewhere they change nothing), the corners of each element's segment in one gather from the
+    batch rows' table (``_segments``: y01 − y00 and y11 − y10 already formed), and the low and high rows'
+    interpolations y0 + (y1 − y0)·f_seq as one operation on both — every floating-point operation on each
+    element as ``at_grid`` does it.  (The simulator asks this once per run of decode steps: a few dozen
+    contexts, where each NumPy call's overhead, not its elements, is the cost.)"""
     ib, fb, bb = _batch_position(batch)
-    iseq, fs, bs = _position(seq, GRID_PER_OCTAVE, SEQ_GRID.size)
-    n = SEQ_GRID.size
-    base = iseq + ib * n
-    y00, y01 = flat.take(base), flat.take(base + 1)
-    base += n
-    y10, y11 = flat.take(base), flat.take(base + 1)
-    y01 -= y00
-    y01 *= fs
-    y01 += y00
-    y11 -= y10
-    y11 *= fs
-    y11 += y10
-    y11 -= y01
-    y11 *= fb
-    y11 += y01
+    v = np.asarray(seq, dtype=float)
+    top = float(v.max()) if v.size else 0.0
+    u = np.maximum(v, 1.0)
+    np.log2(u, out=u)
+    u *= GRID_PER_OCTAVE
+    i = u.astype(np.intp)
+    if not top < 0.5 * _SEQ_LAST:  # (NaN too) i may reach the last grid point, u − i may be clamped to 1
+        np.minimum(i, SEQ_GRID.size - 2, out=i)
+        u -= i
+        np.minimum(u, 1.0, out=u)
+    else:  # i ≤ SEQ_GRID.size − 6 and u − i ∈ [0, 1): both clamps are no-ops
+        u -= i
+    corners, rise = _segments(flat, ib).take(i, axis=2)
+    rise *= u  # (y01 − y00)·f_seq and (y11 − y10)·f_seq
+    rise += corners  # the low row's and the high row's values at seq
+    lo, hi = rise
+    hi -= lo
+    hi *= fb
+    hi += lo
     if bb is not None:
-        y11 *= bb
-    if not isinstance(bs, float):
-        y11 *= bs if seq_power == 1.0 else bs**seq_power
-    return y11
+        hi *= bb
+    if top > _SEQ_LAST:
+        bs = np.maximum(v / _SEQ_LAST, 1.0)
+        hi *= bs if seq_power == 1.0 else bs**seq_power
+    return hi
 
 
 def at_grid(flat: np.ndarray, rows: np.ndarray | None, batch, seq, seq_power: float) -> np.ndarray:

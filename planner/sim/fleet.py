@@ -41,6 +41,7 @@ from planner.format import fmt_count, fmt_pct, fmt_seconds
 from planner.model.catalog import Catalog
 from planner.model.scenario import Router, Scenario
 from planner.sim.budget import check_work_budget
+from planner.sim.collector import collector_paused
 from planner.sim.config import SimConfig
 from planner.sim.results import REJECTED_KV, SERVED, SimResult
 from planner.sim.simulate import advance, assemble, fit_problems, per_request_itl, sim_inputs, simulate
@@ -103,6 +104,7 @@ PICKERS: dict[str, Callable[[RunState, list[Replica], int], int]] = {
 }
 
 
+@collector_paused
 def simulate_fleet(
     w: Workload,
     cfg: SimConfig,
@@ -129,6 +131,7 @@ def simulate_fleet(
     return FleetResult(combined, parts, router)
 
 
+@collector_paused
 def run_fleet(
     w: Workload,
     cfg: SimConfig,

@@ -45,7 +45,7 @@ from planner.sim.config import SimConfig
 from planner.sim.fleet import run_fleet
 from planner.sim.histogram import RELATIVE_ACCURACY, Histogram
 from planner.sim.replay_sources import TASK_REQUESTS, TraceSource
-from planner.sim.results import PERCENTILES, REJECTED_CONTEXT, REJECTED_KV, SERVED
+from planner.sim.results import PERCENTILES, REJECTED_CONTEXT, REJECTED_KV, SERVED, itl_by_request
 from planner.sim.simulate import fit_problems, sim_inputs
 from planner.sim.slo import Slo
 from planner.sim.state import Replica, RunState
@@ -139,9 +139,10 @@ def _request_itl(run: RunState, reps: list[Replica], rows: np.ndarray) -> tuple[
     """The ITLs of requests ``rows`` and their weights in tokens (``results``' per-token sample, by request)."""
     values, weights = [], []
     if run.speculative:
+        by_request, tokens, starts = itl_by_request(run.itl_booked, run.requests)
         for i in rows.tolist():
-            values += run.itl_parts[i]
-            weights += run.itl_part_weights[i]
+            values.append(by_request[starts[i] : starts[i + 1]])
+            weights.append(tokens[starts[i] : starts[i + 1]])
     else:
         logs = [np.asarray(r.step_log) for r in reps]
         for i in rows.tolist():

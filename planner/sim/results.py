@@ -12,6 +12,7 @@ of a run of records (spikes survive).  Pure: numpy and pandas only.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -98,21 +99,43 @@ class SimResult:
 # ------------------------------------------------------------------ assembling a result
 
 
-def per_request_itl_p50_max(itl_parts: list[list[np.ndarray]], requests: int) -> tuple[np.ndarray, np.ndarray]:
+def itl_by_request(
+    booked: list[tuple[list[int], np.ndarray, np.ndarray]], requests: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, weights, starts): speculative decoding's ITLs grouped by request, request i's being
+    ``values[starts[i]:starts[i + 1]]`` in the order they were booked.
+
+    ``booked``: (requests, ITLs, tokens) per booking, row r of the [requests, steps] arrays being the ITLs of
+    request r of the list (``steps.book_decodes``, a recomputation's gap).  Every value is tagged with its request
+    (each row's request repeated over the row's steps) and a stable sort by tag groups them: the work is per
+    value, not per row of each booking."""
+    starts = np.zeros(requests + 1, dtype=np.int64)
+    if not booked:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), starts
+    values = np.concatenate([itl.ravel() for _, itl, _ in booked])
+    weights = np.concatenate([tokens.ravel() for _, _, tokens in booked])
+    members = np.fromiter(itertools.chain.from_iterable(rows for rows, _, _ in booked), dtype=np.int64)
+    steps = np.array([itl.shape[1] for _, itl, _ in booked], dtype=np.int64)
+    per_row = np.repeat(steps, [len(rows) for rows, _, _ in booked])
+    tags = np.repeat(members, per_row)
+    # the stable sort keeps each request's booking order (a radix sort where the tags fit in 16 bits)
+    order = np.argsort(tags.astype(np.int16) if requests <= 1 << 15 else tags, kind="stable")
+    np.cumsum(np.bincount(tags, minlength=requests), out=starts[1:])
+    return values[order], weights[order], starts
+
+
+def per_request_itl_p50_max(values: np.ndarray, starts: np.ndarray, requests: int) -> tuple[np.ndarray, np.ndarray]:
     """Each request's inverse-CDF median and largest ITL (a partial sort per request).
 
-    ``itl_parts[i]``: arrays of request i's ITLs; NaN for a request without any.  The median of
-    c sorted values is the ⌈c/2⌉-th (inverse CDF at 0.5)."""
+    ``values[starts[i]:starts[i + 1]]``: request i's ITLs (``itl_by_request``); NaN for a request without any.
+    The median of c sorted values is the ⌈c/2⌉-th (inverse CDF at 0.5)."""
     p50, pmax = np.full(requests, np.nan), np.full(requests, np.nan)
-    for i, parts in enumerate(itl_parts):
-        if not parts:
-            continue
-        values = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        if values.shape[0] == 0:
-            continue
-        k = (values.shape[0] + 1) // 2 - 1
-        p50[i] = np.partition(values, k)[k]
-        pmax[i] = values.max()
+    bounds = starts.tolist()
+    for i in np.flatnonzero(np.diff(starts)).tolist():
+        part = values[bounds[i] : bounds[i + 1]]
+        k = (part.shape[0] + 1) // 2 - 1
+        p50[i] = np.partition(part, k)[k]
+        pmax[i] = part.max()
     return p50, pmax
 
 

@@ -51,6 +51,7 @@ from planner.model.catalog import Catalog
 from planner.model.scenario import Scenario
 from planner.sim.budget import check_work_budget
 from planner.sim.closed_loop import ClosedLoop
+from planner.sim.collector import collector_paused
 from planner.sim.config import SimConfig
 from planner.sim.prefill_run import MIN_RUN_STEPS, prefill_run, run_length
 from planner.sim.results import (
@@ -59,6 +60,7 @@ from planner.sim.results import (
     SERVED,
     SimResult,
     downsample_timeline,
+    itl_by_request,
     itl_sample,
     per_request_itl_from_runs,
     per_request_itl_p50_max,
@@ -179,6 +181,7 @@ def advance(
             progress(run.done / run.requests)
 
 
+@collector_paused
 def simulate(
     w: Workload,
     cfg: SimConfig,
@@ -219,7 +222,8 @@ def per_request_itl(run: RunState, reps: Sequence[Replica]) -> tuple[np.ndarray,
     if not run.detail:
         return np.full(n, np.nan), np.full(n, np.nan)
     if run.speculative:
-        return per_request_itl_p50_max(run.itl_parts, n)
+        values, _, starts = itl_by_request(run.itl_booked, n)
+        return per_request_itl_p50_max(values, starts, n)
     logs = [np.array(r.step_log) for r in reps]
     return per_request_itl_from_runs(logs, run.replica, run.decode_runs, run.gaps)
 

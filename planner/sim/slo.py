@@ -42,6 +42,7 @@ import numpy as np
 from planner.format import fmt_pct, fmt_seconds
 from planner.model.scenario import Scenario, SloStat
 from planner.sim.status import NOT_RUN, REJECTED_KV, SERVED
+from planner.sim.weighted_quantile import weighted_percentiles
 
 TTFT, TPOT, ITL, E2E = "TTFT", "TPOT", "ITL", "E2EL"
 KV, BATCH, COMPUTE, GOODPUT = "KV memory", "batch cap", "compute", "goodput"
@@ -67,7 +68,10 @@ def percentiles(
     """Inverse-CDF percentiles: the smallest values with at least pct % of the weight at or below them."""
     if values.size == 0:
         return [float("nan")] * len(pcts)
-    return np.quantile(values, np.asarray(pcts) / 100.0, method="inverted_cdf", weights=weights).tolist()
+    q = np.asarray(pcts) / 100.0
+    if weights is not None:  # (an ITL sample: its value per decode step, the same bits without a full sort)
+        return weighted_percentiles(values, q, weights)
+    return np.quantile(values, q, method="inverted_cdf", weights=weights).tolist()
 
 
 def stat_of(values: np.ndarray, stat: SloStat, weights: np.ndarray | None = None) -> float:

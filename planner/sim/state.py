@@ -72,9 +72,9 @@ class RunState:
         self.cached_tokens = [0] * n
         self.hit_blocks = [0] * n
         self.admitted = [False] * n
-        # inter-token latencies per request (detail; the sample is each replica's ``itl_pieces``)
-        self.itl_parts: list[list[np.ndarray]] = [[] for _ in range(n)] if detail and self.speculative else []
-        self.itl_part_weights: list[list[np.ndarray]] = [[] for _ in range(n)] if detail and self.speculative else []
+        # speculative decoding's inter-token latencies, tagged with their requests as booked (detail; grouped by
+        # request afterwards: ``results.itl_by_request``; the sample is each replica's ``itl_pieces``)
+        self.itl_booked: list[tuple[list[int], np.ndarray, np.ndarray]] = []
         self.decode_from = [-1] * n  # replica step at which the request's current run of decodes began
         self.decode_runs: list[list[tuple[int, int]]] = [[] for _ in range(n)] if detail else []
         self.gaps: list[list[float]] = [[] for _ in range(n)] if detail else []

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from planner.sim.blocks import BlockPool
 from planner.sim.state import NEVER, Replica, RunState
 
 #: Longest run of decode steps advanced in one jump (bounds the arrays per jump).
@@ -135,6 +136,7 @@ def book_decodes(
     durations_s: np.ndarray,
     accepted: np.ndarray | None,
     durations: list[float] | None = None,
+    gained: np.ndarray | None = None,
 ) -> None:
     """Book ``len(durations_s)`` decode steps of ``decoding``: their ITLs (and, with speculative
     decoding, contexts and tokens: without it the replica's ``DecodeSet`` tick carries them).
@@ -142,28 +144,29 @@ def book_decodes(
     ``accepted``: tokens each request emits per step (speculative decoding; None = 1 each),
     each step's ITL being its duration / the tokens it emitted.  ``durations``: ``durations_s`` as a
     list, where the caller has it (without speculative decoding the ITLs are booked one value per step,
-    into the replica's lists, as ``prefill_run`` books them: no array per jump)."""
+    into the replica's lists, as ``prefill_run`` books them: no array per jump).  ``gained``: each request's
+    tokens over the steps (``accepted``'s row sums), where the caller has them."""
     slo_itl_s = run.stop_itl_s
     if accepted is None:  # the decode set's tick carries the contexts and tokens
         decodes = len(decoding)
-        rep.itl_values.extend(durations_s.tolist() if durations is None else durations)
+        values = durations_s.tolist() if durations is None else durations
+        rep.itl_values.extend(values)
         rep.itl_weights.extend([decodes] * durations_s.shape[0])
-        if slo_itl_s < math.inf:
+        if slo_itl_s < math.inf and max(values, default=0.0) > slo_itl_s:  # (none over: nothing to count)
             run.itl_miss_tokens += decodes * int(np.count_nonzero(durations_s > slo_itl_s))
         return
     context, generated = run.context_tokens, run.generated_tokens
     itl_s = durations_s[None, :] / accepted
     rep.add_itl_piece(itl_s.ravel(), accepted.ravel())
-    run.itl_miss_tokens += float(accepted[itl_s > slo_itl_s].sum())
-    gained = accepted.sum(axis=1).tolist()
-    for i, tokens in zip(decoding, gained, strict=True):
+    # an ITL is its step ÷ tokens ≥ 1, never above the step: no step over the target, no ITL over it
+    if slo_itl_s < math.inf and float(durations_s.max()) > slo_itl_s:
+        run.itl_miss_tokens += float(accepted[itl_s > slo_itl_s].sum())
+    gains = (accepted.sum(axis=1) if gained is None else gained).tolist()
+    for i, tokens in zip(decoding, gains, strict=True):
         context[i] += tokens
         generated[i] += tokens
-    if run.detail:
-        itl_parts, itl_weights = run.itl_parts, run.itl_part_weights
-        for row, i in enumerate(decoding):
-            itl_parts[i].append(itl_s[row])
-            itl_weights[i].append(accepted[row])
+    if run.detail:  # row r's ITLs are request decoding[r]'s: grouped by request once, after the run
+        run.itl_booked.append((decoding, itl_s, accepted))
 
 
 def mixed_step(
@@ -199,7 +202,7 @@ def mixed_step(
         else:
             remaining = np.array([output[i] - generated[i] for i in decoding])
             accepted = np.minimum(run.draws.take(decodes, 1), remaining[:, None])
-            book_decodes(run, rep, decoding, np.array([duration_s]), accepted)
+            book_decodes(run, rep, decoding, np.array([duration_s]), accepted, gained=accepted[:, 0])
             finished = [i for i in decoding if generated[i] >= output[i]]
     for i, chunk in zip(chunk_requests, new_tokens, strict=True):
         context[i] += chunk
@@ -227,8 +230,7 @@ def emit_prefill_token(run: RunState, rep: Replica, i: int) -> None:
         run.itl_miss_tokens += gap_s > run.stop_itl_s
         if run.detail:
             if run.speculative:
-                run.itl_parts[i].append(np.array([gap_s]))
-                run.itl_part_weights[i].append(np.ones(1, dtype=np.int64))
+                run.itl_booked.append(([i], np.full((1, 1), gap_s), np.ones((1, 1), dtype=np.int64)))
             else:
                 run.gaps[i].append(gap_s)
     run.last_token_s[i] = now_s
@@ -286,16 +288,27 @@ def plain_jump_steps(rep: Replica, decoding: list[int], contexts: list[int], ste
     return most_steps_fitting(needed, steps, pool.free_blocks)
 
 
+def jump_surely_fits(pool: BlockPool, decodes: int, steps: int, step_tokens: int) -> bool:
+    """Every step of a speculative jump fits the free units, without looking at the rows: the first step's
+    positions were reserved before the jump (``reserve_decode_step``: held ≥ ⌈(context + q) / block⌉) and a row
+    gains ≤ q tokens a step, so by the last step it needs ≤ ⌈(steps − 1)·q / block⌉ more positions (a ceiling
+    is subadditive), each ≤ full + window weight units — if every row at that bound fits, the exact count
+    (``speculative_jump``'s ``blocks_needed``) fits too."""
+    per_row = ((steps - 1) * step_tokens + pool.block_tokens - 1) // pool.block_tokens
+    return (pool.full_weight + pool.window_weight) * decodes * per_row <= pool.free_blocks
+
+
 def speculative_jump(
-    run: RunState, rep: Replica, decoding: list[int], contexts: list[int], remaining: np.ndarray
+    run: RunState, rep: Replica, decoding: list[int], contexts: list[int], remaining: np.ndarray, most_remaining: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Acceptance draws of the jump and the tokens gained before each of its steps.
 
     Draws ≤ MAX_SPEC_JUMP_STEPS steps per request; the jump ends at the step in which the
     first request reaches its output length, or earlier if the free units run out.
-    ``tokens_before[:, j]``: tokens gained before step j; its width is the jump's steps."""
+    ``tokens_before[:, j]``: tokens gained before step j; its width is the jump's steps.
+    ``most_remaining``: ``remaining``'s largest (the caller has it as a Python int)."""
     decodes = len(decoding)
-    drawn_steps = min(int(remaining.max()), MAX_SPEC_JUMP_STEPS)
+    drawn_steps = min(most_remaining, MAX_SPEC_JUMP_STEPS)
     accepted = run.draws.take(decodes, drawn_steps)
     cumulative = accepted.cumsum(axis=1)
     # each row's first step reaching its output length = the steps before it (its cumulative sum grows)
@@ -304,11 +317,13 @@ def speculative_jump(
     tokens_before = np.zeros((decodes, steps), dtype=np.int64)
     tokens_before[:, 1:] = cumulative[:, : steps - 1]
     pool = rep.pool
-    block = pool.block_tokens
-    reach = np.array(contexts) + run.step_tokens + block - 1
+    block, q = pool.block_tokens, run.step_tokens
+    a, b, cap = pool.full_weight, pool.window_weight, pool.window_cap
+    if jump_surely_fits(pool, decodes, steps, q):
+        return accepted, tokens_before
+    reach = np.array(contexts) + (q + block - 1)
     held_blocks = pool.held_blocks
     held = np.array([held_blocks[i] for i in decoding])
-    a, b, cap = pool.full_weight, pool.window_weight, pool.window_cap
 
     def blocks_needed(jump_steps: int) -> int:
         positions = (reach + tokens_before[:, jump_steps - 1]) // block
@@ -383,14 +398,16 @@ def decode_jump(run: RunState, rep: Replica, decoding: list[int], until_s: float
         ds.jumped(steps, pool)
     else:
         contexts = [context[i] for i in decoding]
-        remaining = np.array([output[i] - generated[i] for i in decoding])
-        drawn, tokens_before = speculative_jump(run, rep, decoding, contexts, remaining)
+        left = [output[i] - generated[i] for i in decoding]
+        remaining = np.array(left)
+        drawn, tokens_before = speculative_jump(run, rep, decoding, contexts, remaining, max(left))
         mean_context = sum(contexts) / decodes
         durations_s = jump_durations_s(run, rep, decodes, mean_context, tokens_before.sum(axis=0) / decodes, until_s)
         steps = durations_s.shape[0]
         before = tokens_before[:, steps - 1]
         accepted = drawn[:, :steps].copy()
-        accepted[:, steps - 1] = np.minimum(accepted[:, steps - 1], remaining - before)  # stop at the output length
+        last = accepted[:, steps - 1]
+        np.minimum(last, remaining - before, out=last)  # stop at the output length
         gains = before.tolist()
         pool.grow_each_to(decoding, [c + gain + step_tokens for c, gain in zip(contexts, gains, strict=True)])
     rep.now_s += float(durations_s.sum())
@@ -401,7 +418,7 @@ def decode_jump(run: RunState, rep: Replica, decoding: list[int], until_s: float
             rep.step_log.extend(durations)
         book_decodes(run, rep, decoding, durations_s, None, durations)
     else:
-        book_decodes(run, rep, decoding, durations_s, accepted)
+        book_decodes(run, rep, decoding, durations_s, accepted, gained=before + accepted[:, steps - 1])
     if ds is not None:
         return ds.pop_finished()
     return [i for i in decoding if generated[i] >= output[i]]

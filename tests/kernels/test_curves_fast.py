@@ -44,6 +44,27 @@ def test_one_batch_lookup_is_the_array_lookup_to_the_bit(batch, start, steps, po
     assert np.array_equal(again.view(np.int64), want.view(np.int64))
 
 
+@settings(max_examples=200)
+@given(
+    batch=st.one_of(st.integers(1, 1 << 14).map(float), st.floats(1.0, 3.0 * BATCH_GRID[-1])),
+    seed=st.integers(0, 2**31 - 1),
+    size=st.integers(0, 400),
+    power=st.sampled_from([1.0, 2.0]),
+)
+def test_one_batch_lookup_of_any_sequence_lengths_is_the_array_lookup_to_the_bit(batch, seed, size, power):
+    """Unsorted lengths on every scale (below one token, near the grid's end where the clamps act, beyond it),
+    grid points themselves, and a 2-D array of them: the segment table's gather is ``at_grid``'s four takes."""
+    rng = np.random.default_rng(seed)
+    seq = np.exp2(rng.uniform(-2.0, np.log2(SEQ_GRID[-1]) + 2.0, size))
+    seq[: size // 4] = SEQ_GRID[rng.integers(0, SEQ_GRID.size, size // 4)]  # exactly on grid points
+    if size % 3 == 0:
+        seq[size // 2 :] = rng.uniform(0.5 * SEQ_GRID[-1], SEQ_GRID[-1], size - size // 2)
+    for lengths in (seq, seq.reshape(2, -1) if size % 2 == 0 else seq[::-1]):
+        want = at_grid(FLAT, None, np.full(lengths.shape, batch), lengths, power)
+        got = at_grid_batch(FLAT, batch, lengths, power)
+        assert got.shape == want.shape and np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_a_speculative_decode_pair_is_the_two_decode_lookups_to_the_bit(catalog):
     """``MeasuredStep.decode_pair_s``: the target's run at q and its draft share at q = 1 from one attention lookup."""
     from planner.engine.kernel_step_time import MeasuredStep
@@ -64,6 +85,60 @@ def test_a_speculative_decode_pair_is_the_two_decode_lookups_to_the_bit(catalog)
             timer.draft_ratio * step.decode_time_s(seqs, 1.0, ctx)
         )
         assert np.array_equal(timer.decode_steps_s(seqs, ctx).view(np.int64), want.view(np.int64))
+
+
+def test_a_kv_bound_decode_skips_the_attention_ratio_to_the_bit(catalog, monkeypatch):
+    """``MeasuredStep._kv_bound``: where the KV reads outweigh the q-fold FLOPs, ρ_q = 1 exactly, so the run of
+    speculative decode steps skipping the ratio is the ratio's computation; where they do not (or barely), the
+    ratio is computed."""
+    from dataclasses import replace
+
+    from planner.engine.kernel_step_time import MeasuredStep
+    from planner.engine.step_time import RooflineStepTime
+    from planner.model.scenario import Scenario
+    from planner.sim.simulate import sim_inputs
+
+    _, x = sim_inputs(Scenario(spec=True), catalog)
+    timer = RooflineStepTime.from_inputs(x)
+    step = timer.target
+    assert isinstance(step, MeasuredStep)
+    ctx = np.concatenate([[0.0, 1.0], 1500.25 + np.arange(40, dtype=float), [3e5, 7e6]])
+    # c·q just below m, c·q just above m (the margin's two sides), and compute-bound (ρ > 1)
+    ratios = (1.0 - 2e-9, 1.0 - 1e-12, 2.0)
+    steps = [step] + [replace(step, decode_attn_s=step.kv_decode_s / timer.q * r) for r in ratios]
+    assert [s._kv_bound(32.0, timer.q, ctx) for s in steps] == [True, True, False, False]
+    assert not step._kv_bound(32.0, timer.q, ctx - 1.0)  # a negative context: keys < 0
+    fast = [[s.decode_time_s(seqs, timer.q, ctx) for seqs in (1, 7, 300)] for s in steps]
+    monkeypatch.setattr(MeasuredStep, "_kv_bound", lambda self, seqs, q, ctx: False)
+    for s, got in zip(steps, fast, strict=True):
+        for seqs, values in zip((1, 7, 300), got, strict=True):
+            want = s.decode_time_s(seqs, timer.q, ctx)
+            assert np.array_equal(values.view(np.int64), want.view(np.int64))
+
+
+def test_a_mixed_step_s_scalar_terms_are_the_plain_lookups_to_the_bit(catalog):
+    """``MeasuredStep.scalar_time_s``: S_eq in floats is ``equivalent_prompt_tokens``'s, and the kept last decode
+    lookup gives what a fresh step (nothing kept) gives, whatever was asked in between."""
+    from planner.engine.kernel_step import equivalent_prompt_tokens
+    from planner.engine.kernel_step_time import MeasuredStep, _equivalent_prompt_tokens
+    from planner.engine.step_time import RooflineStepTime
+    from planner.model.scenario import Scenario
+    from planner.sim.simulate import sim_inputs
+
+    rng = np.random.default_rng(4)
+    for n, p in zip(rng.integers(1, 1 << 20, 2000).tolist(), rng.integers(0, 1 << 24, 2000).tolist(), strict=True):
+        assert _equivalent_prompt_tokens(n, p) == float(equivalent_prompt_tokens(n, p))
+        assert _equivalent_prompt_tokens(n + 0.5, p + 0.25) == float(equivalent_prompt_tokens(n + 0.5, p + 0.25))
+    _, x = sim_inputs(Scenario(spec=True), catalog)
+    kept = RooflineStepTime.from_inputs(x).target
+    assert isinstance(kept, MeasuredStep)
+    for seqs, q, ctx, new, past in [
+        (7, 5.0, 900.5, (512,), (0,)),
+        (7, 1.0, 900.5, (), ()),
+        (9, 1.0, 900.5, (), ()),
+    ] * 3:
+        fresh = RooflineStepTime.from_inputs(x).target
+        assert kept.scalar_time_s(seqs, q, ctx, new, past) == fresh.scalar_time_s(seqs, q, ctx, new, past)
 
 
 TOKEN_CURVE = np.cumsum(_RNG.uniform(1e-7, 1e-4, TOKEN_GRID.size))

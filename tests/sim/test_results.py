@@ -12,6 +12,7 @@ from planner.sim.results import (
     MAX_TIMELINE_POINTS,
     cdf_frame,
     downsample_timeline,
+    itl_by_request,
     itl_sample,
     per_request_itl_p50_max,
     percentiles,
@@ -35,13 +36,32 @@ def test_percentiles_are_the_inverse_cdf():
     assert all(np.isnan(percentiles(np.zeros(0))))
 
 
-@given(st.lists(st.lists(st.floats(0.0, 10.0), max_size=6), min_size=1, max_size=8))
-def test_per_request_median_and_max_match_a_plain_sort(per_request):
-    parts = [[np.array(v[: len(v) // 2]), np.array(v[len(v) // 2 :])] for v in per_request]
-    p50, pmax = per_request_itl_p50_max(parts, len(per_request))
-    for i, v in enumerate(per_request):
-        if v:
-            assert p50[i] == sorted(v)[(len(v) + 1) // 2 - 1] and pmax[i] == max(v)
+@given(
+    st.integers(1, 40),
+    st.lists(st.tuples(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**31 - 1)), max_size=30),
+)
+def test_itl_grouped_by_tag_is_each_request_s_rows_in_booking_order(requests, bookings):
+    """``itl_by_request`` (each value tagged with its request, one stable sort) gives every request the rows
+    booked for it, in booking order — what appending each booking's row r to request decoding[r]'s list gives;
+    the per-request median and max are a plain sort's."""
+    booked, rows_of = [], [[] for _ in range(requests)]
+    for members, steps, seed in bookings:
+        rng = np.random.default_rng(seed)
+        decoding = rng.choice(requests, min(members, requests), replace=False).tolist()
+        accepted = rng.integers(1, 5, (len(decoding), steps))
+        itl = rng.uniform(0.0, 10.0, (len(decoding), steps)).round(1) / accepted  # ties between requests too
+        booked.append((decoding, itl, accepted))
+        for r, i in enumerate(decoding):
+            rows_of[i].append((itl[r], accepted[r]))
+    values, weights, starts = itl_by_request(booked, requests)
+    p50, pmax = per_request_itl_p50_max(values, starts, requests)
+    for i, rows in enumerate(rows_of):
+        got, got_weights = values[starts[i] : starts[i + 1]], weights[starts[i] : starts[i + 1]]
+        want = np.concatenate([v for v, _ in rows]) if rows else np.zeros(0)
+        assert np.array_equal(got, want)
+        assert np.array_equal(got_weights, np.concatenate([w for _, w in rows]) if rows else np.zeros(0))
+        if rows:
+            assert p50[i] == sorted(want)[(want.size + 1) // 2 - 1] and pmax[i] == want.max()
         else:
             assert np.isnan(p50[i]) and np.isnan(pmax[i])
 
