@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.format import fmt_bytes
 from planner.model.checkpoint_spec import Checkpoint
 from planner.model.dtypes import ComputeDtype, Dtype, KvDtype  # noqa: F401  (re-exported: the schema's types)
+from planner.model.gpu_generations import ARCH_PATTERN, GENERATION_ARCHS, KNOWN_ARCHS, KNOWN_GENERATIONS
 from planner.model.listing_order import GENERATION_ORDER, MODEL_FAMILIES, OTHER_FAMILY, VENDOR_ORDER
 from planner.units import GB, MS_PER_S, PETA, TERA, US_PER_S, GiB, MiB, TiB
 
@@ -25,33 +26,6 @@ KEY_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 KEY_RE = re.compile(KEY_PATTERN)
 KEY_RULE = "a lower-case key of letters, digits, '.', '_' or '-' (≤ 64 chars)"
 
-#: Generation of the shipped profiles whose files carry no ``generation`` line (by file stem).
-KNOWN_GENERATIONS = {
-    "a100-40gb-sxm": "Ampere",
-    "a100-80gb-sxm": "Ampere",
-    "h100-sxm": "Hopper",
-    "h100-pcie": "Hopper",
-    "h200": "Hopper",
-    "b200": "Blackwell",
-    "l4": "Ada Lovelace",
-    "l40s": "Ada Lovelace",
-    "mi300x": "CDNA 3",
-    "mi325x": "CDNA 3",
-}
-
-#: Compute architecture of the shipped profiles whose files carry no ``arch`` line (by file stem), and of a
-#: generation (a user's file that names only its generation).
-KNOWN_ARCHS = {"a10g": "sm_86", "rtx-5090": "sm_120", "rtx-pro-6000-blackwell": "sm_120"}
-GENERATION_ARCHS = {
-    "Ampere": "sm_80",
-    "Ada Lovelace": "sm_89",
-    "Hopper": "sm_90",
-    "Blackwell": "sm_100",
-    "Blackwell Ultra": "sm_103",
-    "CDNA 3": "gfx942",
-    "CDNA 4": "gfx950",
-}
-ARCH_PATTERN = r"^(sm_[0-9]{2,3}|gfx[0-9a-f]{3,4})$"
 #: The largest board power a profile may state (a GB300 is 1,400 W, an MI355X 1,400 W).
 MAX_BOARD_POWER_W = 5000.0
 
