@@ -109,20 +109,34 @@ CASES: dict[str, Callable[[Catalog], SimResult]] = {
 }
 
 
-def fingerprint(r: SimResult) -> dict:
-    """Summary (floats as repr), sha256 of each array (dtype, shape, bytes), steps, stopped_early."""
+def fingerprint(r: SimResult, mantissa_bits: int | None = None) -> dict:
+    """Summary (floats as repr), sha256 of each array (dtype, shape, bytes), steps, stopped_early.
+
+    ``mantissa_bits``: every float (the arrays' and the summary's) at that many mantissa bits (``np.frexp``'s
+    mantissa × 2**bits, rounded: exact operations, the same on every machine) instead of all 52."""
+
+    def at_bits(v):
+        mantissa, exponent = np.frexp(v)
+        return np.ldexp(np.round(mantissa * 2.0**mantissa_bits), exponent - mantissa_bits)
+
     arrays = {}
     for f in dataclasses.fields(r):
         v = getattr(r, f.name)
         if isinstance(v, np.ndarray):
             a = np.ascontiguousarray(v)
+            if mantissa_bits is not None and a.dtype.kind == "f":
+                a = np.ascontiguousarray(at_bits(a))
             digest = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()
             arrays[f.name] = digest
-    summary = {k: v if isinstance(v, bool) else repr(float(v)) for k, v in r.summary.items()}
+
+    def text(v) -> str:
+        return repr(float(v if mantissa_bits is None else at_bits(float(v))))
+
+    summary = {k: v if isinstance(v, bool) else text(v) for k, v in r.summary.items()}
     return dict(
         summary=summary,
         arrays=arrays,
-        kv_used_time_mean_frac=repr(float(r.kv_used_time_mean_frac)),
+        kv_used_time_mean_frac=text(r.kv_used_time_mean_frac),
         steps=int(r.steps),
         stopped_early=bool(r.stopped_early),
     )

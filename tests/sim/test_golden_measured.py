@@ -36,6 +36,13 @@ from planner.sim.workload import scenario_workload
 from tests.sim.test_golden import fingerprint
 
 GOLDEN = Path(__file__).with_name("golden_measured.json")
+#: Every float — the per-request and timeline arrays', the summary's — is compared at 24 mantissa bits.  The curves of
+#: measured kernels are interpolated with NumPy's float64 log and exp, which take Intel SVML's kernels on AVX-512
+#: machines and the C library's elsewhere, which can differ in the last bit: on 2026-12-02 the file written by an
+#: earlier machine failed on an AVX2-only one (no AVX-512), every summary equal to the bit, the three ITL arrays
+#: not, two summary percentiles of ITL 1-2 ulp apart — the likely cause, since the code and every package version
+#: were the same.  A speed-up that changes a step changes far more than 2⁻²⁴ of it.
+ARRAY_MANTISSA_BITS = 24
 ENGINE = "vllm@0.33"
 
 
@@ -97,7 +104,7 @@ def golden() -> dict:
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_simulation_matches_main_bit_for_bit(case, catalog, golden):
-    assert fingerprint(CASES[case](catalog)) == golden[case]
+    assert fingerprint(CASES[case](catalog), ARRAY_MANTISSA_BITS) == golden[case]
 
 
 def test_the_cases_take_the_measured_path_and_exercise_what_they_are_named_for(catalog, golden):
@@ -114,7 +121,7 @@ def test_the_cases_take_the_measured_path_and_exercise_what_they_are_named_for(c
 
 def _write() -> None:
     catalog = load_catalog()
-    data = {case: fingerprint(run(catalog)) for case, run in CASES.items()}
+    data = {case: fingerprint(run(catalog), ARRAY_MANTISSA_BITS) for case, run in CASES.items()}
     GOLDEN.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN}")
 
