@@ -233,6 +233,7 @@ class EngineInputs:
     layer_overhead_s: Array  # fixed cost per layer of a step with prefill tokens
     decode_layer_overhead_s: Array  # fixed cost per layer of a decode-only step
     host_s_per_seq: Array  # the host's work per sequence of a step, under the GPU's (efficiency.host_bound_s)
+    moe_time_ratio: Array  # measured kernels: this version's expert layer ÷ the tables' (1: the tables' own)
     gqa_reread_frac: Array  # decode attention: share of a KV group's query heads that reload its KV
     matmul_half_tokens: Array  # T½: a GEMM over T tokens runs at T/(T + T½) of its plateau
     moe_matmul_frac: Array  # grouped expert GEMMs' share of the dense matmul rate
@@ -500,8 +501,8 @@ def _overheads(t: ResolvedTiming, basis: Basis, s: Scenario) -> dict[str, float]
     or the kernel basis's (``[kernels]``; the link's s, l and d overrides still apply)."""
     fixed = ("step_overhead_s", "layer_overhead_s", "decode_layer_overhead_s")
     if not basis.measured:
-        return {k: getattr(t, k) for k in fixed} | {"host_s_per_seq": 0.0}
-    values = {k: getattr(basis, k) for k in (*fixed, "host_s_per_seq")}
+        return {k: getattr(t, k) for k in fixed} | {"host_s_per_seq": 0.0, "moe_time_ratio": 1.0}
+    values = {k: getattr(basis, k) for k in (*fixed, "host_s_per_seq", "moe_time_ratio")}
     values.update({k: v for k, v in parse_overrides(s.timing).items() if k in values})
     return values
 

@@ -61,6 +61,7 @@ class Basis:
     elementwise_s_per_token: float = 0.0  # the kernels no table times, at tp = 1 (kernel_shapes; ÷ tp per GPU)
     ep_imbalance: float = 0.0  # the busiest EP rank's routed tokens ÷ the mean, as the MoE rows measured (0: none)
     host_s_per_seq: float = 0.0  # the host's work per sequence of a step ([kernels] host_us_per_seq)
+    moe_time_ratio: float = 1.0  # this version's expert layer ÷ the tables' ([kernels] moe_time_ratio)
 
     @property
     def measured(self) -> bool:
@@ -143,6 +144,7 @@ def basis_for(gpu: GPU, model: ModelSpec, s: Scenario, engine: EngineProfile | N
         elementwise_s_per_token(gpu, model, 1.0, k.elementwise_bandwidth_frac),  # ÷ tp per GPU, at the step
         built.ep_imbalance,
         k.host_us_per_seq / US_PER_S,
+        k.moe_time_ratio,
     )
 
 

@@ -67,7 +67,7 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
         position = token_position(tokens)
         t = at_tokens(st.tokens, st.rows, tokens, position) + at_tokens(st.head, st.rows, tokens, position)
         if moe:
-            t = t + at_tokens(st.experts, st.rows, tokens, position)
+            t = t + at_tokens(st.experts, st.rows, tokens, position) * x.moe_time_ratio
         ratio = np.where(positive, np.maximum(c * q, m) / safe_one, 1.0) if q != 1.0 else 1.0
         comm = _comm(x, st, tokens, position, False, roofline_comm(tokens))
         return host_bound_s(x, overhead + (t + e * tokens) + attention * ratio + comm, seqs)
@@ -134,9 +134,10 @@ def kernel_terms(
     )
     if np.any(x.experts > 0):
         if all_tokens is None:  # plain tensor parallelism: the experts see the step's tokens
-            out["experts"] = at_tokens(st.experts, st.rows, tokens, position)
+            out["experts"] = at_tokens(st.experts, st.rows, tokens, position) * x.moe_time_ratio
         else:
-            out["experts"] = at_tokens(st.experts, st.rows, all_tokens * parallel.expert_imbalance(x))
+            routed = all_tokens * parallel.expert_imbalance(x)
+            out["experts"] = at_tokens(st.experts, st.rows, routed) * x.moe_time_ratio
     prefill = np.asarray(n) > 0
     if np.any(prefill):
         k = np.maximum(prompts, 1.0)

@@ -116,7 +116,7 @@ class MeasuredStep:
             inputs=x,
             plain=parallel.simple(x),
             tokens=c.tokens.tolist(),
-            experts=c.experts.tolist() if moe else None,
+            experts=(c.experts * _scalar(x.moe_time_ratio)).tolist() if moe else None,
             head=c.head.tolist(),
             decode=c.decode.ravel().tolist(),
             decode_array=c.decode.ravel(),

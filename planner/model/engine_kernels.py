@@ -15,6 +15,8 @@ What the tables do not hold is fitted, with its source (``benchmarks/fit_kernels
   host_us_per_seq            the host's work per sequence of a step (scheduling, sampling, request bookkeeping),
                              overlapped with the GPU's: a step lasts at least that × its sequences
                              (``engine.efficiency.host_bound_s``)
+  moe_time_ratio             this version's expert layer ÷ the table release's, the same shapes and tokens
+                             (a version older than the tables ran slower MoE kernels; 1 for the release itself)
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class EngineKernels(BaseModel):
     decode_layer_overhead_us: float = Field(default=0.0, ge=0.0, le=1e4)
     elementwise_bandwidth_frac: float = Field(default=0.8, gt=0.0, le=1.0)
     host_us_per_seq: float = Field(default=0.0, ge=0.0, le=1e4)
+    moe_time_ratio: float = Field(default=1.0, gt=0.0, le=10.0)
     moe_distribution: Distribution = Field(
         default="balanced",
         description=(

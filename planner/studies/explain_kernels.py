@@ -34,13 +34,15 @@ def _host_bound(text: str, host_s: float) -> str:
     return f"max({text}, {exact(host_s)})" if host_s > 0 else text
 
 
-def _terms_text(t: dict, overhead: float, host_s: float) -> str:
+def _terms_text(t: dict, overhead: float, host_s: float, moe_time_ratio: float = 1.0) -> str:
     def v(name: str) -> str:
         return exact(float(np.asarray(t[name])))
 
     text = f"{exact(overhead)} + {v('tokens')} + {v('head')}"
-    if float(np.asarray(t["experts"])) > 0:
-        text += f" + {v('experts')}"
+    experts = float(np.asarray(t["experts"]))
+    if experts > 0:
+        table = f" + {exact(moe_time_ratio)} · {exact(experts / moe_time_ratio)}" if moe_time_ratio != 1.0 else ""
+        text += table or f" + {v('experts')}"
     text += f" + {v('elementwise')} + {v('decode')} · {v('ratio')}"
     if float(np.asarray(t["prefill"])) > 0:
         text += f" + {v('prefill')}"
@@ -62,17 +64,18 @@ def kernel_items(s: Scalars) -> list[ExplainItem]:
     t_dec = kernel_terms(x, s.B, 1.0, ctx, 0.0, 0.0, 0.0, None, ratio, tp_dec)
     n_ar = num(float(np.asarray(parallel.tp_allreduces(x)))) if s.tp > 1 else "0"
     seq = num(float(np.asarray(equivalent_prompt_tokens(s.P, 0.0))))
+    r_moe = float(np.asarray(x.moe_time_ratio))
     return [
         ExplainItem(
             "Prefill on measured kernels (the whole prompt: TTFT without a prefix-cache hit)",
             f"{KERNEL_STEP} with T = P = {num(s.P)}, one prompt (S_eq = {seq}), n_AR = {n_ar}  [{s.basis}]",
-            _terms_text(t_pre, float(np.asarray(pre.overhead_s)), float(np.asarray(pre.host_s))),
+            _terms_text(t_pre, float(np.asarray(pre.overhead_s)), float(np.asarray(pre.host_s)), r_moe),
             _seconds_value(m["ttft_nocache_s"]),
         ),
         ExplainItem(
             "Decode step on measured kernels",
             f"{KERNEL_STEP} with T = B = {num(s.B)} at ctx = P + O/2 = {num(ctx)}, n_AR = {n_ar}  [{s.basis}]",
-            _terms_text(t_dec, float(np.asarray(dec.overhead_s)), float(np.asarray(dec.host_s))),
+            _terms_text(t_dec, float(np.asarray(dec.overhead_s)), float(np.asarray(dec.host_s)), r_moe),
             _seconds_value(m["plain_tpot_s"]),
         ),
     ]

@@ -29,18 +29,19 @@ COMM = (
     "(latency: the link's + the engine's per-collective overhead)"
 )
 KERNEL_STEP = (
-    "max(t_step + L · t_layer + tokens(T) + head(T_logits) + experts(imb · T) + e · T + decode(B, ctx) · ρ_q "
+    "max(t_step + L · t_layer + tokens(T) + head(T_logits) + r_moe · experts(imb · T) + e · T + decode(B, ctx) · ρ_q "
     "+ prefill(prompts, S_eq) + n_AR · allreduce(T), h · (B + prompts))"
 )
 KERNEL_TERMS = (
     "tokens(T): every layer's dense GEMMs (QKV, O, MLP, shared experts, router) at T tokens, in the weights' "
     "quantised dtype; head: the LM head at the tokens that need logits; experts: the MoE layers' expert kernel "
-    "at the tokens entering them; e · T: the element-wise kernels the tables do not time (norms, RoPE, "
+    "at the tokens entering them (r_moe: this version's expert layer ÷ the tables' release's, fitted; 1 for the "
+    "release itself); e · T: the element-wise kernels the tables do not time (norms, RoPE, "
     "activation: their activation traffic at the fitted bandwidth share); decode / prefill: every attention "
     "layer's attention kernel (ρ_q: q queries per sequence ÷ one, from the roofline; S_eq: the prompt of the "
     "same attention work as a chunk after cached tokens); allreduce: one all-reduce of T · d · 2 B "
     "; h · (B + prompts): the host's work on the step's sequences, hidden under the GPU's until it outgrows it "
-    "(t_step, t_layer, e, h: the engine version's fitted [kernels] values; docs/model.md §4–5)"
+    "(t_step, t_layer, e, h, r_moe: the engine version's fitted [kernels] values; docs/model.md §4–5)"
 )
 
 
