@@ -7,19 +7,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.engine import evaluate
 from planner.engine.evaluate import evaluate as evaluate_scenario
 from planner.engine.roofline import step_cost
 from planner.engine.step_time import RooflineStepTime
 from planner.model.engine_kernels import EngineKernels
 from planner.model.scenario import Scenario
 from planner.studies.explain import explain
+from tests.engine.test_host_bound import SMALL_MOE
+from tests.engine.test_host_bound import _inputs as small_moe_inputs
 
-MOE = dict(model="qwen3-30b-a3b", gpu="b200", engine="trtllm@1.1", wdtype="fp4", kvdtype="fp8", batch=256)
+# test_host_bound's Qwen3-30B-A3B NVFP4 on one B200, at TensorRT-LLM 1.1 (the largest fitted ratio) and batch 256
+MOE = SMALL_MOE | dict(engine="trtllm@1.1", batch=256)
 
 
 def _inputs(catalog, **changes):
-    return evaluate.inputs_for(evaluate.resolve(Scenario(**(MOE | changes)), catalog))
+    return small_moe_inputs(catalog, **(MOE | changes))
 
 
 def test_the_fitted_ratios_are_near_one_and_the_other_engines_take_their_tables_own_kernels(catalog):
