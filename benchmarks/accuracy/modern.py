@@ -23,7 +23,8 @@ The engines' scheduler limits are theirs, with sources:
   flight, docs/model.md §6 "Pipeline") and its step budget are pp × those;
 * ``vllm serve`` defaults: max_num_seqs 1024 and max_num_batched_tokens 8192 on GPUs with ≥ 70 GiB that are
   not A100s, else 256 and 2048 (vllm/engine/arg_utils.py ``get_batch_defaults``, "For GPUs like H100 and
-  MI300x, use larger default values"); SGLang and ``trtllm-serve``: the KV pool's sequences, chunk 8192.
+  MI300x, use larger default values") — a row's stated ``max-num-seqs N`` (AMD's ROCm runs) is the batch instead;
+  SGLang and ``trtllm-serve``: the KV pool's sequences, chunk 8192.
 
 Rows kvplan cannot describe (a model, GPU or length it lacks; MLPerf rows, which state no lengths; runs
 whose load is not stated) are listed as pending with the reason.
@@ -165,7 +166,10 @@ def _limits(row: Row, gpu: str, catalog: Catalog) -> dict[str, Any]:
     if engine.startswith("vLLM"):
         g = catalog.gpus[gpu]
         large = g.memory_reported_bytes / 2**30 >= VLLM_LARGE_GPU_GIB and "a100" not in gpu
-        return dict(batch=1024 if large else 256, chunk=8192 if large else 2048)
+        # the run's own --max-num-seqs where the row states it (AMD's ROCm runs), else vLLM's default
+        stated = re.search(r"max-num-seqs (\d+)", str(getattr(row, "concurrency", "") or ""))
+        batch = int(stated.group(1)) if stated else 1024 if large else 256
+        return dict(batch=batch, chunk=8192 if large else 2048)
     return dict(batch=4096, chunk=8192)
 
 
