@@ -48,6 +48,12 @@ def measured_everywhere(x: EngineInputs) -> bool:
     return bool(np.all(np.asarray(x.kernel_set) > 0)) and bool(np.all(np.isfinite(st.tokens)))
 
 
+def experts_s(x: EngineInputs, st: Stack, tokens, position=None) -> Array:
+    """r_moe · experts(T): the MoE layers' measured expert kernel at T routed tokens, × the engine version's
+    ``moe_time_ratio`` (its expert layer ÷ the tables' release's; docs/model.md §4–5)."""
+    return at_tokens(st.experts, st.rows, tokens, position) * x.moe_time_ratio
+
+
 def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_comm):
     """q ↦ a decode (verification) step of ``seqs`` sequences × q tokens at ``ctx`` on measured kernels, for
     plain tensor parallelism: the q-independent parts (decode attention, fixed cost) looked up once — what
@@ -67,7 +73,7 @@ def decode_steps(x: EngineInputs, seqs, ctx, ratio_terms, overhead, roofline_com
         position = token_position(tokens)
         t = at_tokens(st.tokens, st.rows, tokens, position) + at_tokens(st.head, st.rows, tokens, position)
         if moe:
-            t = t + at_tokens(st.experts, st.rows, tokens, position) * x.moe_time_ratio
+            t = t + experts_s(x, st, tokens, position)
         ratio = np.where(positive, np.maximum(c * q, m) / safe_one, 1.0) if q != 1.0 else 1.0
         comm = _comm(x, st, tokens, position, False, roofline_comm(tokens))
         return host_bound_s(x, overhead + (t + e * tokens) + attention * ratio + comm, seqs)
@@ -134,10 +140,9 @@ def kernel_terms(
     )
     if np.any(x.experts > 0):
         if all_tokens is None:  # plain tensor parallelism: the experts see the step's tokens
-            out["experts"] = at_tokens(st.experts, st.rows, tokens, position) * x.moe_time_ratio
+            out["experts"] = experts_s(x, st, tokens, position)
         else:
-            routed = all_tokens * parallel.expert_imbalance(x)
-            out["experts"] = at_tokens(st.experts, st.rows, routed) * x.moe_time_ratio
+            out["experts"] = experts_s(x, st, all_tokens * parallel.expert_imbalance(x))
     prefill = np.asarray(n) > 0
     if np.any(prefill):
         k = np.maximum(prompts, 1.0)

@@ -22,6 +22,7 @@ from planner.engine.kernel_step import (
     _comm,
     _prefill_attention,
     equivalent_prompt_tokens,
+    experts_s,
     has_kernels,
     measured_everywhere,
 )
@@ -73,7 +74,7 @@ def _measured_times_s(x: EngineInputs, seqs, ctx, steps) -> list[tuple[Array, Ar
             tokens = decodes + n
             position = token_position(tokens)
             matmul = at_tokens(st.tokens, st.rows, tokens, position) + at_tokens(st.head, st.rows, decodes + k)
-            matmul = matmul + (at_tokens(st.experts, st.rows, tokens, position) * x.moe_time_ratio if moe else zero)
+            matmul = matmul + (experts_s(x, st, tokens, position) if moe else zero)
             matmul = matmul + x.elementwise_s_per_token / x.tp * tokens
             prefill = np.asarray(n) > 0
             comm = _comm(

@@ -41,8 +41,8 @@ def _terms_text(t: dict, overhead: float, host_s: float, moe_time_ratio: float =
     text = f"{exact(overhead)} + {v('tokens')} + {v('head')}"
     experts = float(np.asarray(t["experts"]))
     if experts > 0:
-        table = f" + {exact(moe_time_ratio)} · {exact(experts / moe_time_ratio)}" if moe_time_ratio != 1.0 else ""
-        text += table or f" + {v('experts')}"
+        r = moe_time_ratio
+        text += f" + {exact(r)} · {exact(experts / r)}" if r != 1.0 else f" + {v('experts')}"
     text += f" + {v('elementwise')} + {v('decode')} · {v('ratio')}"
     if float(np.asarray(t["prefill"])) > 0:
         text += f" + {v('prefill')}"
